@@ -1,0 +1,1 @@
+//! acp-core: sans-IO ACP engine.

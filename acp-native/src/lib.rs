@@ -1,0 +1,1 @@
+//! acp-native: the tokio + tower host around `acp-core`.

@@ -1,0 +1,1 @@
+//! acp-wasm: wasm-bindgen wrapper of acp-core (see API.md).
