@@ -1,0 +1,1205 @@
+//! The sans-IO connection: one state machine per peer, for either role.
+//!
+//! Inputs are `handle_*` calls (bytes from the peer, the peer's end of stream, the passing of
+//! time); commands (`send_request`, `notify`, `respond`, `cancel`, `close`) queue messages;
+//! outputs are drained with `poll_transmit` (bytes for the peer), `poll_event` (what the
+//! application must know or do) and `poll_timeout` (the next deadline).
+//!
+//! **Drain rule:** after any call that mutates the connection, drain `poll_transmit` and
+//! `poll_event` until they return `None`, then arm a timer for `poll_timeout`.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::acp::{self, ClientCapabilities, Role, TurnState};
+use crate::error::{CallError, Error, PeerError, PeerErrorKind};
+use crate::framing::{is_blank, Decoder, Frame, DEFAULT_MAX_MESSAGE_BYTES};
+use crate::jsonrpc::{
+    write_error_response, write_json, write_json_str, write_result_response, Classified, ErrorCode,
+    ErrorObject, Id, RawEnvelope,
+};
+
+/// Milliseconds on a clock of the caller's choosing (monotonic). The engine never reads a clock.
+pub type Millis = u64;
+
+/// How received JSON-RPC batches (arrays) are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BatchPolicy {
+    /// The JSON-RPC 2.0 batch rules, as seed 002 states them (the default).
+    #[default]
+    Seed,
+    /// Answer any array with one Invalid Request (what the official TypeScript 2.4 and Rust
+    /// 5.0 SDKs do).
+    RejectAll,
+}
+
+/// Connection settings. `Config::new(role)` gives the safe defaults.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub role: Role,
+    /// Largest message (one line) accepted; larger lines are skipped and answered. 64 MiB.
+    pub max_message_bytes: usize,
+    pub batch_policy: BatchPolicy,
+    /// Deadline for every outgoing request that does not set its own. None by default.
+    pub default_request_timeout: Option<Millis>,
+    /// Incoming requests not answered within this are answered by the engine. None by default.
+    pub incoming_request_timeout: Option<Millis>,
+    /// Incoming `session/request_permission` not answered within this are answered
+    /// `cancelled`. Overrides `incoming_request_timeout` for that method. None by default.
+    pub permission_timeout: Option<Millis>,
+    /// At most this many incoming requests may await an answer; more are refused. 1024.
+    pub max_incoming_in_flight: usize,
+    /// Agent side: refuse to call `fs/*` / `terminal/*` unless the client advertised them.
+    pub enforce_capabilities: bool,
+}
+
+impl Config {
+    pub fn new(role: Role) -> Self {
+        Config {
+            role,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            batch_policy: BatchPolicy::Seed,
+            default_request_timeout: None,
+            incoming_request_timeout: None,
+            permission_timeout: None,
+            max_incoming_in_flight: 1024,
+            enforce_capabilities: true,
+        }
+    }
+}
+
+/// Per-request options of an outgoing request.
+#[derive(Debug, Clone)]
+pub struct RequestOptions<T> {
+    /// Relative deadline; `None` uses the config's default.
+    pub timeout: Option<Millis>,
+    /// Handed back with the completion.
+    pub data: T,
+}
+
+impl<T: Default> Default for RequestOptions<T> {
+    fn default() -> Self {
+        RequestOptions {
+            timeout: None,
+            data: T::default(),
+        }
+    }
+}
+
+impl<T> RequestOptions<T> {
+    pub fn with_data(data: T) -> Self {
+        RequestOptions {
+            timeout: None,
+            data,
+        }
+    }
+
+    pub fn timeout(mut self, ms: Millis) -> Self {
+        self.timeout = Some(ms);
+        self
+    }
+}
+
+/// Why the engine answered an incoming request itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoAnswerReason {
+    /// Its deadline passed.
+    Timeout,
+    /// The client sent `session/cancel` for its session (permission requests only).
+    SessionCancelled,
+    /// The connection closed.
+    Closed,
+}
+
+impl AutoAnswerReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            AutoAnswerReason::Timeout => "timeout",
+            AutoAnswerReason::SessionCancelled => "sessionCancelled",
+            AutoAnswerReason::Closed => "closed",
+        }
+    }
+}
+
+/// What the application must know or do.
+#[derive(Debug)]
+pub enum Event<T> {
+    /// The peer sent a request: answer it exactly once with [`Connection::respond`] using `token`.
+    Request {
+        token: u64,
+        id: Id,
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    /// The peer sent a notification (handle in order; never answered).
+    Notification {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    /// An outgoing request completed: with a result, or with why not.
+    Response {
+        id: u64,
+        method: String,
+        data: T,
+        result: Result<Box<RawValue>, CallError>,
+    },
+    /// The engine answered an incoming request itself; a later `respond` gets
+    /// [`Error::AlreadyAnswered`]. UIs should close whatever they showed for it.
+    AutoAnswered {
+        token: u64,
+        method: String,
+        reason: AutoAnswerReason,
+    },
+    /// The peer asked (`$/cancel_request`) to cancel this incoming request. Stop work and
+    /// answer it (typically with -32800 Request cancelled).
+    CancelRequested { token: u64 },
+    /// The peer misbehaved. Informational: the engine already answered where the protocol
+    /// says so, and the stream goes on.
+    ProtocolError(PeerError),
+    /// The connection is closed (emitted once, last).
+    Closed { reason: String },
+}
+
+#[derive(Debug)]
+struct Outgoing<T> {
+    method: String,
+    data: T,
+    deadline: Option<Millis>,
+    timeout: Option<Millis>,
+    /// `session/prompt`: the session whose turn this is.
+    prompt_session: Option<String>,
+}
+
+#[derive(Debug)]
+struct Incoming {
+    id: Id,
+    method: String,
+    deadline: Option<Millis>,
+    batch: Option<u64>,
+    /// For `session/request_permission`: its session.
+    session_id: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct BatchReply {
+    /// Requests of the batch not answered yet.
+    remaining: usize,
+    /// Serialized responses, comma-separated.
+    body: Vec<u8>,
+    count: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKey {
+    Outgoing(u64),
+    Incoming(u64),
+}
+
+/// How many recently completed outgoing ids are remembered to tell late from unknown responses.
+const RECENT_IDS: usize = 4096;
+
+/// The protocol engine for one connection. `T` is caller data carried by each outgoing request.
+#[derive(Debug)]
+pub struct Connection<T = ()> {
+    config: Config,
+    decoder: Decoder,
+    out: Vec<u8>,
+    events: VecDeque<Event<T>>,
+    next_id: u64,
+    next_token: u64,
+    next_batch: u64,
+    outgoing: HashMap<u64, Outgoing<T>>,
+    incoming: HashMap<u64, Incoming>,
+    batches: HashMap<u64, BatchReply>,
+    timers: BinaryHeap<Reverse<(Millis, TimerKey)>>,
+    recent: VecDeque<u64>,
+    recent_set: HashSet<u64>,
+    closed: Option<String>,
+    client_caps: ClientCapabilities,
+    agent_initialize_result: Option<Box<RawValue>>,
+    turns: HashMap<String, TurnState>,
+}
+
+impl<T> Connection<T> {
+    pub fn new(config: Config) -> Self {
+        Connection {
+            decoder: Decoder::new(config.max_message_bytes),
+            config,
+            out: Vec::new(),
+            events: VecDeque::new(),
+            next_id: 0,
+            next_token: 0,
+            next_batch: 0,
+            outgoing: HashMap::new(),
+            incoming: HashMap::new(),
+            batches: HashMap::new(),
+            timers: BinaryHeap::new(),
+            recent: VecDeque::new(),
+            recent_set: HashSet::new(),
+            closed: None,
+            client_caps: ClientCapabilities::default(),
+            agent_initialize_result: None,
+            turns: HashMap::new(),
+        }
+    }
+
+    // ----- getters -----
+
+    pub fn role(&self) -> Role {
+        self.config.role
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
+    /// Outgoing requests awaiting completion.
+    pub fn pending_outgoing(&self) -> usize {
+        self.outgoing.len()
+    }
+
+    /// Incoming requests awaiting an answer.
+    pub fn pending_incoming(&self) -> usize {
+        self.incoming.len()
+    }
+
+    /// The method of a pending incoming request.
+    pub fn incoming_method(&self, token: u64) -> Option<&str> {
+        self.incoming.get(&token).map(|i| i.method.as_str())
+    }
+
+    /// The peer's id of a pending incoming request.
+    pub fn incoming_id(&self, token: u64) -> Option<&Id> {
+        self.incoming.get(&token).map(|i| &i.id)
+    }
+
+    /// Agent side: what the client advertised in `initialize` (all false before it).
+    pub fn client_capabilities(&self) -> ClientCapabilities {
+        self.client_caps
+    }
+
+    /// Client side: the agent's `initialize` result, once it arrived.
+    pub fn agent_initialize_result(&self) -> Option<&RawValue> {
+        self.agent_initialize_result.as_deref()
+    }
+
+    /// Client side: where a session's prompt turn stands.
+    pub fn turn_state(&self, session_id: &str) -> TurnState {
+        self.turns
+            .get(session_id)
+            .copied()
+            .unwrap_or(TurnState::Idle)
+    }
+
+    // ----- outputs -----
+
+    /// Bytes to write to the peer (complete NDJSON lines), if any.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        if self.out.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut self.out))
+        }
+    }
+
+    /// Appends the bytes to write to `buf` instead of allocating; returns whether any were.
+    pub fn poll_transmit_into(&mut self, buf: &mut Vec<u8>) -> bool {
+        if self.out.is_empty() {
+            return false;
+        }
+        if buf.is_empty() {
+            std::mem::swap(buf, &mut self.out);
+        } else {
+            buf.append(&mut self.out);
+        }
+        true
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event<T>> {
+        self.events.pop_front()
+    }
+
+    /// The next deadline (absolute), if any request has one.
+    pub fn poll_timeout(&mut self) -> Option<Millis> {
+        while let Some(Reverse((at, key))) = self.timers.peek().copied() {
+            if self.timer_is_live(at, key) {
+                return Some(at);
+            }
+            self.timers.pop();
+        }
+        None
+    }
+
+    fn timer_is_live(&self, at: Millis, key: TimerKey) -> bool {
+        match key {
+            TimerKey::Outgoing(id) => self
+                .outgoing
+                .get(&id)
+                .is_some_and(|o| o.deadline == Some(at)),
+            TimerKey::Incoming(t) => self
+                .incoming
+                .get(&t)
+                .is_some_and(|i| i.deadline == Some(at)),
+        }
+    }
+
+    // ----- inputs -----
+
+    /// Feeds bytes received from the peer (any chunking).
+    pub fn handle_bytes(&mut self, bytes: &[u8], now: Millis) {
+        if self.closed.is_some() {
+            return;
+        }
+        let mut decoder = std::mem::replace(&mut self.decoder, Decoder::new(1));
+        decoder.decode(bytes, &mut |frame| self.handle_frame(frame, now));
+        self.decoder = decoder;
+    }
+
+    /// The peer closed its side: a final unterminated line is processed, then everything
+    /// pending completes with a "connection closed" error.
+    pub fn handle_eof(&mut self, now: Millis) {
+        if self.closed.is_some() {
+            return;
+        }
+        let mut decoder = std::mem::replace(&mut self.decoder, Decoder::new(1));
+        decoder.finish(&mut |frame| self.handle_frame(frame, now));
+        self.decoder = decoder;
+        self.shut_down("the peer closed the connection".into(), false);
+    }
+
+    /// Fires every deadline at or before `now`.
+    pub fn handle_timeout(&mut self, now: Millis) {
+        while let Some(Reverse((at, key))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            if !self.timer_is_live(at, key) {
+                continue;
+            }
+            match key {
+                TimerKey::Outgoing(id) => {
+                    let after_ms = self.outgoing[&id].timeout.unwrap_or(0);
+                    self.abandon_outgoing(id, CallError::TimedOut { after_ms });
+                }
+                TimerKey::Incoming(token) => {
+                    self.auto_answer(token, AutoAnswerReason::Timeout);
+                }
+            }
+        }
+    }
+
+    // ----- commands -----
+
+    /// Sends a request; returns its id. `params` is any serializable value (a typed struct,
+    /// a `serde_json::Value`, a `RawValue`) that serializes to an object or array, or `None`.
+    pub fn send_request<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+        opts: RequestOptions<T>,
+        now: Millis,
+    ) -> Result<u64, Error> {
+        self.check_can_send(method)?;
+        let id = self.next_id;
+        let start = self.out.len();
+        self.write_request(Some(id), method, params)?;
+        let prompt_session =
+            if self.config.role == Role::Client && method == acp::agent::SESSION_PROMPT {
+                let line = &self.out[start..];
+                let session = request_params_session(line);
+                if let Some(s) = &session {
+                    if self.turn_state(s) != TurnState::Idle {
+                        self.out.truncate(start);
+                        return Err(Error::PromptInFlight {
+                            session_id: s.clone(),
+                        });
+                    }
+                    self.turns.insert(s.clone(), TurnState::Prompting);
+                }
+                session
+            } else {
+                None
+            };
+        self.out.push(b'\n');
+        self.next_id += 1;
+        let timeout = opts.timeout.or(self.config.default_request_timeout);
+        let deadline = timeout.map(|t| now.saturating_add(t));
+        if let Some(at) = deadline {
+            self.timers.push(Reverse((at, TimerKey::Outgoing(id))));
+        }
+        self.outgoing.insert(
+            id,
+            Outgoing {
+                method: method.to_owned(),
+                data: opts.data,
+                deadline,
+                timeout,
+                prompt_session,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Sends several requests and notifications as one JSON-RPC batch. Returns, per entry,
+    /// the request id (`None` for notifications). Methods in [`acp::NOT_BATCHABLE`] are refused.
+    pub fn send_batch(
+        &mut self,
+        entries: Vec<BatchEntry<T>>,
+        now: Millis,
+    ) -> Result<Vec<Option<u64>>, Error> {
+        if self.closed.is_some() {
+            return Err(Error::ConnectionClosed);
+        }
+        if entries.is_empty() {
+            return Err(Error::InvalidParams(
+                "a batch needs at least one entry".into(),
+            ));
+        }
+        for e in &entries {
+            if !acp::is_batchable(&e.method) {
+                return Err(Error::NotAllowedInBatch(e.method.clone()));
+            }
+            self.check_can_send(&e.method)?;
+        }
+        let start = self.out.len();
+        self.out.push(b'[');
+        let mut ids = Vec::with_capacity(entries.len());
+        let mut next_id = self.next_id;
+        for (i, e) in entries.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            let id = e.request.as_ref().map(|_| {
+                next_id += 1;
+                next_id - 1
+            });
+            if let Err(err) = self.write_request(id, &e.method, e.params.as_deref()) {
+                self.out.truncate(start);
+                return Err(err);
+            }
+            ids.push(id);
+        }
+        self.out.extend_from_slice(b"]\n");
+        self.next_id = next_id;
+        for (e, id) in entries.into_iter().zip(&ids) {
+            if let (Some(opts), Some(id)) = (e.request, id) {
+                let timeout = opts.timeout.or(self.config.default_request_timeout);
+                let deadline = timeout.map(|t| now.saturating_add(t));
+                if let Some(at) = deadline {
+                    self.timers.push(Reverse((at, TimerKey::Outgoing(*id))));
+                }
+                self.outgoing.insert(
+                    *id,
+                    Outgoing {
+                        method: e.method,
+                        data: opts.data,
+                        deadline,
+                        timeout,
+                        prompt_session: None,
+                    },
+                );
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Sends a notification. On the client side, `session/cancel` also answers every pending
+    /// `session/request_permission` of that session with `cancelled`, as the spec requires.
+    pub fn notify<P: Serialize + ?Sized>(
+        &mut self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), Error> {
+        self.check_can_send(method)?;
+        let start = self.out.len();
+        self.write_request(None, method, params)?;
+        let cancelled_session =
+            if self.config.role == Role::Client && method == acp::agent::SESSION_CANCEL {
+                request_params_session(&self.out[start..])
+            } else {
+                None
+            };
+        self.out.push(b'\n');
+        if let Some(session) = cancelled_session {
+            if self.turn_state(&session) == TurnState::Prompting {
+                self.turns.insert(session.clone(), TurnState::Cancelling);
+            }
+            let mut tokens: Vec<u64> = self
+                .incoming
+                .iter()
+                .filter(|(_, i)| {
+                    i.method == acp::client::SESSION_REQUEST_PERMISSION
+                        && i.session_id.as_deref() == Some(session.as_str())
+                })
+                .map(|(t, _)| *t)
+                .collect();
+            tokens.sort_unstable();
+            for t in tokens {
+                self.auto_answer(t, AutoAnswerReason::SessionCancelled);
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers an incoming request with a result (any value serializing to JSON).
+    pub fn respond<R: Serialize + ?Sized>(&mut self, token: u64, result: &R) -> Result<(), Error> {
+        if self.closed.is_some() {
+            return Err(Error::ConnectionClosed);
+        }
+        if !self.incoming.contains_key(&token) {
+            return Err(self.unknown_token(token));
+        }
+        let mut msg = Vec::with_capacity(64);
+        let inc = &self.incoming[&token];
+        msg.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        write_json(&mut msg, &inc.id).expect("ids serialize");
+        msg.extend_from_slice(b",\"result\":");
+        write_json(&mut msg, result).map_err(|e| Error::InvalidParams(e.to_string()))?;
+        msg.push(b'}');
+        let inc = self.incoming.remove(&token).expect("checked above");
+        self.emit_response(inc.batch, msg);
+        Ok(())
+    }
+
+    /// Answers an incoming request with an error.
+    pub fn respond_error(&mut self, token: u64, error: ErrorObject) -> Result<(), Error> {
+        if self.closed.is_some() {
+            return Err(Error::ConnectionClosed);
+        }
+        let Some(inc) = self.incoming.remove(&token) else {
+            return Err(self.unknown_token(token));
+        };
+        let mut msg = Vec::new();
+        write_error_response(&mut msg, &inc.id, &error);
+        self.emit_response(inc.batch, msg);
+        Ok(())
+    }
+
+    /// Cancels an outgoing request: it completes with [`CallError::Cancelled`] and the peer
+    /// is sent `$/cancel_request`. A response arriving later is reported as late and dropped.
+    pub fn cancel(&mut self, id: u64) -> Result<(), Error> {
+        if self.closed.is_some() {
+            return Err(Error::ConnectionClosed);
+        }
+        if !self.outgoing.contains_key(&id) {
+            return Err(Error::UnknownRequest(id));
+        }
+        self.abandon_outgoing(id, CallError::Cancelled);
+        Ok(())
+    }
+
+    /// Closes the connection: pending incoming requests are answered (permission requests with
+    /// `cancelled`, others with an error), pending outgoing requests complete with
+    /// [`CallError::Closed`], and [`Event::Closed`] is emitted. Drain `poll_transmit` once more
+    /// to flush the answers.
+    pub fn close(&mut self, reason: &str) {
+        if self.closed.is_some() {
+            return;
+        }
+        self.shut_down(reason.to_owned(), true);
+    }
+
+    // ----- internals -----
+
+    fn check_can_send(&self, method: &str) -> Result<(), Error> {
+        if self.closed.is_some() {
+            return Err(Error::ConnectionClosed);
+        }
+        if method.is_empty() {
+            return Err(Error::InvalidMethod(method.to_owned()));
+        }
+        if self.config.role == Role::Agent && self.config.enforce_capabilities {
+            if let Some(cap) = acp::required_client_capability(method) {
+                if !self.client_caps.allows(cap) {
+                    return Err(Error::CapabilityNotAdvertised {
+                        method: method.to_owned(),
+                        capability: cap,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a request or notification object (no newline) to `out`.
+    fn write_request<P: Serialize + ?Sized>(
+        &mut self,
+        id: Option<u64>,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), Error> {
+        let start = self.out.len();
+        self.out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",");
+        if let Some(id) = id {
+            self.out.extend_from_slice(b"\"id\":");
+            self.out
+                .extend_from_slice(itoa_u64(id, &mut [0u8; 20]).as_bytes());
+            self.out.push(b',');
+        }
+        self.out.extend_from_slice(b"\"method\":");
+        write_json_str(&mut self.out, method);
+        if let Some(p) = params {
+            self.out.extend_from_slice(b",\"params\":");
+            let pstart = self.out.len();
+            if let Err(e) = write_json(&mut self.out, p) {
+                self.out.truncate(start);
+                return Err(Error::InvalidParams(e.to_string()));
+            }
+            match self.out.get(pstart) {
+                Some(b'{') | Some(b'[') => {}
+                _ => {
+                    self.out.truncate(start);
+                    return Err(Error::InvalidParams(
+                        "params must serialize to a JSON object or array".into(),
+                    ));
+                }
+            }
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    fn unknown_token(&self, token: u64) -> Error {
+        // Tokens are issued in order and forgotten once answered.
+        if token < self.next_token {
+            Error::AlreadyAnswered(token)
+        } else {
+            Error::UnknownToken(token)
+        }
+    }
+
+    /// Queues one serialized response (no newline): alone, or into its batch's reply.
+    fn emit_response(&mut self, batch: Option<u64>, msg: Vec<u8>) {
+        match batch {
+            None => {
+                self.out.extend_from_slice(&msg);
+                self.out.push(b'\n');
+            }
+            Some(b) => {
+                let reply = self
+                    .batches
+                    .get_mut(&b)
+                    .expect("batch of a pending request");
+                if reply.count > 0 {
+                    reply.body.push(b',');
+                }
+                reply.body.extend_from_slice(&msg);
+                reply.count += 1;
+                reply.remaining -= 1;
+                if reply.remaining == 0 {
+                    self.finish_batch(b);
+                }
+            }
+        }
+    }
+
+    fn finish_batch(&mut self, b: u64) {
+        let reply = self.batches.remove(&b).expect("batch exists");
+        // Never an empty array: an all-notification batch gets nothing at all.
+        if reply.count > 0 {
+            self.out.push(b'[');
+            self.out.extend_from_slice(&reply.body);
+            self.out.extend_from_slice(b"]\n");
+        }
+    }
+
+    fn record_recent(&mut self, id: u64) {
+        if self.recent.len() == RECENT_IDS {
+            if let Some(old) = self.recent.pop_front() {
+                self.recent_set.remove(&old);
+            }
+        }
+        self.recent.push_back(id);
+        self.recent_set.insert(id);
+    }
+
+    /// Completes an outgoing request locally (timeout, cancel) and tells the peer.
+    fn abandon_outgoing(&mut self, id: u64, why: CallError) {
+        let Some(o) = self.outgoing.remove(&id) else {
+            return;
+        };
+        self.out.extend_from_slice(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"$/cancel_request\",\"params\":{\"requestId\":",
+        );
+        self.out
+            .extend_from_slice(itoa_u64(id, &mut [0u8; 20]).as_bytes());
+        self.out.extend_from_slice(b"}}\n");
+        self.complete(id, o, Err(why));
+    }
+
+    fn complete(&mut self, id: u64, o: Outgoing<T>, result: Result<Box<RawValue>, CallError>) {
+        self.record_recent(id);
+        if let Some(s) = &o.prompt_session {
+            self.turns.remove(s);
+        }
+        self.events.push_back(Event::Response {
+            id,
+            method: o.method,
+            data: o.data,
+            result,
+        });
+    }
+
+    fn auto_answer(&mut self, token: u64, reason: AutoAnswerReason) {
+        let Some(inc) = self.incoming.remove(&token) else {
+            return;
+        };
+        let mut msg = Vec::new();
+        if inc.method == acp::client::SESSION_REQUEST_PERMISSION {
+            let raw: &RawValue =
+                serde_json::from_str(acp::PERMISSION_CANCELLED_RESULT).expect("valid JSON");
+            write_result_response(&mut msg, &inc.id, raw);
+        } else {
+            let error = match reason {
+                AutoAnswerReason::Timeout => {
+                    ErrorObject::new(ErrorCode::InternalError, "request was not answered in time")
+                        .with_data(serde_json::json!({ "reason": "timeout" }))
+                }
+                AutoAnswerReason::SessionCancelled => {
+                    ErrorObject::from_code(ErrorCode::RequestCancelled)
+                }
+                AutoAnswerReason::Closed => {
+                    ErrorObject::new(ErrorCode::InternalError, "connection closing")
+                        .with_data(serde_json::json!({ "reason": "closed" }))
+                }
+            };
+            write_error_response(&mut msg, &inc.id, &error);
+        }
+        self.emit_response(inc.batch, msg);
+        self.events.push_back(Event::AutoAnswered {
+            token,
+            method: inc.method,
+            reason,
+        });
+    }
+
+    fn shut_down(&mut self, reason: String, answer_incoming: bool) {
+        let mut tokens: Vec<u64> = self.incoming.keys().copied().collect();
+        tokens.sort_unstable();
+        for t in tokens {
+            if answer_incoming {
+                self.auto_answer(t, AutoAnswerReason::Closed);
+            } else if let Some(inc) = self.incoming.remove(&t) {
+                self.events.push_back(Event::AutoAnswered {
+                    token: t,
+                    method: inc.method,
+                    reason: AutoAnswerReason::Closed,
+                });
+            }
+        }
+        if !answer_incoming {
+            self.out.clear();
+        }
+        self.batches.clear();
+        let mut ids: Vec<u64> = self.outgoing.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let o = self.outgoing.remove(&id).expect("listed");
+            self.complete(
+                id,
+                o,
+                Err(CallError::Closed {
+                    reason: reason.clone(),
+                }),
+            );
+        }
+        self.timers.clear();
+        self.turns.clear();
+        self.closed = Some(reason.clone());
+        self.events.push_back(Event::Closed { reason });
+    }
+
+    fn protocol_error(&mut self, kind: PeerErrorKind, message: String) {
+        self.events
+            .push_back(Event::ProtocolError(PeerError { kind, message }));
+    }
+
+    fn handle_frame(&mut self, frame: Frame<'_>, now: Millis) {
+        match frame {
+            Frame::Oversize { limit } => {
+                let message = format!("message exceeds the maximum size of {limit} bytes");
+                let mut msg = Vec::new();
+                write_error_response(
+                    &mut msg,
+                    &Id::Null,
+                    &ErrorObject::new(ErrorCode::InvalidRequest, message.clone())
+                        .with_data(serde_json::json!({ "maxMessageBytes": limit })),
+                );
+                self.emit_response(None, msg);
+                self.protocol_error(PeerErrorKind::Oversize, message);
+            }
+            Frame::Line(line) => {
+                if is_blank(line) {
+                    return;
+                }
+                self.handle_line(line, now);
+            }
+        }
+    }
+
+    fn handle_line(&mut self, line: &[u8], now: Millis) {
+        let first = line
+            .iter()
+            .copied()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+            .unwrap_or(b' ');
+        if first == b'[' {
+            self.handle_batch(line, now);
+            return;
+        }
+        match serde_json::from_slice::<RawEnvelope<'_>>(line) {
+            Ok(env) => {
+                let classified = env.classify();
+                self.handle_message(classified, None, now);
+            }
+            Err(e) => self.reject_unparsable(e, None),
+        }
+    }
+
+    /// Answers a line that did not parse: -32700 for bad JSON, -32600 for valid JSON of the
+    /// wrong shape.
+    fn reject_unparsable(&mut self, e: serde_json::Error, batch: Option<u64>) {
+        let details = describe_json_error(&e);
+        let (code, kind) = if e.is_data() {
+            (ErrorCode::InvalidRequest, PeerErrorKind::InvalidRequest)
+        } else {
+            (ErrorCode::ParseError, PeerErrorKind::ParseError)
+        };
+        let mut msg = Vec::new();
+        write_error_response(
+            &mut msg,
+            &Id::Null,
+            &ErrorObject::from_code(code).with_data(serde_json::json!({ "details": details })),
+        );
+        self.emit_response_unbatched(batch, msg);
+        self.protocol_error(kind, details);
+    }
+
+    /// Like `emit_response`, for error entries that are not tracked requests: a batch entry is
+    /// appended to the batch's reply without counting as a pending request.
+    fn emit_response_unbatched(&mut self, batch: Option<u64>, msg: Vec<u8>) {
+        match batch {
+            None => {
+                self.out.extend_from_slice(&msg);
+                self.out.push(b'\n');
+            }
+            Some(b) => {
+                let reply = self.batches.get_mut(&b).expect("batch being read");
+                if reply.count > 0 {
+                    reply.body.push(b',');
+                }
+                reply.body.extend_from_slice(&msg);
+                reply.count += 1;
+            }
+        }
+    }
+
+    fn handle_batch(&mut self, line: &[u8], now: Millis) {
+        let entries: Vec<&RawValue> = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                // Invalid JSON: a single Parse error (rule 1).
+                self.reject_unparsable(e, None);
+                return;
+            }
+        };
+        if entries.is_empty() || self.config.batch_policy == BatchPolicy::RejectAll {
+            let message = if entries.is_empty() {
+                "empty batch"
+            } else {
+                "batches are not accepted"
+            };
+            let mut msg = Vec::new();
+            write_error_response(
+                &mut msg,
+                &Id::Null,
+                &ErrorObject::new(ErrorCode::InvalidRequest, message),
+            );
+            self.emit_response(None, msg);
+            self.protocol_error(PeerErrorKind::InvalidRequest, message.into());
+            return;
+        }
+        let b = self.next_batch;
+        self.next_batch += 1;
+        // `remaining` starts at 1, a guard so the reply cannot complete while entries are
+        // still being read (a request answered synchronously by the engine, say).
+        self.batches.insert(
+            b,
+            BatchReply {
+                remaining: 1,
+                ..Default::default()
+            },
+        );
+        for entry in entries {
+            match serde_json::from_str::<RawEnvelope<'_>>(entry.get()) {
+                Ok(env) => self.handle_message(env.classify(), Some(b), now),
+                Err(e) => {
+                    // An entry that is not an object: its own Invalid Request (id null).
+                    let details = describe_json_error(&e);
+                    let mut msg = Vec::new();
+                    write_error_response(
+                        &mut msg,
+                        &Id::Null,
+                        &ErrorObject::from_code(ErrorCode::InvalidRequest)
+                            .with_data(serde_json::json!({ "details": details })),
+                    );
+                    self.emit_response_unbatched(Some(b), msg);
+                    self.protocol_error(PeerErrorKind::InvalidRequest, details);
+                }
+            }
+        }
+        let reply = self.batches.get_mut(&b).expect("batch being read");
+        reply.remaining -= 1;
+        if reply.remaining == 0 {
+            self.finish_batch(b);
+        }
+    }
+
+    fn handle_message(&mut self, msg: Classified<'_>, batch: Option<u64>, now: Millis) {
+        match msg {
+            Classified::Request { id, method, params } => {
+                self.handle_request(id, method, params, batch, now)
+            }
+            Classified::Notification { method, params } => self.handle_notification(method, params),
+            Classified::Response { id, outcome } => self.handle_response(id, outcome),
+            Classified::BadResponse { id, reason } => {
+                match id
+                    .as_u64()
+                    .and_then(|n| self.outgoing.remove(&n).map(|o| (n, o)))
+                {
+                    Some((n, o)) => {
+                        self.protocol_error(
+                            PeerErrorKind::InvalidRequest,
+                            format!("invalid response to request {n}: {reason}"),
+                        );
+                        self.complete(n, o, Err(CallError::InvalidResponse { reason }));
+                    }
+                    None => {
+                        let mut out = Vec::new();
+                        write_error_response(
+                            &mut out,
+                            &Id::Null,
+                            &ErrorObject::new(ErrorCode::InvalidRequest, reason.clone()),
+                        );
+                        self.emit_response_unbatched(batch, out);
+                        self.protocol_error(PeerErrorKind::InvalidRequest, reason);
+                    }
+                }
+            }
+            Classified::Invalid { id, reason } => {
+                // Alone, the id is echoed when it could be read, so the sender's request
+                // completes; inside a batch, seed 002 asks for `id: null`.
+                let id = if batch.is_some() { Id::Null } else { id };
+                let mut out = Vec::new();
+                write_error_response(
+                    &mut out,
+                    &id,
+                    &ErrorObject::new(ErrorCode::InvalidRequest, reason.clone()),
+                );
+                self.emit_response_unbatched(batch, out);
+                self.protocol_error(PeerErrorKind::InvalidRequest, reason);
+            }
+        }
+    }
+
+    fn handle_request(
+        &mut self,
+        id: Id,
+        method: String,
+        params: Option<&RawValue>,
+        batch: Option<u64>,
+        now: Millis,
+    ) {
+        if batch.is_some() && !acp::is_batchable(&method) {
+            // Seed 002: these change which later messages are valid, so a batch holding them
+            // is ambiguous. That entry alone is refused (with its id, so the peer can match
+            // it); the rest of the batch is processed.
+            let message = format!("{method} must be sent on its own, not inside a batch");
+            let mut out = Vec::new();
+            write_error_response(
+                &mut out,
+                &id,
+                &ErrorObject::new(ErrorCode::InvalidRequest, message.clone()),
+            );
+            self.emit_response_unbatched(batch, out);
+            self.protocol_error(PeerErrorKind::NotAllowedInBatch, message);
+            return;
+        }
+        if self.incoming.len() >= self.config.max_incoming_in_flight {
+            let message = format!(
+                "too many requests in flight (at most {})",
+                self.config.max_incoming_in_flight
+            );
+            let mut out = Vec::new();
+            write_error_response(
+                &mut out,
+                &id,
+                &ErrorObject::new(ErrorCode::InternalError, message.clone()),
+            );
+            self.emit_response_unbatched(batch, out);
+            self.protocol_error(PeerErrorKind::TooManyRequests, message);
+            return;
+        }
+        let token = self.next_token;
+        self.next_token += 1;
+        let is_permission = method == acp::client::SESSION_REQUEST_PERMISSION;
+        let session_id = if is_permission {
+            acp::session_id_of(params.map(RawValue::get))
+        } else {
+            None
+        };
+        if self.config.role == Role::Agent && method == acp::agent::INITIALIZE {
+            self.client_caps =
+                ClientCapabilities::from_initialize_params(params.map(RawValue::get));
+        }
+        let timeout = if is_permission {
+            self.config
+                .permission_timeout
+                .or(self.config.incoming_request_timeout)
+        } else {
+            self.config.incoming_request_timeout
+        };
+        let deadline = timeout.map(|t| now.saturating_add(t));
+        if let Some(at) = deadline {
+            self.timers.push(Reverse((at, TimerKey::Incoming(token))));
+        }
+        if let Some(b) = batch {
+            self.batches
+                .get_mut(&b)
+                .expect("batch being read")
+                .remaining += 1;
+        }
+        self.incoming.insert(
+            token,
+            Incoming {
+                id: id.clone(),
+                method: method.clone(),
+                deadline,
+                batch,
+                session_id,
+            },
+        );
+        self.events.push_back(Event::Request {
+            token,
+            id,
+            method,
+            params: params.map(ToOwned::to_owned),
+        });
+    }
+
+    fn handle_notification(&mut self, method: String, params: Option<&RawValue>) {
+        if method == acp::CANCEL_REQUEST {
+            #[derive(serde::Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct P {
+                request_id: Id,
+            }
+            if let Some(p) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()) {
+                let mut hits: Vec<u64> = self
+                    .incoming
+                    .iter()
+                    .filter(|(_, i)| i.id == p.request_id)
+                    .map(|(t, _)| *t)
+                    .collect();
+                hits.sort_unstable();
+                for token in hits {
+                    self.events.push_back(Event::CancelRequested { token });
+                }
+            }
+            // Unknown or malformed cancellations are ignored, as the spec asks.
+            return;
+        }
+        self.events.push_back(Event::Notification {
+            method,
+            params: params.map(ToOwned::to_owned),
+        });
+    }
+
+    fn handle_response(&mut self, id: Id, outcome: Result<&RawValue, ErrorObject>) {
+        let pending = id
+            .as_u64()
+            .and_then(|n| self.outgoing.remove(&n).map(|o| (n, o)));
+        let Some((n, o)) = pending else {
+            if id == Id::Null {
+                let message = match &outcome {
+                    Err(e) => format!("peer reported an error: {e}"),
+                    Ok(r) => format!("peer sent a result with id null: {}", r.get()),
+                };
+                self.protocol_error(PeerErrorKind::ErrorWithoutId, message);
+            } else if id.as_u64().is_some_and(|n| self.recent_set.contains(&n)) {
+                self.protocol_error(
+                    PeerErrorKind::LateResponse,
+                    format!("response for request {id} which already completed; dropped"),
+                );
+            } else {
+                self.protocol_error(
+                    PeerErrorKind::UnknownResponseId,
+                    format!("response with unknown id {id}; dropped"),
+                );
+            }
+            return;
+        };
+        let result = match outcome {
+            Ok(raw) => {
+                if self.config.role == Role::Client && o.method == acp::agent::INITIALIZE {
+                    match acp::protocol_version_of(raw.get()) {
+                        Some(v) if v.as_u64() == Some(u64::from(acp::PROTOCOL_VERSION)) => {
+                            self.agent_initialize_result = Some(raw.to_owned());
+                            Ok(raw.to_owned())
+                        }
+                        Some(v) => Err(CallError::UnsupportedProtocolVersion { version: v }),
+                        None => Err(CallError::InvalidResponse {
+                            reason: "initialize result lacks protocolVersion".into(),
+                        }),
+                    }
+                } else {
+                    Ok(raw.to_owned())
+                }
+            }
+            Err(e) => Err(CallError::Remote(e)),
+        };
+        self.complete(n, o, result);
+    }
+}
+
+/// One entry of an outgoing batch.
+#[derive(Debug)]
+pub struct BatchEntry<T> {
+    pub method: String,
+    pub params: Option<Box<RawValue>>,
+    /// `Some` for a request (its options), `None` for a notification.
+    pub request: Option<RequestOptions<T>>,
+}
+
+/// serde's message, in the protocol's words.
+fn describe_json_error(e: &serde_json::Error) -> String {
+    e.to_string()
+        .replace("struct RawEnvelope", "a JSON-RPC message object")
+}
+
+/// Reads `params.sessionId` from a serialized request object.
+fn request_params_session(line: &[u8]) -> Option<String> {
+    let env: RawEnvelope<'_> = serde_json::from_slice(line).ok()?;
+    acp::session_id_of(env.params.map(RawValue::get))
+}
+
+fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[i..]).expect("digits are ASCII")
+}

@@ -1,0 +1,202 @@
+//! NDJSON framing: an incremental line decoder with a size limit.
+//!
+//! Input arrives in arbitrary chunks (one byte at a time works). Every input byte is scanned
+//! once: complete lines inside a chunk are handed out as slices of that chunk without copying,
+//! and only an unfinished tail is buffered. A line longer than the limit is reported the moment
+//! it crosses the limit and then skipped to its newline without buffering it.
+
+use memchr::memchr;
+
+/// Default maximum size of one message (one line, without its line ending): 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// What the decoder hands out.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Frame<'a> {
+    /// One complete line, without its `\n` or `\r\n`. May be empty or whitespace.
+    Line(&'a [u8]),
+    /// A line crossed the size limit; the rest of it, up to its newline, is being skipped.
+    Oversize { limit: usize },
+}
+
+#[derive(Debug)]
+pub struct Decoder {
+    buf: Vec<u8>,
+    max: usize,
+    skipping: bool,
+}
+
+impl Decoder {
+    pub fn new(max_message_bytes: usize) -> Self {
+        Decoder {
+            buf: Vec::new(),
+            max: max_message_bytes.max(1),
+            skipping: false,
+        }
+    }
+
+    pub fn max_message_bytes(&self) -> usize {
+        self.max
+    }
+
+    /// Bytes of an unfinished line held so far (never more than the limit + 1).
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True while the rest of an oversize line is being skipped.
+    pub fn is_skipping(&self) -> bool {
+        self.skipping
+    }
+
+    /// Feeds a chunk, calling `sink` for every frame it completes, in order.
+    pub fn decode(&mut self, mut input: &[u8], sink: &mut dyn FnMut(Frame<'_>)) {
+        while !input.is_empty() {
+            let newline = memchr(b'\n', input);
+            if self.skipping {
+                match newline {
+                    Some(i) => {
+                        self.skipping = false;
+                        input = &input[i + 1..];
+                    }
+                    None => return,
+                }
+                continue;
+            }
+            match newline {
+                Some(i) => {
+                    // A `\r` before the `\n` is not part of the message.
+                    let end = if i > 0 && input[i - 1] == b'\r' {
+                        i - 1
+                    } else {
+                        i
+                    };
+                    if self.buf.is_empty() {
+                        if end > self.max {
+                            sink(Frame::Oversize { limit: self.max });
+                        } else {
+                            sink(Frame::Line(&input[..end]));
+                        }
+                    } else {
+                        // `end` can be "before" the chunk when the `\r` was buffered.
+                        let total = if i == 0 && self.buf.last() == Some(&b'\r') {
+                            self.buf.pop();
+                            self.buf.len()
+                        } else {
+                            self.buf.len() + end
+                        };
+                        if total > self.max {
+                            sink(Frame::Oversize { limit: self.max });
+                        } else {
+                            self.buf.extend_from_slice(&input[..end]);
+                            sink(Frame::Line(&self.buf));
+                        }
+                        self.buf.clear();
+                    }
+                    input = &input[i + 1..];
+                }
+                None => {
+                    // A trailing `\r` may be the first half of a line ending: allow one byte.
+                    if self.buf.len() + input.len() > self.max + 1 {
+                        self.buf.clear();
+                        self.buf.shrink_to(64 * 1024);
+                        self.skipping = true;
+                        sink(Frame::Oversize { limit: self.max });
+                    } else {
+                        self.buf.extend_from_slice(input);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The peer closed the stream: a final line without a newline is still a line.
+    pub fn finish(&mut self, sink: &mut dyn FnMut(Frame<'_>)) {
+        if self.skipping {
+            self.skipping = false;
+            return;
+        }
+        if !self.buf.is_empty() {
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+            if self.buf.len() > self.max {
+                sink(Frame::Oversize { limit: self.max });
+            } else {
+                sink(Frame::Line(&self.buf));
+            }
+            self.buf.clear();
+        }
+    }
+}
+
+/// True for lines the protocol ignores: empty or only whitespace.
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(max: usize, chunks: &[&[u8]]) -> Vec<String> {
+        let mut d = Decoder::new(max);
+        let mut out = Vec::new();
+        for c in chunks {
+            d.decode(c, &mut |f| out.push(render(f)));
+        }
+        d.finish(&mut |f| out.push(render(f)));
+        out
+    }
+
+    fn render(f: Frame<'_>) -> String {
+        match f {
+            Frame::Line(l) => String::from_utf8_lossy(l).into_owned(),
+            Frame::Oversize { limit } => format!("<oversize {limit}>"),
+        }
+    }
+
+    #[test]
+    fn splits_lines_and_strips_crlf() {
+        assert_eq!(frames(100, &[b"a\nb\r\nc"]), ["a", "b", "c"]);
+        assert_eq!(frames(100, &[b"a\r", b"\nb\n"]), ["a", "b"]);
+        assert_eq!(frames(100, &[b"\n\n"]), ["", ""]);
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_frames() {
+        let input: &[u8] = b"{\"a\":1}\r\n\n  \nxyzzy-long-line-here\n{\"b\":2}\nlast";
+        let whole = frames(10, &[input]);
+        for i in 0..=input.len() {
+            for j in i..=input.len() {
+                let got = frames(10, &[&input[..i], &input[i..j], &input[j..]]);
+                assert_eq!(got, whole, "split at {i},{j}");
+            }
+        }
+        assert_eq!(
+            whole,
+            ["{\"a\":1}", "", "  ", "<oversize 10>", "{\"b\":2}", "last"]
+        );
+    }
+
+    #[test]
+    fn limit_counts_the_message_not_the_line_ending() {
+        assert_eq!(frames(3, &[b"abc\r\nabcd\n"]), ["abc", "<oversize 3>"]);
+        assert_eq!(frames(3, &[b"ab", b"c\r", b"\n"]), ["abc"]);
+    }
+
+    #[test]
+    fn oversize_is_reported_before_the_newline_and_memory_stays_bounded() {
+        let mut d = Decoder::new(8);
+        let mut out = Vec::new();
+        for _ in 0..1000 {
+            d.decode(b"0123456789", &mut |f| out.push(render(f)));
+            assert!(d.buffered() <= 9);
+        }
+        assert_eq!(out, ["<oversize 8>"]);
+        d.decode(b"tail\nok\n", &mut |f| out.push(render(f)));
+        assert_eq!(out, ["<oversize 8>", "ok"]);
+    }
+}

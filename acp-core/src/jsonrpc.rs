@@ -1,0 +1,421 @@
+//! The JSON-RPC 2.0 model: ids, error objects, error codes, and classification of one parsed
+//! message by its shape.
+//!
+//! Classification borrows from the input line: `params`, `result` and `error` stay raw JSON
+//! ([`RawValue`]) until somebody asks for them, so routing never deserializes what it does not need.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// A JSON-RPC request id: a number, a string or `null`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Id {
+    Null,
+    /// Kept as the peer wrote it (integer or not), so echoing it back is exact.
+    Number(serde_json::Number),
+    String(String),
+}
+
+impl Id {
+    /// The id as an unsigned integer, when it is one (the engine's own ids always are).
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Id::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+}
+
+impl From<u64> for Id {
+    fn from(n: u64) -> Self {
+        Id::Number(n.into())
+    }
+}
+
+impl From<&str> for Id {
+    fn from(s: &str) -> Self {
+        Id::String(s.to_owned())
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Id::Null => f.write_str("null"),
+            Id::Number(n) => write!(f, "{n}"),
+            Id::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::Null => s.serialize_unit(),
+            Id::Number(n) => n.serialize(s),
+            Id::String(v) => s.serialize_str(v),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Null => Ok(Id::Null),
+            serde_json::Value::Number(n) => Ok(Id::Number(n)),
+            serde_json::Value::String(s) => Ok(Id::String(s)),
+            other => Err(de::Error::custom(format_args!(
+                "id must be a string, a number or null, not {}",
+                json_type_name(&other)
+            ))),
+        }
+    }
+}
+
+fn json_type_name(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Error codes: JSON-RPC's standard ones, ACP's, and any other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    ParseError,
+    InvalidRequest,
+    MethodNotFound,
+    InvalidParams,
+    InternalError,
+    /// ACP: `-32800`, the request was cancelled.
+    RequestCancelled,
+    /// ACP: `-32000`, authentication is required.
+    AuthRequired,
+    /// ACP: `-32002`, a resource (for example a file) was not found.
+    ResourceNotFound,
+    /// Any other code (the escape hatch).
+    Other(i64),
+}
+
+impl ErrorCode {
+    pub const fn code(self) -> i64 {
+        match self {
+            ErrorCode::ParseError => -32700,
+            ErrorCode::InvalidRequest => -32600,
+            ErrorCode::MethodNotFound => -32601,
+            ErrorCode::InvalidParams => -32602,
+            ErrorCode::InternalError => -32603,
+            ErrorCode::RequestCancelled => -32800,
+            ErrorCode::AuthRequired => -32000,
+            ErrorCode::ResourceNotFound => -32002,
+            ErrorCode::Other(c) => c,
+        }
+    }
+
+    pub const fn from_code(code: i64) -> Self {
+        match code {
+            -32700 => ErrorCode::ParseError,
+            -32600 => ErrorCode::InvalidRequest,
+            -32601 => ErrorCode::MethodNotFound,
+            -32602 => ErrorCode::InvalidParams,
+            -32603 => ErrorCode::InternalError,
+            -32800 => ErrorCode::RequestCancelled,
+            -32000 => ErrorCode::AuthRequired,
+            -32002 => ErrorCode::ResourceNotFound,
+            c => ErrorCode::Other(c),
+        }
+    }
+
+    /// The standard message for the code.
+    pub const fn default_message(self) -> &'static str {
+        match self {
+            ErrorCode::ParseError => "Parse error",
+            ErrorCode::InvalidRequest => "Invalid Request",
+            ErrorCode::MethodNotFound => "Method not found",
+            ErrorCode::InvalidParams => "Invalid params",
+            ErrorCode::InternalError => "Internal error",
+            ErrorCode::RequestCancelled => "Request cancelled",
+            ErrorCode::AuthRequired => "Authentication required",
+            ErrorCode::ResourceNotFound => "Resource not found",
+            ErrorCode::Other(_) => "Error",
+        }
+    }
+}
+
+impl From<i64> for ErrorCode {
+    fn from(c: i64) -> Self {
+        ErrorCode::from_code(c)
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+}
+
+impl ErrorObject {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code: code.code(),
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// An error with the code's standard message.
+    pub fn from_code(code: ErrorCode) -> Self {
+        ErrorObject::new(code, code.default_message())
+    }
+
+    pub fn with_data(mut self, data: serde_json::Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn kind(&self) -> ErrorCode {
+        ErrorCode::from_code(self.code)
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        ErrorObject::new(
+            ErrorCode::MethodNotFound,
+            format!("Method not found: {method}"),
+        )
+        .with_data(serde_json::json!({ "method": method }))
+    }
+
+    pub fn invalid_params(details: impl fmt::Display) -> Self {
+        ErrorObject::from_code(ErrorCode::InvalidParams)
+            .with_data(serde_json::json!({ "details": details.to_string() }))
+    }
+
+    pub fn internal(details: impl fmt::Display) -> Self {
+        ErrorObject::from_code(ErrorCode::InternalError)
+            .with_data(serde_json::json!({ "details": details.to_string() }))
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)?;
+        if let Some(data) = &self.data {
+            write!(f, ": {data}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ErrorObject {}
+
+/// The fields of one message, borrowed from the line. `Some` means the key was present (even
+/// with the value `null`), which is how a request with `"id": null` is told from a notification.
+#[derive(Deserialize, Default)]
+pub(crate) struct RawEnvelope<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    pub error: Option<&'a RawValue>,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
+}
+
+/// One message classified by shape.
+#[derive(Debug)]
+pub(crate) enum Classified<'a> {
+    Request {
+        id: Id,
+        method: String,
+        params: Option<&'a RawValue>,
+    },
+    Notification {
+        method: String,
+        params: Option<&'a RawValue>,
+    },
+    Response {
+        id: Id,
+        outcome: Result<&'a RawValue, ErrorObject>,
+    },
+    /// Has an id and no method, but is not a well-formed response (both or neither of
+    /// `result`/`error`, a malformed error object, a wrong `jsonrpc`): completes the matching
+    /// outgoing request with an error rather than leaving it pending.
+    BadResponse { id: Id, reason: String },
+    /// None of the above: answered with Invalid Request, echoing the id when it could be read.
+    Invalid { id: Id, reason: String },
+}
+
+fn first_byte(raw: &RawValue) -> u8 {
+    raw.get().as_bytes().first().copied().unwrap_or(b' ')
+}
+
+impl<'a> RawEnvelope<'a> {
+    pub(crate) fn classify(self) -> Classified<'a> {
+        let id = match self.id {
+            None => None,
+            Some(raw) => match serde_json::from_str::<Id>(raw.get()) {
+                Ok(id) => Some(id),
+                Err(_) => {
+                    return Classified::Invalid {
+                        id: Id::Null,
+                        reason: "id must be a string, a number or null".into(),
+                    }
+                }
+            },
+        };
+        let jsonrpc_ok = matches!(self.jsonrpc, Some(v) if v.get() == "\"2.0\"");
+
+        if let Some(method_raw) = self.method {
+            let id_for_error = id.clone().unwrap_or(Id::Null);
+            let method = match serde_json::from_str::<String>(method_raw.get()) {
+                Ok(m) => m,
+                Err(_) => {
+                    return Classified::Invalid {
+                        id: id_for_error,
+                        reason: "method must be a string".into(),
+                    }
+                }
+            };
+            if !jsonrpc_ok {
+                return Classified::Invalid {
+                    id: id_for_error,
+                    reason: "jsonrpc must be exactly \"2.0\"".into(),
+                };
+            }
+            if self.result.is_some() || self.error.is_some() {
+                return Classified::Invalid {
+                    id: id_for_error,
+                    reason: "a request must not carry result or error".into(),
+                };
+            }
+            if let Some(p) = self.params {
+                if !matches!(first_byte(p), b'{' | b'[') {
+                    return Classified::Invalid {
+                        id: id_for_error,
+                        reason: "params must be an object or an array".into(),
+                    };
+                }
+            }
+            return match id {
+                Some(id) => Classified::Request {
+                    id,
+                    method,
+                    params: self.params,
+                },
+                None => Classified::Notification {
+                    method,
+                    params: self.params,
+                },
+            };
+        }
+
+        let Some(id) = id else {
+            return Classified::Invalid {
+                id: Id::Null,
+                reason: "message has neither method nor id".into(),
+            };
+        };
+        if self.params.is_some() {
+            return Classified::BadResponse {
+                id,
+                reason: "response carries params but no method".into(),
+            };
+        }
+        if !jsonrpc_ok {
+            return Classified::BadResponse {
+                id,
+                reason: "jsonrpc must be exactly \"2.0\"".into(),
+            };
+        }
+        match (self.result, self.error) {
+            (Some(result), None) => Classified::Response {
+                id,
+                outcome: Ok(result),
+            },
+            (None, Some(error)) => match serde_json::from_str::<ErrorObject>(error.get()) {
+                Ok(e) => Classified::Response {
+                    id,
+                    outcome: Err(e),
+                },
+                Err(e) => Classified::BadResponse {
+                    id,
+                    reason: format!("malformed error object: {e}"),
+                },
+            },
+            (Some(_), Some(_)) => Classified::BadResponse {
+                id,
+                reason: "response carries both result and error".into(),
+            },
+            (None, None) => Classified::BadResponse {
+                id,
+                reason: "response carries neither result nor error".into(),
+            },
+        }
+    }
+}
+
+/// Appends `s` as a JSON string.
+pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    serde_json::to_writer(&mut *out, s).expect("writing a string to a Vec cannot fail");
+}
+
+/// Appends a serialized value. Raw JSON may legally contain newlines as whitespace; the
+/// engine never emits one, so they are replaced by spaces (inside JSON strings a newline is
+/// always escaped, so only whitespace can be hit).
+pub(crate) fn write_json<T: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    v: &T,
+) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    if let Err(e) = serde_json::to_writer(&mut *out, v) {
+        out.truncate(start);
+        return Err(e);
+    }
+    strip_newlines(&mut out[start..]);
+    Ok(())
+}
+
+pub(crate) fn strip_newlines(bytes: &mut [u8]) {
+    let mut from = 0;
+    while let Some(i) = memchr::memchr2(b'\n', b'\r', &bytes[from..]) {
+        bytes[from + i] = b' ';
+        from += i + 1;
+    }
+}
+
+/// Appends `{"jsonrpc":"2.0","id":ID,"error":{...}}` (no newline).
+pub(crate) fn write_error_response(out: &mut Vec<u8>, id: &Id, error: &ErrorObject) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    write_json(out, id).expect("ids serialize");
+    out.extend_from_slice(b",\"error\":");
+    write_json(out, error).expect("error objects serialize");
+    out.push(b'}');
+}
+
+/// Appends `{"jsonrpc":"2.0","id":ID,"result":RESULT}` (no newline).
+pub(crate) fn write_result_response(out: &mut Vec<u8>, id: &Id, result: &RawValue) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    write_json(out, id).expect("ids serialize");
+    out.extend_from_slice(b",\"result\":");
+    write_json(out, result).expect("raw values serialize");
+    out.push(b'}');
+}

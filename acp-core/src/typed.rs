@@ -1,0 +1,135 @@
+//! Typed ACP messages (feature `typed`), from the official `agent-client-protocol-schema` crate.
+//!
+//! Each stable v1 method is a marker type implementing [`Method`] (requests) or
+//! [`NotificationMethod`] (notifications), naming its wire name and its params/result types.
+//! The engine keeps params raw; these helpers decode them only when a handler asks.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+pub use agent_client_protocol_schema as schema;
+use agent_client_protocol_schema::v1 as s;
+
+use crate::acp::{self, Role};
+use crate::connection::{Connection, Millis, RequestOptions};
+use crate::error::Error;
+
+/// A request method: its wire name, who handles it, and its params and result types.
+pub trait Method {
+    const NAME: &'static str;
+    /// The side that handles (receives) it.
+    const HANDLED_BY: Role;
+    type Params: Serialize + DeserializeOwned;
+    type Result: Serialize + DeserializeOwned;
+}
+
+/// A notification method.
+pub trait NotificationMethod {
+    const NAME: &'static str;
+    const HANDLED_BY: Role;
+    type Params: Serialize + DeserializeOwned;
+}
+
+macro_rules! methods {
+    ($($(#[$doc:meta])* $ty:ident = $name:expr, $role:ident, $p:ty => $r:ty;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $ty;
+        impl Method for $ty {
+            const NAME: &'static str = $name;
+            const HANDLED_BY: Role = Role::$role;
+            type Params = $p;
+            type Result = $r;
+        }
+    )*};
+}
+
+macro_rules! notifications {
+    ($($(#[$doc:meta])* $ty:ident = $name:expr, $role:ident, $p:ty;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $ty;
+        impl NotificationMethod for $ty {
+            const NAME: &'static str = $name;
+            const HANDLED_BY: Role = Role::$role;
+            type Params = $p;
+        }
+    )*};
+}
+
+methods! {
+    Initialize = acp::agent::INITIALIZE, Agent, s::InitializeRequest => s::InitializeResponse;
+    Authenticate = acp::agent::AUTHENTICATE, Agent, s::AuthenticateRequest => s::AuthenticateResponse;
+    Logout = acp::agent::LOGOUT, Agent, s::LogoutRequest => s::LogoutResponse;
+    NewSession = acp::agent::SESSION_NEW, Agent, s::NewSessionRequest => s::NewSessionResponse;
+    LoadSession = acp::agent::SESSION_LOAD, Agent, s::LoadSessionRequest => s::LoadSessionResponse;
+    ResumeSession = acp::agent::SESSION_RESUME, Agent, s::ResumeSessionRequest => s::ResumeSessionResponse;
+    ListSessions = acp::agent::SESSION_LIST, Agent, s::ListSessionsRequest => s::ListSessionsResponse;
+    CloseSession = acp::agent::SESSION_CLOSE, Agent, s::CloseSessionRequest => s::CloseSessionResponse;
+    DeleteSession = acp::agent::SESSION_DELETE, Agent, s::DeleteSessionRequest => s::DeleteSessionResponse;
+    Prompt = acp::agent::SESSION_PROMPT, Agent, s::PromptRequest => s::PromptResponse;
+    SetSessionMode = acp::agent::SESSION_SET_MODE, Agent, s::SetSessionModeRequest => s::SetSessionModeResponse;
+    SetSessionConfigOption = acp::agent::SESSION_SET_CONFIG_OPTION, Agent, s::SetSessionConfigOptionRequest => s::SetSessionConfigOptionResponse;
+
+    RequestPermission = acp::client::SESSION_REQUEST_PERMISSION, Client, s::RequestPermissionRequest => s::RequestPermissionResponse;
+    ReadTextFile = acp::client::FS_READ_TEXT_FILE, Client, s::ReadTextFileRequest => s::ReadTextFileResponse;
+    WriteTextFile = acp::client::FS_WRITE_TEXT_FILE, Client, s::WriteTextFileRequest => s::WriteTextFileResponse;
+    CreateTerminal = acp::client::TERMINAL_CREATE, Client, s::CreateTerminalRequest => s::CreateTerminalResponse;
+    TerminalOutput = acp::client::TERMINAL_OUTPUT, Client, s::TerminalOutputRequest => s::TerminalOutputResponse;
+    WaitForTerminalExit = acp::client::TERMINAL_WAIT_FOR_EXIT, Client, s::WaitForTerminalExitRequest => s::WaitForTerminalExitResponse;
+    KillTerminal = acp::client::TERMINAL_KILL, Client, s::KillTerminalRequest => s::KillTerminalResponse;
+    ReleaseTerminal = acp::client::TERMINAL_RELEASE, Client, s::ReleaseTerminalRequest => s::ReleaseTerminalResponse;
+    CreateElicitation = acp::client::ELICITATION_CREATE, Client, s::CreateElicitationRequest => s::CreateElicitationResponse;
+}
+
+notifications! {
+    Cancel = acp::agent::SESSION_CANCEL, Agent, s::CancelNotification;
+    SessionUpdate = acp::client::SESSION_UPDATE, Client, s::SessionNotification;
+    CompleteElicitation = acp::client::ELICITATION_COMPLETE, Client, s::CompleteElicitationNotification;
+    /// Either side may send it; the engine handles it itself on receipt.
+    CancelRequest = acp::CANCEL_REQUEST, Agent, s::CancelRequestNotification;
+}
+
+/// Decodes params for `M` (absent params decode as `null`, which most types refuse).
+pub fn decode_params<M: Method>(params: Option<&RawValue>) -> Result<M::Params, serde_json::Error> {
+    serde_json::from_str(params.map_or("null", RawValue::get))
+}
+
+/// Decodes notification params for `N`.
+pub fn decode_notification<N: NotificationMethod>(
+    params: Option<&RawValue>,
+) -> Result<N::Params, serde_json::Error> {
+    serde_json::from_str(params.map_or("null", RawValue::get))
+}
+
+/// Decodes a result for `M`.
+pub fn decode_result<M: Method>(result: &RawValue) -> Result<M::Result, serde_json::Error> {
+    serde_json::from_str(result.get())
+}
+
+impl<T> Connection<T> {
+    /// Sends a typed request.
+    pub fn request<M: Method>(
+        &mut self,
+        params: &M::Params,
+        opts: RequestOptions<T>,
+        now: Millis,
+    ) -> Result<u64, Error> {
+        self.send_request(M::NAME, Some(params), opts, now)
+    }
+
+    /// Sends a typed notification.
+    pub fn notify_typed<N: NotificationMethod>(&mut self, params: &N::Params) -> Result<(), Error> {
+        self.notify(N::NAME, Some(params))
+    }
+
+    /// Answers an incoming request of method `M` with a typed result.
+    pub fn respond_typed<M: Method>(
+        &mut self,
+        token: u64,
+        result: &M::Result,
+    ) -> Result<(), Error> {
+        self.respond(token, result)
+    }
+}
