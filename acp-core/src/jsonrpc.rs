@@ -269,7 +269,11 @@ fn first_byte(raw: &RawValue) -> u8 {
 }
 
 impl<'a> RawEnvelope<'a> {
-    pub(crate) fn classify(self) -> Classified<'a> {
+    pub(crate) fn classify(mut self) -> Classified<'a> {
+        // Some peers write `"params": null` for "no params"; it is read as absent.
+        if self.params.is_some_and(|p| p.get() == "null") {
+            self.params = None;
+        }
         let id = match self.id {
             None => None,
             Some(raw) => match serde_json::from_str::<Id>(raw.get()) {
