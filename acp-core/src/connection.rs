@@ -824,18 +824,7 @@ impl<T> Connection<T> {
 
     fn handle_frame(&mut self, frame: Frame<'_>, now: Millis) {
         match frame {
-            Frame::Oversize { limit } => {
-                let message = format!("message exceeds the maximum size of {limit} bytes");
-                let mut msg = Vec::new();
-                write_error_response(
-                    &mut msg,
-                    &Id::Null,
-                    &ErrorObject::new(ErrorCode::InvalidRequest, message.clone())
-                        .with_data(serde_json::json!({ "maxMessageBytes": limit })),
-                );
-                self.emit_response(None, msg);
-                self.protocol_error(PeerErrorKind::Oversize, message);
-            }
+            Frame::Oversize { limit, prefix } => self.handle_oversize(limit, prefix),
             Frame::Line(line) => {
                 if is_blank(line) {
                     return;
@@ -843,6 +832,43 @@ impl<T> Connection<T> {
                 self.handle_line(line, now);
             }
         }
+    }
+
+    /// A line over the limit was skipped. When its first bytes show it was a request, the
+    /// error echoes its id so the sender's request completes; when it was a response to one of
+    /// ours, that request completes with an error instead of waiting for its deadline.
+    fn handle_oversize(&mut self, limit: usize, prefix: &[u8]) {
+        let message = format!("message exceeds the maximum size of {limit} bytes");
+        let sniffed = crate::sniff::sniff(prefix);
+        let pending = match (&sniffed.id, sniffed.has_method) {
+            (Some(id), false) => id
+                .as_u64()
+                .and_then(|n| self.outgoing.remove(&n).map(|o| (n, o))),
+            _ => None,
+        };
+        if let Some((n, o)) = pending {
+            self.complete(
+                n,
+                o,
+                Err(CallError::InvalidResponse {
+                    reason: message.clone(),
+                }),
+            );
+        } else {
+            let id = match (sniffed.id, sniffed.has_method) {
+                (Some(id), true) => id,
+                _ => Id::Null,
+            };
+            let mut msg = Vec::new();
+            write_error_response(
+                &mut msg,
+                &id,
+                &ErrorObject::new(ErrorCode::InvalidRequest, message.clone())
+                    .with_data(serde_json::json!({ "maxMessageBytes": limit })),
+            );
+            self.emit_response(None, msg);
+        }
+        self.protocol_error(PeerErrorKind::Oversize, message);
     }
 
     fn handle_line(&mut self, line: &[u8], now: Millis) {

@@ -10,13 +10,17 @@ use memchr::memchr;
 /// Default maximum size of one message (one line, without its line ending): 64 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
+/// How much of an oversize line is kept to read its envelope (see [`crate::sniff`]).
+pub const SNIFF_PREFIX_BYTES: usize = 64 * 1024;
+
 /// What the decoder hands out.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
     /// One complete line, without its `\n` or `\r\n`. May be empty or whitespace.
     Line(&'a [u8]),
     /// A line crossed the size limit; the rest of it, up to its newline, is being skipped.
-    Oversize { limit: usize },
+    /// `prefix` holds its first bytes (at most [`SNIFF_PREFIX_BYTES`]), to tell what it was.
+    Oversize { limit: usize, prefix: &'a [u8] },
 }
 
 #[derive(Debug)]
@@ -73,7 +77,11 @@ impl Decoder {
                     };
                     if self.buf.is_empty() {
                         if end > self.max {
-                            sink(Frame::Oversize { limit: self.max });
+                            let prefix = &input[..end.min(SNIFF_PREFIX_BYTES)];
+                            sink(Frame::Oversize {
+                                limit: self.max,
+                                prefix,
+                            });
                         } else {
                             sink(Frame::Line(&input[..end]));
                         }
@@ -86,7 +94,13 @@ impl Decoder {
                             self.buf.len() + end
                         };
                         if total > self.max {
-                            sink(Frame::Oversize { limit: self.max });
+                            let want = SNIFF_PREFIX_BYTES.saturating_sub(self.buf.len());
+                            self.buf.extend_from_slice(&input[..end.min(want)]);
+                            let n = self.buf.len().min(SNIFF_PREFIX_BYTES);
+                            sink(Frame::Oversize {
+                                limit: self.max,
+                                prefix: &self.buf[..n],
+                            });
                         } else {
                             self.buf.extend_from_slice(&input[..end]);
                             sink(Frame::Line(&self.buf));
@@ -98,10 +112,16 @@ impl Decoder {
                 None => {
                     // A trailing `\r` may be the first half of a line ending: allow one byte.
                     if self.buf.len() + input.len() > self.max + 1 {
-                        self.buf.clear();
-                        self.buf.shrink_to(64 * 1024);
+                        let want = SNIFF_PREFIX_BYTES.saturating_sub(self.buf.len());
+                        self.buf.extend_from_slice(&input[..input.len().min(want)]);
+                        let n = self.buf.len().min(SNIFF_PREFIX_BYTES);
                         self.skipping = true;
-                        sink(Frame::Oversize { limit: self.max });
+                        sink(Frame::Oversize {
+                            limit: self.max,
+                            prefix: &self.buf[..n],
+                        });
+                        self.buf.clear();
+                        self.buf.shrink_to(SNIFF_PREFIX_BYTES);
                     } else {
                         self.buf.extend_from_slice(input);
                     }
@@ -122,7 +142,11 @@ impl Decoder {
                 self.buf.pop();
             }
             if self.buf.len() > self.max {
-                sink(Frame::Oversize { limit: self.max });
+                let n = self.buf.len().min(SNIFF_PREFIX_BYTES);
+                sink(Frame::Oversize {
+                    limit: self.max,
+                    prefix: &self.buf[..n],
+                });
             } else {
                 sink(Frame::Line(&self.buf));
             }
@@ -154,7 +178,7 @@ mod tests {
     fn render(f: Frame<'_>) -> String {
         match f {
             Frame::Line(l) => String::from_utf8_lossy(l).into_owned(),
-            Frame::Oversize { limit } => format!("<oversize {limit}>"),
+            Frame::Oversize { limit, .. } => format!("<oversize {limit}>"),
         }
     }
 

@@ -36,6 +36,7 @@ pub mod error;
 pub mod framing;
 pub mod jsonrpc;
 pub mod pair;
+pub mod sniff;
 #[cfg(feature = "typed")]
 pub mod typed;
 
