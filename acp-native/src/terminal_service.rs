@@ -1,0 +1,1 @@
+//! Client-side terminal service (`terminal/*`).

@@ -1,0 +1,69 @@
+//! Shared helpers for acp-native's host-side integration tests (process, fs, terminal).
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Generous bound for "this must happen" waits on a loaded 2-core machine. Tests never sleep to
+/// synchronise; they await the event, bounded by this.
+pub const EVENTUALLY: Duration = Duration::from_secs(20);
+
+/// A temporary directory removed on drop (canonicalized, so symlinked /tmp does not confuse
+/// path comparisons).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new() -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "acp-native-test-{}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed),
+            nanos
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(std::fs::canonicalize(dir).unwrap())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, p: impl AsRef<Path>) -> PathBuf {
+        self.0.join(p)
+    }
+
+    /// Writes an executable `#!/bin/sh` script and returns its path.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        let path = self.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether `pid` is gone or a zombie (dead but not reaped by whoever inherited it).
+pub fn process_is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            // Format: "pid (comm) S ..."; comm may contain spaces, so split after the last ')'.
+            let state = stat
+                .rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().chars().next());
+            matches!(state, Some(Some('Z')) | Some(Some('X')))
+        }
+    }
+}
