@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The project's one test command (README.md; CI's .ci/run calls it).
+#
+# Runs every suite on a fresh machine too: each step installs what it needs itself (Debian
+# packages, wasm-bindgen-cli at the Cargo.lock version, npm packages, code-server), and is quick
+# when everything is already there. Exits non-zero if any suite fails; prints a summary.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+failures=()
+
+step() {
+  local name=$1
+  shift
+  echo
+  echo "=== [$name] $*"
+  local start=$SECONDS
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "=== [$name] ok ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "=== [$name] FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+step format cargo fmt --all -- --check
+step rust-tests cargo test --workspace --all-targets --locked
+step doc-tests cargo test --workspace --doc --locked
+step wasm scripts/test-wasm.sh
+step vscode scripts/test-vscode.sh
+step fuzz-short scripts/fuzz-short.sh
+step bench-short scripts/bench.sh --short
+
+echo
+if [ "$failed" -gt 0 ]; then
+  echo "failed suites: ${failures[*]}"
+fi
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
