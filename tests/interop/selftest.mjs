@@ -1,0 +1,122 @@
+// The two SDK programs against each other: ts-client.mjs spawning ts-agent.mjs must complete full
+// turns. This proves the fixtures themselves before acp-native/tests/interop_ts_sdk.rs pairs each
+// of them with acp-rs. Run with `node --test selftest.mjs` (or `npm test`).
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const CLIENT = path.join(here, "ts-client.mjs");
+const AGENT = path.join(here, "ts-agent.mjs");
+const WRITTEN = "written by the TypeScript SDK agent through fs/write_text_file\n";
+
+function tempDir() {
+  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-interop-selftest-")));
+}
+
+/** Runs ts-client against `agent` and resolves { code, summary, stderr }; bounded by a kill timeout. */
+function runClient(args, agent = [process.execPath, AGENT]) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, [CLIENT, "--timeout", "20", ...args, "--", ...agent], { timeout: 30_000, killSignal: "SIGKILL" },
+      (error, stdout, stderr) => {
+        if (error && error.killed) return reject(new Error(`ts-client was killed after 30 s\nstderr:\n${stderr}`));
+        let summary;
+        try {
+          summary = JSON.parse(stdout);
+        } catch {
+          return reject(new Error(`ts-client printed no JSON summary (exit ${error?.code ?? 0})\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+        }
+        resolve({ code: error ? error.code : 0, summary, stderr });
+      });
+  });
+}
+
+test("full turn: plan, chunks, read, permission, write, terminal, end_turn", async () => {
+  const cwd = tempDir();
+  fs.writeFileSync(path.join(cwd, "input.txt"), "hello from input\n");
+  const { code, summary, stderr } = await runClient(["--cwd", cwd, "--prompt", "Please read @input.txt."]);
+  assert.equal(code, 0, stderr);
+  assert.equal(summary.stopReason, "end_turn");
+  assert.equal(summary.protocolVersion, 1);
+  assert.equal(summary.agentInfo.name, "acp-rs-interop-ts-agent");
+  assert.deepEqual(summary.updateKinds, ["plan", "agent_message_chunk", "tool_call", "tool_call_update"]);
+  assert.equal(summary.plan.length, 3);
+  assert.match(summary.text, /Hello from the TypeScript SDK agent\. You said: Please read @input\.txt\./);
+  assert.match(summary.text, /input\.txt says: hello from input/);
+  assert.match(summary.text, /terminal said: interop \(exit 0\)/);
+  assert.deepEqual(summary.permissionRequests.map((p) => [p.toolCallId, p.answer]), [["ts-write-1", "allow"]]);
+  assert.deepEqual(summary.filesRead.map((f) => f.path), [path.join(cwd, "input.txt")]);
+  assert.deepEqual(summary.filesWritten, [{ path: path.join(cwd, "ts-agent-output.txt"), content: WRITTEN }]);
+  assert.equal(fs.readFileSync(path.join(cwd, "ts-agent-output.txt"), "utf8"), WRITTEN);
+  assert.equal(summary.toolCalls["ts-write-1"].status, "completed");
+  assert.deepEqual(summary.toolCalls["ts-write-1"].contentTypes, ["diff"]);
+  assert.equal(summary.toolCalls["ts-terminal-1"].status, "completed");
+  assert.deepEqual(summary.terminals.map((t) => [t.command, t.args, t.exitCode, t.output]), [["echo", ["interop"], 0, "interop\n"]]);
+  assert.deepEqual(summary.agentExit, { code: 0, signal: null });
+});
+
+test("--deny: the file is not written, the turn still ends", async () => {
+  const cwd = tempDir();
+  const { code, summary } = await runClient(["--cwd", cwd, "--deny"]);
+  assert.equal(code, 0);
+  assert.equal(summary.stopReason, "end_turn");
+  assert.deepEqual(summary.permissionRequests.map((p) => p.answer), ["reject"]);
+  assert.deepEqual(summary.filesWritten, []);
+  assert.equal(fs.existsSync(path.join(cwd, "ts-agent-output.txt")), false);
+  assert.equal(summary.toolCalls["ts-write-1"].status, "failed");
+  assert.match(summary.text, /Permission denied \(reject\)/);
+});
+
+test("cancel while a permission request is pending: stopReason cancelled, nothing written", async () => {
+  const cwd = tempDir();
+  const { code, summary } = await runClient(["--cwd", cwd, "--cancel-on-permission", "--expect-stop", "cancelled"]);
+  assert.equal(code, 0);
+  assert.equal(summary.stopReason, "cancelled");
+  assert.equal(summary.cancelSent, true);
+  assert.equal(fs.existsSync(path.join(cwd, "ts-agent-output.txt")), false);
+});
+
+test("cancel a turn that waits for it", async () => {
+  const { code, summary } = await runClient(["--prompt", "wait-for-cancel", "--cancel-after-update", "agent_message_chunk", "--expect-stop", "cancelled"]);
+  assert.equal(code, 0);
+  assert.equal(summary.stopReason, "cancelled");
+  assert.equal(summary.cancelSent, true);
+});
+
+test("without fs and terminal capabilities the agent uses neither", async () => {
+  const cwd = tempDir();
+  const { code, summary } = await runClient(["--cwd", cwd, "--no-fs", "--no-terminal", "--prompt", "read @input.txt"]);
+  assert.equal(code, 0);
+  assert.equal(summary.stopReason, "end_turn");
+  assert.deepEqual(summary.filesRead, []);
+  assert.deepEqual(summary.filesWritten, []);
+  assert.deepEqual(summary.terminals, []);
+  assert.match(summary.text, /not reading input\.txt/);
+  assert.match(summary.text, /no terminal/);
+});
+
+test("file access is confined to the session cwd", async () => {
+  const cwd = tempDir();
+  const { code, summary } = await runClient(["--cwd", cwd, "--prompt", "read @../../../etc/hostname"]);
+  assert.equal(code, 0);
+  assert.deepEqual(summary.filesRead, []);
+  assert.equal(summary.toolCalls["ts-read-1"].status, "failed");
+});
+
+test("a stopReason other than the expected one exits 1", async () => {
+  const { code, summary } = await runClient(["--expect-stop", "cancelled"]);
+  assert.equal(code, 1);
+  assert.equal(summary.ok, false);
+  assert.equal(summary.stopReason, "end_turn");
+});
+
+test("an agent that is not there is an error, not a hang", async () => {
+  const { code, summary } = await runClient([], [path.join(here, "no-such-agent")]);
+  assert.equal(code, 3);
+  assert.notEqual(summary.error, null);
+});

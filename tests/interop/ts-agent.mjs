@@ -1,0 +1,237 @@
+#!/usr/bin/env node
+// An ACP agent written with the official TypeScript SDK (@agentclientprotocol/sdk), speaking
+// newline-delimited JSON-RPC on its own stdio. acp-rs's client (`acp chat`) is tested against it
+// by acp-native/tests/interop_ts_sdk.rs; ts-client.mjs is tested against it by selftest.mjs.
+//
+// SDK 2.x removed `AgentSideConnection`; its replacement is the app API used here:
+// `agent().onRequest(...).onNotification(...).connect(ndJsonStream(...))`.
+//
+// Per prompt, deterministically:
+//   1. a `plan` update (three entries);
+//   2. `agent_message_chunk` updates: "Hello from the TypeScript SDK agent. " and "You said: <text>";
+//   3. for every `@NAME` token in the prompt, when the client advertised fs.readTextFile: a read
+//      tool call, `fs/read_text_file` of <cwd>/NAME, and a chunk "NAME says: <content>";
+//   4. a `tool_call` (edit, pending) for <cwd>/ts-agent-output.txt, `session/request_permission`
+//      with allow_once "allow" / reject_once "reject"; when allowed and the client advertised
+//      fs.writeTextFile, `fs/write_text_file` with WRITE_CONTENT, then a `tool_call_update`
+//      (completed, with a diff); when rejected, a `tool_call_update` (failed);
+//   5. when the client advertised `terminal`: a `tool_call` (execute), `terminal/create` of
+//      `echo interop`, `terminal/wait_for_exit`, `terminal/output`, `terminal/release`, a
+//      `tool_call_update` (completed) and a chunk "terminal said: <output>";
+//   6. stopReason `end_turn`.
+// A prompt containing the word "wait-for-cancel" sends one chunk and then waits (no timer) until
+// `session/cancel` arrives. After `session/cancel`, the prompt returns stopReason `cancelled`.
+// Diagnostics go to stderr, never stdout.
+
+import { Readable, Writable } from "node:stream";
+import * as path from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+
+const WRITE_FILE = "ts-agent-output.txt";
+const WRITE_CONTENT = "written by the TypeScript SDK agent through fs/write_text_file\n";
+
+let clientCapabilities = {};
+let nextSession = 1;
+/** sessionId -> { cwd, turn: { cancelled, abort: AbortController } | null } */
+const sessions = new Map();
+
+function log(...args) {
+  process.stderr.write(`ts-agent: ${args.join(" ")}\n`);
+}
+
+class Cancelled extends Error {}
+
+function promptText(prompt) {
+  const parts = [];
+  for (const block of prompt) {
+    if (block.type === "text") parts.push(block.text);
+    else if (block.type === "resource_link") parts.push(`@${block.uri}`);
+    else if (block.type === "resource" && "text" in block.resource) parts.push(block.resource.text);
+  }
+  return parts.join("\n");
+}
+
+function mentionedFiles(text) {
+  const names = [];
+  for (const m of text.matchAll(/(?:^|\s)@([^\s@]+)/g)) {
+    let name = m[1].replace(/[.,;:!?)]+$/, "");
+    if (name.startsWith("file://")) name = decodeURIComponent(new URL(name).pathname);
+    if (name && !names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
+const app = acp
+  .agent({ name: "acp-rs-interop-ts-agent" })
+  .onRequest(acp.methods.agent.initialize, ({ params }) => {
+    clientCapabilities = params.clientCapabilities ?? {};
+    log(`initialize protocolVersion=${params.protocolVersion} caps=${JSON.stringify(clientCapabilities)}`);
+    return {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: { loadSession: false, promptCapabilities: { embeddedContext: true } },
+      agentInfo: { name: "acp-rs-interop-ts-agent", title: "ACP TypeScript SDK interop agent", version: "1.0.0" },
+      authMethods: [],
+    };
+  })
+  .onRequest(acp.methods.agent.session.new, ({ params }) => {
+    if (!path.isAbsolute(params.cwd)) {
+      throw acp.RequestError.invalidParams({ cwd: params.cwd }, "cwd must be an absolute path");
+    }
+    const sessionId = `ts-session-${nextSession++}`;
+    sessions.set(sessionId, { cwd: params.cwd, turn: null });
+    return { sessionId };
+  })
+  .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
+    const session = sessions.get(params.sessionId);
+    log(`session/cancel for ${params.sessionId}${session?.turn ? "" : " (no turn running)"}`);
+    if (session?.turn) {
+      session.turn.cancelled = true;
+      session.turn.abort.abort(new Cancelled("session/cancel"));
+    }
+  })
+  .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
+    const session = sessions.get(params.sessionId);
+    if (!session) throw acp.RequestError.sessionNotFound(params.sessionId);
+    if (session.turn) throw acp.RequestError.invalidRequest(undefined, "a prompt turn is already running");
+    const turn = { cancelled: false, abort: new AbortController() };
+    session.turn = turn;
+    try {
+      return await runTurn(client, params.sessionId, session.cwd, promptText(params.prompt), turn);
+    } catch (error) {
+      if (turn.cancelled) return { stopReason: "cancelled" };
+      throw error;
+    } finally {
+      session.turn = null;
+    }
+  });
+
+async function runTurn(client, sessionId, cwd, text, turn) {
+  const update = (u) => client.notify(acp.methods.client.session.update, { sessionId, update: u });
+  const say = (t) => update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } });
+  const checkCancelled = () => {
+    if (turn.cancelled) throw new Cancelled("session/cancel");
+  };
+
+  const fs = clientCapabilities.fs ?? {};
+  await update({
+    sessionUpdate: "plan",
+    entries: [
+      { content: "Read the files named in the prompt", priority: "medium", status: "pending" },
+      { content: `Write ${WRITE_FILE}`, priority: "high", status: "pending" },
+      { content: "Run `echo interop` in a terminal", priority: "low", status: "pending" },
+    ],
+  });
+  await say("Hello from the TypeScript SDK agent. ");
+
+  if (/\bwait-for-cancel\b/.test(text)) {
+    await say("Waiting for session/cancel.");
+    await new Promise((resolve) => {
+      if (turn.abort.signal.aborted) resolve();
+      turn.abort.signal.addEventListener("abort", resolve, { once: true });
+    });
+    return { stopReason: "cancelled" };
+  }
+  await say(`You said: ${text}`);
+  checkCancelled();
+
+  // 3. Read the files named in the prompt.
+  let n = 0;
+  for (const name of mentionedFiles(text)) {
+    if (!fs.readTextFile) {
+      await say(`\n(not reading ${name}: the client did not advertise fs.readTextFile)`);
+      continue;
+    }
+    const filePath = path.resolve(cwd, name);
+    const toolCallId = `ts-read-${++n}`;
+    await update({
+      sessionUpdate: "tool_call", toolCallId, title: `Read ${name}`, kind: "read", status: "in_progress",
+      locations: [{ path: filePath }],
+    });
+    try {
+      const { content } = await client.request(acp.methods.client.fs.readTextFile, { sessionId, path: filePath });
+      await update({ sessionUpdate: "tool_call_update", toolCallId, status: "completed" });
+      await say(`\n${name} says: ${content}`);
+    } catch (error) {
+      checkCancelled();
+      await update({
+        sessionUpdate: "tool_call_update", toolCallId, status: "failed",
+        content: [{ type: "content", content: { type: "text", text: String(error?.message ?? error) } }],
+      });
+    }
+    checkCancelled();
+  }
+
+  // 4. Ask permission, then write a file through the client.
+  const writePath = path.join(cwd, WRITE_FILE);
+  const writeId = "ts-write-1";
+  await update({
+    sessionUpdate: "tool_call", toolCallId: writeId, title: `Write ${WRITE_FILE}`, kind: "edit", status: "pending",
+    locations: [{ path: writePath }], rawInput: { path: writePath, content: WRITE_CONTENT },
+  });
+  const permission = await client.request(acp.methods.client.session.requestPermission, {
+    sessionId,
+    toolCall: { toolCallId: writeId, title: `Write ${WRITE_FILE}`, kind: "edit", status: "pending", locations: [{ path: writePath }] },
+    options: [
+      { optionId: "allow", name: "Allow", kind: "allow_once" },
+      { optionId: "reject", name: "Reject", kind: "reject_once" },
+    ],
+  });
+  if (permission.outcome.outcome === "cancelled" || turn.cancelled) {
+    await update({ sessionUpdate: "tool_call_update", toolCallId: writeId, status: "failed" });
+    return { stopReason: "cancelled" };
+  }
+  if (permission.outcome.optionId === "allow") {
+    if (fs.writeTextFile) {
+      await update({ sessionUpdate: "tool_call_update", toolCallId: writeId, status: "in_progress" });
+      await client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: writePath, content: WRITE_CONTENT });
+      await update({
+        sessionUpdate: "tool_call_update", toolCallId: writeId, status: "completed",
+        content: [{ type: "diff", path: writePath, oldText: null, newText: WRITE_CONTENT }],
+      });
+      await say(`\nWrote ${WRITE_FILE}.`);
+    } else {
+      await update({ sessionUpdate: "tool_call_update", toolCallId: writeId, status: "failed" });
+      await say(`\nNot writing ${WRITE_FILE}: the client did not advertise fs.writeTextFile.`);
+    }
+  } else {
+    await update({ sessionUpdate: "tool_call_update", toolCallId: writeId, status: "failed" });
+    await say(`\nPermission denied (${permission.outcome.optionId}); not writing ${WRITE_FILE}.`);
+  }
+  checkCancelled();
+
+  // 5. Run a command in a client terminal.
+  if (clientCapabilities.terminal) {
+    const runId = "ts-terminal-1";
+    await update({
+      sessionUpdate: "tool_call", toolCallId: runId, title: "Run echo interop", kind: "execute", status: "in_progress",
+      rawInput: { command: "echo", args: ["interop"] },
+    });
+    const terminal = await client.createTerminal({ sessionId, command: "echo", args: ["interop"], cwd, outputByteLimit: 4096 });
+    try {
+      await update({
+        sessionUpdate: "tool_call_update", toolCallId: runId,
+        content: [{ type: "terminal", terminalId: terminal.id }],
+      });
+      const exit = await terminal.waitForExit();
+      const out = await terminal.currentOutput();
+      await update({
+        sessionUpdate: "tool_call_update", toolCallId: runId, status: exit.exitCode === 0 ? "completed" : "failed",
+        rawOutput: { exitCode: exit.exitCode ?? null, signal: exit.signal ?? null, output: out.output },
+      });
+      await say(`\nterminal said: ${out.output.trim()} (exit ${exit.exitCode ?? exit.signal})`);
+    } finally {
+      await terminal.release();
+    }
+  } else {
+    await say("\n(no terminal: the client did not advertise it)");
+  }
+  checkCancelled();
+
+  await say("\nDone.");
+  return { stopReason: "end_turn" };
+}
+
+const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+await connection.closed;
+log("connection closed");
+process.exit(0);
