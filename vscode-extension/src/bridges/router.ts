@@ -1,0 +1,65 @@
+// Routes the agent's requests to the bridges (permission, fs, terminal) and its notifications to
+// the session listener. Anything else is answered "method not found".
+//
+// Architecture Invariant: this file does not import `vscode`.
+
+import type { CancellationToken } from "../protocol/cancellation";
+import type { IncomingHandler } from "../protocol/client";
+import type { Logger } from "../protocol/log";
+import { ErrorCodes, RequestError, type SessionNotification } from "../protocol/types";
+import type { FsBridge } from "./fs";
+import type { PermissionBridge } from "./permission";
+import type { TerminalManager } from "./terminal";
+
+export interface ClientBridges {
+  permission: PermissionBridge;
+  fs?: FsBridge;
+  terminal?: TerminalManager;
+  onSessionUpdate(n: SessionNotification): void;
+  log: Logger;
+}
+
+export class ClientRouter implements IncomingHandler {
+  constructor(private readonly b: ClientBridges) {}
+
+  async handleRequest(method: string, params: unknown, token: CancellationToken): Promise<unknown> {
+    switch (method) {
+      case "session/request_permission":
+        return this.b.permission.handle(params, token);
+      case "fs/read_text_file":
+        return this.need(this.b.fs, method).readTextFile(params);
+      case "fs/write_text_file":
+        return this.need(this.b.fs, method).writeTextFile(params);
+      case "terminal/create":
+        return this.need(this.b.terminal, method).create(params);
+      case "terminal/output":
+        return this.need(this.b.terminal, method).output(params);
+      case "terminal/wait_for_exit":
+        return this.need(this.b.terminal, method).waitForExit(params, token);
+      case "terminal/kill":
+        return this.need(this.b.terminal, method).kill(params);
+      case "terminal/release":
+        return this.need(this.b.terminal, method).release(params);
+      default:
+        throw new RequestError(ErrorCodes.MethodNotFound, `method not found: ${method}`);
+    }
+  }
+
+  handleNotification(method: string, params: unknown): void {
+    if (method === "session/update") {
+      const n = params as SessionNotification;
+      if (!n || typeof n.sessionId !== "string" || !n.update || typeof n.update.sessionUpdate !== "string") {
+        this.b.log.warn("malformed session/update dropped");
+        return;
+      }
+      this.b.onSessionUpdate(n);
+      return;
+    }
+    this.b.log.info(`notification ${method} ignored`);
+  }
+
+  private need<T>(x: T | undefined, method: string): T {
+    if (!x) throw new RequestError(ErrorCodes.MethodNotFound, `${method}: capability not advertised`);
+    return x;
+  }
+}

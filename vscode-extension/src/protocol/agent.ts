@@ -1,0 +1,144 @@
+// AgentConnection: one running agent = one AgentProcess + one AcpClient over its stdio, after a
+// successful `initialize`. Typed helpers for the client→agent methods the extension uses.
+//
+// Architecture Invariant: this file does not import `vscode`.
+
+import { AcpClient, type Clock, type IncomingHandler, realClock } from "./client";
+import type { ConnectionOptions, EngineModule } from "./engine";
+import type { Logger, TraceSink } from "./log";
+import { AgentProcess, type AgentSpec, type ExitInfo } from "./process";
+import type {
+  ClientCapabilities,
+  ContentBlock,
+  InitializeResponse,
+  NewSessionResponse,
+  PromptResponse,
+} from "./types";
+
+export const PROTOCOL_VERSION = 1;
+
+/** The agent could not be started or did not complete `initialize`. */
+export class AgentStartError extends Error {
+  override name = "AgentStartError";
+  constructor(message: string, readonly stderrTail: string, readonly exit?: ExitInfo) {
+    super(message);
+  }
+}
+
+export interface StartOptions {
+  engine: EngineModule;
+  engineOptions: ConnectionOptions;
+  capabilities: ClientCapabilities;
+  clientInfo: { name: string; version: string };
+  handler: IncomingHandler;
+  log: Logger;
+  trace: TraceSink;
+  /** Gets every stderr chunk of the agent. */
+  onStderr(text: string): void;
+  initializeTimeoutMs?: number;
+  clock?: Clock;
+}
+
+export function describeExit(e: ExitInfo): string {
+  if (e.spawnError) return `could not start: ${e.spawnError.message}`;
+  if (e.signal) return `killed by ${e.signal}`;
+  return `exited with code ${e.code}`;
+}
+
+export class AgentConnection {
+  private stopping = false;
+
+  private constructor(
+    readonly spec: AgentSpec,
+    readonly process: AgentProcess,
+    readonly client: AcpClient,
+    readonly init: InitializeResponse,
+  ) {}
+
+  /** True once stop() was called: an exit after that is not a crash. */
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  get exited(): Promise<ExitInfo> {
+    return this.process.exited;
+  }
+
+  static async start(spec: AgentSpec, o: StartOptions): Promise<AgentConnection> {
+    const engine = new o.engine.AcpConnection("client", o.engineOptions);
+    let client: AcpClient | undefined;
+    const proc = new AgentProcess(spec, {
+      onStdout: (b) => client?.receive(b),
+      onStdoutEnd: () => client?.receiveEof(),
+      onStderr: (s) => {
+        if (o.trace.enabled) o.trace.write("stderr", s);
+        o.onStderr(s);
+      },
+      onExit: () => client?.receiveEof(),
+    });
+    client = new AcpClient(engine, { write: (b) => proc.write(b) }, o.handler, o.log, o.trace, o.clock ?? realClock);
+    const fail = async (message: string, exit?: ExitInfo): Promise<never> => {
+      const info = exit ?? (await proc.stop(500));
+      client!.dispose();
+      throw new AgentStartError(message, proc.stderrTail.text(), info);
+    };
+    try {
+      await proc.started;
+    } catch (e) {
+      return fail(`${spec.name}: cannot run ${JSON.stringify(spec.command)}: ${(e as Error).message}`, await proc.exited);
+    }
+    o.log.info(`agent ${spec.name} started: pid ${proc.pid}: ${JSON.stringify([spec.command, ...spec.args])}`);
+    const init = client.request<InitializeResponse>(
+      "initialize",
+      { protocolVersion: PROTOCOL_VERSION, clientCapabilities: o.capabilities, clientInfo: o.clientInfo },
+      o.initializeTimeoutMs ?? 30_000,
+    );
+    const outcome = await Promise.race([
+      init.then((r) => ({ ok: r }), (err: Error) => ({ err })),
+      proc.exited.then((exit) => ({ exit })),
+    ]);
+    if ("exit" in outcome) return fail(`${spec.name} ${describeExit(outcome.exit)} before initialize completed`, outcome.exit);
+    if ("err" in outcome) return fail(`${spec.name}: initialize failed: ${outcome.err.message}`);
+    const res = outcome.ok;
+    if (res.protocolVersion !== PROTOCOL_VERSION) {
+      return fail(`${spec.name} speaks ACP protocol version ${res.protocolVersion}; this extension speaks ${PROTOCOL_VERSION}`);
+    }
+    return new AgentConnection(spec, proc, client, res);
+  }
+
+  get agentTitle(): string {
+    const i = this.init.agentInfo;
+    return i ? `${i.title ?? i.name} ${i.version}` : this.spec.name;
+  }
+
+  newSession(cwd: string): Promise<NewSessionResponse> {
+    return this.client.request<NewSessionResponse>("session/new", { cwd, mcpServers: [] });
+  }
+
+  prompt(sessionId: string, prompt: ContentBlock[]): Promise<PromptResponse> {
+    return this.client.request<PromptResponse>("session/prompt", { sessionId, prompt });
+  }
+
+  cancel(sessionId: string): void {
+    this.client.notify("session/cancel", { sessionId });
+  }
+
+  setMode(sessionId: string, modeId: string): Promise<unknown> {
+    return this.client.request("session/set_mode", { sessionId, modeId });
+  }
+
+  setConfigOption(sessionId: string, configId: string, value: string | boolean): Promise<{ configOptions?: unknown }> {
+    const params =
+      typeof value === "boolean" ? { sessionId, configId, type: "boolean", value } : { sessionId, configId, value };
+    return this.client.request("session/set_config_option", params);
+  }
+
+  /** Answers everything pending (`cancelled`), then stops the process (grace, TERM, KILL). */
+  async stop(graceMs = 2000): Promise<ExitInfo> {
+    this.stopping = true;
+    this.client.close("client stopping");
+    const exit = await this.process.stop(graceMs);
+    this.client.dispose();
+    return exit;
+  }
+}

@@ -1,0 +1,322 @@
+// AcpClient: drives one wasm `AcpConnection` (role "client") over a byte transport.
+//
+// The engine does all protocol work; this class only moves bytes and events between the engine
+// and the application, following the drain rule of acp-wasm/API.md: after any call that mutates
+// the connection, drain pollTransmit() and pollEvent() until empty, then re-arm one timer for
+// pollTimeout(). Outgoing requests become Promises; incoming requests go to an async handler
+// with a cancellation token that fires when the engine answers the request itself (timeout,
+// session/cancel, close) or the agent sends $/cancel_request.
+//
+// Architecture Invariant: this file does not import `vscode`.
+
+import { CancellationSource, type CancellationToken } from "./cancellation";
+import type { EngineConnection, AcpEvent, RpcErrorObject } from "./engine";
+import { type Logger, type TraceSink, nullTrace, truncateJson } from "./log";
+import { ErrorCodes, RequestError } from "./types";
+
+export interface Clock {
+  now(): number;
+  setTimer(callback: () => void, delayMs: number): { cancel(): void };
+}
+
+export const realClock: Clock = {
+  now: () => performance.now(),
+  setTimer(callback, delayMs) {
+    const t = setTimeout(callback, delayMs);
+    t.unref?.();
+    return { cancel: () => clearTimeout(t) };
+  },
+};
+
+/** Where encoded messages for the agent go (its stdin). */
+export interface ByteSink {
+  write(bytes: Uint8Array): void;
+}
+
+/** The application side: what to do with the agent's requests and notifications. */
+export interface IncomingHandler {
+  handleRequest(method: string, params: unknown, token: CancellationToken): Promise<unknown>;
+  handleNotification(method: string, params: unknown): void;
+}
+
+/** An outgoing request that did not succeed. */
+export class RpcError extends Error {
+  override name = "RpcError";
+  constructor(
+    readonly method: string,
+    readonly kind: "remote" | "timeout" | "cancelled" | "closed" | "invalidResponse" | "local",
+    readonly error: RpcErrorObject,
+  ) {
+    super(`${method}: ${kind}: ${error.message} (${error.code})`);
+  }
+}
+
+interface PendingOutgoing {
+  method: string;
+  started: number;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+interface PendingIncoming {
+  method: string;
+  started: number;
+  source: CancellationSource;
+  /** The engine answered it itself (autoAnswered); a late answer from the handler is dropped. */
+  autoAnswered?: string;
+}
+
+export class AcpClient {
+  private readonly outgoing = new Map<number, PendingOutgoing>();
+  private readonly incoming = new Map<number, PendingIncoming>();
+  private timer: { cancel(): void } | undefined;
+  private timerDeadline: number | undefined;
+  private pumping = false;
+  private pumpAgain = false;
+  private freed = false;
+  private closedReason: string | undefined;
+  private resolveClosed!: (reason: string) => void;
+  /** Resolves with the engine's reason once the connection is closed. */
+  readonly closed: Promise<string>;
+
+  constructor(
+    private readonly engine: EngineConnection,
+    private readonly sink: ByteSink,
+    private readonly handler: IncomingHandler,
+    private readonly log: Logger,
+    private readonly trace: TraceSink = nullTrace,
+    private readonly clock: Clock = realClock,
+  ) {
+    this.closed = new Promise((r) => (this.resolveClosed = r));
+  }
+
+  get isClosed(): boolean {
+    return this.closedReason !== undefined || this.engine.isClosed;
+  }
+
+  get pendingOutgoing(): number {
+    return this.engine.pendingOutgoing;
+  }
+
+  get pendingIncoming(): number {
+    return this.engine.pendingIncoming;
+  }
+
+  /** Bytes read from the agent's stdout, in any chunking. */
+  receive(bytes: Uint8Array): void {
+    if (this.freed) return;
+    if (this.trace.enabled) this.trace.write("recv", Buffer.from(bytes).toString("utf8"));
+    this.engine.feed(bytes, this.clock.now());
+    this.pump();
+  }
+
+  /** The agent closed its stdout (it exited or is exiting). */
+  receiveEof(): void {
+    if (this.freed) return;
+    this.engine.feedEof(this.clock.now());
+    this.pump();
+  }
+
+  request<T = unknown>(method: string, params: unknown, timeoutMs?: number): Promise<T> {
+    if (this.freed) return Promise.reject(new RpcError(method, "closed", { code: -32603, message: "connection disposed" }));
+    let id: number;
+    try {
+      id = this.engine.sendRequest(method, params, this.clock.now(), timeoutMs);
+    } catch (e) {
+      this.pump();
+      const err = e as Error;
+      return Promise.reject(new RpcError(method, "local", { code: ErrorCodes.InternalError, message: `${err.name}: ${err.message}` }));
+    }
+    const started = this.clock.now();
+    const promise = new Promise<T>((resolve, reject) => {
+      this.outgoing.set(id, { method, started, resolve: resolve as (v: unknown) => void, reject });
+    });
+    this.log.info(`→ #${id} ${method} ${truncateJson(params)}`);
+    this.pump();
+    return promise;
+  }
+
+  notify(method: string, params: unknown): void {
+    if (this.freed) return;
+    this.engine.notify(method, params);
+    this.log.info(`→ ${method} (notification) ${truncateJson(params)}`);
+    this.pump();
+  }
+
+  /** Local cancellation of one of our requests ($/cancel_request); the promise rejects as cancelled. */
+  cancelRequest(requestId: number): void {
+    if (this.freed) return;
+    this.engine.cancelRequest(requestId, this.clock.now());
+    this.pump();
+  }
+
+  /** Completes everything pending (incoming permission requests are answered `cancelled`). */
+  close(reason = "closed by client"): void {
+    if (this.freed || this.engine.isClosed) return;
+    this.engine.close(reason);
+    this.pump();
+  }
+
+  /** Closes, then releases the wasm memory. */
+  dispose(): void {
+    if (this.freed) return;
+    this.close("disposed");
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.freed = true;
+    this.engine.free();
+  }
+
+  private pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        for (let bytes = this.engine.pollTransmit(); bytes !== undefined; bytes = this.engine.pollTransmit()) {
+          if (this.trace.enabled) this.trace.write("send", Buffer.from(bytes).toString("utf8"));
+          try {
+            this.sink.write(bytes);
+          } catch (e) {
+            this.log.warn(`write to agent failed: ${(e as Error).message}`);
+          }
+        }
+        for (let ev = this.engine.pollEvent(); ev !== undefined; ev = this.engine.pollEvent()) {
+          this.dispatch(ev);
+        }
+      } while (this.pumpAgain);
+      this.armTimer();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private armTimer(): void {
+    if (this.freed) return;
+    const deadline = this.engine.pollTimeout();
+    if (deadline === this.timerDeadline && this.timer) return;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.timerDeadline = deadline;
+    if (deadline === undefined) return;
+    const delay = Math.max(0, deadline - this.clock.now());
+    this.timer = this.clock.setTimer(() => {
+      this.timer = undefined;
+      this.timerDeadline = undefined;
+      if (this.freed) return;
+      this.engine.handleTimeout(this.clock.now());
+      this.pump();
+    }, delay);
+  }
+
+  private dispatch(ev: AcpEvent): void {
+    const now = this.clock.now();
+    switch (ev.type) {
+      case "request": {
+        const source = new CancellationSource();
+        const entry: PendingIncoming = { method: ev.method, started: now, source };
+        this.incoming.set(ev.token, entry);
+        this.log.info(`← #${String(ev.id)} ${ev.method} ${truncateJson(ev.params)}`);
+        let work: Promise<unknown>;
+        try {
+          work = this.handler.handleRequest(ev.method, ev.params, source.token);
+        } catch (e) {
+          work = Promise.reject(e);
+        }
+        work.then(
+          (result) => this.answer(ev.token, ev.id, entry, { result }),
+          (err) => this.answer(ev.token, ev.id, entry, { err }),
+        );
+        break;
+      }
+      case "notification":
+        this.log.info(`← ${ev.method} (notification) ${truncateJson(ev.params)}`);
+        try {
+          this.handler.handleNotification(ev.method, ev.params);
+        } catch (e) {
+          this.log.error(`handler for ${ev.method} threw: ${(e as Error).stack ?? e}`);
+        }
+        break;
+      case "response": {
+        const p = this.outgoing.get(ev.requestId);
+        this.outgoing.delete(ev.requestId);
+        this.log.info(`← #${ev.requestId} ${ev.method} ok in ${ms(now, p?.started)} ${truncateJson(ev.result)}`);
+        p?.resolve(ev.result);
+        break;
+      }
+      case "requestFailed": {
+        const p = this.outgoing.get(ev.requestId);
+        this.outgoing.delete(ev.requestId);
+        this.log.warn(
+          `← #${ev.requestId} ${ev.method} failed (${ev.kind}) in ${ms(now, p?.started)}: ${ev.error.code} ${ev.error.message}`,
+        );
+        p?.reject(new RpcError(ev.method, ev.kind, ev.error));
+        break;
+      }
+      case "autoAnswered": {
+        const entry = this.incoming.get(ev.token);
+        this.log.warn(`engine answered ${ev.method} itself (${ev.reason}) after ${ms(now, entry?.started)}`);
+        if (entry) {
+          entry.autoAnswered = ev.reason;
+          entry.source.cancel();
+        }
+        break;
+      }
+      case "cancelRequested": {
+        const entry = this.incoming.get(ev.token);
+        this.log.info(`agent asked to cancel ${entry?.method ?? `token ${ev.token}`}`);
+        entry?.source.cancel();
+        break;
+      }
+      case "protocolError":
+        this.log.warn(`protocol error from agent (${ev.kind}): ${ev.message}`);
+        break;
+      case "closed":
+        this.log.info(`connection closed: ${ev.reason}`);
+        this.closedReason = ev.reason;
+        for (const entry of this.incoming.values()) entry.source.cancel();
+        this.resolveClosed(ev.reason);
+        break;
+      default:
+        this.log.warn(`unknown engine event ${truncateJson(ev)}`);
+    }
+  }
+
+  private answer(
+    token: number,
+    id: string | number | null,
+    entry: PendingIncoming,
+    outcome: { result?: unknown; err?: unknown },
+  ): void {
+    this.incoming.delete(token);
+    const took = ms(this.clock.now(), entry.started);
+    if (entry.autoAnswered || this.freed || this.engine.isClosed) {
+      this.log.info(`→ #${String(id)} ${entry.method}: late answer dropped (${entry.autoAnswered ?? "closed"}) after ${took}`);
+      return;
+    }
+    try {
+      if ("err" in outcome && outcome.err !== undefined) {
+        const e = outcome.err;
+        const code = e instanceof RequestError ? e.code : ErrorCodes.InternalError;
+        const message = e instanceof Error ? e.message : String(e);
+        this.engine.respondError(token, code, message, e instanceof RequestError ? e.data : undefined);
+        this.log.warn(`→ #${String(id)} ${entry.method} error ${code} in ${took}: ${message}`);
+      } else {
+        this.engine.respond(token, outcome.result ?? null);
+        this.log.info(`→ #${String(id)} ${entry.method} ok in ${took} ${truncateJson(outcome.result)}`);
+      }
+    } catch (e) {
+      const err = e as Error;
+      // AlreadyAnswered: the engine got there first (a race with its own deadline).
+      this.log.warn(`→ #${String(id)} ${entry.method}: answer not sent: ${err.name}: ${err.message}`);
+    }
+    this.pump();
+  }
+}
+
+function ms(now: number, started: number | undefined): string {
+  return started === undefined ? "?ms" : `${Math.round(now - started)}ms`;
+}

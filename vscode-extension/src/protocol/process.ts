@@ -1,0 +1,145 @@
+// AgentProcess: one spawned agent. No shell: the command and its arguments go to the OS as they
+// are. The agent gets its own process group so stop() can end it and everything it started.
+//
+// Architecture Invariant: this file does not import `vscode`.
+
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+
+export interface AgentSpec {
+  name: string;
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The process could not be started at all (e.g. ENOENT). */
+  spawnError?: Error;
+}
+
+/** The last `maxBytes` of a text stream, for error reports. */
+export class TailBuffer {
+  private chunks: string[] = [];
+  private size = 0;
+  constructor(private readonly maxChars = 4096) {}
+  push(text: string): void {
+    this.chunks.push(text);
+    this.size += text.length;
+    while (this.size > this.maxChars && this.chunks.length > 1) {
+      this.size -= this.chunks.shift()!.length;
+    }
+  }
+  text(): string {
+    const all = this.chunks.join("");
+    return all.length > this.maxChars ? all.slice(all.length - this.maxChars) : all;
+  }
+}
+
+export interface AgentProcessEvents {
+  onStdout(bytes: Uint8Array): void;
+  onStdoutEnd(): void;
+  onStderr(text: string): void;
+  onExit(info: ExitInfo): void;
+}
+
+export class AgentProcess {
+  private readonly child: ChildProcessWithoutNullStreams;
+  readonly stderrTail = new TailBuffer();
+  private exitInfo: ExitInfo | undefined;
+  readonly exited: Promise<ExitInfo>;
+  /** Resolves once the OS started the process; rejects with the spawn error. */
+  readonly started: Promise<void>;
+
+  constructor(readonly spec: AgentSpec, events: AgentProcessEvents) {
+    let resolveExit!: (i: ExitInfo) => void;
+    this.exited = new Promise((r) => (resolveExit = r));
+    const finish = (info: ExitInfo) => {
+      if (this.exitInfo) return;
+      this.exitInfo = info;
+      resolveExit(info);
+      events.onExit(info);
+    };
+    this.child = spawn(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: { ...process.env, ...(spec.env ?? {}) },
+      shell: false,
+      detached: true, // own process group: stop() signals the whole group
+      stdio: ["pipe", "pipe", "pipe"],
+      windowsHide: true,
+    });
+    this.started = new Promise((resolve, reject) => {
+      this.child.once("spawn", () => resolve());
+      this.child.once("error", (err) => reject(err));
+    });
+    this.started.catch(() => {});
+    this.child.on("error", (err) => {
+      // Spawn failures never produce "exit".
+      if (this.child.pid === undefined) finish({ code: null, signal: null, spawnError: err });
+    });
+    this.child.stdout.on("data", (b: Buffer) => events.onStdout(b));
+    this.child.stdout.on("end", () => events.onStdoutEnd());
+    this.child.stderr.setEncoding("utf8");
+    this.child.stderr.on("data", (s: string) => {
+      this.stderrTail.push(s);
+      events.onStderr(s);
+    });
+    this.child.stdin.on("error", () => {
+      /* EPIPE when the agent died: its exit is reported through onExit */
+    });
+    this.child.on("exit", (code, signal) => finish({ code, signal }));
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get hasExited(): boolean {
+    return this.exitInfo !== undefined;
+  }
+
+  write(bytes: Uint8Array): void {
+    if (this.exitInfo || this.child.stdin.destroyed) return;
+    this.child.stdin.write(bytes);
+  }
+
+  /**
+   * Closes stdin (the agent's cue to exit), waits `graceMs`, then SIGTERMs the process group,
+   * waits again, then SIGKILLs it.
+   */
+  async stop(graceMs = 2000): Promise<ExitInfo> {
+    if (this.exitInfo) return this.exitInfo;
+    this.child.stdin.end();
+    if (await this.exitsWithin(graceMs)) return this.exitInfo!;
+    this.signalGroup("SIGTERM");
+    if (await this.exitsWithin(graceMs)) return this.exitInfo!;
+    this.signalGroup("SIGKILL");
+    return this.exited;
+  }
+
+  private signalGroup(signal: NodeJS.Signals): void {
+    const pid = this.child.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      try {
+        this.child.kill(signal);
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+
+  private exitsWithin(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(false), ms);
+      void this.exited.then(() => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  }
+}

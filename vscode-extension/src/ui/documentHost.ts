@@ -1,0 +1,39 @@
+// DocumentHost for the fs bridge: open buffers first (unsaved edits included), writes as one
+// undoable WorkspaceEdit, then saved so the agent and the disk agree.
+
+import * as vscode from "vscode";
+import * as fs from "node:fs";
+import type { DocumentHost } from "../bridges/fs";
+
+export class VsCodeDocumentHost implements DocumentHost {
+  constructor(private readonly saveAfterWrite: () => boolean) {}
+
+  openDocumentText(fsPath: string): string | undefined {
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.scheme === "file" && d.uri.fsPath === fsPath);
+    return doc?.getText();
+  }
+
+  async applyWrite(fsPath: string, content: string): Promise<void> {
+    const uri = vscode.Uri.file(fsPath);
+    const edit = new vscode.WorkspaceEdit();
+    const exists = fs.existsSync(fsPath);
+    if (exists) {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      const all = new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length));
+      edit.replace(uri, all, content, { label: "ACP agent edit", needsConfirmation: false });
+    } else {
+      edit.createFile(uri, { ignoreIfExists: true }, { label: "ACP agent edit", needsConfirmation: false });
+      edit.insert(uri, new vscode.Position(0, 0), content, { label: "ACP agent edit", needsConfirmation: false });
+    }
+    const ok = await vscode.workspace.applyEdit(edit);
+    if (!ok) throw new Error("the editor refused the edit");
+    if (this.saveAfterWrite()) {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      if (doc.isDirty && !(await doc.save())) throw new Error("the edit was applied but could not be saved");
+    }
+  }
+
+  workspaceFolders(): string[] {
+    return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
+  }
+}

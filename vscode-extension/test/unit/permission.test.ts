@@ -1,0 +1,154 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  PermissionBridge,
+  buildPromptModel,
+  dismissalOutcome,
+  outcomeForChoice,
+  validateRequest,
+  type PermissionPromptModel,
+  type PermissionPrompter,
+} from "../../src/bridges/permission";
+import { CancellationSource, type CancellationToken } from "../../src/protocol/cancellation";
+import { nullLogger } from "../../src/protocol/log";
+import { RequestError, type PermissionOption } from "../../src/protocol/types";
+
+const opts: PermissionOption[] = [
+  { optionId: "ok", name: "Allow once", kind: "allow_once" },
+  { optionId: "always", name: "Always allow", kind: "allow_always" },
+  { optionId: "no", name: "Reject", kind: "reject_once" },
+];
+const req = (options = opts) => ({
+  sessionId: "s1",
+  toolCall: { toolCallId: "t1", title: "Write hello.txt", kind: "edit" as const, locations: [{ path: "/w/hello.txt" }] },
+  options,
+});
+
+/** A prompter the test drives: records the model and token, answers when told. */
+class FakePrompter implements PermissionPrompter {
+  model?: PermissionPromptModel;
+  token?: CancellationToken;
+  calls = 0;
+  private answer!: (id: string | undefined) => void;
+  readonly shown: Promise<void>;
+  private markShown!: () => void;
+  constructor() {
+    this.shown = new Promise((r) => (this.markShown = r));
+  }
+  prompt(model: PermissionPromptModel, token: CancellationToken): Promise<string | undefined> {
+    this.calls++;
+    this.model = model;
+    this.token = token;
+    this.markShown();
+    return new Promise((r) => (this.answer = r));
+  }
+  choose(id: string | undefined) {
+    this.answer(id);
+  }
+}
+
+const bridge = (p: PermissionPrompter, autoApprove = false) => new PermissionBridge(p, () => ({ autoApprove }), nullLogger);
+
+test("the prompt is built from the agent's own options, in order, with a close affordance", () => {
+  const m = buildPromptModel(req());
+  assert.deepEqual(
+    m.items.map((i) => [i.optionId, i.label, i.isCloseAffordance]),
+    [
+      ["ok", "Allow once", false],
+      ["always", "Always allow", false],
+      ["no", "Reject", true],
+    ],
+  );
+  assert.match(m.message, /Write hello\.txt/);
+  assert.match(m.detail, /Kind: edit/);
+  assert.match(m.detail, /Location: \/w\/hello\.txt/);
+  assert.equal(m.useQuickPick, false);
+});
+
+test("more options than dialog buttons switch to a QuickPick", () => {
+  const many: PermissionOption[] = Array.from({ length: 5 }, (_, i) => ({ optionId: `o${i}`, name: `O${i}`, kind: "allow_once" }));
+  assert.equal(buildPromptModel(req(many)).useQuickPick, true);
+  assert.equal(buildPromptModel(req(many.slice(0, 4))).useQuickPick, false);
+});
+
+test("dismissal answers reject_once when offered, else cancelled (never reject_always)", () => {
+  assert.deepEqual(dismissalOutcome(opts), { outcome: "selected", optionId: "no" });
+  assert.deepEqual(dismissalOutcome([{ optionId: "a", name: "A", kind: "allow_once" }, { optionId: "r", name: "R", kind: "reject_always" }]), {
+    outcome: "cancelled",
+  });
+});
+
+test("a choice the agent did not offer is refused", () => {
+  assert.throws(() => outcomeForChoice(opts, "bogus"), /not one the agent offered/);
+  assert.deepEqual(outcomeForChoice(opts, "always"), { outcome: "selected", optionId: "always" });
+});
+
+test("malformed requests are InvalidParams", () => {
+  for (const bad of [
+    undefined,
+    { sessionId: "s", toolCall: { toolCallId: "t" }, options: [] },
+    { sessionId: "s", toolCall: { toolCallId: "t" }, options: [{ optionId: "a", name: "A", kind: "maybe" }] },
+    { sessionId: "s", toolCall: { toolCallId: "t" }, options: [opts[0], opts[0]] },
+    { sessionId: "s", options: opts },
+  ]) {
+    assert.throws(() => validateRequest(bad), (e: unknown) => e instanceof RequestError && e.code === -32602, JSON.stringify(bad));
+  }
+});
+
+test("the user's pick is answered as selected", async () => {
+  const p = new FakePrompter();
+  const src = new CancellationSource();
+  const answer = bridge(p).handle(req(), src.token);
+  await p.shown;
+  p.choose("ok");
+  assert.deepEqual(await answer, { outcome: { outcome: "selected", optionId: "ok" } });
+});
+
+test("closing the dialog answers the reject option", async () => {
+  const p = new FakePrompter();
+  const answer = bridge(p).handle(req(), new CancellationSource().token);
+  await p.shown;
+  p.choose(undefined);
+  assert.deepEqual(await answer, { outcome: { outcome: "selected", optionId: "no" } });
+});
+
+test("cancellation while the prompt is open answers cancelled and tells the prompter", async () => {
+  const p = new FakePrompter();
+  const src = new CancellationSource();
+  const answer = bridge(p).handle(req(), src.token);
+  await p.shown;
+  assert.equal(p.token!.isCancellationRequested, false);
+  src.cancel();
+  assert.deepEqual(await answer, { outcome: { outcome: "cancelled" } });
+  assert.equal(p.token!.isCancellationRequested, true);
+  p.choose("ok"); // a late click changes nothing
+});
+
+test("an already-cancelled request is not prompted", async () => {
+  const p = new FakePrompter();
+  const src = new CancellationSource();
+  src.cancel();
+  assert.deepEqual(await bridge(p).handle(req(), src.token), { outcome: { outcome: "cancelled" } });
+  assert.equal(p.calls, 0);
+});
+
+test("an invalid id from the prompter answers cancelled", async () => {
+  const p = new FakePrompter();
+  const answer = bridge(p).handle(req(), new CancellationSource().token);
+  await p.shown;
+  p.choose("not-offered");
+  assert.deepEqual(await answer, { outcome: { outcome: "cancelled" } });
+});
+
+test("auto-approve only when set, and only allow_once", async () => {
+  const p = new FakePrompter();
+  assert.deepEqual(await bridge(p, true).handle(req(), new CancellationSource().token), { outcome: { outcome: "selected", optionId: "ok" } });
+  assert.equal(p.calls, 0);
+  // Without an allow_once option it still asks.
+  const onlyAlways = [opts[1]!, opts[2]!];
+  const answer = bridge(p, true).handle(req(onlyAlways), new CancellationSource().token);
+  await p.shown;
+  assert.equal(p.calls, 1);
+  p.choose("no");
+  assert.deepEqual(await answer, { outcome: { outcome: "selected", optionId: "no" } });
+});
