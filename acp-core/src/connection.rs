@@ -965,11 +965,18 @@ impl<T> Connection<T> {
             },
         );
         for entry in entries {
-            match serde_json::from_str::<RawEnvelope<'_>>(entry.get()) {
+            // serde reads a struct from an array too (positionally): `["2.0",1,"m"]` would
+            // pass for a request, so only objects are let through.
+            let parsed = if entry.get().starts_with('{') {
+                serde_json::from_str::<RawEnvelope<'_>>(entry.get())
+                    .map_err(|e| describe_json_error(&e))
+            } else {
+                Err(NOT_AN_OBJECT.to_owned())
+            };
+            match parsed {
                 Ok(env) => self.handle_message(env.classify(), Some(b), now),
-                Err(e) => {
+                Err(details) => {
                     // An entry that is not an object: its own Invalid Request (id null).
-                    let details = describe_json_error(&e);
                     let mut msg = Vec::new();
                     write_error_response(
                         &mut msg,
@@ -1204,6 +1211,9 @@ pub struct BatchEntry<T> {
     /// `Some` for a request (its options), `None` for a notification.
     pub request: Option<RequestOptions<T>>,
 }
+
+/// Why a batch entry that is not a JSON object is refused.
+const NOT_AN_OBJECT: &str = "a batch entry must be a JSON-RPC message object";
 
 /// serde's message, in the protocol's words.
 fn describe_json_error(e: &serde_json::Error) -> String {
