@@ -1,0 +1,179 @@
+//! The client's (editor's) view of a connection: every agent method as a typed call.
+
+use std::time::Duration;
+
+use acp_core::typed::{self, Method};
+use acp_core::{ErrorObject, RawValue, Role};
+use agent_client_protocol_schema::v1 as s;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+use tower::Service;
+
+use crate::driver::{self, ConnectionHandle, DriverConfig, Incoming, RpcError};
+use crate::router::ext_name;
+
+/// A connection to an agent, like the TypeScript SDK's `ClientSideConnection`. Cheap to clone;
+/// [`with_timeout`](Self::with_timeout) gives a clone whose calls have a deadline.
+#[derive(Debug, Clone)]
+pub struct ClientSideConnection {
+    handle: ConnectionHandle,
+    timeout: Option<Duration>,
+}
+
+macro_rules! calls {
+    ($($(#[$doc:meta])* $name:ident => $m:ty;)*) => {$(
+        $(#[$doc])*
+        pub async fn $name(
+            &self,
+            params: <$m as Method>::Params,
+        ) -> Result<<$m as Method>::Result, RpcError> {
+            self.call::<$m>(&params).await
+        }
+    )*};
+}
+
+impl ClientSideConnection {
+    /// Drives a connection over `reader`/`writer`; `service` (usually a [`crate::Router`])
+    /// answers the agent's requests (`fs/*`, `terminal/*`, `session/request_permission`) and
+    /// notifications (`session/update`). `config.core.role` must be [`Role::Client`].
+    pub fn connect<R, W, S>(reader: R, writer: W, service: S, config: DriverConfig) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+        S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        assert_eq!(
+            config.core.role,
+            Role::Client,
+            "ClientSideConnection needs a client config"
+        );
+        Self::from_handle(driver::spawn(reader, writer, service, config))
+    }
+
+    /// Like [`connect`](Self::connect), building the service from the connection.
+    pub fn connect_with<R, W, S, F>(reader: R, writer: W, config: DriverConfig, make: F) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+        S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+        F: FnOnce(ClientSideConnection) -> S,
+    {
+        assert_eq!(
+            config.core.role,
+            Role::Client,
+            "ClientSideConnection needs a client config"
+        );
+        Self::from_handle(driver::spawn_with(reader, writer, config, |h| {
+            make(Self::from_handle(h))
+        }))
+    }
+
+    /// Wraps an existing client-role handle.
+    pub fn from_handle(handle: ConnectionHandle) -> Self {
+        ClientSideConnection {
+            handle,
+            timeout: None,
+        }
+    }
+
+    pub fn handle(&self) -> &ConnectionHandle {
+        &self.handle
+    }
+
+    /// A clone whose calls fail with a timeout after `d` (the agent is sent
+    /// `$/cancel_request`).
+    pub fn with_timeout(&self, d: Duration) -> Self {
+        ClientSideConnection {
+            handle: self.handle.clone(),
+            timeout: Some(d),
+        }
+    }
+
+    /// A clone without a per-call timeout.
+    pub fn without_timeout(&self) -> Self {
+        ClientSideConnection {
+            handle: self.handle.clone(),
+            timeout: None,
+        }
+    }
+
+    /// Any typed request.
+    pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, RpcError> {
+        self.handle.request_typed::<M>(params, self.timeout).await
+    }
+
+    calls! {
+        initialize => typed::Initialize;
+        authenticate => typed::Authenticate;
+        logout => typed::Logout;
+        new_session => typed::NewSession;
+        load_session => typed::LoadSession;
+        resume_session => typed::ResumeSession;
+        list_sessions => typed::ListSessions;
+        close_session => typed::CloseSession;
+        delete_session => typed::DeleteSession;
+        /// Runs a prompt turn. Only one per session at a time (a second is refused locally
+        /// with `RpcError::Refused(Error::PromptInFlight)`); cancel with [`cancel`](Self::cancel).
+        prompt => typed::Prompt;
+        set_session_mode => typed::SetSessionMode;
+        set_session_config_option => typed::SetSessionConfigOption;
+    }
+
+    /// `session/cancel`: asks the agent to stop the session's prompt turn; also answers our own
+    /// pending permission prompts for that session with `cancelled`.
+    pub async fn cancel(&self, params: s::CancelNotification) -> Result<(), RpcError> {
+        self.handle.notify_typed::<typed::Cancel>(&params).await
+    }
+
+    /// An extension request (`method` gets a leading `_` if it lacks one).
+    pub async fn ext_method(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, RpcError> {
+        let method = ext_name(method);
+        let raw = self
+            .handle
+            .request(&*method, Some(driver::to_raw(&params)?), self.timeout)
+            .await?;
+        driver::decode(&method, &raw)
+    }
+
+    /// An extension notification (`method` gets a leading `_` if it lacks one).
+    pub async fn ext_notification(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<(), RpcError> {
+        self.handle
+            .notify(ext_name(method), Some(driver::to_raw(&params)?))
+            .await
+    }
+
+    /// Resolves with the reason once the connection closed.
+    pub async fn closed(&self) -> String {
+        self.handle.closed().await
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+
+    /// Cancelled when the connection closes.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.handle.cancellation_token()
+    }
+
+    /// Closes the connection (pending calls fail with `Closed { reason }`).
+    pub fn close(&self, reason: impl Into<String>) {
+        self.handle.close_with_reason(reason)
+    }
+}

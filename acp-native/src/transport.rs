@@ -1,0 +1,217 @@
+//! Transports: each gives a `(reader, writer)` pair for [`crate::driver::spawn`] or the role
+//! constructors ([`crate::ClientSideConnection::connect`], [`crate::AgentSideConnection::connect`]).
+//!
+//! * [`stdio`]: this process's stdin/stdout (an agent launched by its client);
+//! * [`spawn_agent`]: an agent subprocess (supervised by [`crate::process::AgentProcess`]),
+//!   already connected, whose exit status and stderr tail become the close reason;
+//! * [`tcp_connect`] / [`tcp_split`]: NDJSON over TCP (client and server);
+//! * [`ws_connect`] / [`ws_accept`] / [`ws_bridge`]: WebSocket, one JSON-RPC message per text
+//!   frame, bridged to NDJSON so the driver is the same;
+//! * [`duplex`]: an in-memory pair (tests, in-process agents).
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_core::{ErrorObject, RawValue, Role};
+use futures::{SinkExt, StreamExt};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream, ReadHalf,
+    WriteHalf,
+};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpStream, ToSocketAddrs};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+use tower::Service;
+
+use crate::driver::{DriverConfig, Incoming};
+use crate::process::{AgentCommand, AgentProcess, ExitReport, ShutdownOutcome, SpawnError};
+use crate::ClientSideConnection;
+
+/// Halves of one end of an in-memory or bridged stream.
+pub type DuplexHalves = (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>);
+
+/// This process's stdin and stdout (for an agent launched over stdio). Nothing else may write
+/// to stdout: log to stderr.
+pub fn stdio() -> (tokio::io::Stdin, tokio::io::Stdout) {
+    (tokio::io::stdin(), tokio::io::stdout())
+}
+
+/// Two connected in-memory ends; each buffers at most `max_buf_size` bytes in flight per
+/// direction (writers wait beyond that).
+pub fn duplex(max_buf_size: usize) -> (DuplexHalves, DuplexHalves) {
+    let (a, b) = tokio::io::duplex(max_buf_size);
+    (tokio::io::split(a), tokio::io::split(b))
+}
+
+/// Connects to an NDJSON-over-TCP peer (`TCP_NODELAY` set).
+pub async fn tcp_connect(addr: impl ToSocketAddrs) -> io::Result<(OwnedReadHalf, OwnedWriteHalf)> {
+    let s = TcpStream::connect(addr).await?;
+    Ok(tcp_split(s))
+}
+
+/// Splits an accepted (or connected) TCP stream for the driver (`TCP_NODELAY` set).
+pub fn tcp_split(stream: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf) {
+    let _ = stream.set_nodelay(true);
+    stream.into_split()
+}
+
+/// WebSocket errors.
+pub use tokio_tungstenite::tungstenite::Error as WsError;
+
+/// Connects to a WebSocket server (`ws://...`) and bridges it to NDJSON.
+pub async fn ws_connect(url: &str) -> Result<DuplexHalves, WsError> {
+    let (ws, _response) = tokio_tungstenite::connect_async(url).await?;
+    Ok(ws_bridge(ws))
+}
+
+/// Accepts a WebSocket on a TCP stream (server side) and bridges it to NDJSON.
+pub async fn ws_accept(stream: TcpStream) -> Result<DuplexHalves, WsError> {
+    let _ = stream.set_nodelay(true);
+    let ws = tokio_tungstenite::accept_async(stream).await?;
+    Ok(ws_bridge(ws))
+}
+
+/// Bytes buffered by a WebSocket bridge per direction.
+const WS_BRIDGE_BUFFER: usize = 256 << 10;
+
+/// Bridges an established WebSocket to an NDJSON byte stream: each text (or binary, read as
+/// UTF-8) frame becomes one line (newlines inside it, which valid JSON can only have as
+/// whitespace, become spaces); each line written becomes one text frame. A close frame or error
+/// is EOF; EOF on the writer sends a close frame. Spawns the bridge task (needs a runtime).
+pub fn ws_bridge<S>(ws: WebSocketStream<S>) -> DuplexHalves
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (ours, theirs) = tokio::io::duplex(WS_BRIDGE_BUFFER);
+    let (bridge_read, mut bridge_write) = tokio::io::split(ours);
+    let (mut sink, mut stream) = ws.split();
+    // WebSocket -> lines.
+    tokio::spawn(async move {
+        while let Some(msg) = stream.next().await {
+            let text = match msg {
+                Ok(Message::Text(t)) => t.as_str().to_owned(),
+                Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
+                Ok(Message::Close(_)) => break,
+                Ok(_) => continue, // ping/pong/raw frames
+                Err(e) => {
+                    tracing::debug!("websocket read failed: {e}");
+                    break;
+                }
+            };
+            let mut line = text.replace(['\n', '\r'], " ").into_bytes();
+            line.push(b'\n');
+            if bridge_write.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        let _ = bridge_write.shutdown().await;
+    });
+    // Lines -> WebSocket.
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(bridge_read);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    while matches!(line.last(), Some(b'\n' | b'\r')) {
+                        line.pop();
+                    }
+                    if line.iter().all(|b| b.is_ascii_whitespace()) {
+                        continue;
+                    }
+                    let text = String::from_utf8_lossy(&line).into_owned();
+                    if let Err(e) = sink.send(Message::text(text)).await {
+                        tracing::debug!("websocket write failed: {e}");
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = sink.send(Message::Close(None)).await;
+        let _ = sink.close().await;
+    });
+    tokio::io::split(theirs)
+}
+
+/// An agent subprocess behind a [`ClientSideConnection`]: owns the supervised process.
+#[derive(Debug, Clone)]
+pub struct AgentChild {
+    process: Arc<tokio::sync::Mutex<AgentProcess>>,
+    pid: u32,
+    connection: ClientSideConnection,
+}
+
+impl AgentChild {
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The supervised process (for signals, its stderr tail, its exit watch).
+    pub fn process(&self) -> &Arc<tokio::sync::Mutex<AgentProcess>> {
+        &self.process
+    }
+
+    /// Waits for the agent to exit; its report (exit status, stderr tail).
+    pub async fn wait(&self) -> ExitReport {
+        self.process.lock().await.wait().await
+    }
+
+    /// Closes the connection (the agent sees EOF on stdin), then stops the process: wait up to
+    /// `grace`, `SIGTERM` its group, wait up to `grace`, `SIGKILL`.
+    pub async fn shutdown(&self, grace: Duration) -> ShutdownOutcome {
+        self.connection.close("the client shut the agent down");
+        // Let the writer shut stdin before escalating.
+        let _ = tokio::time::timeout(grace, self.connection.closed()).await;
+        self.process.lock().await.shutdown(grace).await
+    }
+}
+
+/// How long an agent's stdout EOF waits for its exit report to become the close reason.
+pub const AGENT_EXIT_REPORT_GRACE: Duration = Duration::from_secs(3);
+
+/// Spawns `cmd` as an agent (see [`AgentProcess::spawn`]) and connects to it as a client over
+/// its stdin/stdout. When the agent exits, the connection closes with the [`ExitReport`] as
+/// reason (exit status and last stderr lines), so pending calls fail with
+/// `CallError::Closed { reason }` telling why. `config.eof_grace` is raised to
+/// [`AGENT_EXIT_REPORT_GRACE`] if lower.
+pub fn spawn_agent<S>(
+    cmd: &AgentCommand,
+    service: S,
+    mut config: DriverConfig,
+) -> Result<(ClientSideConnection, AgentChild), SpawnError>
+where
+    S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    assert_eq!(
+        config.core.role,
+        Role::Client,
+        "spawn_agent needs a client config"
+    );
+    let mut process = AgentProcess::spawn(cmd)?;
+    let stdin = process.take_stdin().expect("fresh process has stdin");
+    let stdout = process.take_stdout().expect("fresh process has stdout");
+    if config.eof_grace < AGENT_EXIT_REPORT_GRACE {
+        config.eof_grace = AGENT_EXIT_REPORT_GRACE;
+    }
+    let pid = process.pid();
+    let exit = process.exit_status();
+    let connection = ClientSideConnection::connect(stdout, stdin, service, config);
+    let process = Arc::new(tokio::sync::Mutex::new(process));
+    let child = AgentChild {
+        process: process.clone(),
+        pid,
+        connection: connection.clone(),
+    };
+    let handle = connection.handle().clone();
+    tokio::spawn(async move {
+        exit.await;
+        let report = process.lock().await.wait().await;
+        handle.close_with_reason(report.to_string());
+    });
+    Ok((connection, child))
+}
