@@ -1,0 +1,383 @@
+//! `fs/read_text_file` and `fs/write_text_file` against a real file system.
+
+mod host_support;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService, RESOURCE_NOT_FOUND};
+use agent_client_protocol_schema::v1::{ErrorCode, ReadTextFileRequest, WriteTextFileRequest};
+use host_support::TempDir;
+
+/// A workspace root `proj` and a sibling `outside` directory in one temp dir.
+struct Fixture {
+    tmp: TempDir,
+    svc: FsService,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture::with(|c| c)
+    }
+
+    fn with(f: impl FnOnce(FsConfig) -> FsConfig) -> Fixture {
+        let tmp = TempDir::new();
+        std::fs::create_dir(tmp.join("proj")).unwrap();
+        std::fs::create_dir(tmp.join("outside")).unwrap();
+        let svc = FsService::new(f(FsConfig::new([tmp.join("proj")])));
+        Fixture { tmp, svc }
+    }
+
+    fn proj(&self, rel: &str) -> PathBuf {
+        self.tmp.join("proj").join(rel)
+    }
+
+    fn outside(&self, rel: &str) -> PathBuf {
+        self.tmp.join("outside").join(rel)
+    }
+
+    async fn read(&self, path: impl Into<PathBuf>) -> Result<String, FsError> {
+        self.svc
+            .read_text_file(ReadTextFileRequest::new("s1", path))
+            .await
+            .map(|r| r.content)
+    }
+
+    async fn read_lines(
+        &self,
+        path: impl Into<PathBuf>,
+        line: Option<u32>,
+        limit: Option<u32>,
+    ) -> String {
+        let req = ReadTextFileRequest::new("s1", path).line(line).limit(limit);
+        self.svc.read_text_file(req).await.unwrap().content
+    }
+
+    async fn write(&self, path: impl Into<PathBuf>, content: &str) -> Result<(), FsError> {
+        self.svc
+            .write_text_file(WriteTextFileRequest::new("s1", path, content))
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Names in `dir` (sorted), to prove no temporary file was left behind.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test]
+async fn reads_whole_files_and_line_ranges() {
+    let fx = Fixture::new();
+    let f = fx.proj("a.txt");
+    std::fs::write(&f, "one\ntwo\r\nthree\nfour").unwrap();
+    assert_eq!(fx.read(&f).await.unwrap(), "one\ntwo\r\nthree\nfour");
+    assert_eq!(fx.read_lines(&f, Some(2), Some(2)).await, "two\r\nthree\n");
+    assert_eq!(fx.read_lines(&f, Some(1), Some(1)).await, "one\n");
+    assert_eq!(fx.read_lines(&f, Some(3), None).await, "three\nfour");
+    assert_eq!(fx.read_lines(&f, None, Some(1)).await, "one\n");
+    assert_eq!(fx.read_lines(&f, Some(9), Some(1)).await, "");
+    assert_eq!(fx.read_lines(&f, Some(1), Some(0)).await, "");
+    // 0 is read as the first line.
+    assert_eq!(fx.read_lines(&f, Some(0), Some(1)).await, "one\n");
+    // Reads are not confined by default.
+    std::fs::write(fx.outside("o.txt"), "x").unwrap();
+    assert_eq!(fx.read(fx.outside("o.txt")).await.unwrap(), "x");
+}
+
+#[tokio::test]
+async fn missing_file_is_resource_not_found() {
+    let fx = Fixture::new();
+    for path in [fx.proj("missing.txt"), fx.proj("nodir/missing.txt")] {
+        let err = fx.read(&path).await.unwrap_err();
+        assert!(matches!(err, FsError::NotFound { .. }), "{err:?}");
+        assert_eq!(err.code(), -32002);
+        assert_eq!(err.code(), RESOURCE_NOT_FOUND);
+        assert_eq!(err.message(), format!("file not found: {}", path.display()));
+        assert_eq!(
+            err.data(),
+            Some(serde_json::json!({ "path": path.to_str().unwrap() }))
+        );
+        let wire = err.to_acp_error();
+        assert_eq!(wire.code, ErrorCode::ResourceNotFound);
+        let json = serde_json::to_value(&wire).unwrap();
+        assert_eq!(json["code"], -32002);
+        assert_eq!(json["data"]["path"], path.to_str().unwrap());
+    }
+    // A regular file used as a directory is "not found" too.
+    std::fs::write(fx.proj("file"), "").unwrap();
+    let err = fx.read(fx.proj("file/child")).await.unwrap_err();
+    assert_eq!(err.code(), -32002, "{err:?}");
+}
+
+#[tokio::test]
+async fn relative_and_malformed_paths_are_rejected() {
+    let fx = Fixture::new();
+    for rel in ["a.txt", "./a.txt", "../a.txt", ""] {
+        let err = fx.read(rel).await.unwrap_err();
+        assert!(
+            matches!(err, FsError::RelativePath { .. }),
+            "{rel}: {err:?}"
+        );
+        assert_eq!(err.code(), -32602);
+        let err = fx.write(rel, "x").await.unwrap_err();
+        assert!(
+            matches!(err, FsError::RelativePath { .. }),
+            "{rel}: {err:?}"
+        );
+    }
+    let mut bad = fx.proj("").into_os_string().into_vec();
+    bad.extend_from_slice(b"bad-\xff-name");
+    let bad = PathBuf::from(OsStr::from_bytes(&bad));
+    let err = fx.write(&bad, "x").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            FsError::InvalidPath {
+                reason: "not valid UTF-8",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = fx.read(&bad).await.unwrap_err();
+    assert!(matches!(err, FsError::InvalidPath { .. }), "{err:?}");
+    let err = fx.write(fx.proj("nul\0byte"), "x").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            FsError::InvalidPath {
+                reason: "contains a NUL byte",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(listing(&fx.proj("")), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn directories_large_and_binary_files_are_refused() {
+    let fx = Fixture::with(|c| c.max_read_bytes(16));
+    let err = fx.read(fx.proj("")).await.unwrap_err();
+    assert!(matches!(err, FsError::IsADirectory { .. }), "{err:?}");
+    assert_eq!(err.code(), -32602);
+
+    std::fs::write(fx.proj("big"), "x".repeat(17)).unwrap();
+    let err = fx.read(fx.proj("big")).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            FsError::TooLarge {
+                size: 17,
+                limit: 16,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), -32603);
+    assert_eq!(err.data().unwrap()["limit"], 16);
+    std::fs::write(fx.proj("fits"), "x".repeat(16)).unwrap();
+    assert_eq!(fx.read(fx.proj("fits")).await.unwrap().len(), 16);
+
+    std::fs::write(fx.proj("bin"), b"\xff\xfe\x00").unwrap();
+    let err = fx.read(fx.proj("bin")).await.unwrap_err();
+    assert!(matches!(err, FsError::NotUtf8 { .. }), "{err:?}");
+
+    let err = fx.write(fx.proj(""), "x").await.unwrap_err();
+    assert!(matches!(err, FsError::IsADirectory { .. }), "{err:?}");
+}
+
+#[tokio::test]
+async fn writes_create_replace_and_keep_permissions() {
+    let fx = Fixture::new();
+    let f = fx.proj("src/deep/new.rs");
+    fx.write(&f, "fn main() {}\n").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "fn main() {}\n");
+
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o640)).unwrap();
+    fx.write(&f, "héllo").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "héllo");
+    let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    fx.write(&f, "").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "");
+    // Round trip through the service.
+    fx.write(&f, "a\nb\n").await.unwrap();
+    assert_eq!(fx.read_lines(&f, Some(2), None).await, "b\n");
+    assert_eq!(listing(&fx.proj("src/deep")), ["new.rs"]);
+}
+
+#[tokio::test]
+async fn dot_dot_cannot_escape_the_root() {
+    let fx = Fixture::new();
+    let escape = fx.proj("../outside/evil.txt");
+    let err = fx.write(&escape, "x").await.unwrap_err();
+    assert!(
+        matches!(&err, FsError::OutsideRoots { resolved, .. } if *resolved == fx.outside("evil.txt")),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), -32602);
+    assert_eq!(
+        err.data().unwrap()["resolved"],
+        fx.outside("evil.txt").to_str().unwrap()
+    );
+
+    // `..` below a directory that does not exist cannot be resolved physically.
+    let err = fx
+        .write(fx.proj("newdir/../../outside/evil.txt"), "x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FsError::InvalidPath { .. }), "{err:?}");
+
+    // A sibling whose name starts with the root's name is not inside it.
+    std::fs::create_dir(fx.tmp.join("proj2")).unwrap();
+    let err = fx.write(fx.tmp.join("proj2/x.txt"), "x").await.unwrap_err();
+    assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
+
+    // `..` that stays inside is fine.
+    std::fs::create_dir(fx.proj("sub")).unwrap();
+    fx.write(fx.proj("sub/../ok.txt"), "ok").await.unwrap();
+    assert_eq!(std::fs::read_to_string(fx.proj("ok.txt")).unwrap(), "ok");
+
+    assert_eq!(listing(&fx.outside("")), Vec::<String>::new());
+    assert!(!fx.tmp.join("proj2/x.txt").exists());
+}
+
+#[tokio::test]
+async fn symlinks_cannot_escape_the_root() {
+    let fx = Fixture::new();
+    std::fs::write(fx.outside("secret.txt"), "original").unwrap();
+    std::os::unix::fs::symlink(fx.outside(""), fx.proj("linkdir")).unwrap();
+    std::os::unix::fs::symlink(fx.outside("secret.txt"), fx.proj("linkfile")).unwrap();
+    std::os::unix::fs::symlink(fx.outside("nothing-here"), fx.proj("dangling")).unwrap();
+
+    let err = fx
+        .write(fx.proj("linkdir/evil.txt"), "x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
+    let err = fx
+        .write(fx.proj("linkdir/new/deeper.txt"), "x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
+    let err = fx.write(fx.proj("linkfile"), "pwned").await.unwrap_err();
+    assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
+    let err = fx.write(fx.proj("dangling"), "x").await.unwrap_err();
+    assert!(matches!(err, FsError::InvalidPath { .. }), "{err:?}");
+
+    assert_eq!(
+        std::fs::read_to_string(fx.outside("secret.txt")).unwrap(),
+        "original"
+    );
+    assert_eq!(listing(&fx.outside("")), ["secret.txt"]);
+
+    // A symlink that stays inside the root is written through and kept.
+    std::fs::write(fx.proj("real.txt"), "old").unwrap();
+    std::os::unix::fs::symlink(fx.proj("real.txt"), fx.proj("alias.txt")).unwrap();
+    fx.write(fx.proj("alias.txt"), "new").await.unwrap();
+    assert_eq!(std::fs::read_to_string(fx.proj("real.txt")).unwrap(), "new");
+    assert!(std::fs::symlink_metadata(fx.proj("alias.txt"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[tokio::test]
+async fn confinement_can_be_lifted_or_extended_to_reads() {
+    let fx = Fixture::with(|c| c.writes(AccessScope::Anywhere));
+    fx.write(fx.outside("allowed.txt"), "yes").await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.outside("allowed.txt")).unwrap(),
+        "yes"
+    );
+
+    let fx = Fixture::new();
+    let req = WriteTextFileRequest::new("s1", fx.outside("approved.txt"), "ok");
+    fx.svc.write_text_file_unconfined(req).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.outside("approved.txt")).unwrap(),
+        "ok"
+    );
+    assert_eq!(
+        fx.svc
+            .resolve_write_target(&fx.proj("linkless/../x"))
+            .await
+            .unwrap_err()
+            .code(),
+        -32602
+    );
+    assert_eq!(
+        fx.svc.resolve_write_target(&fx.proj("x")).await.unwrap(),
+        fx.proj("x")
+    );
+
+    let fx = Fixture::with(|c| c.reads(AccessScope::WithinRoots));
+    std::fs::write(fx.outside("o.txt"), "x").unwrap();
+    std::fs::write(fx.proj("p.txt"), "p").unwrap();
+    std::os::unix::fs::symlink(fx.outside("o.txt"), fx.proj("peek")).unwrap();
+    assert!(matches!(
+        fx.read(fx.outside("o.txt")).await.unwrap_err(),
+        FsError::OutsideRoots { .. }
+    ));
+    assert!(matches!(
+        fx.read(fx.proj("peek")).await.unwrap_err(),
+        FsError::OutsideRoots { .. }
+    ));
+    assert_eq!(fx.read(fx.proj("p.txt")).await.unwrap(), "p");
+    assert_eq!(
+        fx.read(fx.proj("missing")).await.unwrap_err().code(),
+        -32002
+    );
+
+    // No roots at all: nothing is writable.
+    let tmp = TempDir::new();
+    let svc = FsService::new(FsConfig::new(Vec::<PathBuf>::new()));
+    let err = svc
+        .write_text_file(WriteTextFileRequest::new("s", tmp.join("x"), "x"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
+}
+
+/// Readers racing a series of writes only ever see a complete old or new content. A plain
+/// truncate-and-write would expose empty or half-written files here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_atomic_for_concurrent_readers() {
+    let fx = Fixture::new();
+    let f = fx.proj("big.txt");
+    let size = 512 * 1024;
+    fx.write(&f, &"a".repeat(size)).await.unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (f, stop) = (f.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
+                let content = std::fs::read(&f).unwrap();
+                assert_eq!(content.len(), size, "partial file seen");
+                let first = content[0];
+                assert!(content.iter().all(|&b| b == first), "mixed content seen");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for i in 0..40 {
+        let fill = if i % 2 == 0 { "b" } else { "a" };
+        fx.write(&f, &fill.repeat(size)).await.unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().expect("reader saw a torn write");
+    assert!(reads > 0);
+    assert_eq!(listing(&fx.proj("")), ["big.txt"]);
+}
