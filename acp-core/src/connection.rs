@@ -18,8 +18,8 @@ use crate::acp::{self, ClientCapabilities, Role, TurnState};
 use crate::error::{CallError, Error, PeerError, PeerErrorKind};
 use crate::framing::{is_blank, Decoder, Frame, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::jsonrpc::{
-    write_error_response, write_json, write_json_str, write_result_response, Classified, ErrorCode,
-    ErrorObject, Id, RawEnvelope,
+    nests_deeper_than, write_error_response, write_json, write_json_str, write_result_response,
+    Classified, ErrorCode, ErrorObject, Id, RawEnvelope, MAX_NESTING,
 };
 
 /// Milliseconds on a clock of the caller's choosing (monotonic). The engine never reads a clock.
@@ -872,6 +872,19 @@ impl<T> Connection<T> {
     }
 
     fn handle_line(&mut self, line: &[u8], now: Millis) {
+        if nests_deeper_than(line, MAX_NESTING) {
+            let details = format!("nesting deeper than {MAX_NESTING} levels");
+            let mut msg = Vec::new();
+            write_error_response(
+                &mut msg,
+                &Id::Null,
+                &ErrorObject::from_code(ErrorCode::ParseError)
+                    .with_data(serde_json::json!({ "details": details })),
+            );
+            self.emit_response(None, msg);
+            self.protocol_error(PeerErrorKind::ParseError, details);
+            return;
+        }
         let first = line
             .iter()
             .copied()

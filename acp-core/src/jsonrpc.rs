@@ -377,6 +377,45 @@ impl<'a> RawEnvelope<'a> {
     }
 }
 
+/// The deepest nesting of objects and arrays accepted in one line (the line's own object or
+/// batch array included). serde_json refuses deeper values (its recursion limit), so anything
+/// deeper could not be decoded by `Event::to_json`, the typed layer or most peers; such a line
+/// is answered as a parse error.
+pub const MAX_NESTING: usize = 127;
+
+/// True when the JSON text nests objects and arrays deeper than `max` (brackets inside strings
+/// do not count). Lines with at most `max` opening brackets are passed by a `memchr` count.
+pub(crate) fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
+    if bytes.len() <= max || memchr::memchr2_iter(b'[', b'{', bytes).nth(max).is_none() {
+        return false;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Appends `s` as a JSON string.
 pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
     serde_json::to_writer(&mut *out, s).expect("writing a string to a Vec cannot fail");
