@@ -21,11 +21,12 @@
 //   6. stopReason `end_turn`.
 // A prompt containing the word "wait-for-cancel" sends one chunk and then waits (no timer) until
 // `session/cancel` arrives. After `session/cancel`, the prompt returns stopReason `cancelled`.
-// Diagnostics go to stderr, never stdout.
+// Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE.
 
 import { Readable, Writable } from "node:stream";
 import * as path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
+import { traced } from "./trace.mjs";
 
 const WRITE_FILE = "ts-agent-output.txt";
 const WRITE_CONTENT = "written by the TypeScript SDK agent through fs/write_text_file\n";
@@ -231,7 +232,12 @@ async function runTurn(client, sessionId, cwd, text, turn) {
   return { stopReason: "end_turn" };
 }
 
-const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+// ACP_INTEROP_TRACE=FILE appends the raw wire to FILE ("-> " sent by this agent, "<- " received).
+const traceFile = process.env.ACP_INTEROP_TRACE;
+const toClient = traced(traceFile, "-> ");
+toClient.readable.pipeTo(Writable.toWeb(process.stdout)).catch(() => {});
+const fromClient = Readable.toWeb(process.stdin).pipeThrough(traced(traceFile, "<- "));
+const connection = app.connect(acp.ndJsonStream(toClient.writable, fromClient));
 await connection.closed;
 log("connection closed");
 process.exit(0);

@@ -17,6 +17,7 @@
 //   --no-fs, --no-terminal   do not advertise (nor serve) fs / terminal capabilities
 //   --expect-stop REASON     exit 0 only for this stopReason (default: end_turn)
 //   --timeout S              give up after S seconds (default: 30), killing the agent
+//   --trace FILE             append the raw wire to FILE, one line per message ("-> " sent, "<- " received)
 //
 // Exit codes: 0 the turn ended with the expected stopReason; 1 it ended with another; 2 usage;
 // 3 protocol error, agent crash or timeout. The summary is printed in every case but usage errors.
@@ -29,18 +30,19 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
+import { traced } from "./trace.mjs";
 
 function usage(message) {
   process.stderr.write(`ts-client: ${message}\nusage: node ts-client.mjs [--prompt TEXT] [--cwd DIR] [--deny] ` +
     `[--cancel-on-permission] [--cancel-after-update KIND] [--no-fs] [--no-terminal] [--expect-stop REASON] ` +
-    `[--timeout S] -- AGENT_COMMAND [ARGS...]\n`);
+    `[--timeout S] [--trace FILE] -- AGENT_COMMAND [ARGS...]\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
   const opts = {
     prompt: "Hello from the TypeScript SDK client", cwd: null, deny: false, cancelOnPermission: false,
-    cancelAfterUpdate: null, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, agent: [],
+    cancelAfterUpdate: null, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, trace: null, agent: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -59,6 +61,7 @@ function parseArgs(argv) {
       case "--no-terminal": opts.terminal = false; break;
       case "--expect-stop": opts.expectStop = value(); break;
       case "--timeout": opts.timeoutS = Number(value()); break;
+      case "--trace": opts.trace = value(); break;
       default: usage(`unknown argument ${JSON.stringify(a)}`);
     }
   }
@@ -280,6 +283,7 @@ if (opts.terminal) {
 
 // ---- run ----
 
+
 // The agent runs in this program's cwd (so a relative agent path works as typed); the session cwd
 // travels in session/new.
 const child = spawn(opts.agent[0], opts.agent.slice(1), { stdio: ["pipe", "pipe", "inherit"], shell: false });
@@ -307,7 +311,10 @@ agentExited.then((exit) => {
 });
 
 try {
-  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const toAgent = traced(opts.trace, "-> ");
+  toAgent.readable.pipeTo(Writable.toWeb(child.stdin)).catch(() => {});
+  const fromAgent = Readable.toWeb(child.stdout).pipeThrough(traced(opts.trace, "<- "));
+  const stream = acp.ndJsonStream(toAgent.writable, fromAgent);
   const response = await Promise.race([
     app.connectWith(stream, async (ctx) => {
       const init = await ctx.request(acp.methods.agent.initialize, {
