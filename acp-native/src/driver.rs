@@ -272,8 +272,16 @@ enum Command {
 
 /// Commands that bypass backpressure (small, bounded by the number of calls).
 enum Control {
-    Cancel { key: u64 },
-    Close { reason: String },
+    Cancel {
+        key: u64,
+    },
+    Close {
+        reason: String,
+    },
+    /// A request handler's task ended without answering (it panicked or was aborted).
+    Abandoned {
+        token: u64,
+    },
 }
 
 enum WriterMsg {
@@ -294,6 +302,10 @@ struct Shared {
     client_caps: AtomicU8,
     closed: watch::Receiver<Option<String>>,
     token: CancellationToken,
+    /// Notifications received from the peer (counted by the driver as they arrive).
+    notifications_received: AtomicU64,
+    /// Notifications the notification handler is done with.
+    notifications_handled: watch::Receiver<u64>,
 }
 
 /// A cloneable handle to a driven connection: send requests and notifications, watch it end.
@@ -432,6 +444,18 @@ impl ConnectionHandle {
 
     pub fn is_closed(&self) -> bool {
         self.shared.closed.borrow().is_some() || self.cmd.is_closed()
+    }
+
+    /// Resolves once every notification received so far has been handled. Responses are
+    /// delivered without waiting for notification handlers (so a notification handler can call
+    /// the peer), which means a `session/prompt` result can reach its caller while the turn's
+    /// last `session/update`s are still being handled: await this to be sure they were.
+    pub fn notifications_handled(&self) -> impl Future<Output = ()> + Send + 'static {
+        let target = self.shared.notifications_received.load(Ordering::Acquire);
+        let mut rx = self.shared.notifications_handled.clone();
+        async move {
+            let _ = rx.wait_for(|n| *n >= target).await;
+        }
     }
 
     /// Why it closed, once it has.
@@ -574,6 +598,7 @@ where
     let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
     let (closed_tx, closed_rx) = watch::channel(None);
     let token = CancellationToken::new();
+    let (handled_tx, handled_rx) = watch::channel(0);
     let handle = ConnectionHandle {
         cmd: cmd_tx,
         ctl: ctl_tx,
@@ -583,6 +608,8 @@ where
             client_caps: AtomicU8::new(0),
             closed: closed_rx,
             token: token.clone(),
+            notifications_received: AtomicU64::new(0),
+            notifications_handled: handled_rx,
         }),
     };
     let service = RpcService::new(make(handle.clone()));
@@ -598,7 +625,7 @@ where
     let (written_tx, written_rx) = mpsc::unbounded_channel();
     tokio::spawn(write_loop(writer, write_rx, written_tx));
     let (notif_tx, notif_rx) = mpsc::channel(config.notification_buffer.max(1));
-    tokio::spawn(notification_loop(notif_rx, service.clone()));
+    tokio::spawn(notification_loop(notif_rx, service.clone(), handled_tx));
 
     let driver = Driver {
         conn: Connection::new(config.core.clone()),
@@ -683,15 +710,39 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     }
 }
 
-async fn notification_loop(mut rx: mpsc::Receiver<Incoming>, mut service: RpcService) {
+async fn notification_loop(
+    mut rx: mpsc::Receiver<Incoming>,
+    mut service: RpcService,
+    handled: watch::Sender<u64>,
+) {
+    use futures::FutureExt;
     while let Some(n) = rx.recv().await {
         let method = n.method.clone();
-        let r = match service.ready().await {
-            Ok(s) => s.call(n).await,
-            Err(e) => Err(e),
+        let call = async {
+            match service.ready().await {
+                Ok(s) => s.call(n).await,
+                Err(e) => Err(e),
+            }
         };
-        if let Err(e) = r {
-            tracing::debug!(method = %method, "notification handler failed: {e}");
+        match std::panic::AssertUnwindSafe(call).catch_unwind().await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::debug!(method = %method, "notification handler failed: {e}"),
+            Err(_) => tracing::error!(method = %method, "notification handler panicked"),
+        }
+        handled.send_modify(|n| *n += 1);
+    }
+}
+
+/// Sends `Abandoned` for a request whose handler task ends without answering.
+struct AnswerGuard {
+    token: u64,
+    ctl: Option<mpsc::UnboundedSender<Control>>,
+}
+
+impl Drop for AnswerGuard {
+    fn drop(&mut self) {
+        if let Some(ctl) = self.ctl.take() {
+            let _ = ctl.send(Control::Abandoned { token: self.token });
         }
     }
 }
@@ -831,6 +882,12 @@ impl Driver {
                 }
             }
             Control::Close { reason } => self.close_with(reason),
+            Control::Abandoned { token } => {
+                if self.handlers.remove(&token).is_some() {
+                    let e = ErrorObject::internal("the request handler ended without answering");
+                    let _ = self.conn.respond_error(token, e);
+                }
+            }
         }
     }
 
@@ -932,15 +989,26 @@ impl Driver {
                 };
                 let mut service = self.service.clone();
                 let cmd = self.handle.cmd.clone();
+                let guard = AnswerGuard {
+                    token,
+                    ctl: Some(self.handle.ctl.clone()),
+                };
                 tokio::spawn(async move {
+                    let mut guard = guard; // moved in whole: dropped when the task ends
                     let result = match service.ready().await {
                         Ok(s) => s.call(incoming).await,
                         Err(e) => Err(e),
                     };
-                    let _ = cmd.send(Command::Respond { token, result }).await;
+                    if cmd.send(Command::Respond { token, result }).await.is_ok() {
+                        guard.ctl = None;
+                    }
                 });
             }
             Event::Notification { method, params } => {
+                self.handle
+                    .shared
+                    .notifications_received
+                    .fetch_add(1, Ordering::AcqRel);
                 let n = Incoming {
                     method,
                     params,

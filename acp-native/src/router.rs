@@ -76,7 +76,8 @@ type NotificationFn = Arc<dyn Fn(Incoming) -> BoxFuture<'static, ()> + Send + Sy
 struct Inner {
     requests: HashMap<String, HandlerFn>,
     notifications: HashMap<String, NotificationFn>,
-    fallback: Option<RpcService>,
+    /// Behind a mutex only to be `Sync` (a `BoxCloneService` is not); cloned per call.
+    fallback: Option<Arc<std::sync::Mutex<RpcService>>>,
 }
 
 /// Routes incoming requests and notifications by method name to typed handlers. A
@@ -249,7 +250,7 @@ impl Router {
             + 'static,
         S::Future: Send + 'static,
     {
-        self.inner().fallback = Some(RpcService::new(service));
+        self.inner().fallback = Some(Arc::new(std::sync::Mutex::new(RpcService::new(service))));
         self
     }
 
@@ -281,7 +282,7 @@ impl Service<Incoming> for Router {
             return h(req);
         }
         if let Some(fb) = &self.inner.fallback {
-            let mut fb = fb.clone();
+            let mut fb = fb.lock().unwrap_or_else(|e| e.into_inner()).clone();
             return async move {
                 use tower::ServiceExt;
                 fb.ready().await?.call(req).await

@@ -1,0 +1,110 @@
+//! Client <-> agent through the typed role APIs over every transport: in-memory duplex, TCP,
+//! WebSocket and a subprocess's stdio.
+
+mod rpc_support;
+
+use std::sync::Arc;
+
+use acp_native::transport;
+use rpc_support::*;
+
+#[tokio::test]
+async fn roundtrip_over_in_memory_duplex() {
+    let ((cr, cw), (ar, aw)) = transport::duplex(64 << 10);
+    let agent = start_agent(ar, aw);
+    let seen = Arc::new(Seen::default());
+    let client = start_client(cr, cw, seen.clone());
+    eventually("the scenario", exercise(&client, &seen)).await;
+
+    // Closing the client ends both sides; each learns why.
+    client.close("test done");
+    assert_eq!(
+        eventually("client closed", client.closed()).await,
+        "test done"
+    );
+    let reason = eventually("agent closed", agent.closed()).await;
+    assert_eq!(reason, "the peer closed the connection");
+    assert!(agent.cancellation_token().is_cancelled());
+}
+
+#[tokio::test]
+async fn roundtrip_over_tcp() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (r, w) = transport::tcp_split(stream);
+        let agent = start_agent(r, w);
+        agent.closed().await
+    });
+    let (r, w) = transport::tcp_connect(addr).await.unwrap();
+    let seen = Arc::new(Seen::default());
+    let client = start_client(r, w, seen.clone());
+    eventually("the scenario", exercise(&client, &seen)).await;
+    client.close("bye");
+    let agent_reason = eventually("agent end", server).await.unwrap();
+    assert_eq!(agent_reason, "the peer closed the connection");
+}
+
+#[tokio::test]
+async fn roundtrip_over_websocket() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (r, w) = transport::ws_accept(stream).await.unwrap();
+        let agent = start_agent(r, w);
+        agent.closed().await
+    });
+    let (r, w) = transport::ws_connect(&format!("ws://{addr}"))
+        .await
+        .unwrap();
+    let seen = Arc::new(Seen::default());
+    let client = start_client(r, w, seen.clone());
+    eventually("the scenario", exercise(&client, &seen)).await;
+    client.close("bye");
+    let agent_reason = eventually("agent end", server).await.unwrap();
+    assert_eq!(agent_reason, "the peer closed the connection");
+}
+
+/// A WebSocket peer that sends pretty-printed JSON (newlines inside one frame) and reads one
+/// frame per message back.
+#[tokio::test]
+async fn websocket_frames_are_messages() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (r, w) = transport::ws_accept(stream).await.unwrap();
+        let agent = start_agent(r, w);
+        agent.closed().await
+    });
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}"))
+        .await
+        .unwrap();
+    let pretty = "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 7,\n  \"method\": \"initialize\",\n  \"params\": {\"protocolVersion\": 1}\n}";
+    ws.send(Message::text(pretty)).await.unwrap();
+    let reply = eventually("a reply frame", ws.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(reply.to_text().unwrap()).unwrap();
+    assert_eq!(v["id"], 7);
+    assert_eq!(v["result"]["protocolVersion"], 1);
+    // Unknown method: one error frame.
+    ws.send(Message::text(r#"{"jsonrpc":"2.0","id":8,"method":"nope"}"#))
+        .await
+        .unwrap();
+    let reply = eventually("a reply frame", ws.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(reply.to_text().unwrap()).unwrap();
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (8.into(), (-32601).into())
+    );
+}
