@@ -1,4 +1,33 @@
+//! `acp`: talk to Agent Client Protocol agents from a terminal.
+//!
+//! * `acp chat [OPTIONS] [-- AGENT_COMMAND ARGS...]`: an interactive (or one-shot) conversation
+//!   with an agent ([`cli::chat`]); the default agent is the built-in demo agent.
+//! * `acp demo-agent`: the built-in, offline, deterministic agent on stdio ([`demo_agent`]).
+//! * `acp serve --ws ADDR [-- AGENT_COMMAND ...]`: a WebSocket bridge to local agents, one
+//!   agent process per connection ([`cli::serve`]).
+//!
+//! Exit codes are documented on [`cli::exit`].
+
+mod cli;
+mod demo_agent;
+
+use clap::Parser;
+
 fn main() {
-    eprintln!("acp: not built yet");
-    std::process::exit(2);
+    let args = cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("acp: cannot start the async runtime: {e}");
+            std::process::exit(cli::exit::ERROR);
+        }
+    };
+    let code = runtime.block_on(cli::run(args));
+    // Do not wait for blocked stdin readers or lingering tasks.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    std::process::exit(code);
 }

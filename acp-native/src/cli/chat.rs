@@ -1,0 +1,749 @@
+//! `acp chat`: a conversation with an agent in the terminal.
+//!
+//! The flow: spawn the agent ([`AgentProcess`], its own process group, stderr kept as a tail),
+//! connect to it as a client ([`ClientSideConnection`]) through the [`Tap`] (for `--log-rpc`
+//! and the "not JSON" warning), `initialize` (advertising `fs` read/write and `terminal`, served
+//! by [`FsService`] and [`Terminals`] confined to `--cwd`), `session/new`, then prompt turns.
+//!
+//! Everything the agent asks of the client arrives through the [`Router`] and is forwarded to
+//! the single UI loop as an [`Event`]: session updates (rendered by [`Ui`]) and permission
+//! requests (answered by the user, or by `--yes` / `--deny`). The UI loop also watches Ctrl-C
+//! (first: `session/cancel`; second: quit), the agent's exit, and the timeouts, so a crashed,
+//! silent or misbehaving agent always ends in a message and an exit code, never a hang.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_core::{typed, CallError, ErrorCode, ErrorObject, RawValue, Role};
+use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
+use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy, ExitReport};
+use acp_native::{ClientSideConnection, DriverConfig, Router, RpcError};
+use agent_client_protocol_schema::v1 as s;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::{mpsc, oneshot, watch, Mutex};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::exit;
+use super::render::Ui;
+use super::rpc_log::{Tap, TapReader, TapWriter};
+use super::terminals::Terminals;
+use super::ChatArgs;
+
+/// Start-up and per-request limit when `--timeout` is not given.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the agent gets to exit after its stdin closes (then SIGTERM, then SIGKILL).
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
+/// After the connection drops, how long to wait for the agent's exit status.
+const EXIT_REPORT_WAIT: Duration = Duration::from_secs(3);
+
+/// How the command ends: an exit code and, for failures, what to tell the user.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub message: Option<String>,
+}
+
+impl Outcome {
+    fn code(code: i32) -> Outcome {
+        Outcome {
+            code,
+            message: None,
+        }
+    }
+
+    fn fail(code: i32, message: impl Into<String>) -> Outcome {
+        Outcome {
+            code,
+            message: Some(message.into()),
+        }
+    }
+}
+
+/// What the connection's handlers hand to the UI loop.
+enum Event {
+    /// A `session/update` notification (raw params).
+    Update(Option<Box<RawValue>>),
+    /// A `session/request_permission` waiting for an answer.
+    Permission(PermissionAsk),
+}
+
+struct PermissionAsk {
+    request: s::RequestPermissionRequest,
+    reply: oneshot::Sender<s::RequestPermissionOutcome>,
+    /// Fires when the engine answered it already (we sent `session/cancel`, or it closed).
+    withdrawn: CancellationToken,
+}
+
+/// How permission requests are answered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PermissionMode {
+    Ask,
+    Allow,
+    Deny,
+}
+
+/// Runs `acp chat`; returns the exit code.
+pub async fn run(args: ChatArgs) -> i32 {
+    let ui = Ui::new(args.json);
+    let outcome = match Chat::start(&args, ui.clone()).await {
+        Ok(mut chat) => {
+            let outcome = chat.converse(&args).await;
+            chat.shutdown().await;
+            outcome
+        }
+        Err(outcome) => outcome,
+    };
+    ui.spinner_stop();
+    if let Some(message) = &outcome.message {
+        ui.error(message);
+    }
+    outcome.code
+}
+
+struct Chat {
+    ui: Ui,
+    conn: ClientSideConnection,
+    process: Arc<Mutex<AgentProcess>>,
+    /// The agent's exit report, once it exited.
+    exited: watch::Receiver<Option<ExitReport>>,
+    events: mpsc::UnboundedReceiver<Event>,
+    warnings: mpsc::UnboundedReceiver<String>,
+    tap: Arc<Tap>,
+    sigint: Signal,
+    stdin: Stdin,
+    mode: PermissionMode,
+    timeout: Duration,
+    idle_limit: Option<Duration>,
+    session_id: s::SessionId,
+    program: String,
+    terminals: Terminals,
+    /// The last non-JSON line the agent printed (for error messages).
+    last_garbage: Option<String>,
+}
+
+impl Chat {
+    /// Spawns the agent, initializes it and opens a session.
+    async fn start(args: &ChatArgs, ui: Ui) -> Result<Chat, Outcome> {
+        let cwd = match &args.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| Outcome::fail(exit::ERROR, format!("no current directory: {e}")))?,
+        };
+        let cwd = std::fs::canonicalize(&cwd)
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("--cwd {}: {e}", cwd.display())))?;
+        if !cwd.is_dir() {
+            return Err(Outcome::fail(
+                exit::ERROR,
+                format!("--cwd {} is not a directory", cwd.display()),
+            ));
+        }
+        let sigint = signal(SignalKind::interrupt())
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle Ctrl-C: {e}")))?;
+        let command: Vec<OsString> = if args.agent.is_empty() {
+            super::default_agent()
+        } else {
+            args.agent.clone()
+        };
+        let program = command[0].to_string_lossy().into_owned();
+
+        // The agent runs with the user's whole environment (it is the user's own command,
+        // typically needing API keys), in --cwd, without a shell.
+        let cmd = AgentCommand::new(command[0].clone())
+            .args(command[1..].iter().cloned())
+            .cwd(&cwd)
+            .env(EnvPolicy::inherit_all());
+        let mut process = AgentProcess::spawn(&cmd)
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
+        let stdin = process.take_stdin().expect("a new process has stdin");
+        let stdout = process.take_stdout().expect("a new process has stdout");
+
+        let (warn_tx, warnings) = mpsc::unbounded_channel();
+        let tap = Tap::new(args.log_rpc.as_deref(), Some(warn_tx)).map_err(|e| {
+            Outcome::fail(
+                exit::ERROR,
+                format!("cannot create the --log-rpc file: {e}"),
+            )
+        })?;
+
+        let (event_tx, events) = mpsc::unbounded_channel();
+        let terminals = Terminals::new(cwd.clone());
+        let router = client_router(event_tx, &cwd, terminals.clone());
+        let config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
+        let conn = ClientSideConnection::connect(
+            TapReader::new(stdout, tap.clone()),
+            TapWriter::new(stdin, tap.clone()),
+            router,
+            config,
+        );
+
+        // When the agent exits, the connection closes with its exit report as the reason.
+        let exit_status = process.exit_status();
+        let process = Arc::new(Mutex::new(process));
+        let (exit_tx, exited) = watch::channel(None);
+        {
+            let process = process.clone();
+            let handle = conn.handle().clone();
+            tokio::spawn(async move {
+                exit_status.await;
+                let report = process.lock().await.wait().await;
+                handle.close_with_reason(report.to_string());
+                let _ = exit_tx.send(Some(report));
+            });
+        }
+
+        let mode = if args.yes {
+            PermissionMode::Allow
+        } else if args.deny {
+            PermissionMode::Deny
+        } else {
+            PermissionMode::Ask
+        };
+        let mut chat = Chat {
+            ui,
+            conn,
+            process,
+            exited,
+            events,
+            warnings,
+            tap,
+            sigint,
+            stdin: Stdin::new(),
+            mode,
+            timeout: args.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            idle_limit: args.timeout,
+            session_id: s::SessionId::new(""),
+            program,
+            terminals,
+            last_garbage: None,
+        };
+        match chat.open_session(&cwd).await {
+            Ok(()) => Ok(chat),
+            Err(outcome) => {
+                chat.shutdown().await;
+                Err(outcome)
+            }
+        }
+    }
+
+    async fn open_session(&mut self, cwd: &std::path::Path) -> Result<(), Outcome> {
+        self.ui.spinner_start("starting the agent…");
+        let conn = self.conn.with_timeout(self.timeout);
+        let init = s::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
+            .client_capabilities(
+                s::ClientCapabilities::new()
+                    .fs(s::FileSystemCapabilities::new()
+                        .read_text_file(true)
+                        .write_text_file(true))
+                    .terminal(true),
+            )
+            .client_info(s::Implementation::new("acp", env!("CARGO_PKG_VERSION")));
+        let info = self.wait("initialize", conn.initialize(init)).await?;
+        let name = info
+            .agent_info
+            .as_ref()
+            .map(|i| {
+                let title = i.title.clone().unwrap_or_else(|| i.name.clone());
+                format!("{title} {}", i.version)
+            })
+            .unwrap_or_else(|| self.program.clone());
+
+        let new = s::NewSessionRequest::new(cwd);
+        let session = match self.wait_raw(conn.new_session(new.clone())).await? {
+            Ok(session) => session,
+            // The agent wants `authenticate` first: try the first method it offers.
+            Err(e) if is_auth_required(&e) && !info.auth_methods.is_empty() => {
+                let method = info.auth_methods[0].clone();
+                let id = method.id().clone();
+                self.ui.notice(&format!(
+                    "authenticating with the agent's `{}` method…",
+                    id.0
+                ));
+                self.wait(
+                    "authenticate",
+                    conn.authenticate(s::AuthenticateRequest::new(id)),
+                )
+                .await?;
+                self.wait("session/new", conn.new_session(new)).await?
+            }
+            Err(e) => return Err(self.explain("session/new", e).await),
+        };
+        self.session_id = session.session_id;
+        self.ui.spinner_stop();
+        self.ui.notice(&format!(
+            "connected to {name}; session {} in {}",
+            self.session_id.0,
+            cwd.display()
+        ));
+        Ok(())
+    }
+
+    /// Runs the conversation: one `--prompt` turn, or prompts read from stdin.
+    async fn converse(&mut self, args: &ChatArgs) -> Outcome {
+        if let Some(prompt) = &args.prompt {
+            return match self.turn(prompt.clone()).await {
+                Ok(reason) => Outcome::code(stop_reason_code(reason)),
+                Err(outcome) => outcome,
+            };
+        }
+        let interactive = self.stdin.is_terminal;
+        if interactive {
+            self.ui.notice(
+                "type a prompt and press Enter; Ctrl-C cancels a turn, Ctrl-D (or /quit) quits",
+            );
+        }
+        let mut last = Outcome::code(exit::OK);
+        let mut interrupted_once = false;
+        loop {
+            if interactive {
+                self.ui.input_prompt();
+            }
+            let line = tokio::select! {
+                line = self.stdin.next_line() => line,
+                _ = self.sigint.recv() => {
+                    if interrupted_once {
+                        return Outcome::code(exit::INTERRUPTED);
+                    }
+                    interrupted_once = true;
+                    self.ui.notice("(press Ctrl-C again or Ctrl-D to quit)");
+                    continue;
+                }
+                report = wait_exit(&mut self.exited) => {
+                    return Outcome::fail(exit::ERROR, format!("the agent stopped: {report}"));
+                }
+            };
+            interrupted_once = false;
+            let Some(line) = line else { break };
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if text == "/quit" || text == "/exit" {
+                break;
+            }
+            match self.turn(text.to_string()).await {
+                Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
+                // Quitting or a dead agent ends the chat; a failed turn does not.
+                Err(o) if o.code == exit::INTERRUPTED || self.conn.is_closed() => return o,
+                Err(o) => {
+                    if let Some(m) = &o.message {
+                        self.ui.error(m);
+                    }
+                    last = Outcome::code(o.code);
+                }
+            }
+        }
+        if interactive {
+            Outcome::code(exit::OK)
+        } else {
+            last
+        }
+    }
+
+    /// One prompt turn: sends `session/prompt`, renders what comes until its response.
+    async fn turn(&mut self, text: String) -> Result<s::StopReason, Outcome> {
+        self.ui.spinner_start("thinking…");
+        let request = s::PromptRequest::new(self.session_id.clone(), vec![text.into()]);
+        let conn = self.conn.without_timeout();
+        let prompt = conn.prompt(request);
+        tokio::pin!(prompt);
+        let mut rendered: u64 = 0;
+        let start_count = self.tap.updates_received();
+        let mut cancel_sent = false;
+        let mut last_activity = Instant::now();
+        let mut asks: VecDeque<PermissionAsk> = VecDeque::new();
+        let result = loop {
+            let idle_deadline = self.idle_limit.map(|d| last_activity + d);
+            let withdrawn = asks.front().map(|a| a.withdrawn.clone());
+            tokio::select! {
+                result = &mut prompt => break result,
+                Some(event) = self.events.recv() => {
+                    last_activity = Instant::now();
+                    match event {
+                        Event::Update(params) => {
+                            rendered += 1;
+                            self.ui.session_update(params.as_deref());
+                        }
+                        Event::Permission(ask) => {
+                            if let Some(ask) = self.auto_answer(ask) {
+                                asks.push_back(ask);
+                                if asks.len() == 1 {
+                                    self.ui.permission_dialog(&asks[0].request);
+                                }
+                            }
+                        }
+                    }
+                }
+                Some(line) = self.warnings.recv() => self.garbage(line),
+                line = self.stdin.next_line(), if !asks.is_empty() => {
+                    last_activity = Instant::now();
+                    let ask = &asks[0];
+                    let count = ask.request.options.len();
+                    let choice = match &line {
+                        None => None,
+                        Some(l) => match l.trim().parse::<usize>() {
+                            Ok(n) if (1..=count).contains(&n) => Some(n - 1),
+                            _ => {
+                                self.ui.permission_reask(count, l);
+                                continue;
+                            }
+                        },
+                    };
+                    let ask = asks.pop_front().expect("checked non-empty");
+                    let outcome = match choice {
+                        Some(i) => {
+                            let opt = &ask.request.options[i];
+                            self.ui.permission_outcome(&ask.request, &format!("{} (option {})", opt.name, i + 1));
+                            s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(opt.option_id.clone()))
+                        }
+                        None => {
+                            self.ui.permission_outcome(&ask.request, "cancelled (end of input)");
+                            s::RequestPermissionOutcome::Cancelled
+                        }
+                    };
+                    let _ = ask.reply.send(outcome);
+                    if let Some(next) = asks.front() {
+                        self.ui.permission_dialog(&next.request);
+                    }
+                }
+                _ = async { withdrawn.expect("guarded").cancelled().await }, if withdrawn.is_some() => {
+                    let ask = asks.pop_front().expect("checked non-empty");
+                    self.ui.permission_outcome(&ask.request, "withdrawn (the turn was cancelled)");
+                    if let Some(next) = asks.front() {
+                        self.ui.permission_dialog(&next.request);
+                    }
+                }
+                _ = self.sigint.recv() => {
+                    if cancel_sent {
+                        return Err(Outcome::fail(exit::INTERRUPTED, "interrupted"));
+                    }
+                    cancel_sent = true;
+                    self.ui.notice("cancelling the turn… (press Ctrl-C again to quit)");
+                    let _ = conn.cancel(s::CancelNotification::new(self.session_id.clone())).await;
+                }
+                _ = tokio::time::sleep_until(idle_deadline.unwrap_or_else(Instant::now)),
+                    if idle_deadline.is_some() && asks.is_empty() => {
+                    let _ = conn.cancel(s::CancelNotification::new(self.session_id.clone())).await;
+                    let secs = self.idle_limit.unwrap_or_default().as_secs_f64();
+                    return Err(Outcome::fail(
+                        exit::TIMEOUT,
+                        format!("the agent sent nothing for {secs} s during the turn (--timeout); cancelled it{}",
+                            self.stderr_hint().await),
+                    ));
+                }
+            }
+        };
+        // Updates sent before the response may still be on their way to us: the tap has
+        // counted them all, so render until that many have been shown.
+        let expected = self.tap.updates_received().saturating_sub(start_count);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while rendered < expected {
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(Event::Update(params))) => {
+                    rendered += 1;
+                    self.ui.session_update(params.as_deref());
+                }
+                Ok(Some(Event::Permission(ask))) => {
+                    let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        // Permission requests still open belong to a finished turn.
+        for ask in asks {
+            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+        }
+        match result {
+            Ok(response) => {
+                let reason = response.stop_reason;
+                self.ui.turn_end(&self.session_id.0, &enum_name(&reason));
+                Ok(reason)
+            }
+            Err(e) => {
+                self.ui.spinner_stop();
+                Err(self.explain("session/prompt", e).await)
+            }
+        }
+    }
+
+    /// Answers a permission request at once under `--yes` / `--deny`; returns it otherwise.
+    fn auto_answer(&mut self, ask: PermissionAsk) -> Option<PermissionAsk> {
+        let wanted: &[s::PermissionOptionKind] = match self.mode {
+            PermissionMode::Ask => return Some(ask),
+            PermissionMode::Allow => &[
+                s::PermissionOptionKind::AllowOnce,
+                s::PermissionOptionKind::AllowAlways,
+            ],
+            PermissionMode::Deny => &[
+                s::PermissionOptionKind::RejectOnce,
+                s::PermissionOptionKind::RejectAlways,
+            ],
+        };
+        let flag = if self.mode == PermissionMode::Allow {
+            "--yes"
+        } else {
+            "--deny"
+        };
+        let chosen = ask
+            .request
+            .options
+            .iter()
+            .find(|o| wanted.contains(&o.kind));
+        let outcome = match chosen {
+            Some(opt) => {
+                self.ui
+                    .permission_outcome(&ask.request, &format!("{} ({flag})", opt.name));
+                s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(
+                    opt.option_id.clone(),
+                ))
+            }
+            None => {
+                self.ui.permission_outcome(
+                    &ask.request,
+                    &format!("cancelled ({flag}: the agent offered no such option)"),
+                );
+                s::RequestPermissionOutcome::Cancelled
+            }
+        };
+        let _ = ask.reply.send(outcome);
+        None
+    }
+
+    fn garbage(&mut self, line: String) {
+        self.ui.warn(&format!(
+            "the agent wrote a line that is not JSON to stdout (ignored): {line}"
+        ));
+        self.last_garbage = Some(line);
+    }
+
+    /// Awaits a start-up call, failing on its error, the agent's exit or Ctrl-C.
+    async fn wait<T>(
+        &mut self,
+        what: &str,
+        call: impl std::future::Future<Output = Result<T, RpcError>>,
+    ) -> Result<T, Outcome> {
+        match self.wait_raw(call).await? {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.explain(what, e).await),
+        }
+    }
+
+    async fn wait_raw<T>(
+        &mut self,
+        call: impl std::future::Future<Output = Result<T, RpcError>>,
+    ) -> Result<Result<T, RpcError>, Outcome> {
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                r = &mut call => return Ok(r),
+                Some(line) = self.warnings.recv() => self.garbage(line),
+                _ = self.sigint.recv() => return Err(Outcome::fail(exit::INTERRUPTED, "interrupted")),
+            }
+        }
+    }
+
+    /// Turns a failed call into a message for the user.
+    async fn explain(&mut self, what: &str, e: RpcError) -> Outcome {
+        // Keep warnings about garbage in order before the error.
+        while let Ok(line) = self.warnings.try_recv() {
+            self.garbage(line);
+        }
+        match &e {
+            RpcError::Call(CallError::TimedOut { after_ms }) => Outcome::fail(
+                exit::TIMEOUT,
+                format!(
+                    "the agent did not answer `{what}` within {} s (--timeout){}",
+                    *after_ms as f64 / 1000.0,
+                    self.stderr_hint().await
+                ),
+            ),
+            RpcError::Call(CallError::Remote(err)) => Outcome::fail(
+                exit::ERROR,
+                format!("the agent answered `{what}` with an error: {err}"),
+            ),
+            _ if e.is_closed() => {
+                let report = tokio::time::timeout(EXIT_REPORT_WAIT, wait_exit(&mut self.exited))
+                    .await
+                    .ok();
+                match report {
+                    Some(report) => Outcome::fail(
+                        exit::ERROR,
+                        format!("the agent stopped during `{what}`: {report}"),
+                    ),
+                    None => Outcome::fail(
+                        exit::ERROR,
+                        format!(
+                            "the agent closed the connection during `{what}` ({}){}",
+                            self.conn.handle().close_reason().unwrap_or_default(),
+                            self.stderr_hint().await
+                        ),
+                    ),
+                }
+            }
+            _ => Outcome::fail(exit::ERROR, format!("`{what}` failed: {e}")),
+        }
+    }
+
+    /// "; it printed this non-JSON line...; last stderr lines: ..." for error messages.
+    async fn stderr_hint(&self) -> String {
+        let mut out = String::new();
+        if let Some(g) = &self.last_garbage {
+            out.push_str(&format!("; it wrote non-JSON to stdout: {g}"));
+        }
+        let tail = match tokio::time::timeout(Duration::from_secs(1), self.process.lock()).await {
+            Ok(p) => p.stderr_tail(),
+            Err(_) => Vec::new(),
+        };
+        if tail.is_empty() {
+            out.push_str("; it wrote nothing to stderr");
+        } else {
+            out.push_str("; last stderr lines:");
+            for line in tail.iter().rev().take(10).rev() {
+                out.push_str("\n  ");
+                out.push_str(line);
+            }
+        }
+        out
+    }
+
+    /// Closes the connection and stops the agent (bounded: grace, SIGTERM, SIGKILL).
+    async fn shutdown(&mut self) {
+        self.ui.spinner_stop();
+        self.terminals.release_all();
+        self.conn.close("acp chat is done");
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.conn.closed()).await;
+        let mut process = self.process.lock().await;
+        let outcome = process.shutdown(SHUTDOWN_GRACE).await;
+        if outcome.report.is_crash() && !outcome.report.shutdown_requested {
+            tracing::debug!("agent ended: {}", outcome.report);
+        }
+    }
+}
+
+/// Waits until the agent's exit report is known.
+async fn wait_exit(exited: &mut watch::Receiver<Option<ExitReport>>) -> ExitReport {
+    match exited.wait_for(Option::is_some).await {
+        Ok(r) => r.clone().expect("waited for Some"),
+        // The watcher task is gone: never resolve (the caller has other branches).
+        Err(_) => std::future::pending().await,
+    }
+}
+
+fn is_auth_required(e: &RpcError) -> bool {
+    e.remote()
+        .is_some_and(|o| o.code == ErrorCode::AuthRequired.code())
+}
+
+/// The exit code for a stop reason.
+fn stop_reason_code(reason: s::StopReason) -> i32 {
+    match reason {
+        s::StopReason::EndTurn => exit::OK,
+        s::StopReason::Cancelled => exit::CANCELLED,
+        s::StopReason::MaxTokens => exit::MAX_TOKENS,
+        s::StopReason::MaxTurnRequests => exit::MAX_TURN_REQUESTS,
+        s::StopReason::Refusal => exit::REFUSAL,
+        _ => exit::ERROR,
+    }
+}
+
+fn enum_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".into(),
+    }
+}
+
+fn fs_error(e: FsError) -> ErrorObject {
+    let mut o = ErrorObject::new(ErrorCode::from_code(i64::from(e.code())), e.message());
+    o.data = e.data();
+    o
+}
+
+/// The client side's handlers: everything the agent may ask of us.
+fn client_router(
+    events: mpsc::UnboundedSender<Event>,
+    cwd: &std::path::Path,
+    terminals: Terminals,
+) -> Router {
+    // Reads and writes are confined to the session's directory.
+    let fs = Arc::new(FsService::new(
+        FsConfig::new([cwd.to_path_buf()])
+            .reads(AccessScope::WithinRoots)
+            .writes(AccessScope::WithinRoots),
+    ));
+    let (fs_read, fs_write) = (fs.clone(), fs);
+    let updates = events.clone();
+    let router = Router::new()
+        .notification_raw(acp_core::acp::client::SESSION_UPDATE, move |params, _cx| {
+            let _ = updates.send(Event::Update(params));
+            std::future::ready(())
+        })
+        .route::<typed::RequestPermission, _, _>(move |request, cx| {
+            let events = events.clone();
+            async move {
+                let (reply, answer) = oneshot::channel();
+                let ask = PermissionAsk {
+                    request,
+                    reply,
+                    withdrawn: cx.cancel.clone(),
+                };
+                let outcome = if events.send(Event::Permission(ask)).is_ok() {
+                    tokio::select! {
+                        a = answer => a.unwrap_or(s::RequestPermissionOutcome::Cancelled),
+                        // Answered by the engine already; this answer is dropped.
+                        _ = cx.cancel.cancelled() => s::RequestPermissionOutcome::Cancelled,
+                    }
+                } else {
+                    s::RequestPermissionOutcome::Cancelled
+                };
+                Ok(s::RequestPermissionResponse::new(outcome))
+            }
+        })
+        .route::<typed::ReadTextFile, _, _>(move |req, _cx| {
+            let fs = fs_read.clone();
+            async move { fs.read_text_file(req).await.map_err(fs_error) }
+        })
+        .route::<typed::WriteTextFile, _, _>(move |req, _cx| {
+            let fs = fs_write.clone();
+            async move { fs.write_text_file(req).await.map_err(fs_error) }
+        });
+    terminals.routes(router)
+}
+
+/// Lines of this process's stdin, read on a thread (stdin cannot be read asynchronously in
+/// a portable way), started on first use. `None` once at end of input.
+struct Stdin {
+    rx: Option<mpsc::UnboundedReceiver<String>>,
+    is_terminal: bool,
+}
+
+impl Stdin {
+    fn new() -> Stdin {
+        use std::io::IsTerminal;
+        Stdin {
+            rx: None,
+            is_terminal: std::io::stdin().is_terminal(),
+        }
+    }
+
+    async fn next_line(&mut self) -> Option<String> {
+        let rx = self.rx.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                let stdin = std::io::stdin();
+                for line in stdin.lock().lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            rx
+        });
+        rx.recv().await
+    }
+}

@@ -1,0 +1,192 @@
+//! The `acp` command line: arguments (clap derive) and dispatch.
+
+pub mod chat;
+pub mod render;
+pub mod rpc_log;
+pub mod serve;
+pub mod terminals;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Exit codes of `acp` (also listed in README.md).
+pub mod exit {
+    /// The turn ended normally (`end_turn`), or the interactive session ended (EOF, `/quit`).
+    pub const OK: i32 = 0;
+    /// An error: the agent could not be started, crashed, broke the protocol, or refused a
+    /// request; or a local failure. The message on stderr says which.
+    pub const ERROR: i32 = 1;
+    /// Invalid command-line usage (clap's code).
+    #[allow(dead_code)] // clap exits with it itself
+    pub const USAGE: i32 = 2;
+    /// The turn was cancelled (Ctrl-C, a permission request answered with EOF, ...).
+    pub const CANCELLED: i32 = 3;
+    /// The agent stopped at its token limit (`max_tokens`).
+    pub const MAX_TOKENS: i32 = 4;
+    /// The agent stopped at its request limit for one turn (`max_turn_requests`).
+    pub const MAX_TURN_REQUESTS: i32 = 5;
+    /// The agent refused (`refusal`).
+    pub const REFUSAL: i32 = 6;
+    /// The agent did not answer in time (`--timeout`).
+    pub const TIMEOUT: i32 = 7;
+    /// Quit with a second Ctrl-C (128 + SIGINT, as shells report it).
+    pub const INTERRUPTED: i32 = 130;
+}
+
+/// Talk to Agent Client Protocol (ACP) agents from a terminal.
+#[derive(Debug, Parser)]
+#[command(name = "acp", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Chat with an agent (default: the built-in demo agent).
+    ///
+    /// The agent command goes after `--`, e.g. `acp chat -- gemini --experimental-acp`. It is
+    /// run without a shell, in --cwd, with this environment.
+    Chat(ChatArgs),
+    /// Run the built-in demo agent on stdin/stdout (offline, deterministic).
+    DemoAgent(DemoAgentArgs),
+    /// Bridge WebSocket clients to local agents: one agent process per connection, one
+    /// JSON-RPC message per text frame.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Send this prompt, run one turn and exit (the exit code tells how the turn ended).
+    #[arg(short, long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+
+    /// Answer every permission request with the agent's first "allow" option.
+    #[arg(short, long, conflicts_with = "deny")]
+    pub yes: bool,
+
+    /// Answer every permission request with the agent's first "reject" option.
+    #[arg(long)]
+    pub deny: bool,
+
+    /// Print every session update as one JSON line on stdout (the `session/update` params),
+    /// then one `{"sessionId":..,"stopReason":..}` line per turn.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Log every JSON-RPC message (both directions, with timestamps and response times) to
+    /// FILE as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub log_rpc: Option<PathBuf>,
+
+    /// Seconds to wait for the agent to start and to answer each request; during a prompt
+    /// turn, the longest the agent may stay silent. Default: 120 s for start-up and requests,
+    /// no limit on a turn.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
+
+    /// The session's working directory; the agent's file and terminal access is confined to
+    /// it. Default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// The agent command and its arguments (after `--`). Default: `acp demo-agent`.
+    #[arg(last = true, value_name = "AGENT_COMMAND")]
+    pub agent: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoAgentArgs {
+    /// Milliseconds to pause between the steps of a turn (for demos and tests).
+    #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
+    pub delay_ms: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on, e.g. 127.0.0.1:8765 (port 0 picks a free port; the address is
+    /// printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub ws: String,
+
+    /// Also accept browser connections from this Origin (repeatable; `*` for any). Pages on
+    /// localhost, 127.0.0.1 and [::1] and clients sending no Origin are always accepted.
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+
+    /// Working directory of the agent processes. Default: the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// The agent command and its arguments (after `--`). Default: `acp demo-agent`.
+    #[arg(last = true, value_name = "AGENT_COMMAND")]
+    pub agent: Vec<OsString>,
+}
+
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("`{s}`: give a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The default agent: this executable's `demo-agent` subcommand.
+pub fn default_agent() -> Vec<OsString> {
+    let exe = std::env::current_exe()
+        .map(PathBuf::into_os_string)
+        .unwrap_or_else(|_| OsString::from("acp"));
+    vec![exe, OsString::from("demo-agent")]
+}
+
+/// Runs the parsed command; returns the process exit code.
+pub async fn run(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Chat(args) => chat::run(args).await,
+        Command::DemoAgent(args) => {
+            crate::demo_agent::run(crate::demo_agent::DemoOptions {
+                delay: Duration::from_millis(args.delay_ms),
+            })
+            .await
+        }
+        Command::Serve(args) => serve::run(args).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_after_double_dash_are_the_agent_command() {
+        let cli = Cli::try_parse_from([
+            "acp",
+            "chat",
+            "--yes",
+            "--timeout",
+            "2.5",
+            "--",
+            "gemini",
+            "--experimental-acp",
+        ])
+        .unwrap();
+        let Command::Chat(args) = cli.command else {
+            panic!()
+        };
+        assert!(args.yes);
+        assert_eq!(args.timeout, Some(Duration::from_millis(2500)));
+        assert_eq!(args.agent, ["gemini", "--experimental-acp"]);
+    }
+
+    #[test]
+    fn yes_and_deny_conflict_and_timeouts_must_be_positive() {
+        assert!(Cli::try_parse_from(["acp", "chat", "--yes", "--deny"]).is_err());
+        assert!(Cli::try_parse_from(["acp", "chat", "--timeout", "0"]).is_err());
+        assert!(Cli::try_parse_from(["acp", "chat", "--timeout", "x"]).is_err());
+    }
+}

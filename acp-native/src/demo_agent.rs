@@ -1,0 +1,749 @@
+//! `acp demo-agent`: the built-in agent, speaking ACP on this process's stdin/stdout.
+//!
+//! It is deterministic (no model, no network) and exists for two reasons: it is the default
+//! agent of `acp chat` and of the VS Code extension, so both work out of the box; and it is a
+//! small, complete example of an agent written with this crate:
+//!
+//! * [`run`] builds a [`Router`] of typed handlers (`initialize`, `session/new`,
+//!   `session/load`, `session/prompt`, the `session/cancel` notification) and drives it over
+//!   stdio with [`AgentSideConnection::connect_with`]. Requests run concurrently, so the reader
+//!   keeps reading (and sees `session/cancel`) while a prompt turn is in progress.
+//! * [`DemoAgent::prompt`] is one prompt turn. It reports a plan, streams its answer in
+//!   several `agent_message_chunk`s, reads the files named in the prompt through
+//!   `fs/read_text_file`, runs a command through `terminal/*`, and writes `acp-demo.txt` in the
+//!   session's cwd through `fs/write_text_file` after asking `session/request_permission`.
+//!   Each client call is made only if the client advertised the capability.
+//! * Cancellation: `session/cancel` fires the turn's [`CancellationToken`]; the turn checks it
+//!   between steps and while it waits (for a delay, for the user's permission answer) and then
+//!   ends with stop reason `cancelled`, as the protocol requires.
+//!
+//! Magic words, for trying the client's handling of other stop reasons: a prompt containing
+//! `#refuse` ends with `refusal`, one containing `#max-tokens` with `max_tokens`. A command in
+//! backticks (`` `echo hi` ``) is what the terminal step runs (split on whitespace, no shell);
+//! otherwise it runs `ls`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_core::typed;
+use acp_core::{ErrorCode, ErrorObject, Role};
+use acp_native::driver::{DriverConfig, RpcError};
+use acp_native::layers::{CatchPanicLayer, LifecycleLayer};
+use acp_native::{AgentSideConnection, RequestContext, Router};
+use agent_client_protocol_schema::v1 as s;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
+
+/// Name of the file the demo agent writes in the session's working directory.
+pub const DEMO_FILE: &str = "acp-demo.txt";
+
+/// Options of `acp demo-agent`.
+#[derive(Debug, Clone, Default)]
+pub struct DemoOptions {
+    /// Pause between streamed steps (tests use it to cancel a turn half-way).
+    pub delay: Duration,
+}
+
+/// Runs the demo agent on stdin/stdout until the client closes the connection.
+pub async fn run(options: DemoOptions) -> i32 {
+    let agent = Arc::new(DemoAgent {
+        options,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let (stdin, stdout) = acp_native::transport::stdio();
+    let conn = AgentSideConnection::connect_with(
+        stdin,
+        stdout,
+        DriverConfig::new(Role::Agent),
+        // Layers every agent wants: a panicking handler becomes an error response, and
+        // nothing but `initialize` is served before `initialize`.
+        |_conn| {
+            ServiceBuilder::new()
+                .layer(CatchPanicLayer)
+                .layer(LifecycleLayer::new())
+                .service(agent.router())
+        },
+    );
+    let reason = conn.closed().await;
+    eprintln!("acp demo-agent: connection closed ({reason})");
+    0
+}
+
+/// What the agent remembers about one session.
+struct Session {
+    cwd: PathBuf,
+    /// Fired by `session/cancel`; replaced at the start of every turn.
+    turn: CancellationToken,
+    /// Every update sent so far, replayed by `session/load`.
+    history: Vec<s::SessionUpdate>,
+}
+
+/// The agent's state, shared by all handlers.
+pub struct DemoAgent {
+    options: DemoOptions,
+    sessions: Mutex<HashMap<String, Session>>,
+}
+
+/// How a turn stopped early.
+enum Stop {
+    /// `session/cancel` arrived (or the user cancelled the permission dialog).
+    Cancelled,
+    /// A call to the client failed in a way that ends the turn.
+    Failed(RpcError),
+}
+
+impl From<RpcError> for Stop {
+    fn from(e: RpcError) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+impl DemoAgent {
+    /// The typed handlers. Each closure clones the `Arc` and calls a method.
+    fn router(self: &Arc<Self>) -> Router {
+        let (a, b, c, d, e) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+        );
+        Router::new()
+            .route::<typed::Initialize, _, _>(move |p, _cx| {
+                let a = a.clone();
+                async move { Ok(a.initialize(p)) }
+            })
+            .route::<typed::NewSession, _, _>(move |p, _cx| {
+                let b = b.clone();
+                async move { b.new_session(p) }
+            })
+            .route::<typed::LoadSession, _, _>(move |p, cx| {
+                let c = c.clone();
+                async move { c.load_session(p, cx).await }
+            })
+            .route::<typed::Prompt, _, _>(move |p, cx| {
+                let d = d.clone();
+                async move { d.prompt(p, cx).await }
+            })
+            .notification::<typed::Cancel, _, _>(move |p, _cx| {
+                let e = e.clone();
+                async move { e.cancel(&p.session_id) }
+            })
+    }
+
+    fn initialize(&self, p: s::InitializeRequest) -> s::InitializeResponse {
+        // Answer with the client's version if we speak it, else ours (the spec's negotiation).
+        let version = if p.protocol_version == agent_client_protocol_schema::ProtocolVersion::V1 {
+            p.protocol_version
+        } else {
+            agent_client_protocol_schema::ProtocolVersion::LATEST
+        };
+        s::InitializeResponse::new(version)
+            .agent_capabilities(s::AgentCapabilities::new().load_session(true))
+            .agent_info(
+                s::Implementation::new("acp-demo-agent", env!("CARGO_PKG_VERSION"))
+                    .title("acp demo agent (offline, deterministic)".to_string()),
+            )
+    }
+
+    fn new_session(&self, p: s::NewSessionRequest) -> Result<s::NewSessionResponse, ErrorObject> {
+        check_cwd(&p.cwd)?;
+        let mut sessions = self.sessions.lock().unwrap();
+        let id = format!("demo-{}", sessions.len() + 1);
+        sessions.insert(
+            id.clone(),
+            Session {
+                cwd: p.cwd,
+                turn: CancellationToken::new(),
+                history: Vec::new(),
+            },
+        );
+        Ok(s::NewSessionResponse::new(id))
+    }
+
+    /// `session/load`: sessions live in this process only, so a session can be loaded again
+    /// (its history is replayed) as long as this agent runs; an unknown id starts empty.
+    async fn load_session(
+        &self,
+        p: s::LoadSessionRequest,
+        cx: RequestContext,
+    ) -> Result<s::LoadSessionResponse, ErrorObject> {
+        check_cwd(&p.cwd)?;
+        let key = p.session_id.0.to_string();
+        let history = {
+            let mut sessions = self.sessions.lock().unwrap();
+            let session = sessions.entry(key).or_insert_with(|| Session {
+                cwd: p.cwd.clone(),
+                turn: CancellationToken::new(),
+                history: Vec::new(),
+            });
+            session.cwd = p.cwd.clone();
+            session.history.clone()
+        };
+        // The spec: replay the conversation as `session/update`s, then answer.
+        let client = cx.client();
+        for update in history {
+            let n = s::SessionNotification::new(p.session_id.clone(), update);
+            client
+                .session_update(n)
+                .await
+                .map_err(|e| e.to_error_object())?;
+        }
+        Ok(s::LoadSessionResponse::new())
+    }
+
+    fn cancel(&self, session_id: &s::SessionId) {
+        if let Some(session) = self.sessions.lock().unwrap().get(&*session_id.0) {
+            session.turn.cancel();
+        }
+    }
+
+    /// One prompt turn.
+    async fn prompt(
+        &self,
+        p: s::PromptRequest,
+        cx: RequestContext,
+    ) -> Result<s::PromptResponse, ErrorObject> {
+        let key = p.session_id.0.to_string();
+        let (cwd, cancel) = {
+            let mut sessions = self.sessions.lock().unwrap();
+            let Some(session) = sessions.get_mut(&key) else {
+                return Err(ErrorObject::invalid_params(format!(
+                    "unknown session {key}"
+                )));
+            };
+            // A fresh token per turn; it also fires if the connection closes.
+            session.turn = cx.cancel.child_token();
+            (session.cwd.clone(), session.turn.clone())
+        };
+        let text = prompt_text(&p.prompt);
+        let mut turn = Turn {
+            agent: self,
+            client: cx.client(),
+            session_id: p.session_id.clone(),
+            cwd,
+            cancel,
+        };
+        turn.record(s::SessionUpdate::UserMessageChunk(s::ContentChunk::new(
+            text.clone().into(),
+        )));
+        let stop_reason = match turn.run(&text).await {
+            Ok(reason) => reason,
+            Err(Stop::Cancelled) => s::StopReason::Cancelled,
+            // A closed connection or a refused call: nobody is listening for a clean answer
+            // any more, or the client broke the turn. Report it as an error.
+            Err(Stop::Failed(e)) => return Err(e.to_error_object()),
+        };
+        Ok(s::PromptResponse::new(stop_reason))
+    }
+}
+
+/// The state of one prompt turn.
+struct Turn<'a> {
+    agent: &'a DemoAgent,
+    client: AgentSideConnection,
+    session_id: s::SessionId,
+    cwd: PathBuf,
+    cancel: CancellationToken,
+}
+
+impl Turn<'_> {
+    async fn run(&mut self, text: &str) -> Result<s::StopReason, Stop> {
+        let caps = self.client.client_capabilities();
+        let files = files_named_in(text, &self.cwd);
+        let command = command_in(text);
+
+        // 1. The plan: what this turn will do, updated as steps complete.
+        let mut plan = vec![plan_entry("Understand the request", Status::InProgress)];
+        if caps.read_text_file && !files.is_empty() {
+            plan.push(plan_entry(
+                format!("Read {} file(s) named in the prompt", files.len()),
+                Status::Pending,
+            ));
+        }
+        if caps.terminal {
+            plan.push(plan_entry(
+                format!("Run `{}`", command.join(" ")),
+                Status::Pending,
+            ));
+        }
+        if caps.write_text_file {
+            plan.push(plan_entry(format!("Write {DEMO_FILE}"), Status::Pending));
+        }
+        self.send_plan(&plan).await?;
+
+        // 2. A thought, then the answer streamed in several chunks.
+        self.step().await?;
+        self.send(s::SessionUpdate::AgentThoughtChunk(s::ContentChunk::new(
+            format!(
+                "The user wrote {} characters; no model here, just a demo.",
+                text.len()
+            )
+            .into(),
+        )))
+        .await?;
+        if text.contains("#refuse") {
+            self.chunk("I won't do that (you asked me to refuse with #refuse).")
+                .await?;
+            return Ok(s::StopReason::Refusal);
+        }
+        for piece in answer_chunks(text) {
+            self.step().await?;
+            self.chunk(&piece).await?;
+        }
+        if text.contains("#max-tokens") {
+            self.chunk(" …and here I run out of tokens (#max-tokens).")
+                .await?;
+            return Ok(s::StopReason::MaxTokens);
+        }
+        plan[0].status = Status::Completed;
+        let mut next = 1;
+
+        // 3. Read the files the prompt names, through the client (it may have unsaved edits).
+        if caps.read_text_file && !files.is_empty() {
+            plan[next].status = Status::InProgress;
+            self.send_plan(&plan).await?;
+            for path in &files {
+                self.step().await?;
+                self.read_file(path).await?;
+            }
+            plan[next].status = Status::Completed;
+            next += 1;
+        }
+
+        // 4. Run a command in a client terminal.
+        if caps.terminal {
+            plan[next].status = Status::InProgress;
+            self.send_plan(&plan).await?;
+            self.step().await?;
+            self.run_command(&command).await?;
+            plan[next].status = Status::Completed;
+            next += 1;
+        }
+
+        // 5. Write a file, after asking for permission.
+        if caps.write_text_file {
+            plan[next].status = Status::InProgress;
+            self.send_plan(&plan).await?;
+            self.step().await?;
+            let written = self.write_file(text).await?;
+            plan[next].status = Status::Completed;
+            self.send_plan(&plan).await?;
+            let end = if written {
+                format!("\nI wrote {DEMO_FILE} in {}.", self.cwd.display())
+            } else {
+                format!("\nOK, I did not write {DEMO_FILE}.")
+            };
+            self.chunk(&end).await?;
+        } else {
+            self.send_plan(&plan).await?;
+            self.chunk("\n(The client cannot write files, so I wrote nothing.)")
+                .await?;
+        }
+        Ok(s::StopReason::EndTurn)
+    }
+
+    /// A pause between steps (the `--delay-ms` option) that ends early, with
+    /// [`Stop::Cancelled`], when the turn is cancelled.
+    async fn step(&self) -> Result<(), Stop> {
+        if self.cancel.is_cancelled() {
+            return Err(Stop::Cancelled);
+        }
+        if !self.agent.options.delay.is_zero() {
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Err(Stop::Cancelled),
+                _ = tokio::time::sleep(self.agent.options.delay) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps an update for `session/load` without sending it.
+    fn record(&self, update: s::SessionUpdate) {
+        let mut sessions = self.agent.sessions.lock().unwrap();
+        if let Some(session) = sessions.get_mut(&*self.session_id.0) {
+            session.history.push(update);
+        }
+    }
+
+    async fn send(&self, update: s::SessionUpdate) -> Result<(), Stop> {
+        self.record(update.clone());
+        let n = s::SessionNotification::new(self.session_id.clone(), update);
+        self.client.session_update(n).await?;
+        Ok(())
+    }
+
+    async fn chunk(&self, text: &str) -> Result<(), Stop> {
+        self.send(s::SessionUpdate::AgentMessageChunk(s::ContentChunk::new(
+            text.to_string().into(),
+        )))
+        .await
+    }
+
+    async fn send_plan(&self, entries: &[PlanEntry]) -> Result<(), Stop> {
+        let entries = entries
+            .iter()
+            .map(|e| {
+                s::PlanEntry::new(
+                    e.content.clone(),
+                    s::PlanEntryPriority::Medium,
+                    e.status.wire(),
+                )
+            })
+            .collect();
+        self.send(s::SessionUpdate::Plan(s::Plan::new(entries)))
+            .await
+    }
+
+    async fn tool_call(&self, call: s::ToolCall) -> Result<(), Stop> {
+        self.send(s::SessionUpdate::ToolCall(call)).await
+    }
+
+    async fn tool_update(&self, id: &str, fields: s::ToolCallUpdateFields) -> Result<(), Stop> {
+        self.send(s::SessionUpdate::ToolCallUpdate(s::ToolCallUpdate::new(
+            id.to_string(),
+            fields,
+        )))
+        .await
+    }
+
+    fn tool_id(&self, what: &str) -> String {
+        let n = self
+            .agent
+            .sessions
+            .lock()
+            .unwrap()
+            .get(&*self.session_id.0)
+            .map_or(0, |s| s.history.len());
+        format!("{what}-{n}")
+    }
+
+    async fn read_file(&self, path: &Path) -> Result<(), Stop> {
+        let id = self.tool_id("read");
+        self.tool_call(
+            s::ToolCall::new(id.clone(), format!("Read {}", path.display()))
+                .kind(s::ToolKind::Read)
+                .status(s::ToolCallStatus::InProgress)
+                .locations(vec![s::ToolCallLocation::new(path)]),
+        )
+        .await?;
+        let request = s::ReadTextFileRequest::new(self.session_id.clone(), path);
+        let fields = match self.client.read_text_file(request).await {
+            Ok(r) => {
+                let lines = r.content.lines().count();
+                let first = r.content.lines().next().unwrap_or("").chars().take(80);
+                let summary = format!("{lines} line(s); first line: {}", first.collect::<String>());
+                s::ToolCallUpdateFields::new()
+                    .status(s::ToolCallStatus::Completed)
+                    .content(vec![summary.into()])
+            }
+            Err(e) if e.is_closed() => return Err(e.into()),
+            // The client refused (outside its roots, not UTF-8...): report it and go on.
+            Err(e) => s::ToolCallUpdateFields::new()
+                .status(s::ToolCallStatus::Failed)
+                .content(vec![format!("could not read: {e}").into()]),
+        };
+        self.tool_update(&id, fields).await
+    }
+
+    async fn run_command(&self, command: &[String]) -> Result<(), Stop> {
+        let id = self.tool_id("run");
+        let title = format!("Run `{}`", command.join(" "));
+        self.tool_call(
+            s::ToolCall::new(id.clone(), title)
+                .kind(s::ToolKind::Execute)
+                .status(s::ToolCallStatus::Pending)
+                .raw_input(serde_json::json!({ "command": command })),
+        )
+        .await?;
+        let request = s::CreateTerminalRequest::new(self.session_id.clone(), command[0].clone())
+            .args(command[1..].to_vec())
+            .cwd(self.cwd.clone())
+            .output_byte_limit(64 * 1024);
+        let terminal = match self.client.create_terminal(request).await {
+            Ok(t) => t,
+            Err(e) if e.is_closed() => return Err(e.into()),
+            Err(e) => {
+                let fields = s::ToolCallUpdateFields::new()
+                    .status(s::ToolCallStatus::Failed)
+                    .content(vec![format!("could not start: {e}").into()]);
+                return self.tool_update(&id, fields).await;
+            }
+        };
+        // Show the live terminal in the tool call, then wait for it (or for a cancel).
+        let embed = s::ToolCallContent::Terminal(s::Terminal::new(terminal.id().clone()));
+        self.tool_update(
+            &id,
+            s::ToolCallUpdateFields::new()
+                .status(s::ToolCallStatus::InProgress)
+                .content(vec![embed]),
+        )
+        .await?;
+        let exit = tokio::select! {
+            _ = self.cancel.cancelled() => {
+                let _ = terminal.kill().await;
+                let _ = terminal.release().await;
+                return Err(Stop::Cancelled);
+            }
+            exit = terminal.wait_for_exit() => exit?,
+        };
+        let output = terminal.current_output().await?;
+        let _ = terminal.release().await;
+        let ok = exit.exit_status.exit_code == Some(0);
+        let status = match (exit.exit_status.exit_code, &exit.exit_status.signal) {
+            (Some(code), _) => format!("exit code {code}"),
+            (None, Some(sig)) => format!("killed by {sig}"),
+            (None, None) => "ended".to_string(),
+        };
+        let mut text = output.output;
+        if output.truncated {
+            text.insert_str(0, "[output truncated]\n");
+        }
+        text.push_str(&format!("[{status}]"));
+        self.tool_update(
+            &id,
+            s::ToolCallUpdateFields::new()
+                .status(if ok {
+                    s::ToolCallStatus::Completed
+                } else {
+                    s::ToolCallStatus::Failed
+                })
+                .content(vec![text.into()])
+                .raw_output(serde_json::json!({ "exitCode": exit.exit_status.exit_code })),
+        )
+        .await
+    }
+
+    /// Asks permission, then writes [`DEMO_FILE`]. Returns whether it was written.
+    async fn write_file(&self, text: &str) -> Result<bool, Stop> {
+        let id = self.tool_id("write");
+        let path = self.cwd.join(DEMO_FILE);
+        let content = format!("The acp demo agent was asked:\n\n{text}\n");
+        let call = s::ToolCall::new(id.clone(), format!("Write {DEMO_FILE}"))
+            .kind(s::ToolKind::Edit)
+            .status(s::ToolCallStatus::Pending)
+            .locations(vec![s::ToolCallLocation::new(&path)])
+            .content(vec![s::ToolCallContent::Diff(s::Diff::new(
+                &path,
+                content.clone(),
+            ))]);
+        self.tool_call(call).await?;
+
+        let options = vec![
+            s::PermissionOption::new(
+                "allow",
+                "Allow this write",
+                s::PermissionOptionKind::AllowOnce,
+            ),
+            s::PermissionOption::new(
+                "reject",
+                "Do not write",
+                s::PermissionOptionKind::RejectOnce,
+            ),
+        ];
+        let request = s::RequestPermissionRequest::new(
+            self.session_id.clone(),
+            s::ToolCallUpdate::new(
+                id.clone(),
+                s::ToolCallUpdateFields::new()
+                    .title(format!("Write {}", path.display()))
+                    .kind(s::ToolKind::Edit),
+            ),
+            options,
+        );
+        // The client answers `cancelled` itself when it sends `session/cancel`; racing the
+        // token as well keeps the turn responsive with clients that are slow to do so.
+        let answer = tokio::select! {
+            _ = self.cancel.cancelled() => return Err(Stop::Cancelled),
+            answer = self.client.request_permission(request) => answer?,
+        };
+        let allowed = match answer.outcome {
+            s::RequestPermissionOutcome::Selected(sel) => &*sel.option_id.0 == "allow",
+            // `cancelled`: the turn was cancelled while we waited.
+            _ => {
+                self.tool_update(
+                    &id,
+                    s::ToolCallUpdateFields::new().status(s::ToolCallStatus::Failed),
+                )
+                .await?;
+                return Err(Stop::Cancelled);
+            }
+        };
+        if !allowed {
+            self.tool_update(
+                &id,
+                s::ToolCallUpdateFields::new()
+                    .status(s::ToolCallStatus::Failed)
+                    .content(vec!["the user rejected this write".to_string().into()]),
+            )
+            .await?;
+            return Ok(false);
+        }
+        self.step().await?;
+        let request = s::WriteTextFileRequest::new(self.session_id.clone(), &path, content);
+        let fields = match self.client.write_text_file(request).await {
+            Ok(_) => s::ToolCallUpdateFields::new().status(s::ToolCallStatus::Completed),
+            Err(e) if e.is_closed() => return Err(e.into()),
+            Err(e) => s::ToolCallUpdateFields::new()
+                .status(s::ToolCallStatus::Failed)
+                .content(vec![format!("could not write: {e}").into()]),
+        };
+        let ok = matches!(fields.status, Some(s::ToolCallStatus::Completed));
+        self.tool_update(&id, fields).await?;
+        Ok(ok)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Status {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl Status {
+    fn wire(self) -> s::PlanEntryStatus {
+        match self {
+            Status::Pending => s::PlanEntryStatus::Pending,
+            Status::InProgress => s::PlanEntryStatus::InProgress,
+            Status::Completed => s::PlanEntryStatus::Completed,
+        }
+    }
+}
+
+struct PlanEntry {
+    content: String,
+    status: Status,
+}
+
+fn plan_entry(content: impl Into<String>, status: Status) -> PlanEntry {
+    PlanEntry {
+        content: content.into(),
+        status,
+    }
+}
+
+fn check_cwd(cwd: &Path) -> Result<(), ErrorObject> {
+    if cwd.is_absolute() {
+        Ok(())
+    } else {
+        Err(ErrorObject::new(
+            ErrorCode::InvalidParams,
+            format!("cwd must be an absolute path, got {}", cwd.display()),
+        ))
+    }
+}
+
+/// The prompt's text blocks, joined; other blocks are named.
+fn prompt_text(blocks: &[s::ContentBlock]) -> String {
+    let mut out = Vec::new();
+    for block in blocks {
+        match block {
+            s::ContentBlock::Text(t) => out.push(t.text.clone()),
+            s::ContentBlock::ResourceLink(l) => out.push(l.uri.clone()),
+            _ => out.push("[non-text content]".to_string()),
+        }
+    }
+    out.join("\n")
+}
+
+/// The deterministic answer, cut into chunks of a few words.
+fn answer_chunks(text: &str) -> Vec<String> {
+    let answer = format!(
+        "Hello from the acp demo agent. You said: \"{}\". I am not a model; I show what an \
+         ACP agent can do: plans, streamed text, tool calls, permission requests, files and \
+         terminals.",
+        text.trim()
+    );
+    let words: Vec<&str> = answer.split(' ').collect();
+    words
+        .chunks(4)
+        .enumerate()
+        .map(|(i, w)| {
+            let piece = w.join(" ");
+            if i == 0 {
+                piece
+            } else {
+                format!(" {piece}")
+            }
+        })
+        .collect()
+}
+
+/// Existing regular files the prompt names: words that are absolute paths or paths relative
+/// to the session's cwd (quotes and trailing punctuation ignored). At most 5.
+fn files_named_in(text: &str, cwd: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for word in text.split_whitespace() {
+        let word = word
+            .trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '(' | ')' | '<' | '>'))
+            .trim_end_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '?' | '!'));
+        if word.is_empty() {
+            continue;
+        }
+        let path = Path::new(word);
+        let full = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        };
+        if full.is_file() && !out.contains(&full) {
+            out.push(full);
+        }
+        if out.len() == 5 {
+            break;
+        }
+    }
+    out
+}
+
+/// The command to run: the first `backticked` span of the prompt split on whitespace, or `ls`.
+fn command_in(text: &str) -> Vec<String> {
+    let mut parts = text.split('`');
+    if let (Some(_), Some(inner), Some(_)) = (parts.next(), parts.next(), parts.next()) {
+        let words: Vec<String> = inner.split_whitespace().map(str::to_string).collect();
+        if !words.is_empty() {
+            return words;
+        }
+    }
+    vec!["ls".to_string()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_come_from_backticks_or_default_to_ls() {
+        assert_eq!(
+            command_in("please run `echo hi there`"),
+            ["echo", "hi", "there"]
+        );
+        assert_eq!(command_in("no command"), ["ls"]);
+        assert_eq!(command_in("unclosed `echo"), ["ls"]);
+        assert_eq!(command_in("empty `` here"), ["ls"]);
+    }
+
+    #[test]
+    fn answer_is_streamed_in_several_chunks_that_join_back() {
+        let chunks = answer_chunks("hi");
+        assert!(chunks.len() > 3);
+        assert!(chunks.concat().contains("You said: \"hi\""));
+    }
+
+    #[test]
+    fn files_are_found_relative_to_cwd_and_absolute() {
+        let dir = std::env::temp_dir().join(format!("acp-demo-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "x").unwrap();
+        let abs = dir.join("a.txt");
+        let found = files_named_in(
+            &format!("read a.txt, and \"{}\". nope.txt", abs.display()),
+            &dir,
+        );
+        assert_eq!(found, vec![abs]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
