@@ -36,7 +36,7 @@ fs.copyFileSync(path.join(root, "src/webview/webview.css"), path.join(dist, "web
 
 // The wasm engine: wasm-bindgen's nodejs target output, loaded at run time by src/protocol/engine.ts.
 const wasmPkg = process.env.ACP_WASM_PKG ?? path.join(root, "..", "acp-wasm", "pkg", "node");
-if (fs.existsSync(path.join(wasmPkg, "package.json"))) {
+if (fs.existsSync(path.join(wasmPkg, "acp_wasm.js"))) {
   fs.cpSync(wasmPkg, path.join(dist, "acp-wasm"), { recursive: true, filter: (src) => !src.endsWith(".gitignore") });
   console.log(`esbuild: copied ${wasmPkg} -> dist/acp-wasm`);
 } else if (production) {

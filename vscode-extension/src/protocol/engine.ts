@@ -81,13 +81,24 @@ export function candidateEngineDirs(extensionRoot: string): string[] {
   return dirs;
 }
 
-/** The JS entry point of a wasm-bindgen package directory, or undefined if it is not one. */
+/**
+ * The JS entry point of a wasm-bindgen `--target nodejs` package directory, or undefined if it is
+ * not one. scripts/build-wasm.sh writes `pkg/node/acp_wasm.js` next to a package.json that only
+ * sets the module type, so `main` is optional.
+ */
 export function engineEntry(dir: string): string | undefined {
+  const names: string[] = [];
   const pkgJson = path.join(dir, "package.json");
-  if (!fs.existsSync(pkgJson)) return undefined;
-  const pkg = JSON.parse(fs.readFileSync(pkgJson, "utf8")) as { main?: string };
-  const main = path.join(dir, pkg.main ?? "index.js");
-  return fs.existsSync(main) ? main : undefined;
+  if (fs.existsSync(pkgJson)) {
+    const pkg = JSON.parse(fs.readFileSync(pkgJson, "utf8")) as { main?: string };
+    if (pkg.main) names.push(pkg.main);
+  }
+  names.push("acp_wasm.js", "index.js");
+  for (const n of names) {
+    const main = path.join(dir, n);
+    if (fs.existsSync(main)) return main;
+  }
+  return undefined;
 }
 
 export class EngineNotFoundError extends Error {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The VS Code extension's suite: build, typecheck, unit tests (node --test, with the real wasm
+# engine), package the .vsix, and the end-to-end test in a real VS Code (code-server + headless
+# Chromium) against the real demo agent. Exits non-zero if any step fails.
+#
+# Installs what it needs and is quick when it is there: npm packages (npm ci), the wasm engine
+# (scripts/build-wasm.sh when acp-wasm/pkg is missing or older than the Rust sources), the `acp`
+# binary (cargo build --release -p acp-native; incremental), code-server + Node 24 + chromium
+# (scripts/install-code-server.sh).
+#
+#   SKIP_E2E=1   stop after packaging (unit tests only)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+EXT="$ROOT/vscode-extension"
+say() { echo "test-vscode: $*"; }
+
+# --- prerequisites -------------------------------------------------------------------------------
+cd "$EXT"
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund
+fi
+
+WASM_JS="$ROOT/acp-wasm/pkg/node/acp_wasm.js"
+WASM_BIN="$ROOT/acp-wasm/pkg/node/acp_wasm_bg.wasm"
+if [ ! -f "$WASM_JS" ] || [ -n "$(find "$ROOT/acp-core/src" "$ROOT/acp-wasm/src" "$ROOT/Cargo.lock" -newer "$WASM_BIN" -print -quit 2>/dev/null)" ]; then
+  say "building the wasm engine (scripts/build-wasm.sh)"
+  bash "$ROOT/scripts/wasm-toolchain.sh"
+  bash "$ROOT/scripts/build-wasm.sh"
+fi
+
+if [ -z "${SKIP_E2E:-}" ]; then
+  say "building the demo agent (cargo build --release -p acp-native)"
+  (cd "$ROOT" && cargo build --release -p acp-native --locked)
+  bash "$ROOT/scripts/install-code-server.sh"
+fi
+
+# --- build, typecheck, unit tests, package ------------------------------------------------------
+say "typecheck"
+npx tsc -p . --noEmit
+say "unit tests"
+node esbuild.mjs --tests
+ACP_REQUIRE_WASM=1 node --test out/test/
+say "package"
+rm -f acp-rs-vscode.vsix
+npm run --silent package
+python3 -m zipfile -l acp-rs-vscode.vsix | grep -q "extension/dist/acp-wasm/acp_wasm_bg.wasm" || { say "the .vsix lacks the wasm engine"; exit 1; }
+
+if [ -n "${SKIP_E2E:-}" ]; then
+  say "SKIP_E2E set: not running the end-to-end test"
+  exit 0
+fi
+
+# --- end to end ---------------------------------------------------------------------------------
+say "end-to-end (artifacts in artifacts/vscode-e2e/)"
+ACP_BIN="$ROOT/target/release/acp" VSIX="$EXT/acp-rs-vscode.vsix" ARTIFACTS="$ROOT/artifacts/vscode-e2e" node e2e/run.mjs

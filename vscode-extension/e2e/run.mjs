@@ -1,0 +1,382 @@
+#!/usr/bin/env node
+// End-to-end test of the packaged extension in a real VS Code: code-server (VS Code's web build,
+// installed by scripts/install-code-server.sh) driven by playwright-core in Debian's headless
+// Chromium, against the real demo agent (`acp demo-agent` from target/release/acp) and the real
+// wasm engine inside the .vsix.
+//
+// Scenarios: allow (file written, answer shown, diff opens), deny, dismiss (Escape answers the
+// reject option), cancel mid-stream, cancel while the permission dialog is open.
+// Screenshots and logs go to artifacts/vscode-e2e/ (gitignored). Exit code 0 only if all pass.
+//
+// Waiting is on events or bounded polling with a clear timeout error; never a bare sleep.
+//
+// Environment: ACP_BIN (default <repo>/target/release/acp), VSIX (default
+// vscode-extension/acp-rs-vscode.vsix), ACP_CACHE_DIR (default ~/.cache/acp-rs), ARTIFACTS.
+
+import { spawn, execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const EXT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = path.resolve(EXT, "..");
+const ACP_BIN = path.resolve(process.env.ACP_BIN ?? path.join(ROOT, "target", "release", "acp"));
+const VSIX = path.resolve(process.env.VSIX ?? path.join(EXT, "acp-rs-vscode.vsix"));
+const CACHE = process.env.ACP_CACHE_DIR ?? path.join(os.homedir(), ".cache", "acp-rs");
+const CODE_SERVER = path.join(CACHE, "code-server", "node_modules", ".bin", "code-server");
+const NODE24_BIN = path.join(CACHE, "node24", "bin");
+const ARTIFACTS = path.resolve(process.env.ARTIFACTS ?? path.join(ROOT, "artifacts", "vscode-e2e"));
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const DEMO_FILE = "acp-demo.txt";
+// The demo agent pauses this long between steps, so a turn can be cancelled half-way.
+const DELAY_MS = Number(process.env.ACP_E2E_DELAY_MS ?? 300);
+
+const log = (...a) => console.log(`[e2e ${new Date().toISOString().slice(11, 19)}]`, ...a);
+
+for (const [what, p] of [["demo agent (cargo build --release -p acp-native)", ACP_BIN], ["vsix (npm run package)", VSIX], ["code-server (scripts/install-code-server.sh)", CODE_SERVER], ["chromium (apt-get install chromium)", CHROMIUM]]) {
+  if (!fs.existsSync(p)) {
+    console.error(`e2e: missing ${what}: ${p}`);
+    process.exit(2);
+  }
+}
+
+/** Bounded polling: resolves with fn()'s first truthy value, or throws naming `what`. */
+async function until(what, fn, timeoutMs = 30_000, intervalMs = 100) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last.message})` : ""}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// ---- set up a fresh VS Code profile and workspace ------------------------------------------
+
+fs.rmSync(ARTIFACTS, { recursive: true, force: true });
+fs.mkdirSync(ARTIFACTS, { recursive: true });
+const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-e2e-")));
+const workspace = path.join(tmp, "workspace");
+const userData = path.join(tmp, "user-data");
+const extensionsDir = path.join(tmp, "extensions");
+const chromeProfile = path.join(tmp, "chrome-profile");
+for (const d of [workspace, path.join(userData, "User"), extensionsDir, chromeProfile]) fs.mkdirSync(d, { recursive: true });
+fs.writeFileSync(path.join(workspace, "README.md"), "# e2e workspace\n");
+const SLOW_AGENT = "demo (e2e, slow)";
+fs.writeFileSync(
+  path.join(userData, "User", "settings.json"),
+  JSON.stringify(
+    {
+      "acp.demoAgentPath": ACP_BIN,
+      "acp.agents": [{ name: SLOW_AGENT, command: ACP_BIN, args: ["demo-agent", "--delay-ms", String(DELAY_MS)] }],
+      "acp.defaultAgent": SLOW_AGENT,
+      "acp.trace.raw": true,
+      "workbench.startupEditor": "none",
+      "workbench.welcomePage.walkthroughs.openOnInstall": false,
+      "workbench.tips.enabled": false,
+      "security.workspace.trust.enabled": false,
+      "telemetry.telemetryLevel": "off",
+      "extensions.autoCheckUpdates": false,
+      "extensions.autoUpdate": false,
+      "update.mode": "none",
+      "chat.disableAIFeatures": true,
+      "workbench.secondarySideBar.defaultVisibility": "hidden",
+    },
+    null,
+    2,
+  ),
+);
+const configFile = path.join(tmp, "code-server.yaml");
+fs.writeFileSync(configFile, "auth: none\ncert: false\n");
+const csEnv = { ...process.env, PATH: `${NODE24_BIN}${path.delimiter}${process.env.PATH}` };
+const csArgs = ["--config", configFile, "--user-data-dir", userData, "--extensions-dir", extensionsDir];
+
+log(`installing ${path.basename(VSIX)} into a fresh profile`);
+const installOut = execFileSync(CODE_SERVER, [...csArgs, "--install-extension", VSIX], { env: csEnv, encoding: "utf8" });
+if (!/successfully installed/i.test(installOut)) throw new Error(`--install-extension did not succeed:\n${installOut}`);
+
+// ---- start code-server in its own process group ------------------------------------------------
+
+const port = await freePort();
+log(`starting code-server on 127.0.0.1:${port}`);
+const cs = spawn(
+  CODE_SERVER,
+  [...csArgs, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-workspace-trust", "--reconnection-grace-time", "5",
+    "--disable-telemetry", "--disable-update-check", "--disable-getting-started-override", workspace],
+  { env: csEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+);
+const csLog = fs.createWriteStream(path.join(ARTIFACTS, "code-server.log"));
+cs.stdout.pipe(csLog);
+cs.stderr.pipe(csLog);
+const csExited = new Promise((r) => cs.once("exit", (code, signal) => r({ code, signal })));
+let stopping = false;
+
+async function stopCodeServer() {
+  if (stopping) return;
+  stopping = true;
+  try {
+    process.kill(-cs.pid, "SIGTERM");
+  } catch {}
+  const t = setTimeout(() => {
+    try {
+      process.kill(-cs.pid, "SIGKILL");
+    } catch {}
+  }, 5000);
+  await csExited;
+  clearTimeout(t);
+}
+process.on("SIGINT", () => void stopCodeServer().then(() => process.exit(130)));
+process.on("SIGTERM", () => void stopCodeServer().then(() => process.exit(143)));
+
+await new Promise((resolve, reject) => {
+  let seen = "";
+  const timer = setTimeout(() => reject(new Error(`code-server did not start listening within 60 s:\n${seen}`)), 60_000);
+  const onData = (b) => {
+    seen += b.toString();
+    if (/HTTP server listening on/.test(seen)) {
+      clearTimeout(timer);
+      resolve();
+    }
+  };
+  cs.stdout.on("data", onData);
+  cs.stderr.on("data", onData);
+  void csExited.then(({ code, signal }) => {
+    clearTimeout(timer);
+    reject(new Error(`code-server exited early (code ${code}, signal ${signal}):\n${seen}`));
+  });
+});
+
+// ---- the browser ---------------------------------------------------------------------------------
+
+const context = await chromium.launchPersistentContext(chromeProfile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync"],
+  viewport: { width: 1500, height: 950 },
+});
+const page = context.pages()[0] ?? (await context.newPage());
+const consoleLog = fs.createWriteStream(path.join(ARTIFACTS, "browser-console.log"));
+page.on("console", (m) => consoleLog.write(`[${m.type()}] ${m.text()}\n`));
+
+let shot = 0;
+async function screenshot(name) {
+  const file = path.join(ARTIFACTS, `${String(++shot).padStart(2, "0")}-${name}.png`);
+  await page.screenshot({ path: file });
+  log(`screenshot ${path.relative(ROOT, file)}`);
+}
+
+const chat = page.frameLocator("iframe.webview.ready").frameLocator("iframe#active-frame");
+const transcript = chat.locator("#transcript");
+const dialog = page.locator(".monaco-dialog-box");
+
+async function runCommand(title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(`>${title}`);
+  await until(`command palette entry "${title}"`, async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(title), 10_000);
+  await page.keyboard.press("Enter");
+}
+
+async function transcriptText() {
+  return (await transcript.textContent()) ?? "";
+}
+
+async function turnEnds(stopReason, timeoutMs = 60_000) {
+  await until(`the turn to end with "${stopReason}"`, async () => {
+    const t = await transcriptText();
+    const m = [...t.matchAll(/Turn ended: (\w+)|Error: /g)];
+    const last = m[m.length - 1];
+    if (last && !last[0].startsWith("Turn ended: " + stopReason) && (await chat.locator(".turn-end").count()) > turnsBefore) {
+      throw new Error(`turn ended differently: ${last[0]}`);
+    }
+    return (await chat.locator(`.turn-end.stop-${stopReason}`).count()) > stopCountBefore[stopReason];
+  }, timeoutMs);
+}
+let turnsBefore = 0;
+const stopCountBefore = {};
+async function sendPrompt(text) {
+  turnsBefore = await chat.locator(".turn-end").count();
+  for (const r of ["end_turn", "cancelled", "refusal", "max_tokens", "error"]) stopCountBefore[r] = await chat.locator(`.turn-end.stop-${r}`).count();
+  await chat.locator("#prompt").fill(text);
+  await chat.locator("#send").click();
+}
+
+async function newSession() {
+  const before = await chat.locator(".notice").count();
+  await chat.locator("#new-session").click();
+  await until("a new session", async () => (await chat.locator(".notice", { hasText: "New session with" }).count()) > 0 && (await chat.locator(".notice").count()) <= before + 1);
+}
+
+async function dialogButton(name) {
+  await dialog.waitFor({ state: "visible", timeout: 60_000 });
+  return dialog.locator(".dialog-buttons .monaco-button", { hasText: name });
+}
+
+const demoFile = path.join(workspace, DEMO_FILE);
+const results = [];
+async function scenario(name, fn) {
+  log(`--- ${name}`);
+  if (results.length > 0 && !results[0][1]) {
+    // Without a running agent and chat nothing else can pass: say so instead of timing out.
+    results.push([name, false, new Error("not run: the chat/agent did not start")]);
+    return;
+  }
+  try {
+    await fn();
+    results.push([name, true]);
+    log(`ok: ${name}`);
+  } catch (e) {
+    results.push([name, false, e]);
+    log(`FAILED: ${name}: ${e.stack ?? e}`);
+    await screenshot(`FAILED-${name.replace(/\W+/g, "-")}`).catch(() => {});
+    // Leave no dialog behind for the next scenario.
+    if (await dialog.isVisible().catch(() => false)) await page.keyboard.press("Escape").catch(() => {});
+  }
+}
+
+let exitCode = 1;
+try {
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+  await until("the ACP status bar item (extension activated)", async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0, 90_000);
+
+  await scenario("open the chat; the demo agent starts and a session opens", async () => {
+    await runCommand("ACP: Open Chat");
+    await chat.locator("#status").waitFor({ timeout: 30_000 });
+    await until("the agent to be ready", async () => (await chat.locator("#status").getAttribute("data-state")) === "ready", 60_000);
+    await until("the session notice", async () => (await chat.locator(".notice", { hasText: "New session with" }).count()) === 1);
+    const status = await chat.locator("#status").textContent();
+    if (!/acp demo agent/i.test(status ?? "")) throw new Error(`unexpected agent title in the chat header: ${status}`);
+    await screenshot("chat-open");
+  });
+
+  await scenario("allow: the permission modal, the file written through the editor, the answer shown", async () => {
+    fs.rmSync(demoFile, { force: true });
+    await sendPrompt("Please say hello and run `echo e2e-terminal-ran`");
+    const allow = await dialogButton("Allow this write");
+    const text = await dialog.textContent();
+    if (!text.includes(`Write ${demoFile}`)) throw new Error(`the dialog does not name the file: ${text}`);
+    if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Do not write" }).count())) throw new Error("the reject option is missing");
+    await screenshot("permission-modal");
+    await allow.click();
+    const content = await until(`${DEMO_FILE} to be written`, () => fs.existsSync(demoFile) && fs.readFileSync(demoFile, "utf8"), 30_000);
+    if (!content.includes("Please say hello")) throw new Error(`unexpected file content: ${JSON.stringify(content)}`);
+    await turnEnds("end_turn");
+    const t = await transcriptText();
+    for (const want of ["Hello from the acp demo agent", `I wrote ${DEMO_FILE}`]) if (!t.includes(want)) throw new Error(`answer lacks ${JSON.stringify(want)}: ${t}`);
+    if ((await chat.locator(".plan .plan-entry").count()) < 2) throw new Error("no plan entries rendered");
+    if ((await chat.locator(".plan .plan-completed").count()) < 2) throw new Error("plan entries not completed");
+    if ((await chat.locator("details.thought").count()) < 1) throw new Error("no collapsible thought");
+    if ((await chat.locator(".tool.status-completed", { hasText: `Write ${DEMO_FILE}` }).count()) !== 1) throw new Error("write tool call not completed");
+    // The terminal step ran a real process; its output is in the tool call and the terminal panel.
+    await until("the terminal tool call to complete", async () => (await chat.locator(".tool.status-completed", { hasText: "echo" }).count()) >= 1, 10_000);
+    await screenshot("allowed-answer");
+    // The diff from the tool call opens in VS Code's diff editor.
+    await chat.locator(".tool", { hasText: `Write ${DEMO_FILE}` }).locator("button.open-diff").click();
+    await until("the diff editor tab", async () => (await page.locator(".tab", { hasText: "agent's proposed change" }).count()) > 0, 15_000);
+    await until("the diff editor", async () => (await page.locator(".monaco-diff-editor").count()) > 0, 15_000);
+    await screenshot("diff-editor");
+  });
+
+  await scenario("deny: the reject option is sent and nothing is written", async () => {
+    fs.rmSync(demoFile, { force: true });
+    await newSession();
+    await sendPrompt("Hello again, but do not write");
+    await (await dialogButton("Do not write")).click();
+    await turnEnds("end_turn");
+    const t = await transcriptText();
+    if (!t.includes(`OK, I did not write ${DEMO_FILE}`)) throw new Error(`no denial in the answer: ${t}`);
+    if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written although denied`);
+    if ((await chat.locator(".tool.status-failed", { hasText: `Write ${DEMO_FILE}` }).count()) !== 1) throw new Error("write tool call not failed");
+    await screenshot("denied");
+  });
+
+  await scenario("dismiss: Escape on the dialog answers the agent's reject option", async () => {
+    fs.rmSync(demoFile, { force: true });
+    await newSession();
+    await sendPrompt("Dismiss the dialog please");
+    await dialogButton("Allow this write");
+    await page.keyboard.press("Escape");
+    await turnEnds("end_turn");
+    if (!(await transcriptText()).includes(`OK, I did not write ${DEMO_FILE}`)) throw new Error("dismissal was not answered with the reject option");
+    if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after a dismissal`);
+  });
+
+  await scenario("cancel mid-stream: session/cancel ends the turn `cancelled`", async () => {
+    fs.rmSync(demoFile, { force: true });
+    await newSession();
+    await sendPrompt("A long answer that I will cancel");
+    await until("the first streamed words", async () => (await chat.locator(".msg.agent").count()) > 0 && /Hello/.test((await chat.locator(".msg.agent").last().textContent()) ?? ""), 30_000);
+    if (await dialog.isVisible()) throw new Error("the permission dialog came before the cancel could be tested");
+    await chat.locator("#cancel").click();
+    await turnEnds("cancelled", 30_000);
+    if (await dialog.isVisible()) throw new Error("a permission dialog appeared after the cancel");
+    if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after a cancel`);
+    const answer = (await chat.locator(".msg.agent").last().textContent()) ?? "";
+    if (answer.includes("I wrote")) throw new Error(`the turn went on after the cancel: ${answer}`);
+    await screenshot("cancelled");
+  });
+
+  await scenario("cancel while the permission dialog is open: answered `cancelled`", async () => {
+    fs.rmSync(demoFile, { force: true });
+    await newSession();
+    await sendPrompt("Ask me, then I cancel");
+    const allow = await dialogButton("Allow this write");
+    // The modal covers the workbench; the chat's Cancel button is clicked through the DOM.
+    await chat.locator("#cancel").dispatchEvent("click");
+    await turnEnds("cancelled", 30_000);
+    await until("the 'withdrawn' notification", async () => (await page.locator(".notification-toast", { hasText: "withdrawn" }).count()) > 0, 10_000);
+    await screenshot("cancelled-during-permission");
+    await allow.click(); // a late answer is ignored
+    await dialog.waitFor({ state: "hidden", timeout: 10_000 });
+    if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after the request was cancelled`);
+    if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
+  });
+
+  exitCode = results.every(([, ok]) => ok) ? 0 : 1;
+} catch (e) {
+  log(`e2e setup failed: ${e.stack ?? e}`);
+  await screenshot("setup-failure").catch(() => {});
+  results.push(["setup", false, e]);
+} finally {
+  await context.close().catch(() => {});
+  await stopCodeServer();
+  // Keep the extension's own logs (the ACP output channel, the raw trace) with the screenshots.
+  const logsDir = path.join(userData, "logs");
+  const copyLogs = (dir) => {
+    if (!fs.existsSync(dir)) return;
+    for (const f of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, f.name);
+      if (f.isDirectory()) copyLogs(p);
+      else if (/ACP|exthost\.log/.test(f.name)) fs.copyFileSync(p, path.join(ARTIFACTS, f.name.replace(/[^\w.-]/g, "_")));
+    }
+  };
+  copyLogs(logsDir);
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+
+for (const [name, ok, err] of results) console.log(`${ok ? "ok" : "not ok"} - ${name}${ok ? "" : `: ${err?.message ?? err}`}`);
+const passed = results.filter(([, ok]) => ok).length;
+console.log(`e2e: ${passed} passed, ${results.length - passed} failed`);
+process.exit(results.length > 0 ? exitCode : 1);
