@@ -1,0 +1,311 @@
+//! `acp chat` against the built-in demo agent (and the demo agent as an explicit command):
+//! one-shot turns, permissions, `--json`, `--log-rpc`, stop reasons and exit codes, Ctrl-C.
+
+mod cli_support;
+
+use std::time::Duration;
+
+use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
+use serde_json::Value;
+
+#[test]
+fn prompt_with_yes_writes_the_file_shows_the_answer_and_exits_0() {
+    let dir = TempDir::new("yes");
+    let r = run(
+        &["chat", "--prompt", "hello there", "--yes"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("You said: \"hello there\""),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("Plan:"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("Write acp-demo.txt (edit)"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("I wrote acp-demo.txt"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("Allow this write (--yes)"),
+        "{}",
+        r.dump()
+    );
+    let written = std::fs::read_to_string(dir.join("acp-demo.txt")).expect("file written");
+    assert!(written.contains("hello there"), "{written}");
+}
+
+#[test]
+fn deny_answers_with_the_reject_option_and_nothing_is_written() {
+    let dir = TempDir::new("deny");
+    let r = run(&["chat", "--prompt", "hello", "--deny"], dir.path(), None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stderr.contains("Do not write (--deny)"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("did not write acp-demo.txt"),
+        "{}",
+        r.dump()
+    );
+    assert!(!dir.join("acp-demo.txt").exists());
+}
+
+#[test]
+fn json_prints_one_session_update_per_line_then_the_stop_reason() {
+    let dir = TempDir::new("json");
+    let r = run(
+        &["chat", "--prompt", "hi", "--yes", "--json"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let lines: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect();
+    let kinds: Vec<&str> = lines
+        .iter()
+        .filter_map(|v| v["update"]["sessionUpdate"].as_str())
+        .collect();
+    for kind in [
+        "plan",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+    }
+    assert!(
+        kinds
+            .iter()
+            .filter(|k| **k == "agent_message_chunk")
+            .count()
+            > 3
+    );
+    let last = lines.last().unwrap();
+    assert_eq!(last["stopReason"], "end_turn", "{}", r.dump());
+    assert_eq!(last["sessionId"], lines[0]["sessionId"]);
+    let text: String = lines
+        .iter()
+        .filter(|v| v["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|v| v["update"]["content"]["text"].as_str())
+        .collect();
+    assert!(text.contains("You said: \"hi\""), "{text}");
+}
+
+#[test]
+fn a_permission_request_with_stdin_closed_is_cancelled_and_the_turn_ends_cancelled() {
+    let dir = TempDir::new("eof");
+    let r = run(&["chat", "--prompt", "hi"], dir.path(), None);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+    assert!(
+        r.stderr.contains("? Permission requested: Write"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("1) Allow this write"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("cancelled (end of input)"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("[turn ended: cancelled]"), "{}", r.dump());
+    assert!(!dir.join("acp-demo.txt").exists());
+}
+
+#[test]
+fn permission_answers_typed_on_stdin_are_validated_and_re_asked() {
+    let dir = TempDir::new("typed");
+    let r = run(&["chat", "--prompt", "hi"], dir.path(), Some("7\nyes\n2\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stderr.contains("`7` is not an option"), "{}", r.dump());
+    assert!(r.stderr.contains("`yes` is not an option"), "{}", r.dump());
+    assert!(r.stderr.contains("Do not write (option 2)"), "{}", r.dump());
+    assert!(!dir.join("acp-demo.txt").exists());
+}
+
+#[test]
+fn stop_reasons_map_to_documented_exit_codes() {
+    let dir = TempDir::new("reasons");
+    let refused = run(
+        &["chat", "--prompt", "please #refuse", "--yes"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(refused.code(), 6, "{}", refused.dump());
+    assert!(
+        refused.stderr.contains("[turn ended: refusal]"),
+        "{}",
+        refused.dump()
+    );
+    let capped = run(
+        &["chat", "--prompt", "long #max-tokens", "--yes"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(capped.code(), 4, "{}", capped.dump());
+}
+
+#[test]
+fn files_named_in_the_prompt_are_read_through_the_client_and_only_inside_cwd() {
+    let dir = TempDir::new("read");
+    std::fs::write(dir.join("notes.txt"), "first line of notes\nsecond\n").unwrap();
+    let outside = TempDir::new("outside");
+    let secret = outside.join("secret.txt");
+    std::fs::write(&secret, "do not leak\n").unwrap();
+    let prompt = format!("summarize notes.txt and {}", secret.display());
+    let r = run(&["chat", "--prompt", &prompt, "--yes"], dir.path(), None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("2 line(s); first line: first line of notes"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("could not read"), "{}", r.dump());
+    assert!(!r.stdout.contains("do not leak"), "{}", r.dump());
+}
+
+#[test]
+fn commands_run_in_a_client_terminal() {
+    let dir = TempDir::new("term");
+    let r = run(
+        &["chat", "--prompt", "run `echo terminal-works`", "--yes"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("Run `echo terminal-works` (execute)"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("│ terminal-works"), "{}", r.dump());
+    assert!(r.stdout.contains("[exit code 0]"), "{}", r.dump());
+}
+
+#[test]
+fn log_rpc_records_every_message_with_response_times() {
+    let dir = TempDir::new("log");
+    let log = dir.join("rpc.ndjson");
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--yes",
+            "--log-rpc",
+            log.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let entries: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let find = |dir: &str, kind: &str, method: &str| {
+        entries
+            .iter()
+            .find(|e| e["dir"] == dir && e["kind"] == kind && e["method"] == method)
+            .unwrap_or_else(|| panic!("no {dir} {kind} {method} in the log"))
+    };
+    find("send", "request", "initialize");
+    let init = find("recv", "response", "initialize");
+    assert!(init["elapsedMs"].as_f64().unwrap() >= 0.0);
+    assert!(find("recv", "response", "session/prompt")["elapsedMs"]
+        .as_f64()
+        .is_some());
+    find("recv", "notification", "session/update");
+    // Requests from the agent, answered by us, are timed too.
+    let perm = find("send", "response", "session/request_permission");
+    assert!(perm["elapsedMs"].as_f64().is_some());
+    find("recv", "request", "fs/write_text_file");
+}
+
+#[test]
+fn the_demo_agent_can_be_given_explicitly_after_double_dash() {
+    let dir = TempDir::new("explicit");
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "explicit",
+            "--yes",
+            "--",
+            acp(),
+            "demo-agent",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("You said: \"explicit\""), "{}", r.dump());
+    assert!(dir.join("acp-demo.txt").exists());
+}
+
+#[test]
+fn cwd_option_sets_the_session_directory() {
+    let dir = TempDir::new("cwd");
+    let elsewhere = TempDir::new("elsewhere");
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "x",
+            "--yes",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+        ],
+        elsewhere.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(dir.join("acp-demo.txt").exists());
+    assert!(!elsewhere.join("acp-demo.txt").exists());
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_turn_with_exit_code_3() {
+    let dir = TempDir::new("sigint");
+    let mut acp_run = Running::start(
+        &[
+            "chat",
+            "--prompt",
+            "slow one",
+            "--yes",
+            "--",
+            acp(),
+            "demo-agent",
+            "--delay-ms",
+            "400",
+        ],
+        dir.path(),
+        None,
+    );
+    acp_run.wait_for_stdout("Hello from", EVENTUALLY);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(acp_run.child.id() as i32, libc::SIGINT) };
+    let r = acp_run.finish(EVENTUALLY);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+    assert!(r.stderr.contains("cancelling the turn"), "{}", r.dump());
+    assert!(r.stderr.contains("[turn ended: cancelled]"), "{}", r.dump());
+    assert!(!r.stdout.contains("I wrote"), "{}", r.dump());
+    assert!(!dir.join("acp-demo.txt").exists());
+}
+
+#[test]
+fn prompts_are_read_line_by_line_from_piped_stdin() {
+    let dir = TempDir::new("piped");
+    let r = run(&["chat", "--deny"], dir.path(), Some("first\n\nsecond\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("You said: \"first\""), "{}", r.dump());
+    assert!(r.stdout.contains("You said: \"second\""), "{}", r.dump());
+    assert!(r.elapsed < Duration::from_secs(60));
+}

@@ -1,0 +1,246 @@
+//! `acp chat` against broken agents: each case ends with a clear message on stderr and a
+//! non-zero exit, quickly, never a hang. Also a scripted "real" agent (plain sh speaking ACP).
+
+mod cli_support;
+
+use std::time::Duration;
+
+use cli_support::{acp, run, TempDir};
+
+/// A sh agent that answers `initialize` (id 0) and `session/new` (id 1), then runs `then`.
+fn scripted(dir: &TempDir, then: &str) -> String {
+    dir.script(
+        "agent.sh",
+        &format!(
+            r#"read -r line
+echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}'
+read -r line
+echo '{{"jsonrpc":"2.0","id":1,"result":{{"sessionId":"s-1"}}}}'
+read -r line
+{then}"#
+        ),
+    )
+    .to_string_lossy()
+    .into_owned()
+}
+
+#[test]
+fn a_scripted_agent_speaking_acp_over_stdio_works() {
+    let dir = TempDir::new("scripted");
+    let agent = scripted(
+        &dir,
+        r#"echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"scripted "}}}}'
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hello"}}}}'
+echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+cat >/dev/null"#,
+    );
+    let r = run(&["chat", "--prompt", "hi", "--", &agent], dir.path(), None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("scripted hello"), "{}", r.dump());
+}
+
+#[test]
+fn an_agent_command_that_does_not_exist_is_reported() {
+    let dir = TempDir::new("notfound");
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--",
+            "acp-no-such-agent-command-xyz",
+            "--flag",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("cannot start the agent"), "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("command not found: `acp-no-such-agent-command-xyz`"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn an_agent_that_exits_during_initialize_is_reported_with_its_status_and_stderr() {
+    let dir = TempDir::new("exits");
+    let agent = dir.script(
+        "agent.sh",
+        "echo 'fatal: no API key configured' >&2\nexit 3",
+    );
+    let r = run(
+        &["chat", "--prompt", "hi", "--", agent.to_str().unwrap()],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("`initialize`"), "{}", r.dump());
+    assert!(r.stderr.contains("exited with code 3"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("fatal: no API key configured"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn an_agent_that_crashes_mid_turn_is_reported() {
+    let dir = TempDir::new("crash");
+    let agent = scripted(&dir, "echo 'panic: segfault in the model' >&2\nkill -9 $$");
+    let r = run(&["chat", "--prompt", "hi", "--", &agent], dir.path(), None);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("`session/prompt`"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("killed by signal 9 (SIGKILL)"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains("panic: segfault in the model"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn an_agent_writing_garbage_to_stdout_gets_a_warning_and_a_timeout() {
+    let dir = TempDir::new("garbage");
+    let agent = dir.script(
+        "agent.sh",
+        "echo 'Welcome to my agent v1 (this is not JSON)'\ncat >/dev/null",
+    );
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--timeout",
+            "2",
+            "--",
+            agent.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 7, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("not JSON to stdout (ignored): Welcome to my agent v1"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains("did not answer `initialize` within 2 s"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.elapsed < Duration::from_secs(30), "{}", r.dump());
+}
+
+#[test]
+fn an_agent_that_never_answers_times_out_without_hanging() {
+    let dir = TempDir::new("silent");
+    // Ignores stdin EOF and SIGTERM: only the final SIGKILL of the group stops it.
+    let agent = dir.script(
+        "agent.sh",
+        "trap '' TERM\necho 'starting up...' >&2\nwhile true; do sleep 1; done",
+    );
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--timeout",
+            "2",
+            "--",
+            agent.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 7, "{}", r.dump());
+    assert!(
+        r.stderr.contains("did not answer `initialize` within 2 s"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("starting up..."), "{}", r.dump());
+    assert!(r.elapsed < Duration::from_secs(30), "{}", r.dump());
+}
+
+#[test]
+fn a_silent_turn_is_cancelled_after_the_timeout() {
+    let dir = TempDir::new("silentturn");
+    let agent = scripted(&dir, "cat >/dev/null");
+    let r = run(
+        &["chat", "--prompt", "hi", "--timeout", "2", "--", &agent],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 7, "{}", r.dump());
+    assert!(
+        r.stderr.contains("sent nothing for 2 s during the turn"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.elapsed < Duration::from_secs(30), "{}", r.dump());
+}
+
+#[test]
+fn an_agent_flooding_stderr_still_works() {
+    let dir = TempDir::new("flood");
+    let agent = dir.script(
+        "agent.sh",
+        &format!(
+            "i=0\nwhile [ $i -lt 20000 ]; do echo \"debug line $i: lorem ipsum dolor sit amet consectetur\" >&2; i=$((i+1)); done\nexec '{}' demo-agent",
+            acp()
+        ),
+    );
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "flood",
+            "--yes",
+            "--",
+            agent.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("You said: \"flood\""), "{}", r.dump());
+    assert!(dir.join("acp-demo.txt").exists());
+    // The flood is not copied to our stderr.
+    assert!(r.stderr.len() < 10_000, "{}", r.stderr.len());
+}
+
+#[test]
+fn an_agent_error_answer_is_reported() {
+    let dir = TempDir::new("errans");
+    let agent = scripted(
+        &dir,
+        r#"echo '{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"model overloaded"}}'
+cat >/dev/null"#,
+    );
+    let r = run(&["chat", "--prompt", "hi", "--", &agent], dir.path(), None);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("answered `session/prompt` with an error: model overloaded"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = TempDir::new("usage");
+    let r = run(&["chat", "--yes", "--deny"], dir.path(), None);
+    assert_eq!(r.code(), 2, "{}", r.dump());
+    let r = run(&["chat", "--timeout", "soon"], dir.path(), None);
+    assert_eq!(r.code(), 2, "{}", r.dump());
+}

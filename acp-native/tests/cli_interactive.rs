@@ -1,0 +1,165 @@
+//! Interactive `acp chat` in a real terminal (tmux): type a prompt, answer the permission
+//! dialog (after an invalid answer), see the answer; cancel a turn with Ctrl-C; quit with
+//! Ctrl-D and exit 0.
+//!
+//! tmux is installed with apt-get when missing; the test is skipped, with the reason printed,
+//! only when it cannot be installed.
+
+mod cli_support;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use cli_support::{acp, TempDir, EVENTUALLY};
+
+fn tmux_works() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Makes tmux available; `Err` says why it cannot be.
+fn ensure_tmux() -> Result<(), String> {
+    if tmux_works() {
+        return Ok(());
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "tmux"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+    };
+    let first = install();
+    if !tmux_works() {
+        let _ = Command::new("apt-get").args(["update", "-q"]).output();
+        let second = install();
+        if !tmux_works() {
+            return Err(format!(
+                "`apt-get install tmux` failed: {:?} / {:?}",
+                first.map(|o| String::from_utf8_lossy(&o.stderr).into_owned()),
+                second.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A private tmux server (its own socket), killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .env("TERM", "xterm-256color")
+            .output()
+            .expect("run tmux")
+    }
+
+    fn pane(&self) -> String {
+        let out = self.run(&["capture-pane", "-p", "-J", "-t", "chat", "-S", "-1000"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "chat"];
+        args.extend_from_slice(keys);
+        let out = self.run(&args);
+        assert!(out.status.success(), "send-keys failed: {out:?}");
+    }
+
+    /// Polls the screen until `pred` holds (bounded; panics with the screen).
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + EVENTUALLY;
+        loop {
+            let screen = self.pane();
+            if pred(&screen) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; screen:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for(&self, needle: &str) {
+        self.wait(&format!("{needle:?}"), |s| s.contains(needle));
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn interactive_chat_in_a_terminal() {
+    if let Err(why) = ensure_tmux() {
+        println!("SKIPPED interactive_chat_in_a_terminal: tmux is unavailable: {why}");
+        return;
+    }
+    let dir = TempDir::new("tmux");
+    let tmux = Tmux {
+        socket: format!("acp-cli-test-{}", std::process::id()),
+    };
+    let command = format!(
+        "cd '{}' && exec '{}' chat -- '{}' demo-agent --delay-ms 150",
+        dir.path().display(),
+        acp(),
+        acp()
+    );
+    let out = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "chat",
+        "-x",
+        "150",
+        "-y",
+        "50",
+        &command,
+    ]);
+    assert!(out.status.success(), "tmux new-session failed: {out:?}");
+    let out = tmux.run(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
+    assert!(out.status.success(), "{out:?}");
+
+    tmux.wait_for("type a prompt");
+    tmux.keys(&["hello from tmux", "Enter"]);
+    tmux.wait_for("choose 1-2:");
+    assert!(tmux.pane().contains("You said: \"hello from tmux\""));
+    tmux.keys(&["5", "Enter"]);
+    tmux.wait_for("`5` is not an option");
+    tmux.keys(&["1", "Enter"]);
+    tmux.wait_for("I wrote acp-demo.txt");
+    let written = std::fs::read_to_string(dir.join("acp-demo.txt")).expect("file written");
+    assert!(written.contains("hello from tmux"));
+
+    // A second turn, cancelled with Ctrl-C while it streams.
+    tmux.keys(&["second turn", "Enter"]);
+    tmux.wait_for("You said: \"second");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("[turn ended: cancelled]");
+
+    // Ctrl-D at the prompt quits with exit code 0.
+    tmux.wait("the input prompt after the cancelled turn", |s| {
+        s.trim_end().ends_with('>')
+    });
+    tmux.keys(&["C-d"]);
+    tmux.wait("acp to exit", |_| {
+        let out = tmux.run(&[
+            "display-message",
+            "-p",
+            "-t",
+            "chat",
+            "#{pane_dead} #{pane_dead_status}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).trim() == "1 0"
+    });
+}

@@ -1,0 +1,196 @@
+//! Helpers for the `acp` command's tests: run the built binary with a deadline, temp dirs,
+//! scripted agents. Waiting is always bounded polling of an observable condition with a clear
+//! panic message on timeout; nothing sleeps to synchronise.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The `acp` binary under test.
+pub fn acp() -> &'static str {
+    env!("CARGO_BIN_EXE_acp")
+}
+
+/// Bound for anything that must happen on a loaded 2-core machine.
+pub const EVENTUALLY: Duration = Duration::from_secs(60);
+
+/// A temporary directory, removed on drop; canonical path.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "acp-cli-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(std::fs::canonicalize(dir).unwrap())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, p: impl AsRef<Path>) -> PathBuf {
+        self.0.join(p)
+    }
+
+    /// Writes an executable `#!/bin/sh` script.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        let path = self.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A finished `acp` run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn code(&self) -> i32 {
+        self.code
+            .unwrap_or_else(|| panic!("acp was killed by a signal\n{}", self.dump()))
+    }
+
+    pub fn dump(&self) -> String {
+        format!(
+            "exit: {:?} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.elapsed, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A running `acp` whose output is collected in the background.
+pub struct Running {
+    pub child: Child,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    started: Instant,
+}
+
+fn collect(mut r: impl Read + Send + 'static, buf: Arc<Mutex<Vec<u8>>>) {
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = r.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.lock().unwrap().extend_from_slice(&chunk[..n]);
+        }
+    });
+}
+
+impl Running {
+    /// Starts `acp args...` in `cwd` with `stdin` written then closed (`None`: stdin closed).
+    pub fn start(args: &[&str], cwd: &Path, stdin: Option<&str>) -> Running {
+        let mut child = Command::new(acp())
+            .args(args)
+            .current_dir(cwd)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start acp");
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        collect(child.stdout.take().unwrap(), stdout.clone());
+        collect(child.stderr.take().unwrap(), stderr.clone());
+        Running {
+            child,
+            stdout,
+            stderr,
+            started: Instant::now(),
+        }
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout.lock().unwrap()).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Polls until stdout contains `needle` (bounded).
+    pub fn wait_for_stdout(&mut self, needle: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !self.stdout().contains(needle) {
+            if Instant::now() > deadline || self.child.try_wait().unwrap().is_some() {
+                let _ = self.child.kill();
+                panic!(
+                    "stdout never contained {needle:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                    self.stdout(),
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the exit (bounded; kills and panics on timeout), then for the output pipes.
+    pub fn finish(mut self, within: Duration) -> Run {
+        let deadline = self.started + within;
+        let status = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "acp did not exit within {within:?} (a hang)\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                    self.stdout(),
+                    self.stderr()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let elapsed = self.started.elapsed();
+        // The collector threads finish at EOF, right after the exit; poll briefly for it.
+        let settle = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&self.stdout) > 1 || Arc::strong_count(&self.stderr) > 1 {
+            if Instant::now() > settle {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Run {
+            code: status.code(),
+            stdout: self.stdout(),
+            stderr: self.stderr(),
+            elapsed,
+        }
+    }
+}
+
+/// Runs `acp args...` to completion (bounded by [`EVENTUALLY`]).
+pub fn run(args: &[&str], cwd: &Path, stdin: Option<&str>) -> Run {
+    Running::start(args, cwd, stdin).finish(EVENTUALLY)
+}
