@@ -1,1 +1,349 @@
-//! acp-wasm: wasm-bindgen wrapper of acp-core (see API.md).
+//! acp-wasm: the wasm-bindgen wrapper of [`acp_core::Connection`] (the JS contract is API.md).
+//!
+//! Mechanical by design: every export converts its arguments, calls the matching
+//! `acp_core::Connection` method and converts the result. No protocol logic lives here.
+//!
+//! * Wire bytes cross as `Uint8Array` or string; params and results as JS values, converted with
+//!   the host's `JSON.stringify`/`JSON.parse` (the core keeps them as raw JSON text).
+//! * Events cross as plain objects with a `type` field ([`events`], which also holds the
+//!   TypeScript types emitted into the generated `.d.ts`).
+//! * Errors become JS values in one module ([`errors`]).
+//! * Time is always an argument (`nowMs`, a caller-chosen monotonic millisecond clock).
+
+mod errors;
+mod events;
+
+use acp_core::{BatchPolicy, Config, Connection, ErrorObject, RawValue, RequestOptions, Role};
+use serde::Deserialize;
+use wasm_bindgen::prelude::*;
+
+use crate::errors::{core_error, describe, invalid_params, type_error};
+
+/// One ACP connection (client or agent side): a sans-IO state machine.
+///
+/// Drain rule: after any call that mutates the connection (`feed*`, `handleTimeout`,
+/// `sendRequest`, `notify`, `respond*`, `cancelRequest`, `close`), drain `pollTransmit()` and
+/// `pollEvent()` until they return `undefined`, then re-arm a timer for `pollTimeout()`.
+///
+/// The object owns wasm memory: call `free()` when done; any method called afterwards throws.
+#[wasm_bindgen]
+pub struct AcpConnection {
+    inner: Connection<()>,
+}
+
+/// `ConnectionOptions` as read from JSON.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Options {
+    max_message_bytes: Option<u64>,
+    batch_policy: Option<JsBatchPolicy>,
+    request_timeout_ms: Option<u64>,
+    incoming_timeout_ms: Option<u64>,
+    permission_timeout_ms: Option<u64>,
+    max_incoming_in_flight: Option<u64>,
+    enforce_capabilities: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum JsBatchPolicy {
+    Seed,
+    RejectAll,
+}
+
+#[wasm_bindgen]
+impl AcpConnection {
+    /// A new connection playing `role` ("client" or "agent").
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "Role")] role: &str,
+        #[wasm_bindgen(unchecked_optional_param_type = "ConnectionOptions")] options: JsValue,
+    ) -> Result<AcpConnection, JsValue> {
+        let role = match role {
+            "client" => Role::Client,
+            "agent" => Role::Agent,
+            _ => return Err(type_error("role must be \"client\" or \"agent\"")),
+        };
+        let opts: Options = if options.is_undefined() || options.is_null() {
+            Options::default()
+        } else {
+            let text = to_json(&options).map_err(|_| type_error("options must be an object"))?;
+            serde_json::from_str(&text)
+                .map_err(|e| type_error(&format!("invalid ConnectionOptions: {e}")))?
+        };
+        let mut config = Config::new(role);
+        if let Some(n) = opts.max_message_bytes {
+            config.max_message_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(p) = opts.batch_policy {
+            config.batch_policy = match p {
+                JsBatchPolicy::Seed => BatchPolicy::Seed,
+                JsBatchPolicy::RejectAll => BatchPolicy::RejectAll,
+            };
+        }
+        config.default_request_timeout = opts.request_timeout_ms;
+        config.incoming_request_timeout = opts.incoming_timeout_ms;
+        config.permission_timeout = opts.permission_timeout_ms;
+        if let Some(n) = opts.max_incoming_in_flight {
+            config.max_incoming_in_flight = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(b) = opts.enforce_capabilities {
+            config.enforce_capabilities = b;
+        }
+        Ok(AcpConnection {
+            inner: Connection::new(config),
+        })
+    }
+
+    // ----- inputs -----
+
+    /// Feeds bytes of the peer's NDJSON stream (any chunking).
+    pub fn feed(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &[u8],
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+    ) -> Result<(), JsValue> {
+        let now = millis(now_ms, "nowMs")?;
+        self.inner.handle_bytes(bytes, now);
+        Ok(())
+    }
+
+    /// Feeds text of the peer's NDJSON stream (any chunking).
+    #[wasm_bindgen(js_name = feedString)]
+    pub fn feed_string(
+        &mut self,
+        text: &str,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+    ) -> Result<(), JsValue> {
+        let now = millis(now_ms, "nowMs")?;
+        self.inner.handle_bytes(text.as_bytes(), now);
+        Ok(())
+    }
+
+    /// The peer closed its side: a final unterminated line is processed, then everything
+    /// pending completes and the connection closes.
+    #[wasm_bindgen(js_name = feedEof)]
+    pub fn feed_eof(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+    ) -> Result<(), JsValue> {
+        let now = millis(now_ms, "nowMs")?;
+        self.inner.handle_eof(now);
+        Ok(())
+    }
+
+    /// Fires every deadline at or before `nowMs` (call it when `pollTimeout()` has passed).
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(
+        &mut self,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+    ) -> Result<(), JsValue> {
+        let now = millis(now_ms, "nowMs")?;
+        self.inner.handle_timeout(now);
+        Ok(())
+    }
+
+    // ----- commands -----
+
+    /// Sends a request; returns its id (reported back by the "response"/"requestFailed" event).
+    /// `params` must be an object or array, or `undefined`/`null` for none.
+    #[wasm_bindgen(js_name = sendRequest)]
+    pub fn send_request(
+        &mut self,
+        method: &str,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] params: JsValue,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = timeoutMs)] timeout_ms: Option<f64>,
+    ) -> Result<f64, JsValue> {
+        let now = millis(now_ms, "nowMs")?;
+        let mut opts = RequestOptions::default();
+        if let Some(t) = timeout_ms {
+            opts = opts.timeout(millis(t, "timeoutMs")?);
+        }
+        let params = optional_raw(&params)?;
+        self.inner
+            .send_request(method, params.as_deref(), opts, now)
+            .map(|id| id as f64)
+            .map_err(core_error)
+    }
+
+    /// Sends a notification. `params` must be an object or array, or `undefined`/`null`.
+    pub fn notify(
+        &mut self,
+        method: &str,
+        #[wasm_bindgen(unchecked_optional_param_type = "unknown")] params: JsValue,
+    ) -> Result<(), JsValue> {
+        let params = optional_raw(&params)?;
+        self.inner
+            .notify(method, params.as_deref())
+            .map_err(core_error)
+    }
+
+    /// Answers the incoming request `token` with a result (`undefined` is sent as `null`).
+    pub fn respond(
+        &mut self,
+        token: f64,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] result: JsValue,
+    ) -> Result<(), JsValue> {
+        let token = integer(token, "token")?;
+        let raw = if result.is_undefined() {
+            raw_json("null".into())?
+        } else {
+            raw_json(to_json(&result)?)?
+        };
+        self.inner.respond(token, &*raw).map_err(core_error)
+    }
+
+    /// Answers the incoming request `token` with a JSON-RPC error.
+    #[wasm_bindgen(js_name = respondError)]
+    pub fn respond_error(
+        &mut self,
+        token: f64,
+        code: f64,
+        message: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "unknown")] data: JsValue,
+    ) -> Result<(), JsValue> {
+        let token = integer(token, "token")?;
+        if !(code.is_finite() && code.fract() == 0.0 && code.abs() <= MAX_SAFE_INTEGER) {
+            return Err(type_error("code must be an integer"));
+        }
+        let data = if data.is_undefined() {
+            None
+        } else {
+            Some(
+                serde_json::from_str::<serde_json::Value>(&to_json(&data)?)
+                    .map_err(|e| invalid_params(e.to_string()))?,
+            )
+        };
+        let error = ErrorObject {
+            code: code as i64,
+            message,
+            data,
+        };
+        self.inner.respond_error(token, error).map_err(core_error)
+    }
+
+    /// Cancels the outgoing request `requestId`: it completes as "requestFailed" with kind
+    /// "cancelled" and the peer is sent `$/cancel_request`.
+    #[wasm_bindgen(js_name = cancelRequest)]
+    pub fn cancel_request(
+        &mut self,
+        #[wasm_bindgen(js_name = requestId)] request_id: f64,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+    ) -> Result<(), JsValue> {
+        let id = integer(request_id, "requestId")?;
+        // The core's cancel needs no time; nowMs is validated and kept for API symmetry.
+        millis(now_ms, "nowMs")?;
+        self.inner.cancel(id).map_err(core_error)
+    }
+
+    /// Closes the connection: pending incoming requests are answered, pending outgoing ones
+    /// fail with kind "closed", and a "closed" event is emitted. Idempotent.
+    pub fn close(&mut self, reason: Option<String>) {
+        self.inner
+            .close(reason.as_deref().unwrap_or("closed by the local side"));
+    }
+
+    // ----- outputs -----
+
+    /// NDJSON bytes to write to the peer (complete lines, possibly many), or `undefined`.
+    #[wasm_bindgen(js_name = pollTransmit)]
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.inner.poll_transmit()
+    }
+
+    /// Like `pollTransmit`, as a string.
+    #[wasm_bindgen(js_name = pollTransmitString)]
+    pub fn poll_transmit_string(&mut self) -> Option<String> {
+        self.inner.poll_transmit().map(|bytes| {
+            String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        })
+    }
+
+    /// The next event, or `undefined`.
+    #[wasm_bindgen(js_name = pollEvent, unchecked_return_type = "AcpEvent | undefined")]
+    pub fn poll_event(&mut self) -> Result<JsValue, JsValue> {
+        match self.inner.poll_event() {
+            Some(event) => events::event_to_js(&event),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// The next deadline (absolute, on the caller's `nowMs` clock), or `undefined`.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&mut self) -> Option<f64> {
+        self.inner.poll_timeout().map(|ms| ms as f64)
+    }
+
+    // ----- getters -----
+
+    #[wasm_bindgen(getter, unchecked_return_type = "Role")]
+    pub fn role(&self) -> String {
+        self.inner.role().name().into()
+    }
+
+    /// Outgoing requests awaiting completion.
+    #[wasm_bindgen(getter = pendingOutgoing)]
+    pub fn pending_outgoing(&self) -> f64 {
+        self.inner.pending_outgoing() as f64
+    }
+
+    /// Incoming requests awaiting an answer.
+    #[wasm_bindgen(getter = pendingIncoming)]
+    pub fn pending_incoming(&self) -> f64 {
+        self.inner.pending_incoming() as f64
+    }
+
+    #[wasm_bindgen(getter = isClosed)]
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+}
+
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// A non-negative millisecond count (fractions are truncated).
+fn millis(v: f64, what: &str) -> Result<u64, JsValue> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(v as u64)
+    } else {
+        Err(type_error(&format!(
+            "{what} must be a non-negative finite number"
+        )))
+    }
+}
+
+/// A token or request id: a non-negative safe integer.
+fn integer(v: f64, what: &str) -> Result<u64, JsValue> {
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= MAX_SAFE_INTEGER {
+        Ok(v as u64)
+    } else {
+        Err(type_error(&format!(
+            "{what} must be a non-negative integer"
+        )))
+    }
+}
+
+/// `JSON.stringify(value)`; a value without a JSON form is `InvalidParams`.
+fn to_json(value: &JsValue) -> Result<String, JsValue> {
+    match js_sys::JSON::stringify(value) {
+        Ok(s) => s
+            .as_string()
+            .ok_or_else(|| invalid_params("value has no JSON representation")),
+        Err(thrown) => Err(invalid_params(describe(&thrown))),
+    }
+}
+
+fn raw_json(text: String) -> Result<Box<RawValue>, JsValue> {
+    RawValue::from_string(text).map_err(|e| invalid_params(e.to_string()))
+}
+
+/// Params: `undefined`/`null` for none, else the value's JSON (the core checks its shape).
+fn optional_raw(value: &JsValue) -> Result<Option<Box<RawValue>>, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        Ok(None)
+    } else {
+        raw_json(to_json(value)?).map(Some)
+    }
+}

@@ -1,0 +1,68 @@
+// Checks that the built acp-wasm modules import nothing from the module "env".
+//
+// An "env" import is what the linker leaves behind when Rust code (acp-core or a dependency) calls
+// a C/libc symbol or an unsupported std function on wasm32-unknown-unknown: such a module cannot be
+// instantiated by the wasm-bindgen glue. No "env" import proves acp-core compiles cleanly for wasm32.
+//
+// Usage: node acp-wasm/tests/no-env-imports.mjs [file.wasm ...]
+// Without arguments it checks the raw cargo output and both wasm-bindgen packages.
+import { readFileSync, existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { dirname, join, relative } from "node:path";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** Returns the "env" imports of a compiled module, as "env.name" strings. */
+function envImports(bytes) {
+  const mod = new WebAssembly.Module(bytes);
+  return WebAssembly.Module.imports(mod)
+    .filter((i) => i.module === "env")
+    .map((i) => `${i.module}.${i.name} (${i.kind})`);
+}
+
+// Self-check: a hand-made module with one "env" import must be flagged, and one without must not,
+// so this script cannot pass by checking nothing.
+const withEnv = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // magic, version
+  0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type section: () -> ()
+  0x02, 0x09, 0x01, 0x03, 0x65, 0x6e, 0x76, 0x01, 0x66, 0x00, 0x00, // import "env" "f" func 0
+]);
+const withoutEnv = withEnv.slice();
+withoutEnv.set([0x77, 0x62, 0x67], 18); // rename the import module "env" -> "wbg"
+if (envImports(withEnv).length !== 1 || envImports(withoutEnv).length !== 0) {
+  console.error("no-env-imports: self-check failed: the checker does not detect env imports");
+  process.exit(2);
+}
+
+const args = process.argv.slice(2);
+const files = args.length
+  ? args
+  : [
+      join(root, "acp-wasm/pkg/node/acp_wasm_bg.wasm"),
+      join(root, "acp-wasm/pkg/web/acp_wasm_bg.wasm"),
+    ];
+if (args.length === 0) {
+  const raw = join(root, "target-wasm/wasm32-unknown-unknown/wasm/acp_wasm.wasm");
+  if (existsSync(raw)) files.push(raw);
+}
+
+let failed = 0;
+for (const file of files) {
+  if (!existsSync(file)) {
+    console.error(`FAIL ${file}: missing (run scripts/build-wasm.sh)`);
+    failed++;
+    continue;
+  }
+  const bytes = readFileSync(file);
+  const mods = [...new Set(WebAssembly.Module.imports(new WebAssembly.Module(bytes)).map((i) => i.module))];
+  const env = envImports(bytes);
+  const name = relative(root, file) || file;
+  if (env.length) {
+    console.error(`FAIL ${name}: ${env.length} import(s) from "env": ${env.join(", ")}`);
+    failed++;
+  } else {
+    console.log(`ok   ${name}: no "env" imports (import modules: ${mods.join(", ") || "none"})`);
+  }
+}
+console.log(`no-env-imports: ${files.length - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,53 @@
+// Shared helpers of the node tests: they load the BUILT nodejs package (acp-wasm/pkg, made by
+// scripts/build-wasm.sh), never the sources, so they test what users get.
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+import { existsSync } from "node:fs";
+
+export const pkgDir = process.env.ACP_WASM_PKG ?? join(dirname(fileURLToPath(import.meta.url)), "..", "..", "pkg");
+if (!existsSync(join(pkgDir, "node", "acp_wasm.js"))) {
+  throw new Error(`acp-wasm package not built at ${pkgDir}: run scripts/build-wasm.sh`);
+}
+const require = createRequire(import.meta.url);
+export const acp = require(join(pkgDir, "node", "acp_wasm.js"));
+export const { AcpConnection } = acp;
+
+/** Drains a connection per the drain rule: all transmitted text and all events. */
+export function drain(conn) {
+  let text = "";
+  for (let t; (t = conn.pollTransmitString()) !== undefined; ) text += t;
+  const events = [];
+  for (let e; (e = conn.pollEvent()) !== undefined; ) events.push(e);
+  return { text, events, lines: text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l)) };
+}
+
+/** Drains only events. */
+export function events(conn) {
+  const out = [];
+  for (let e; (e = conn.pollEvent()) !== undefined; ) out.push(e);
+  return out;
+}
+
+/** Moves bytes between two connections until both are quiet; returns events seen by each. */
+export function pump(a, b, now) {
+  const seen = { a: [], b: [] };
+  for (let guard = 0; guard < 1000; guard++) {
+    let moved = false;
+    for (let t; (t = a.pollTransmit()) !== undefined; ) { b.feed(t, now); moved = true; }
+    for (let t; (t = b.pollTransmit()) !== undefined; ) { a.feed(t, now); moved = true; }
+    if (!moved) break;
+  }
+  seen.a.push(...events(a));
+  seen.b.push(...events(b));
+  return seen;
+}
+
+/** Asserts that fn throws an Error whose name is `name`; returns it. */
+export function throwsNamed(assert, fn, name) {
+  let caught;
+  try { fn(); } catch (e) { caught = e; }
+  assert.ok(caught instanceof Error, `expected a thrown Error named ${name}, got ${caught}`);
+  assert.equal(caught.name, name, `error name (message: ${caught.message})`);
+  return caught;
+}

@@ -1,0 +1,83 @@
+// The npm package layout: exports map, the web build, and the generated TypeScript types.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, mkdirSync, symlinkSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { pkgDir } from "./helpers.mjs";
+
+function roundTrip(AcpConnection) {
+  const client = new AcpConnection("client");
+  const agent = new AcpConnection("agent");
+  const id = client.sendRequest("session/new", { cwd: "/" }, 0);
+  agent.feed(client.pollTransmit(), 0);
+  const req = agent.pollEvent();
+  agent.respond(req.token, { sessionId: "w" });
+  client.feed(agent.pollTransmit(), 0);
+  const done = client.pollEvent();
+  client.free();
+  agent.free();
+  return [id, done];
+}
+
+test("require('acp-wasm') and import('acp-wasm') resolve to the nodejs build", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "acp-wasm-pkg-"));
+  try {
+    mkdirSync(join(dir, "node_modules"));
+    symlinkSync(pkgDir, join(dir, "node_modules", "acp-wasm"), "dir");
+    const require = createRequire(join(dir, "index.js"));
+    const resolved = require.resolve("acp-wasm");
+    assert.match(resolved, /[\\/]node[\\/]acp_wasm\.js$/);
+    const cjs = require("acp-wasm");
+    const [id, done] = roundTrip(cjs.AcpConnection);
+    assert.deepEqual(done, { type: "response", requestId: id, method: "session/new", result: { sessionId: "w" } });
+
+    const esm = await import(pathToFileURL(join(dir, "node_modules", "acp-wasm", "node", "acp_wasm.js")));
+    assert.equal(typeof esm.AcpConnection, "function");
+    const pj = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"));
+    assert.equal(pj.name, "acp-wasm");
+    assert.equal(pj.exports["."].node.default, "./node/acp_wasm.js");
+    assert.equal(pj.exports["."].browser.default, "./web/acp_wasm.js");
+    assert.equal(pj.exports["."].default.default, "./web/acp_wasm.js");
+    for (const rel of [pj.types, pj.exports["."].node.types, pj.exports["."].browser.types]) {
+      assert.ok(statSync(join(pkgDir, rel)).isFile(), `${rel} exists`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the web build works after initSync", async () => {
+  const web = await import(pathToFileURL(join(pkgDir, "web", "acp_wasm.js")));
+  web.initSync({ module: readFileSync(join(pkgDir, "web", "acp_wasm_bg.wasm")) });
+  const [id, done] = roundTrip(web.AcpConnection);
+  assert.deepEqual(done, { type: "response", requestId: id, method: "session/new", result: { sessionId: "w" } });
+});
+
+test("the generated .d.ts carries the API types (from the crate source)", () => {
+  for (const dir of ["node", "web"]) {
+    const dts = readFileSync(join(pkgDir, dir, "acp_wasm.d.ts"), "utf8");
+    for (const needle of [
+      'export type Role = "client" | "agent";',
+      "export interface ConnectionOptions",
+      "export type AcpEvent =",
+      '{ type: "requestFailed"; requestId: number;',
+      "export type AcpErrorName =",
+      "export class AcpConnection",
+      "constructor(role: Role, options?: ConnectionOptions);",
+      "pollEvent(): AcpEvent | undefined;",
+      "feed(bytes: Uint8Array, nowMs: number): void;",
+      "sendRequest(method: string, params: unknown, nowMs: number, timeoutMs?: number | null): number;",
+      "pollTimeout(): number | undefined;",
+      "readonly role: Role;",
+      "readonly pendingOutgoing: number;",
+      "readonly isClosed: boolean;",
+      "free(): void;",
+      "[Symbol.dispose](): void;",
+    ]) {
+      assert.ok(dts.includes(needle), `${dir}/acp_wasm.d.ts lacks: ${needle}`);
+    }
+  }
+});

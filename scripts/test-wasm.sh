@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Everything acp-wasm is tested with, in order; exits non-zero on the first failure:
+#   1. scripts/wasm-toolchain.sh   (installs what is missing; quick when all is there)
+#   2. scripts/build-wasm.sh       (the npm package at acp-wasm/pkg)
+#   3. acp-wasm/tests/no-env-imports.mjs  (no import from module "env")
+#   4. wasm-bindgen-test tests of the wrapper under node (cargo test, wasm-bindgen-test-runner)
+#   5. node --test on the built package (round trips, timeouts, oversize, free, conformance vectors)
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+step() { echo; echo "=== test-wasm: $* ==="; }
+
+step "toolchain"
+bash "$HERE/wasm-toolchain.sh"
+source "$HERE/wasm-env.sh"
+
+step "build"
+bash "$HERE/build-wasm.sh"
+
+step "no env imports"
+node "$ACP_ROOT/acp-wasm/tests/no-env-imports.mjs"
+
+step "wasm-bindgen-test (node)"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}" \
+  wasm_cargo test -p acp-wasm --tests
+
+step "node --test (built package)"
+cd "$ACP_ROOT/acp-wasm/tests/node"
+node --test --test-reporter=spec *.test.mjs
