@@ -399,6 +399,7 @@ impl Chat {
                             s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(opt.option_id.clone()))
                         }
                         None => {
+                            self.ui.end_input_line();
                             self.ui.permission_outcome(&ask.request, "cancelled (end of input)");
                             s::RequestPermissionOutcome::Cancelled
                         }

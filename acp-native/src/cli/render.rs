@@ -226,6 +226,12 @@ impl Ui {
         st.permission_ask(req.options.len());
     }
 
+    /// Ends the line of an unanswered question (at end of input).
+    pub fn end_input_line(&self) {
+        let mut st = self.lock();
+        st.err_raw("\n");
+    }
+
     /// Asks again after an invalid answer.
     pub fn permission_reask(&self, count: usize, answer: &str) {
         let mut st = self.lock();
@@ -434,16 +440,34 @@ impl State {
         if self.last_plan.as_ref() == Some(&entries) {
             return;
         }
-        let head = styled(self.color_out, "1", "Plan:");
-        self.block_line(&head);
-        for (content, status) in &entries {
-            let (mark, code) = match status.as_str() {
+        let mark = |status: &str, color: bool| {
+            let (mark, code) = match status {
                 "completed" => ("[x]", "32"),
                 "in_progress" => ("[~]", "33"),
                 _ => ("[ ]", "0"),
             };
-            let line = format!("  {} {content}", styled(self.color_out, code, mark));
-            self.out_raw(&format!("{line}\n"));
+            styled(color, code, mark)
+        };
+        let same_steps = self.last_plan.as_ref().is_some_and(|last| {
+            last.len() == entries.len() && last.iter().zip(&entries).all(|(a, b)| a.0 == b.0)
+        });
+        if same_steps {
+            // Only statuses changed: one line per changed step, not the whole plan again.
+            let last = self.last_plan.take().unwrap_or_default();
+            for ((content, status), (_, before)) in entries.iter().zip(&last) {
+                if status != before {
+                    let head = styled(self.color_out, "1", "Plan:");
+                    let line = format!("{head} {} {content}", mark(status, self.color_out));
+                    self.block_line(&line);
+                }
+            }
+        } else {
+            let head = styled(self.color_out, "1", "Plan:");
+            self.block_line(&head);
+            for (content, status) in &entries {
+                let line = format!("  {} {content}", mark(status, self.color_out));
+                self.out_raw(&format!("{line}\n"));
+            }
         }
         self.last_plan = Some(entries);
     }
