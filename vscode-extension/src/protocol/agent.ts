@@ -39,6 +39,10 @@ export interface StartOptions {
   clock?: Clock;
 }
 
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
 export function describeExit(e: ExitInfo): string {
   if (e.spawnError) return `could not start: ${e.spawnError.message}`;
   if (e.signal) return `killed by ${e.signal}`;
@@ -98,7 +102,13 @@ export class AgentConnection {
       proc.exited.then((exit) => ({ exit })),
     ]);
     if ("exit" in outcome) return fail(`${spec.name} ${describeExit(outcome.exit)} before initialize completed`, outcome.exit);
-    if ("err" in outcome) return fail(`${spec.name}: initialize failed: ${outcome.err.message}`);
+    if ("err" in outcome) {
+      // The agent closing its stdout fails `initialize` just before its exit is reported:
+      // wait briefly for the exit so the error says how the agent ended.
+      const exit = await Promise.race([proc.exited, delay(2000).then(() => undefined)]);
+      if (exit) return fail(`${spec.name} ${describeExit(exit)} before initialize completed`, exit);
+      return fail(`${spec.name}: initialize failed: ${outcome.err.message}`);
+    }
     const res = outcome.ok;
     if (res.protocolVersion !== PROTOCOL_VERSION) {
       return fail(`${spec.name} speaks ACP protocol version ${res.protocolVersion}; this extension speaks ${PROTOCOL_VERSION}`);

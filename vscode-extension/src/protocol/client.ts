@@ -23,7 +23,6 @@ export const realClock: Clock = {
   now: () => performance.now(),
   setTimer(callback, delayMs) {
     const t = setTimeout(callback, delayMs);
-    t.unref?.();
     return { cancel: () => clearTimeout(t) };
   },
 };
