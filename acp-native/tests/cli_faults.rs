@@ -244,3 +244,28 @@ fn usage_errors_exit_2() {
     let r = run(&["chat", "--timeout", "soon"], dir.path(), None);
     assert_eq!(r.code(), 2, "{}", r.dump());
 }
+
+#[test]
+fn updates_sent_before_the_first_prompt_are_shown_and_none_of_the_turn_is_lost() {
+    let dir = TempDir::new("early");
+    let agent = dir.script(
+        "agent.sh",
+        r#"read -r line
+echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}'
+read -r line
+echo '{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s-1"}}'
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"review","description":"Review code"}]}}}'
+read -r line
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"last words"}}}}'
+echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+cat >/dev/null"#,
+    );
+    let r = run(
+        &["chat", "--prompt", "hi", "--", agent.to_str().unwrap()],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("[commands: /review]"), "{}", r.dump());
+    assert!(r.stdout.contains("last words"), "{}", r.dump());
+}

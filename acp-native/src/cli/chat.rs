@@ -122,6 +122,8 @@ struct Chat {
     terminals: Terminals,
     /// The last non-JSON line the agent printed (for error messages).
     last_garbage: Option<String>,
+    /// `session/update`s shown so far; compared with [`Tap::updates_received`].
+    rendered: u64,
 }
 
 impl Chat {
@@ -218,6 +220,7 @@ impl Chat {
             program,
             terminals,
             last_garbage: None,
+            rendered: 0,
         };
         match chat.open_session(&cwd).await {
             Ok(()) => Ok(chat),
@@ -313,6 +316,14 @@ impl Chat {
                 report = wait_exit(&mut self.exited) => {
                     return Outcome::fail(exit::ERROR, format!("the agent stopped: {report}"));
                 }
+                Some(event) = self.events.recv() => {
+                    self.idle_event(event);
+                    continue;
+                }
+                Some(line) = self.warnings.recv() => {
+                    self.garbage(line);
+                    continue;
+                }
             };
             interrupted_once = false;
             let Some(line) = line else { break };
@@ -349,8 +360,6 @@ impl Chat {
         let conn = self.conn.without_timeout();
         let prompt = conn.prompt(request);
         tokio::pin!(prompt);
-        let mut rendered: u64 = 0;
-        let start_count = self.tap.updates_received();
         let mut cancel_sent = false;
         let mut last_activity = Instant::now();
         let mut asks: VecDeque<PermissionAsk> = VecDeque::new();
@@ -362,10 +371,7 @@ impl Chat {
                 Some(event) = self.events.recv() => {
                     last_activity = Instant::now();
                     match event {
-                        Event::Update(params) => {
-                            rendered += 1;
-                            self.ui.session_update(params.as_deref());
-                        }
+                        Event::Update(params) => self.render_update(params),
                         Event::Permission(ask) => {
                             if let Some(ask) = self.auto_answer(ask) {
                                 asks.push_back(ask);
@@ -438,14 +444,11 @@ impl Chat {
         };
         // Updates sent before the response may still be on their way to us: the tap has
         // counted them all, so render until that many have been shown.
-        let expected = self.tap.updates_received().saturating_sub(start_count);
+        let expected = self.tap.updates_received();
         let deadline = Instant::now() + Duration::from_secs(2);
-        while rendered < expected {
+        while self.rendered < expected {
             match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Ok(Some(Event::Update(params))) => {
-                    rendered += 1;
-                    self.ui.session_update(params.as_deref());
-                }
+                Ok(Some(Event::Update(params))) => self.render_update(params),
                 Ok(Some(Event::Permission(ask))) => {
                     let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
                 }
@@ -465,6 +468,24 @@ impl Chat {
             Err(e) => {
                 self.ui.spinner_stop();
                 Err(self.explain("session/prompt", e).await)
+            }
+        }
+    }
+
+    fn render_update(&mut self, params: Option<Box<RawValue>>) {
+        self.rendered += 1;
+        self.ui.session_update(params.as_deref());
+    }
+
+    /// Between turns: shows updates at once (agents announce commands, modes...); refuses
+    /// permission requests, which belong to turns.
+    fn idle_event(&mut self, event: Event) {
+        match event {
+            Event::Update(params) => self.render_update(params),
+            Event::Permission(ask) => {
+                self.ui
+                    .permission_outcome(&ask.request, "cancelled (no turn is running)");
+                let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
             }
         }
     }
