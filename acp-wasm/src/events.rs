@@ -7,8 +7,8 @@
 use acp_core::Event;
 use wasm_bindgen::prelude::*;
 
-#[wasm_bindgen(typescript_custom_section)]
-const TS_TYPES: &'static str = r#"
+/// Emitted into the generated `.d.ts` (below); a named constant so tests can read it.
+const TS_TYPES: &str = r#"
 /** Which side of the protocol a connection plays. */
 export type Role = "client" | "agent";
 
@@ -79,8 +79,132 @@ export type AcpErrorName =
   | "InvalidMethod";
 "#;
 
+#[wasm_bindgen(typescript_custom_section)]
+const TS_SECTION: &'static str = TS_TYPES;
+
 /// An event as a plain JS object: the core's language-neutral JSON shape
 /// ([`acp_core::Event::to_json`], shared with the conformance vectors), through one `JSON.parse`.
 pub fn event_to_js(event: &Event<()>) -> Result<JsValue, JsValue> {
     js_sys::JSON::parse(&event.to_json().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    //! The TypeScript above is written by hand: these tests keep it in step with the core's
+    //! names. The matches are exhaustive, so a new core variant fails to compile here.
+    use super::TS_TYPES;
+    use acp_core::{AutoAnswerReason, CallError, Error, ErrorObject, PeerErrorKind};
+
+    fn assert_in_ts(what: &str, name: &str) {
+        assert!(
+            TS_TYPES.contains(&format!("\"{name}\"")),
+            "{what} {name:?} is missing from the TypeScript types in events.rs"
+        );
+    }
+
+    #[test]
+    fn protocol_error_kinds() {
+        use PeerErrorKind as K;
+        let all = [
+            K::ParseError,
+            K::InvalidRequest,
+            K::Oversize,
+            K::UnknownResponseId,
+            K::LateResponse,
+            K::ErrorWithoutId,
+            K::TooManyRequests,
+            K::NotAllowedInBatch,
+        ];
+        for k in all {
+            match k {
+                K::ParseError
+                | K::InvalidRequest
+                | K::Oversize
+                | K::UnknownResponseId
+                | K::LateResponse
+                | K::ErrorWithoutId
+                | K::TooManyRequests
+                | K::NotAllowedInBatch => assert_in_ts("PeerErrorKind", k.name()),
+            }
+        }
+    }
+
+    #[test]
+    fn request_failure_kinds() {
+        let all = [
+            CallError::Remote(ErrorObject {
+                code: 1,
+                message: String::new(),
+                data: None,
+            }),
+            CallError::TimedOut { after_ms: 1 },
+            CallError::Cancelled,
+            CallError::Closed {
+                reason: String::new(),
+            },
+            CallError::InvalidResponse {
+                reason: String::new(),
+            },
+            CallError::UnsupportedProtocolVersion {
+                version: serde_json::Value::Null,
+            },
+        ];
+        for e in &all {
+            match e {
+                CallError::Remote(_)
+                | CallError::TimedOut { .. }
+                | CallError::Cancelled
+                | CallError::Closed { .. }
+                | CallError::InvalidResponse { .. }
+                | CallError::UnsupportedProtocolVersion { .. } => {
+                    assert_in_ts("CallError kind", e.kind())
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn auto_answer_reasons() {
+        use AutoAnswerReason as R;
+        for r in [R::Timeout, R::SessionCancelled, R::Closed] {
+            match r {
+                R::Timeout | R::SessionCancelled | R::Closed => {
+                    assert_in_ts("AutoAnswerReason", r.name())
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn error_names() {
+        let all = [
+            Error::ConnectionClosed,
+            Error::UnknownToken(0),
+            Error::AlreadyAnswered(0),
+            Error::UnknownRequest(0),
+            Error::NotAllowedInBatch(String::new()),
+            Error::CapabilityNotAdvertised {
+                method: String::new(),
+                capability: "",
+            },
+            Error::PromptInFlight {
+                session_id: String::new(),
+            },
+            Error::InvalidParams(String::new()),
+            Error::InvalidMethod(String::new()),
+        ];
+        for e in &all {
+            match e {
+                Error::ConnectionClosed
+                | Error::UnknownToken(_)
+                | Error::AlreadyAnswered(_)
+                | Error::UnknownRequest(_)
+                | Error::NotAllowedInBatch(_)
+                | Error::CapabilityNotAdvertised { .. }
+                | Error::PromptInFlight { .. }
+                | Error::InvalidParams(_)
+                | Error::InvalidMethod(_) => assert_in_ts("Error name", e.name()),
+            }
+        }
+    }
 }
