@@ -67,3 +67,29 @@ pub fn process_is_dead(pid: u32) -> bool {
         }
     }
 }
+
+/// Resolves once process `pid` has exited (zombie or gone), without polling: waits for its
+/// pidfd to become readable. Returns immediately if it no longer exists.
+pub async fn wait_dead(pid: u32) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        let err = std::io::Error::last_os_error();
+        assert_eq!(
+            err.raw_os_error(),
+            Some(libc::ESRCH),
+            "pidfd_open({pid}): {err}"
+        );
+        return;
+    }
+    // SAFETY: `fd` is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // SAFETY: the fd is owned by the AsyncFd and stays open while registered.
+    let afd = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+    }
+    .ok()
+    .expect("register pidfd with tokio");
+    let _ = afd.readable().await.unwrap();
+}
