@@ -198,6 +198,21 @@ async function runCommand(title) {
   await page.keyboard.press("Enter");
 }
 
+async function openFileWithUnsavedEdit(name, typed) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10_000 });
+  await input.fill(name); // no ">" prefix: quick open by file name
+  await until(`quick open entry "${name}"`, async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(name), 10_000);
+  await page.keyboard.press("Enter");
+  const editor = page.locator(".editor-instance .monaco-editor").first();
+  await editor.waitFor({ timeout: 10_000 });
+  await editor.click();
+  await page.keyboard.press("Control+Home");
+  await page.keyboard.type(typed);
+  await until("the editor tab to show unsaved changes", async () => (await page.locator(".tab.dirty", { hasText: name }).count()) > 0, 10_000);
+}
+
 async function transcriptText() {
   return (await transcript.textContent()) ?? "";
 }
@@ -273,7 +288,9 @@ try {
 
   await scenario("allow: the permission modal, the file written through the editor, the answer shown", async () => {
     fs.rmSync(demoFile, { force: true });
-    await sendPrompt("Please say hello and run `echo e2e-terminal-ran`");
+    // An unsaved edit in an open editor: fs/read_text_file must return the buffer, not the disk.
+    await openFileWithUnsavedEdit("README.md", "UNSAVED-EDIT ");
+    await sendPrompt("Please say hello, read README.md and run `echo e2e-terminal-ran`");
     const allow = await dialogButton("Allow this write");
     const text = await dialog.textContent();
     if (!text.includes(`Write ${demoFile}`)) throw new Error(`the dialog does not name the file: ${text}`);
@@ -290,7 +307,10 @@ try {
     if ((await chat.locator("details.thought").count()) < 1) throw new Error("no collapsible thought");
     if ((await chat.locator(".tool.status-completed", { hasText: `Write ${DEMO_FILE}` }).count()) !== 1) throw new Error("write tool call not completed");
     // The terminal step ran a real process; its output is in the tool call and the terminal panel.
-    await until("the terminal tool call to complete", async () => (await chat.locator(".tool.status-completed", { hasText: "echo" }).count()) >= 1, 10_000);
+    await until("the terminal tool call to complete", async () => (await chat.locator(".tool.status-completed", { hasText: "e2e-terminal-ran" }).count()) >= 1, 10_000);
+    const read = (await chat.locator(".tool", { hasText: "README.md" }).first().textContent()) ?? "";
+    if (!read.includes("first line: UNSAVED-EDIT # e2e workspace")) throw new Error(`the read did not see the unsaved buffer: ${read}`);
+    if (fs.readFileSync(path.join(workspace, "README.md"), "utf8") !== "# e2e workspace\n") throw new Error("README.md on disk changed");
     await screenshot("allowed-answer");
     // The diff from the tool call opens in VS Code's diff editor.
     await chat.locator(".tool", { hasText: `Write ${DEMO_FILE}` }).locator("button.open-diff").click();

@@ -245,8 +245,8 @@ export class AcpContext implements vscode.Disposable {
   }
 
   private onAgentExit(conn: AgentConnection, exit: ExitInfo): void {
+    if (this.conn !== conn) return; // an agent stop() already cleaned up after
     this.terminals.disposeAll();
-    if (this.conn !== conn) return;
     this.conn = undefined;
     this.session = null;
     this.coalescer.flush();

@@ -73,6 +73,7 @@ export class AcpClient {
   private pumping = false;
   private pumpAgain = false;
   private freed = false;
+  private eofSeen = false;
   private closedReason: string | undefined;
   private resolveClosed!: (reason: string) => void;
   /** Resolves with the engine's reason once the connection is closed. */
@@ -105,13 +106,16 @@ export class AcpClient {
   receive(bytes: Uint8Array): void {
     if (this.freed) return;
     if (this.trace.enabled) this.trace.write("recv", Buffer.from(bytes).toString("utf8"));
+    if (this.eofSeen || this.engine.isClosed) return; // nothing is read after the end
     this.engine.feed(bytes, this.clock.now());
     this.pump();
   }
 
   /** The agent closed its stdout (it exited or is exiting). */
   receiveEof(): void {
-    if (this.freed) return;
+    // Both "stdout ended" and "process exited" report the end; the engine hears it once.
+    if (this.freed || this.eofSeen) return;
+    this.eofSeen = true;
     this.engine.feedEof(this.clock.now());
     this.pump();
   }

@@ -179,6 +179,25 @@ test("engine: the permission timeout answers `cancelled`", { skip }, async () =>
   client.dispose();
 });
 
+test("engine: closing the client (window closing) answers a pending permission request `cancelled`", { skip }, async () => {
+  const seen = {} as { token?: CancellationToken; started: Promise<void> };
+  const { agent, client } = await initialized(waitingPermissionHandler(seen));
+  const id = agent.conn.sendRequest(
+    "session/request_permission",
+    { sessionId: "s", toolCall: { toolCallId: "t" }, options: [{ optionId: "a", name: "A", kind: "allow_once" }] },
+    performance.now(),
+  );
+  agent.pump();
+  await seen.started;
+  const pending = client.request("session/prompt", { sessionId: "s", prompt: [] });
+  client.close("window closing");
+  const res = await agent.next((e) => e.type === "response" && e.requestId === id);
+  assert.deepEqual(res.type === "response" && res.result, { outcome: { outcome: "cancelled" } });
+  assert.equal(seen.token!.isCancellationRequested, true);
+  await assert.rejects(pending, (e: unknown) => e instanceof RpcError && e.kind === "closed");
+  client.dispose();
+});
+
 test("engine: an outgoing request times out; EOF fails what is pending and closes", { skip }, async () => {
   const { client } = await initialized(noHandler);
   await assert.rejects(client.request("session/new", { cwd: "/", mcpServers: [] }, 20), (e: unknown) => e instanceof RpcError && e.kind === "timeout");
