@@ -678,8 +678,8 @@ fn files_named_in(text: &str, cwd: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for word in text.split_whitespace() {
         let word = word
-            .trim_matches(|c: char| matches!(c, '"' | '\'' | '`' | '(' | ')' | '<' | '>'))
-            .trim_end_matches(|c: char| matches!(c, ',' | '.' | ';' | ':' | '?' | '!'));
+            .trim_matches(['"', '\'', '`', '(', ')', '<', '>'])
+            .trim_end_matches([',', '.', ';', ':', '?', '!']);
         if word.is_empty() {
             continue;
         }

@@ -67,7 +67,7 @@ enum Event {
     /// A `session/update` notification (raw params).
     Update(Option<Box<RawValue>>),
     /// A `session/request_permission` waiting for an answer.
-    Permission(PermissionAsk),
+    Permission(Box<PermissionAsk>),
 }
 
 struct PermissionAsk {
@@ -373,7 +373,7 @@ impl Chat {
                     match event {
                         Event::Update(params) => self.render_update(params),
                         Event::Permission(ask) => {
-                            if let Some(ask) = self.auto_answer(ask) {
+                            if let Some(ask) = self.auto_answer(*ask) {
                                 asks.push_back(ask);
                                 if asks.len() == 1 {
                                     self.ui.permission_dialog(&asks[0].request);
@@ -712,7 +712,7 @@ fn client_router(
                     reply,
                     withdrawn: cx.cancel.clone(),
                 };
-                let outcome = if events.send(Event::Permission(ask)).is_ok() {
+                let outcome = if events.send(Event::Permission(Box::new(ask))).is_ok() {
                     tokio::select! {
                         a = answer => a.unwrap_or(s::RequestPermissionOutcome::Cancelled),
                         // Answered by the engine already; this answer is dropped.

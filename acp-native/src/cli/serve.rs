@@ -142,6 +142,8 @@ fn reject(status: u16, body: String) -> ErrorResponse {
     r
 }
 
+// The handshake callback's error type is tungstenite's; its size is not ours to choose.
+#[allow(clippy::result_large_err)]
 async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<Config>) {
     let _ = stream.set_nodelay(true);
     // Start the agent first, so a failure can be the handshake's answer.
