@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Side-by-side benchmarks: acp-rs (acp-core, acp-native, acp-wasm) against the official ACP
+# SDKs (Rust `agent-client-protocol` 5.x, TypeScript `@agentclientprotocol/sdk` 2.4.x).
+#
+#   scripts/bench.sh [--short] [--rounds N] [--only notify,rt-seq,rt-conc,large,scale]
+#
+# Builds benches/acp-bench (its own Cargo workspace, release profile) and installs the node
+# side (benches/node, npm ci), then runs every contestant of each scenario alternately
+# (A, B, C, A, B, C, ...), each measurement in its own process, and prints medians and ratios
+# as markdown (also written to benches/acp-bench/target/results.md).
+# --short: tiny counts and one round; only checks that every contestant completes (for CI).
+# Exit status is non-zero when a contestant that can be measured fails (the TS SDK's
+# 32 MiB message cap on the 64 MiB case is a documented result, not a failure).
+# See docs/benchmarks.md, "Side by side with the official SDKs".
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export PATH="$HOME/.cargo/bin:$PATH"
+say() { echo "bench: $*" >&2; }
+
+unavailable=()
+features=()
+
+# --- node side: the official TypeScript SDK (and acp-wasm, run in node) ---
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  if [ ! -f benches/node/node_modules/@agentclientprotocol/sdk/package.json ]; then
+    say "installing benches/node (npm ci)"
+    if ! (cd benches/node && npm ci --no-audit --no-fund --loglevel=error >&2); then
+      unavailable+=(--unavailable "ts=npm ci failed" --unavailable "ts-stdio=npm ci failed")
+    fi
+  fi
+  if [ ! -f acp-wasm/pkg/node/acp_wasm.js ] && [ "${ACP_BENCH_BUILD_WASM:-1}" != 0 ]; then
+    say "building acp-wasm (scripts/build-wasm.sh)"
+    bash scripts/build-wasm.sh >&2 || say "acp-wasm did not build; its rows are reported as not measurable"
+  fi
+  if [ ! -f acp-wasm/pkg/node/acp_wasm.js ]; then
+    unavailable+=(--unavailable "wasm=the acp-wasm package does not build yet (scripts/build-wasm.sh)")
+  fi
+else
+  for k in ts ts-stdio wasm; do unavailable+=(--unavailable "$k=node/npm not installed"); done
+fi
+
+# --- acp-native: measured once its API has landed (acp-native/API.md) and it builds ---
+if [ -f acp-native/API.md ]; then
+  features=(--features native)
+fi
+
+MANIFEST=benches/acp-bench/Cargo.toml
+say "building benches/acp-bench (release)"
+if [ ${#features[@]} -gt 0 ] && ! cargo build --release --manifest-path "$MANIFEST" "${features[@]}" >&2; then
+  say "acp-bench does not build with acp-native; measuring without it"
+  features=()
+  why="acp-native contestant did not build against the current acp-native"
+  unavailable+=(--unavailable "native=$why" --unavailable "native-stdio=$why")
+fi
+if [ ${#features[@]} -eq 0 ]; then
+  cargo build --release --manifest-path "$MANIFEST" >&2
+fi
+
+mkdir -p benches/acp-bench/target
+exec benches/acp-bench/target/release/acp-bench drive \
+  --node-dir benches/node --md benches/acp-bench/target/results.md \
+  "${unavailable[@]}" "$@"
