@@ -803,7 +803,16 @@ impl Driver {
             let notif = (!self.overflow.is_empty()).then(|| self.notif_tx.clone());
             tokio::select! {
                 biased;
-                Some(c) = ctl_rx.recv() => self.on_control(c),
+                Some(c) = ctl_rx.recv() => {
+                    if matches!(c, Control::Close { .. }) {
+                        // What was handed to the connection before the close goes first (an
+                        // answer already given is sent as given, not as "connection closing").
+                        while let Ok(cmd) = cmd_rx.try_recv() {
+                            self.on_command(cmd);
+                        }
+                    }
+                    self.on_control(c)
+                }
                 Some(w) = written_rx.recv() => match w {
                     WriterMsg::Written(n) => self.unwritten = self.unwritten.saturating_sub(n),
                     WriterMsg::Failed(reason) => self.fail(reason),
@@ -867,10 +876,13 @@ impl Driver {
         if self.conn.is_closed() {
             return;
         }
-        // Terminate a final unterminated line, as `handle_eof` would, then close with our
-        // reason (the engine's `handle_eof` has a fixed one).
-        let now = self.now();
-        self.conn.handle_bytes(b"\n", now);
+        if !self.reading {
+            // The input has ended: process a final unterminated line, as `handle_eof` would,
+            // then close with our reason (`handle_eof`'s is fixed). A close while the input is
+            // still open drops a partial line, as `Connection::close` does.
+            let now = self.now();
+            self.conn.handle_bytes(b"\n", now);
+        }
         self.conn.close(&reason);
     }
 
