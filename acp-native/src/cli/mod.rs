@@ -38,7 +38,12 @@ pub mod exit {
 
 /// Talk to Agent Client Protocol (ACP) agents from a terminal.
 #[derive(Debug, Parser)]
-#[command(name = "acp", version, about, long_about = None)]
+#[command(
+    name = "acp",
+    version,
+    about = "Talk to Agent Client Protocol (ACP) agents from a terminal",
+    long_about = None
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -50,6 +55,7 @@ pub enum Command {
     ///
     /// The agent command goes after `--`, e.g. `acp chat -- gemini --experimental-acp`. It is
     /// run without a shell, in --cwd, with this environment.
+    #[command(after_long_help = CHAT_EXIT_CODES)]
     Chat(ChatArgs),
     /// Run the built-in demo agent on stdin/stdout (offline, deterministic).
     DemoAgent(DemoAgentArgs),
@@ -57,6 +63,18 @@ pub enum Command {
     /// JSON-RPC message per text frame.
     Serve(ServeArgs),
 }
+
+const CHAT_EXIT_CODES: &str = "\
+Exit codes:
+  0    the turn ended with end_turn (or the interactive chat was quit)
+  1    error: the agent could not start, crashed, broke the protocol or answered an error
+  2    invalid command line
+  3    the turn was cancelled (Ctrl-C, a permission request answered by end of input)
+  4    stop reason max_tokens
+  5    stop reason max_turn_requests
+  6    stop reason refusal
+  7    the agent did not answer in time (--timeout)
+  130  quit with a second Ctrl-C";
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
