@@ -7,8 +7,8 @@
 //!   rejected ([`FsError::RelativePath`], [`FsError::InvalidPath`]).
 //! * **Reads**: `line` is 1-based (`0` is read as `1`), `limit` counts lines, line terminators
 //!   are kept; a missing file is [`FsError::NotFound`], which maps to ACP's `-32002`
-//!   "Resource not found"; files above [`FsConfig::max_read_bytes`] are refused; content must be
-//!   UTF-8.
+//!   "Resource not found"; files above [`FsConfig::max_read_bytes`] are refused, and so are
+//!   FIFOs, sockets and devices (they could block or never end); content must be UTF-8.
 //! * **Writes are confined to [`FsConfig::roots`]** unless [`FsConfig::writes`] is
 //!   [`AccessScope::Anywhere`] or the caller uses [`FsService::write_text_file_unconfined`]
 //!   (e.g. after the user approved that one write). Confinement is physical, not lexical: the
@@ -309,6 +309,13 @@ impl FsService {
         if meta.is_dir() {
             return Err(FsError::IsADirectory {
                 path: path.to_path_buf(),
+            });
+        }
+        if !meta.is_file() {
+            // FIFOs, sockets and devices: reading them could block forever or never end.
+            return Err(FsError::InvalidPath {
+                path: path.to_path_buf(),
+                reason: "not a regular file",
             });
         }
         let limit = self.config.max_read_bytes;

@@ -964,7 +964,7 @@ impl AgentProcess {
     /// `SIGKILL` goes to the group so no grandchild outlives the agent.
     pub async fn shutdown(&mut self, grace: Duration) -> ShutdownOutcome {
         if !self.is_alive() {
-            let _ = signal_group(self.pid, libc::SIGKILL);
+            self.kill_stragglers();
             let report = self.wait().await;
             return ShutdownOutcome {
                 stage: ShutdownStage::AlreadyExited,
@@ -992,9 +992,20 @@ impl AgentProcess {
             }
         };
         // Grandchildren that stayed behind in the group.
-        let _ = signal_group(self.pid, libc::SIGKILL);
+        self.kill_stragglers();
         let report = self.wait().await;
         ShutdownOutcome { stage, report }
+    }
+}
+
+impl AgentProcess {
+    /// After the leader has exited: `SIGKILL` the group if something may still be in it (its
+    /// stderr pipe is still open). Once the leader is reaped and the pipe is at EOF, the group
+    /// id may be free for reuse, so it is not signalled.
+    fn kill_stragglers(&self) {
+        if !*self.stderr_done_rx.borrow() {
+            let _ = signal_group(self.pid, libc::SIGKILL);
+        }
     }
 }
 

@@ -326,6 +326,7 @@ struct Terminal {
     output: Arc<Mutex<OutputBuffer>>,
     output_rx: watch::Receiver<u64>,
     exit_rx: watch::Receiver<Option<TerminalExitStatus>>,
+    eof_rx: watch::Receiver<bool>,
 }
 
 impl Terminal {
@@ -341,10 +342,29 @@ impl Terminal {
     }
 }
 
+impl Terminal {
+    /// `SIGKILL` to the process group, unless every process that held the output pipe is known
+    /// to be gone (leader reaped *and* pipe at EOF): then the group id may already be free for
+    /// reuse, and signalling it could hit an unrelated group.
+    fn kill_group(&self) {
+        let exited = self.exit_rx.borrow().is_some();
+        let drained = *self.eof_rx.borrow();
+        if exited && drained {
+            return;
+        }
+        if let Err(e) = signal_group(self.pgid, libc::SIGKILL) {
+            tracing::warn!(
+                pgid = self.pgid,
+                "killing terminal process group failed: {e}"
+            );
+        }
+    }
+}
+
 impl Drop for Terminal {
     fn drop(&mut self) {
         // Released, or the service is gone: nothing of this terminal may keep running.
-        let _ = signal_group(self.pgid, libc::SIGKILL);
+        self.kill_group();
     }
 }
 
@@ -493,11 +513,12 @@ impl TerminalService {
 
         let output = Arc::new(Mutex::new(OutputBuffer::new(limit)));
         let (output_tx, output_rx) = watch::channel(0u64);
-        let (eof_tx, mut eof_rx) = watch::channel(false);
+        let (eof_tx, eof_rx) = watch::channel(false);
         tokio::spawn(read_output(rx, Arc::clone(&output), output_tx, eof_tx));
 
         let (exit_tx, exit_rx) = watch::channel(None);
         let log_id = Arc::clone(&id);
+        let mut drained_rx = eof_rx.clone();
         tokio::spawn(async move {
             let termination = match child.wait().await {
                 Ok(status) => Termination::from(status),
@@ -506,8 +527,8 @@ impl TerminalService {
                     Termination::Unknown
                 }
             };
-            let _ =
-                tokio::time::timeout(OUTPUT_DRAIN_AFTER_EXIT, eof_rx.wait_for(|eof| *eof)).await;
+            let _ = tokio::time::timeout(OUTPUT_DRAIN_AFTER_EXIT, drained_rx.wait_for(|eof| *eof))
+                .await;
             tracing::debug!(terminal = %log_id, "terminal command {termination}");
             exit_tx.send_replace(Some(exit_status_of(termination)));
         });
@@ -520,6 +541,7 @@ impl TerminalService {
                 output,
                 output_rx,
                 exit_rx,
+                eof_rx,
             }),
         );
         tracing::debug!(terminal = %id, command = %prepared.display, pid = pgid, "terminal created");
@@ -559,9 +581,7 @@ impl TerminalService {
         req: KillTerminalRequest,
     ) -> Result<KillTerminalResponse, TerminalError> {
         let t = self.get(&req.session_id, &req.terminal_id)?;
-        if let Err(e) = signal_group(t.pgid, libc::SIGKILL) {
-            tracing::warn!(terminal = %req.terminal_id, "kill failed: {e}");
-        }
+        t.kill_group();
         Ok(KillTerminalResponse::new())
     }
 
@@ -587,7 +607,7 @@ impl TerminalService {
                 .expect("checked above")
         };
         // Kill now, even if a concurrent `wait_for_exit` still holds the terminal.
-        let _ = signal_group(t.pgid, libc::SIGKILL);
+        t.kill_group();
         Ok(ReleaseTerminalResponse::new())
     }
 
@@ -606,7 +626,7 @@ impl TerminalService {
                 .collect()
         };
         for t in &released {
-            let _ = signal_group(t.pgid, libc::SIGKILL);
+            t.kill_group();
         }
         released.len()
     }
@@ -615,7 +635,7 @@ impl TerminalService {
     pub fn release_all(&self) -> usize {
         let released: Vec<Arc<Terminal>> = self.lock().terminals.drain().map(|(_, t)| t).collect();
         for t in &released {
-            let _ = signal_group(t.pgid, libc::SIGKILL);
+            t.kill_group();
         }
         released.len()
     }

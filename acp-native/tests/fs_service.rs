@@ -188,6 +188,25 @@ async fn directories_large_and_binary_files_are_refused() {
     std::fs::write(fx.proj("fits"), "x".repeat(16)).unwrap();
     assert_eq!(fx.read(fx.proj("fits")).await.unwrap().len(), 16);
 
+    // Devices and FIFOs could block or never end: refused without opening them.
+    let fifo = fx.proj("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for special in [fifo, PathBuf::from("/dev/zero")] {
+        let err = fx.read(&special).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FsError::InvalidPath {
+                    reason: "not a regular file",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
     std::fs::write(fx.proj("bin"), b"\xff\xfe\x00").unwrap();
     let err = fx.read(fx.proj("bin")).await.unwrap_err();
     assert!(matches!(err, FsError::NotUtf8 { .. }), "{err:?}");

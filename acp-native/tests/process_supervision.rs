@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_native::process::{
-    AgentCommand, AgentProcess, EnvPolicy, ShutdownStage, SpawnError, TailLimits, Termination,
-    DEFAULT_ENV_ALLOWLIST,
+    AgentCommand, AgentProcess, CrashBudget, EnvPolicy, RestartDecision, RestartPolicy,
+    ShutdownStage, SpawnError, TailLimits, Termination, DEFAULT_ENV_ALLOWLIST,
 };
 use host_support::{process_is_dead, TempDir, EVENTUALLY};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -396,4 +396,42 @@ async fn agent_runs_in_its_own_process_group() {
     .unwrap();
     let (_, out) = read_to_eof(&mut p, 0).await;
     assert_eq!(out.trim(), p.pid().to_string());
+}
+
+/// The supervision loop a host runs: real crashes, virtual time for the budget.
+#[tokio::test]
+async fn crash_budget_drives_a_restart_loop_to_a_user_facing_stop() {
+    let policy = RestartPolicy {
+        max_restarts_in_window: 2,
+        window: Duration::from_secs(60),
+        initial_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_secs(5),
+        multiplier: 3.0,
+    };
+    let mut budget = CrashBudget::new(policy);
+    let mut now = Duration::ZERO; // virtual clock: no sleeping for backoffs
+    let mut delays = Vec::new();
+    let reason = loop {
+        let p = AgentProcess::spawn(&sh("echo 'fatal: no API key' >&2; exit 78")).unwrap();
+        let report = wait_report(&p).await;
+        assert!(report.is_crash());
+        assert_eq!(report.stderr_tail, ["fatal: no API key"]);
+        now += Duration::from_secs(1);
+        match budget.record_crash(now) {
+            RestartDecision::Restart { after, .. } => {
+                delays.push(after);
+                now += after;
+            }
+            RestartDecision::GiveUp { reason } => break format!("{reason}: {report}"),
+        }
+    };
+    assert_eq!(
+        delays,
+        [Duration::from_millis(100), Duration::from_millis(300)]
+    );
+    assert_eq!(
+        reason,
+        "agent crashed 3 times in 1 minute; not restarting: agent `sh` exited with code 78; \
+         last stderr lines:\n  fatal: no API key"
+    );
 }

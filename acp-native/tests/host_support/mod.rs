@@ -89,7 +89,6 @@ pub async fn wait_dead(pid: u32) {
     let afd = unsafe {
         tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
     }
-    .ok()
-    .expect("register pidfd with tokio");
+    .unwrap_or_else(|_| panic!("cannot register the pidfd of {pid} with tokio"));
     let _ = afd.readable().await.unwrap();
 }
