@@ -5,6 +5,9 @@
 #   pkg/package.json  (from acp-wasm/js/package.json; exports map node -> node/, browser/default -> web/)
 # with the workspace [profile.wasm] (opt-level z, LTO, panic=abort, strip) and wasm-opt -Oz.
 # Prints the size (raw and gzip -9) of every .wasm it builds.
+# Environment: ACP_WASM_PROFILE (default wasm), ACP_WASM_OUT (default acp-wasm/pkg),
+# ACP_WASM_TARGET_DIR (default target-wasm), ACP_WASM_ENFORCE_SIZE=1 (fail over 250 KB), and
+# cargo's own CARGO_PROFILE_WASM_* / RUSTFLAGS for variants (see docs/wasm.md).
 # Needs the tools of scripts/wasm-toolchain.sh (run that first on a fresh machine).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/wasm-env.sh"
@@ -33,7 +36,7 @@ wasm_cargo build -p acp-wasm --profile "$PROFILE"
 RAW="$ACP_WASM_TARGET_DIR/wasm32-unknown-unknown/$PROFILE/acp_wasm.wasm"
 [ -f "$RAW" ] || { say "error: $RAW was not built" >&2; exit 1; }
 
-PKG="$ACP_ROOT/acp-wasm/pkg"
+PKG="${ACP_WASM_OUT:-$ACP_ROOT/acp-wasm/pkg}" # ACP_WASM_OUT: elsewhere, for size experiments
 rm -rf "$PKG"
 mkdir -p "$PKG"
 

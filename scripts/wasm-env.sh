@@ -78,7 +78,7 @@ acp_locked_wasm_bindgen_version() {
 # `binaryen` (pinned, installed by wasm-toolchain.sh under target-wasm/tools, git-ignored).
 ACP_MIN_BINARYEN=116
 ACP_NPM_BINARYEN_VERSION=132.0.0
-ACP_TOOLS_DIR="$ACP_WASM_TARGET_DIR/tools"
+ACP_TOOLS_DIR="${ACP_WASM_TOOLS_DIR:-$ACP_ROOT/target-wasm/tools}"
 
 acp_wasm_opt_version() { # prints the major version of the wasm-opt at $1, or nothing
   "$1" --version 2>/dev/null | sed -n 's/^wasm-opt version \([0-9]*\).*/\1/p' | head -1

@@ -96,3 +96,11 @@ function freshInstance() {
     require.cache[gluePath] = cached;
   }
 }
+
+test("[Symbol.dispose]() frees like free() (for `using`)", () => {
+  const c = new AcpConnection("agent");
+  assert.equal(typeof c[Symbol.dispose], "function");
+  c[Symbol.dispose]();
+  assert.throws(() => c.pollEvent(), Error);
+  assert.throws(() => c.free(), Error, "already freed");
+});
