@@ -940,3 +940,89 @@ fn ts_client_accepts_acp_demo_agents_refusal_and_max_tokens() {
         assert_eq!(summary["stopReason"], reason);
     }
 }
+
+/// The SDK agent probes our client's fs and terminal methods at their edges (`#edge` in
+/// ts-agent.mjs) and reports what it got back.
+#[test]
+fn acp_chat_answers_the_ts_agents_edge_probes() {
+    let cwd = TempDir::new();
+    let outside = TempDir::new();
+    let traces = TempDir::new();
+    std::fs::write(cwd.join("lines.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+    std::fs::write(outside.join("secret.txt"), "secret\n").unwrap();
+    let prompt = format!("#edge outside={}", outside.path().display());
+    let ran = acp_chat_with_ts_agent(
+        cwd.path(),
+        &["--prompt", &prompt, "--yes"],
+        &traces.join("ts-agent.trace"),
+    );
+    assert!(ran.status.success(), "{}", ran.describe("acp chat #edge"));
+    let lines = json_lines(&ran);
+    assert_eq!(lines.last().unwrap()["stopReason"], "end_turn");
+    let updates = session_updates(&lines);
+    let text = message_text(&updates);
+    let (_, results) = text
+        .split_once("EDGE-RESULTS ")
+        .unwrap_or_else(|| panic!("no EDGE-RESULTS in {}", ran.stdout));
+    let r: Value = serde_json::from_str(results).unwrap();
+    let ok = |name: &str| -> &Value {
+        assert_eq!(r[name]["ok"], true, "{name}: {}", r[name]);
+        &r[name]["value"]
+    };
+    let refused = |name: &str| -> i64 {
+        assert_eq!(
+            r[name]["ok"], false,
+            "{name} should be refused: {}",
+            r[name]
+        );
+        r[name]["code"].as_i64().unwrap()
+    };
+
+    // fs/read_text_file: 1-based line + limit, terminators kept; -32002 for a missing file;
+    // nothing outside --cwd, directly or through `..`.
+    assert_eq!(ok("read_line_limit"), "two\nthree\n");
+    assert_eq!(refused("read_missing"), -32002);
+    assert_eq!(refused("read_outside"), -32602);
+    assert_eq!(refused("read_dotdot"), -32602);
+    // fs/write_text_file: parents created; nothing written outside --cwd; text round-trips
+    // byte for byte (non-ASCII, astral plane, CRLF, quotes, backslashes).
+    ok("write_nested");
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("sub/dir/nested.txt")).unwrap(),
+        "nested\n"
+    );
+    assert_eq!(refused("write_outside"), -32602);
+    assert!(!outside.join("written-outside.txt").exists());
+    assert_eq!(ok("write_read_unicode"), true);
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("unicode.txt")).unwrap(),
+        "h\u{e9}llo \u{2014} \u{2713} \u{1f980}\r\nline 2 \"quoted\" \\ back\n"
+    );
+    // terminal/*: env, default cwd, exit code, stderr captured, output limit kept at a
+    // character boundary with `truncated`, kill reported as a signal, cwd confined, unknown
+    // command and released terminal refused.
+    let env_exit = ok("terminal_env_exit");
+    assert_eq!(env_exit["exitCode"], 3, "{env_exit}");
+    assert_eq!(
+        env_exit["output"],
+        format!("from-env|{}", cwd.path().display())
+    );
+    assert_eq!(ok("terminal_stderr")["output"], "to-stderr");
+    let truncated = ok("terminal_truncate");
+    assert_eq!(truncated["truncated"], true, "{truncated}");
+    let out = truncated["output"].as_str().unwrap();
+    assert!(out.ends_with("\u{e9}END") && out.len() <= 100, "{out:?}");
+    let killed = ok("terminal_kill");
+    assert_eq!(killed["exitCode"], Value::Null, "{killed}");
+    assert!(killed["signal"].is_string(), "{killed}");
+    refused("terminal_cwd_outside");
+    refused("terminal_missing_command");
+    assert_eq!(refused("terminal_output_after_release"), -32002);
+    // An unknown client method is -32601, not a hang or a crash.
+    assert_eq!(refused("unknown_client_method"), -32601);
+    // A 256 KiB update arrives whole.
+    assert_eq!(ok("big_chunk"), 262_144);
+    assert!(updates.iter().any(|u| u["content"]["text"]
+        .as_str()
+        .is_some_and(|t| t.len() == 262_144)));
+}

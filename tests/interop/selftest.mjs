@@ -120,3 +120,20 @@ test("an agent that is not there is an error, not a hang", async () => {
   assert.equal(code, 3);
   assert.notEqual(summary.error, null);
 });
+
+test("#edge probes run and report", async () => {
+  const cwd = tempDir();
+  const outside = tempDir();
+  fs.writeFileSync(path.join(cwd, "lines.txt"), "one\ntwo\nthree\nfour\n");
+  const { code, summary } = await runClient(["--cwd", cwd, "--prompt", `#edge outside=${outside}`]);
+  assert.equal(code, 0);
+  const at = summary.text.indexOf("EDGE-RESULTS ");
+  assert.notEqual(at, -1, summary.text.slice(0, 200));
+  const results = JSON.parse(summary.text.slice(at + "EDGE-RESULTS ".length));
+  assert.equal(results.read_missing.code, -32002);
+  assert.equal(results.write_outside.ok, false);
+  assert.equal(fs.existsSync(path.join(outside, "written-outside.txt")), false);
+  assert.equal(results.terminal_env_exit.value.exitCode, 3);
+  assert.equal(results.unknown_client_method.code, -32601);
+  assert.equal(results.big_chunk.value, 262144);
+});

@@ -20,7 +20,9 @@
 //      `tool_call_update` (completed) and a chunk "terminal said: <output>";
 //   6. stopReason `end_turn`.
 // A prompt containing the word "wait-for-cancel" sends one chunk and then waits (no timer) until
-// `session/cancel` arrives. After `session/cancel`, the prompt returns stopReason `cancelled`.
+// `session/cancel` arrives. A prompt containing "#edge" runs probes of the client's fs and
+// terminal methods instead (see runEdgeProbes) and reports them as one chunk
+// "EDGE-RESULTS <json>". After `session/cancel`, the prompt returns stopReason `cancelled`.
 // Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE.
 
 import { Readable, Writable } from "node:stream";
@@ -132,6 +134,11 @@ async function runTurn(client, sessionId, cwd, text, turn) {
     });
     return { stopReason: "cancelled" };
   }
+  if (/#edge\b/.test(text)) {
+    const results = await runEdgeProbes(client, sessionId, cwd, text);
+    await say(`EDGE-RESULTS ${JSON.stringify(results)}`);
+    return { stopReason: "end_turn" };
+  }
   await say(`You said: ${text}`);
   checkCancelled();
 
@@ -237,6 +244,82 @@ const traceFile = process.env.ACP_INTEROP_TRACE;
 const toClient = traced(traceFile, "-> ");
 toClient.readable.pipeTo(Writable.toWeb(process.stdout)).catch(() => {});
 const fromClient = Readable.toWeb(process.stdin).pipeThrough(traced(traceFile, "<- "));
+/**
+ * Probes of the client's fs and terminal methods at their edges. Each probe's result is
+ * { ok: true, value } or { ok: false, code, message }; the caller judges them. `outside=DIR` in
+ * the prompt names a directory outside the session cwd for the confinement probes.
+ */
+async function runEdgeProbes(client, sessionId, cwd, text) {
+  const results = {};
+  const probe = async (name, f) => {
+    try {
+      results[name] = { ok: true, value: await f() };
+    } catch (e) {
+      results[name] = { ok: false, code: e?.code ?? null, message: String(e?.message ?? e) };
+    }
+  };
+  const fs = clientCapabilities.fs ?? {};
+  const outside = /(?:^|\s)outside=(\S+)/.exec(text)?.[1] ?? "/nonexistent-outside-dir";
+  const read = (p, extra = {}) => client.request(acp.methods.client.fs.readTextFile, { sessionId, path: p, ...extra });
+  const write = (p, content) => client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: p, content });
+
+  if (fs.readTextFile) {
+    await probe("read_line_limit", async () => (await read(path.join(cwd, "lines.txt"), { line: 2, limit: 2 })).content);
+    await probe("read_missing", async () => (await read(path.join(cwd, "missing.txt"))).content);
+    await probe("read_outside", async () => (await read(path.join(outside, "secret.txt"))).content);
+    await probe("read_dotdot", async () => (await read(path.join(cwd, "..", path.basename(outside), "secret.txt"))).content);
+  }
+  if (fs.writeTextFile) {
+    await probe("write_nested", () => write(path.join(cwd, "sub", "dir", "nested.txt"), "nested\n"));
+    await probe("write_outside", () => write(path.join(outside, "written-outside.txt"), "must not exist\n"));
+    const unicode = "h\u00e9llo \u2014 \u2713 \ud83e\udd80\r\nline 2 \"quoted\" \\ back\n";
+    await probe("write_read_unicode", async () => {
+      await write(path.join(cwd, "unicode.txt"), unicode);
+      return (await read(path.join(cwd, "unicode.txt"))).content === unicode;
+    });
+  }
+  if (clientCapabilities.terminal) {
+    const node = process.execPath;
+    const run = async (params, { kill = false } = {}) => {
+      const t = await client.createTerminal({ sessionId, ...params });
+      try {
+        if (kill) await t.kill();
+        const exit = await t.waitForExit();
+        const out = await t.currentOutput();
+        return { exitCode: exit.exitCode ?? null, signal: exit.signal ?? null, output: out.output, truncated: out.truncated, exitStatus: out.exitStatus ?? null };
+      } finally {
+        await t.release();
+      }
+    };
+    await probe("terminal_env_exit", () => run({
+      command: node, args: ["-e", "process.stdout.write(process.env.INTEROP_VAR + '|' + process.cwd()); process.exit(3)"],
+      env: [{ name: "INTEROP_VAR", value: "from-env" }], cwd,
+    }));
+    await probe("terminal_stderr", () => run({ command: node, args: ["-e", "process.stderr.write('to-stderr')"] }));
+    await probe("terminal_truncate", () => run({
+      command: node, args: ["-e", "process.stdout.write('x'.repeat(1000) + '\u00e9END')"], outputByteLimit: 100,
+    }));
+    await probe("terminal_kill", () => run({ command: node, args: ["-e", "setInterval(() => {}, 1000)"] }, { kill: true }));
+    await probe("terminal_cwd_outside", () => run({ command: "pwd", cwd: outside }));
+    await probe("terminal_missing_command", () => run({ command: "acp-interop-no-such-command" }));
+    await probe("terminal_output_after_release", async () => {
+      const t = await client.createTerminal({ sessionId, command: "true" });
+      await t.waitForExit();
+      await t.release();
+      return await client.request(acp.methods.client.terminal.output, { sessionId, terminalId: t.id });
+    });
+  }
+  await probe("unknown_client_method", () => client.request("_acp_interop/no_such_method", { sessionId }));
+  await probe("big_chunk", async () => {
+    const big = "0123456789abcdef".repeat(16 * 1024); // 256 KiB
+    await client.notify(acp.methods.client.session.update, {
+      sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: big } },
+    });
+    return big.length;
+  });
+  return results;
+}
+
 const connection = app.connect(acp.ndJsonStream(toClient.writable, fromClient));
 await connection.closed;
 log("connection closed");
