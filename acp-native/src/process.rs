@@ -11,7 +11,7 @@
 //!   for error reports.
 //! * [`AgentProcess::shutdown`] stops it: close stdin, wait up to `grace`, `SIGTERM` the group,
 //!   wait up to `grace`, `SIGKILL` the whole group, reap. Dropping an [`AgentProcess`] whose child
-//!   is still running `SIGKILL`s the group.
+//!   is still running (or whose grandchildren still hold its stderr) `SIGKILL`s the group.
 //! * [`ExitReport`] is what to show a user when the agent dies ("agent `x` exited with code 3;
 //!   last stderr lines: ...").
 //! * [`RestartPolicy`] + [`CrashBudget`] are the pure, clock-free restart logic: exponential
@@ -798,8 +798,9 @@ pub struct ShutdownOutcome {
 /// A running agent child: its own process group, piped stdin/stdout, stderr drained into
 /// `tracing` and a bounded tail.
 ///
-/// Dropping it while the child runs sends `SIGKILL` to the whole group (tokio reaps the child in
-/// the background). Must be created inside a tokio runtime.
+/// Dropping it while the child runs (or while a grandchild still holds its stderr) sends
+/// `SIGKILL` to the whole group; tokio reaps the child in the background. Must be created inside
+/// a tokio runtime.
 #[derive(Debug)]
 pub struct AgentProcess {
     program: String,
@@ -961,7 +962,8 @@ impl AgentProcess {
 
     /// Stops the child: close stdin (if still held), wait up to `grace`; `SIGTERM` the group,
     /// wait up to `grace`; `SIGKILL` the group and reap. Whatever step ended the leader, a final
-    /// `SIGKILL` goes to the group so no grandchild outlives the agent.
+    /// `SIGKILL` goes to the group while anything may be left in it (its stderr pipe is still
+    /// open), so no grandchild outlives the agent. Worst case about `2 * grace` plus the kill.
     pub async fn shutdown(&mut self, grace: Duration) -> ShutdownOutcome {
         if !self.is_alive() {
             self.kill_stragglers();
@@ -1013,6 +1015,8 @@ impl Drop for AgentProcess {
     fn drop(&mut self) {
         if self.is_alive() {
             let _ = signal_group(self.pid, libc::SIGKILL);
+        } else {
+            self.kill_stragglers();
         }
     }
 }

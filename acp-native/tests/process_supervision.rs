@@ -10,7 +10,7 @@ use acp_native::process::{
     AgentCommand, AgentProcess, CrashBudget, EnvPolicy, RestartDecision, RestartPolicy,
     ShutdownStage, SpawnError, TailLimits, Termination, DEFAULT_ENV_ALLOWLIST,
 };
-use host_support::{process_is_dead, TempDir, EVENTUALLY};
+use host_support::{process_is_dead, wait_dead, TempDir, EVENTUALLY};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::time::timeout;
 
@@ -434,4 +434,26 @@ async fn crash_budget_drives_a_restart_loop_to_a_user_facing_stop() {
         "agent crashed 3 times in 1 minute; not restarting: agent `sh` exited with code 78; \
          last stderr lines:\n  fatal: no API key"
     );
+}
+
+#[tokio::test]
+async fn grandchildren_of_a_crashed_agent_die_with_its_handle() {
+    let mut p = AgentProcess::spawn(&sh("sleep 1000 & echo $!; exit 1")).unwrap();
+    let mut r = BufReader::new(p.take_stdout().unwrap());
+    let mut l = String::new();
+    timeout(EVENTUALLY, r.read_line(&mut l))
+        .await
+        .unwrap()
+        .unwrap();
+    let grandchild: u32 = l.trim().parse().unwrap();
+    let t = timeout(EVENTUALLY, p.exit_status()).await.unwrap();
+    assert_eq!(t, Termination::Exited(1));
+    assert!(
+        !process_is_dead(grandchild),
+        "the orphan still runs while the handle lives"
+    );
+    drop(p);
+    timeout(EVENTUALLY, wait_dead(grandchild))
+        .await
+        .expect("the crashed agent's grandchild outlived the handle");
 }
