@@ -3,7 +3,6 @@
 
 mod host_support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_native::process::{
@@ -246,55 +245,6 @@ async fn stderr_flood_is_kept_bounded() {
     assert_eq!(report.stderr_tail[1], "last");
     let total: usize = report.stderr_tail.iter().map(String::len).sum();
     assert_eq!(total, 104);
-}
-
-/// A minimal subscriber recording (target, message) of every event. The test runtime is
-/// current-thread, so a thread-local default catches the stderr task's events.
-struct Recorder(Arc<Mutex<Vec<(String, String)>>>);
-
-impl tracing::Subscriber for Recorder {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct V(String);
-        impl tracing::field::Visit for V {
-            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
-                if f.name() == "message" {
-                    self.0 = format!("{v:?}");
-                }
-            }
-        }
-        let mut v = V(String::new());
-        event.record(&mut v);
-        self.0
-            .lock()
-            .unwrap()
-            .push((event.metadata().target().to_owned(), v.0));
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-#[tokio::test(flavor = "current_thread")]
-async fn stderr_lines_go_to_tracing() {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let _guard = tracing::subscriber::set_default(Recorder(Arc::clone(&events)));
-    let p = AgentProcess::spawn(&sh("printf 'one\\ntwo\\r\\nthree' >&2")).unwrap();
-    wait_report(&p).await;
-    let lines: Vec<String> = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(target, _)| target == "acp::agent_stderr")
-        .map(|(_, m)| m.clone())
-        .collect();
-    assert_eq!(lines, ["one", "two", "three"]);
 }
 
 #[tokio::test]
