@@ -2,7 +2,7 @@
 //! agent answers them all (in reverse order), the client completes them all (`pair::Pair`).
 
 use acp_core::pair::Pair;
-use acp_core::{Event, RequestOptions};
+use acp_core::{Config, Event, RequestOptions, Role};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
 use std::hint::black_box;
@@ -15,7 +15,10 @@ fn correlation(c: &mut Criterion) {
     let mut g = c.benchmark_group("correlation");
     g.throughput(Throughput::Elements(N as u64));
     g.bench_function("10k_in_flight_round_trip", |b| {
-        let mut p: Pair = Pair::new();
+        // The agent must accept 10,000 requests in flight (the default limit is 1024).
+        let mut agent = Config::new(Role::Agent);
+        agent.max_incoming_in_flight = N;
+        let mut p: Pair = Pair::with_configs(Config::new(Role::Client), agent);
         let mut tokens = Vec::with_capacity(N);
         b.iter(|| {
             for _ in 0..N {

@@ -894,7 +894,13 @@ impl<T> Connection<T> {
             self.handle_batch(line, now);
             return;
         }
-        match serde_json::from_slice::<RawEnvelope<'_>>(line) {
+        // UTF-8 is checked once for the whole line, so serde reads it as `str` and does not
+        // re-check every string and raw value; invalid UTF-8 is left to serde for its message.
+        let parsed = match std::str::from_utf8(line) {
+            Ok(text) => serde_json::from_str::<RawEnvelope<'_>>(text),
+            Err(_) => serde_json::from_slice::<RawEnvelope<'_>>(line),
+        };
+        match parsed {
             Ok(env) => {
                 let classified = env.classify();
                 self.handle_message(classified, None, now);
@@ -942,7 +948,11 @@ impl<T> Connection<T> {
     }
 
     fn handle_batch(&mut self, line: &[u8], now: Millis) {
-        let entries: Vec<&RawValue> = match serde_json::from_slice(line) {
+        let parsed = match std::str::from_utf8(line) {
+            Ok(text) => serde_json::from_str(text),
+            Err(_) => serde_json::from_slice(line),
+        };
+        let entries: Vec<&RawValue> = match parsed {
             Ok(v) => v,
             Err(e) => {
                 // Invalid JSON: a single Parse error (rule 1).

@@ -19,7 +19,8 @@ pub enum Frame<'a> {
     /// One complete line, without its `\n` or `\r\n`. May be empty or whitespace.
     Line(&'a [u8]),
     /// A line crossed the size limit; the rest of it, up to its newline, is being skipped.
-    /// `prefix` holds its first bytes (at most [`SNIFF_PREFIX_BYTES`]), to tell what it was.
+    /// `prefix` holds its first `min(SNIFF_PREFIX_BYTES, limit + 1)` bytes, to tell what it was
+    /// (the same bytes however the input was split).
     Oversize { limit: usize, prefix: &'a [u8] },
 }
 
@@ -53,6 +54,13 @@ impl Decoder {
         self.skipping
     }
 
+    /// How many first bytes of an oversize line its `prefix` holds. Whatever the chunking, at
+    /// least `max + 1` bytes of the line have arrived when it is found oversize, so capping the
+    /// prefix there makes it the same for every split of the input.
+    fn prefix_cap(&self) -> usize {
+        SNIFF_PREFIX_BYTES.min(self.max + 1)
+    }
+
     /// Feeds a chunk, calling `sink` for every frame it completes, in order.
     pub fn decode(&mut self, mut input: &[u8], sink: &mut dyn FnMut(Frame<'_>)) {
         while !input.is_empty() {
@@ -77,7 +85,7 @@ impl Decoder {
                     };
                     if self.buf.is_empty() {
                         if end > self.max {
-                            let prefix = &input[..end.min(SNIFF_PREFIX_BYTES)];
+                            let prefix = &input[..end.min(self.prefix_cap())];
                             sink(Frame::Oversize {
                                 limit: self.max,
                                 prefix,
@@ -94,9 +102,9 @@ impl Decoder {
                             self.buf.len() + end
                         };
                         if total > self.max {
-                            let want = SNIFF_PREFIX_BYTES.saturating_sub(self.buf.len());
+                            let want = self.prefix_cap().saturating_sub(self.buf.len());
                             self.buf.extend_from_slice(&input[..end.min(want)]);
-                            let n = self.buf.len().min(SNIFF_PREFIX_BYTES);
+                            let n = self.buf.len().min(self.prefix_cap());
                             sink(Frame::Oversize {
                                 limit: self.max,
                                 prefix: &self.buf[..n],
@@ -112,9 +120,9 @@ impl Decoder {
                 None => {
                     // A trailing `\r` may be the first half of a line ending: allow one byte.
                     if self.buf.len() + input.len() > self.max + 1 {
-                        let want = SNIFF_PREFIX_BYTES.saturating_sub(self.buf.len());
+                        let want = self.prefix_cap().saturating_sub(self.buf.len());
                         self.buf.extend_from_slice(&input[..input.len().min(want)]);
-                        let n = self.buf.len().min(SNIFF_PREFIX_BYTES);
+                        let n = self.buf.len().min(self.prefix_cap());
                         self.skipping = true;
                         sink(Frame::Oversize {
                             limit: self.max,
@@ -142,7 +150,7 @@ impl Decoder {
                 self.buf.pop();
             }
             if self.buf.len() > self.max {
-                let n = self.buf.len().min(SNIFF_PREFIX_BYTES);
+                let n = self.buf.len().min(self.prefix_cap());
                 sink(Frame::Oversize {
                     limit: self.max,
                     prefix: &self.buf[..n],

@@ -384,9 +384,14 @@ impl<'a> RawEnvelope<'a> {
 pub const MAX_NESTING: usize = 127;
 
 /// True when the JSON text nests objects and arrays deeper than `max` (brackets inside strings
-/// do not count). Lines with at most `max` opening brackets are passed by a `memchr` count.
+/// do not count). Lines with at most `max` opening brackets are passed by a plain count (which
+/// the compiler vectorizes); only the others are scanned.
 pub(crate) fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
-    if bytes.len() <= max || memchr::memchr2_iter(b'[', b'{', bytes).nth(max).is_none() {
+    if bytes.len() <= max {
+        return false;
+    }
+    let brackets = bytes.iter().filter(|&&b| b == b'[' || b == b'{').count();
+    if brackets <= max {
         return false;
     }
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);

@@ -50,6 +50,10 @@ fn message() -> impl Strategy<Value = Vec<u8>> {
         1 => Just(r#"{"jsonrpc":"2.0","method":"#.to_owned()),
         1 => Just(format!(r#"{{"jsonrpc":"2.0","method":"n","params":{{"pad":"{}"}}}}"#, "x".repeat(300))),
         1 => Just(format!("{}{}", "[".repeat(130), "]".repeat(130))),
+        // Oversize, with the envelope's keys before and after the limit.
+        1 => Just(format!(r#"{{"jsonrpc":"2.0","id":3,"method":"x","params":{{"pad":"{}"}}}}"#, "x".repeat(300))),
+        1 => Just(format!(r#"{{"jsonrpc":"2.0","method":"x","params":{{"pad":"{}"}},"id":4}}"#, "x".repeat(300))),
+        1 => Just(format!(r#"{{"jsonrpc":"2.0","result":{{"pad":"{}"}},"id":0}}"#, "x".repeat(300))),
         1 => Just("   ".to_owned()),
     ];
     let ending = prop::sample::select(vec!["\n", "\r\n"]);
