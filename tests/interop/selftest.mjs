@@ -137,3 +137,19 @@ test("#edge probes run and report", async () => {
   assert.equal(results.unknown_client_method.code, -32601);
   assert.equal(results.big_chunk.value, 262144);
 });
+
+test("$/cancel_request for the prompt (the SDK's cancellationSignal) ends the turn cancelled", async () => {
+  const { code, summary } = await runClient(["--prompt", "wait-for-cancel", "--abort-after-update", "agent_message_chunk", "--expect-stop", "cancelled"]);
+  assert.equal(code, 0);
+  assert.equal(summary.promptAborted, true);
+  assert.equal(summary.stopReason, "cancelled");
+});
+
+test("--probe records the agent's edges", async () => {
+  const { code, summary } = await runClient(["--probe"]);
+  assert.equal(code, 0);
+  assert.equal(summary.probes.unknown_agent_method.code, -32601);
+  assert.equal(summary.probes.prompt_unknown_session.code, -32002);
+  assert.equal(summary.probes.new_session_relative_cwd.code, -32602);
+  assert.equal(summary.probes.second_prompt_resource_link.value.stopReason, "end_turn");
+});

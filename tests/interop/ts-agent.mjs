@@ -92,12 +92,18 @@ const app = acp
       session.turn.abort.abort(new Cancelled("session/cancel"));
     }
   })
-  .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
+  .onRequest(acp.methods.agent.session.prompt, async ({ params, client, signal }) => {
     const session = sessions.get(params.sessionId);
     if (!session) throw acp.RequestError.sessionNotFound(params.sessionId);
     if (session.turn) throw acp.RequestError.invalidRequest(undefined, "a prompt turn is already running");
     const turn = { cancelled: false, abort: new AbortController() };
     session.turn = turn;
+    // `$/cancel_request` for this very request aborts `signal`: treat it like session/cancel.
+    signal.addEventListener("abort", () => {
+      log(`$/cancel_request for the session/prompt of ${params.sessionId}`);
+      turn.cancelled = true;
+      turn.abort.abort(new Cancelled("$/cancel_request"));
+    }, { once: true });
     try {
       return await runTurn(client, params.sessionId, session.cwd, promptText(params.prompt), turn);
     } catch (error) {

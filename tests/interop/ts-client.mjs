@@ -14,6 +14,11 @@
 //   --deny                   answer permission requests with the first reject option
 //   --cancel-on-permission   on a permission request: send session/cancel and answer `cancelled`
 //   --cancel-after-update K  send session/cancel after the first session/update of kind K
+//   --abort-after-update K   abort the session/prompt request itself (the SDK sends
+//                            `$/cancel_request`) after the first session/update of kind K
+//   --probe                  after the turn, probe the agent's edges (errors for an unknown session,
+//                            an unknown method, a relative cwd; a second prompt with a resource
+//                            link; session/load when advertised) into summary.probes
 //   --no-fs, --no-terminal   do not advertise (nor serve) fs / terminal capabilities
 //   --expect-stop REASON     exit 0 only for this stopReason (default: end_turn)
 //   --timeout S              give up after S seconds (default: 30), killing the agent
@@ -34,7 +39,7 @@ import { traced } from "./trace.mjs";
 
 function usage(message) {
   process.stderr.write(`ts-client: ${message}\nusage: node ts-client.mjs [--prompt TEXT] [--cwd DIR] [--deny] ` +
-    `[--cancel-on-permission] [--cancel-after-update KIND] [--no-fs] [--no-terminal] [--expect-stop REASON] ` +
+    `[--cancel-on-permission] [--cancel-after-update KIND] [--abort-after-update KIND] [--probe] [--no-fs] [--no-terminal] [--expect-stop REASON] ` +
     `[--timeout S] [--trace FILE] -- AGENT_COMMAND [ARGS...]\n`);
   process.exit(2);
 }
@@ -42,7 +47,7 @@ function usage(message) {
 function parseArgs(argv) {
   const opts = {
     prompt: "Hello from the TypeScript SDK client", cwd: null, deny: false, cancelOnPermission: false,
-    cancelAfterUpdate: null, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, trace: null, agent: [],
+    cancelAfterUpdate: null, abortAfterUpdate: null, probe: false, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, trace: null, agent: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -57,6 +62,8 @@ function parseArgs(argv) {
       case "--deny": opts.deny = true; break;
       case "--cancel-on-permission": opts.cancelOnPermission = true; break;
       case "--cancel-after-update": opts.cancelAfterUpdate = value(); break;
+      case "--abort-after-update": opts.abortAfterUpdate = value(); break;
+      case "--probe": opts.probe = true; break;
       case "--no-fs": opts.fs = false; break;
       case "--no-terminal": opts.terminal = false; break;
       case "--expect-stop": opts.expectStop = value(); break;
@@ -93,8 +100,11 @@ const summary = {
   filesWritten: [],
   terminals: [],
   cancelSent: false,
+  promptAborted: false,
+  probes: null,
   agentExit: null,
 };
+const promptAbort = new AbortController();
 
 // ---- the session's file system, confined to cwd ----
 
@@ -205,6 +215,10 @@ const app = acp
       if (u.status != null) tc.status = u.status;
       for (const c of u.content ?? []) tc.contentTypes.push(c.type);
     }
+    if (opts.abortAfterUpdate === kind && !summary.promptAborted) {
+      summary.promptAborted = true;
+      promptAbort.abort(new Error("--abort-after-update"));
+    }
     if (opts.cancelAfterUpdate === kind) sendCancel(agent).catch((e) => process.stderr.write(`ts-client: cancel failed: ${e}\n`));
   })
   .onRequest(acp.methods.client.session.requestPermission, async ({ params, agent }) => {
@@ -281,6 +295,38 @@ if (opts.terminal) {
     });
 }
 
+// ---- probes of the agent's edges ----
+
+async function probeAgent(ctx, sessionId) {
+  const probes = {};
+  const probe = async (name, f) => {
+    const before = summary.updateKinds.length === 0 ? 0 : Object.values(summary.updateCounts).reduce((a, b) => a + b, 0);
+    try {
+      const value = await f();
+      probes[name] = { ok: true, value };
+    } catch (e) {
+      probes[name] = { ok: false, code: e?.code ?? null, message: String(e?.message ?? e), data: e?.data ?? null };
+    }
+    probes[name].updates = Object.values(summary.updateCounts).reduce((a, b) => a + b, 0) - before;
+  };
+  await probe("prompt_unknown_session", () => ctx.request(acp.methods.agent.session.prompt, {
+    sessionId: "acp-interop-no-such-session", prompt: [{ type: "text", text: "hello" }],
+  }));
+  await probe("unknown_agent_method", () => ctx.request("_acp_interop/no_such_method", { sessionId }));
+  await probe("new_session_relative_cwd", () => ctx.request(acp.methods.agent.session.new, { cwd: "relative/dir", mcpServers: [] }));
+  await probe("second_prompt_resource_link", () => ctx.request(acp.methods.agent.session.prompt, {
+    sessionId,
+    prompt: [
+      { type: "text", text: "a second turn, with a link:" },
+      { type: "resource_link", uri: `file://${path.join(cwd, "linked.txt")}`, name: "linked.txt" },
+    ],
+  }));
+  if (summary.agentCapabilities?.loadSession) {
+    await probe("load_session", () => ctx.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }));
+  }
+  return probes;
+}
+
 // ---- run ----
 
 
@@ -331,10 +377,22 @@ try {
       const created = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
       summary.sessionId = created.sessionId;
       session = { sessionId: created.sessionId };
-      return await ctx.request(acp.methods.agent.session.prompt, {
-        sessionId: created.sessionId,
-        prompt: [{ type: "text", text: opts.prompt }],
-      });
+      let response;
+      try {
+        response = await ctx.request(acp.methods.agent.session.prompt, {
+          sessionId: created.sessionId,
+          prompt: [{ type: "text", text: opts.prompt }],
+        }, { cancellationSignal: promptAbort.signal });
+      } catch (e) {
+        // An aborted prompt may end in a -32800 error: report it as a stop of its own.
+        if (summary.promptAborted && e instanceof acp.RequestError && e.code === -32800) {
+          response = { stopReason: "request_cancelled (-32800)" };
+        } else {
+          throw e;
+        }
+      }
+      if (opts.probe) summary.probes = await probeAgent(ctx, created.sessionId);
+      return response;
     }),
     agentExited.then((exit) => {
       throw new Error(`the agent exited during the turn: ${JSON.stringify(exit)}`);
