@@ -337,6 +337,21 @@ impl<T> Connection<T> {
         None
     }
 
+    /// Arms a deadline. Deadlines of requests that completed early stay in the heap until
+    /// they pass; when they outnumber the pending requests, the heap is rebuilt from the live
+    /// ones, so its size stays proportional to what is pending (amortized O(1) per push).
+    fn push_timer(&mut self, at: Millis, key: TimerKey) {
+        let pending = self.outgoing.len() + self.incoming.len();
+        if self.timers.len() >= 64 && self.timers.len() > 2 * pending {
+            let timers = std::mem::take(&mut self.timers);
+            self.timers = timers
+                .into_iter()
+                .filter(|Reverse((at, key))| self.timer_is_live(*at, *key))
+                .collect();
+        }
+        self.timers.push(Reverse((at, key)));
+    }
+
     fn timer_is_live(&self, at: Millis, key: TimerKey) -> bool {
         match key {
             TimerKey::Outgoing(id) => self
@@ -433,7 +448,7 @@ impl<T> Connection<T> {
         let timeout = opts.timeout.or(self.config.default_request_timeout);
         let deadline = timeout.map(|t| now.saturating_add(t));
         if let Some(at) = deadline {
-            self.timers.push(Reverse((at, TimerKey::Outgoing(id))));
+            self.push_timer(at, TimerKey::Outgoing(id));
         }
         self.outgoing.insert(
             id,
@@ -494,7 +509,7 @@ impl<T> Connection<T> {
                 let timeout = opts.timeout.or(self.config.default_request_timeout);
                 let deadline = timeout.map(|t| now.saturating_add(t));
                 if let Some(at) = deadline {
-                    self.timers.push(Reverse((at, TimerKey::Outgoing(*id))));
+                    self.push_timer(at, TimerKey::Outgoing(*id));
                 }
                 self.outgoing.insert(
                     *id,
@@ -1125,7 +1140,7 @@ impl<T> Connection<T> {
         };
         let deadline = timeout.map(|t| now.saturating_add(t));
         if let Some(at) = deadline {
-            self.timers.push(Reverse((at, TimerKey::Incoming(token))));
+            self.push_timer(at, TimerKey::Incoming(token));
         }
         if let Some(b) = batch {
             self.batches
@@ -1319,5 +1334,45 @@ impl<T> Event<T> {
             }
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Requests answered long before their deadlines do not pile up in the timer heap.
+    #[test]
+    fn stale_deadlines_do_not_accumulate() {
+        let mut client: Connection = Connection::new(Config::new(Role::Client));
+        let mut agent_cfg = Config::new(Role::Agent);
+        agent_cfg.incoming_request_timeout = Some(60_000);
+        let mut agent: Connection = Connection::new(agent_cfg);
+        for i in 0..10_000u64 {
+            let opts = RequestOptions::default().timeout(60_000);
+            client
+                .send_request("x/ping", Some(&json!({})), opts, i)
+                .unwrap();
+            agent.handle_bytes(&client.poll_transmit().unwrap(), i);
+            let Some(Event::Request { token, .. }) = agent.poll_event() else {
+                panic!("request expected")
+            };
+            agent.respond(token, &json!({})).unwrap();
+            client.handle_bytes(&agent.poll_transmit().unwrap(), i);
+            assert!(matches!(client.poll_event(), Some(Event::Response { .. })));
+            assert!(
+                client.timers.len() <= 130,
+                "client heap {}",
+                client.timers.len()
+            );
+            assert!(
+                agent.timers.len() <= 130,
+                "agent heap {}",
+                agent.timers.len()
+            );
+        }
+        assert_eq!(client.poll_timeout(), None);
+        assert_eq!(agent.poll_timeout(), None);
     }
 }
