@@ -82,15 +82,21 @@ const chromeProfile = path.join(tmp, "chrome-profile");
 for (const d of [workspace, path.join(userData, "User"), extensionsDir, chromeProfile]) fs.mkdirSync(d, { recursive: true });
 fs.writeFileSync(path.join(workspace, "README.md"), "# e2e workspace\n");
 const SLOW_AGENT = "demo (e2e, slow)";
+const BROKEN_AGENT = "broken (e2e)";
 fs.writeFileSync(
   path.join(userData, "User", "settings.json"),
   JSON.stringify(
     {
       "acp.demoAgentPath": ACP_BIN,
-      "acp.agents": [{ name: SLOW_AGENT, command: ACP_BIN, args: ["demo-agent", "--delay-ms", String(DELAY_MS)] }],
+      "acp.agents": [
+        { name: SLOW_AGENT, command: ACP_BIN, args: ["demo-agent", "--delay-ms", String(DELAY_MS)] },
+        { name: BROKEN_AGENT, command: ACP_BIN, args: ["demo-agent", "--no-such-flag"] },
+      ],
       "acp.defaultAgent": SLOW_AGENT,
       "acp.trace.raw": true,
       "workbench.startupEditor": "none",
+      "files.autoSave": "off",
+      "files.hotExit": "off",
       "workbench.welcomePage.walkthroughs.openOnInstall": false,
       "workbench.tips.enabled": false,
       "security.workspace.trust.enabled": false,
@@ -372,6 +378,22 @@ try {
     await dialog.waitFor({ state: "hidden", timeout: 10_000 });
     if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after the request was cancelled`);
     if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
+  });
+
+  await scenario("an agent that fails to start: a notification with its stderr tail", async () => {
+    await runCommand("ACP: Select Agent");
+    const input = page.locator(".quick-input-widget input");
+    await input.fill("broken");
+    await until("the broken agent in the picker", async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(BROKEN_AGENT), 10_000);
+    await page.keyboard.press("Enter");
+    const toast = page.locator(".notification-toast", { hasText: "before initialize completed" });
+    await until("the start-failure notification", async () => (await toast.count()) > 0, 30_000);
+    const text = (await toast.first().textContent()) ?? "";
+    if (!/exited with code \d+/.test(text) || !text.includes("stderr:") || !text.includes("no-such-flag")) throw new Error(`notification lacks the exit or stderr tail: ${text}`);
+    for (const b of ["Show Log", "Retry"]) if (!(await toast.first().locator(".monaco-button", { hasText: b }).count())) throw new Error(`no ${b} button`);
+    await until("the failed state in the chat header", async () => (await chat.locator("#status").getAttribute("data-state")) === "failed", 10_000);
+    if (!(await page.locator(".statusbar-item", { hasText: "failed to start" }).count())) throw new Error("the status bar does not show the failure");
+    await screenshot("start-failure");
   });
 
   exitCode = results.every(([, ok]) => ok) ? 0 : 1;
