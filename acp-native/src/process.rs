@@ -965,6 +965,16 @@ impl AgentProcess {
     /// `SIGKILL` goes to the group while anything may be left in it (its stderr pipe is still
     /// open), so no grandchild outlives the agent. Worst case about `2 * grace` plus the kill.
     pub async fn shutdown(&mut self, grace: Duration) -> ShutdownOutcome {
+        self.shutdown_staged(grace, grace).await
+    }
+
+    /// [`AgentProcess::shutdown`] with separate waits after closing stdin (`stdin_grace`) and
+    /// after `SIGTERM` (`term_grace`).
+    pub async fn shutdown_staged(
+        &mut self,
+        stdin_grace: Duration,
+        term_grace: Duration,
+    ) -> ShutdownOutcome {
         if !self.is_alive() {
             self.kill_stragglers();
             let report = self.wait().await;
@@ -977,13 +987,13 @@ impl AgentProcess {
         drop(self.stdin.take());
         let exit = self.exit_status();
         tokio::pin!(exit);
-        let stage = if tokio::time::timeout(grace, &mut exit).await.is_ok() {
+        let stage = if tokio::time::timeout(stdin_grace, &mut exit).await.is_ok() {
             ShutdownStage::StdinClosed
         } else {
             if let Err(e) = signal_group(self.pid, libc::SIGTERM) {
                 tracing::warn!(pid = self.pid, "SIGTERM to agent group failed: {e}");
             }
-            if tokio::time::timeout(grace, &mut exit).await.is_ok() {
+            if tokio::time::timeout(term_grace, &mut exit).await.is_ok() {
                 ShutdownStage::Terminated
             } else {
                 if let Err(e) = signal_group(self.pid, libc::SIGKILL) {

@@ -57,7 +57,7 @@ pub const RESOURCE_NOT_FOUND: i32 = -32002;
 
 /// After the process exits, how long to wait for its output pipe to reach EOF before reporting
 /// the exit anyway (a background grandchild may hold the pipe open indefinitely).
-const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
 /// Configuration of a [`TerminalService`].
 #[derive(Clone, Debug)]
