@@ -69,14 +69,30 @@ struct Running {
 
 impl Running {
     fn start(what: &str, cmd: &mut Command) -> Running {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+        Running::start_with_input(what, cmd, None)
+    }
+
+    /// Like [`Running::start`], with `input` written to stdin (then closed) when given.
+    fn start_with_input(what: &str, cmd: &mut Command, input: Option<Vec<u8>>) -> Running {
+        cmd.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("{what}: cannot start {cmd:?}: {e}"));
         let pid = child.id() as libc::pid_t;
+        if let Some(input) = input {
+            let mut stdin = child.stdin.take().unwrap();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = stdin.write_all(&input);
+            });
+        }
         let out = child.stdout.take().unwrap();
         let mut err = child.stderr.take().unwrap();
         let (line_tx, lines) = mpsc::channel();
@@ -474,7 +490,11 @@ fn acp_chat_yes_runs_a_full_turn_with_the_ts_agent() {
     std::fs::write(cwd.join("input.txt"), "hello from input\n").unwrap();
     let ran = acp_chat_with_ts_agent(
         cwd.path(),
-        &["--prompt", "Please read @input.txt.", "--yes"],
+        &[
+            "--prompt",
+            "Please read @input.txt. \u{dc}n\u{ef}c\u{f6}d\u{e9} \u{2713} \u{1f980}",
+            "--yes",
+        ],
         &trace,
     );
     assert!(ran.status.success(), "{}", ran.describe("acp chat --yes"));
@@ -513,7 +533,7 @@ fn acp_chat_yes_runs_a_full_turn_with_the_ts_agent() {
     assert_eq!(plan["entries"].as_array().unwrap().len(), 3);
     let text = message_text(&updates);
     for expected in [
-        "Hello from the TypeScript SDK agent. You said: Please read @input.txt.",
+        "Hello from the TypeScript SDK agent. You said: Please read @input.txt. \u{dc}n\u{ef}c\u{f6}d\u{e9} \u{2713} \u{1f980}",
         "input.txt says: hello from input",
         "Wrote ts-agent-output.txt.",
         "terminal said: interop (exit 0)",
@@ -1101,4 +1121,120 @@ fn ts_client_cancel_request_ends_acp_demo_agents_turn() {
     assert_eq!(cancel.len(), 1, "{sent:?}");
     let prompt = with_method(&sent, "session/prompt")[0];
     assert_eq!(cancel[0]["params"]["requestId"], prompt["id"]);
+}
+
+/// `acp chat`'s exit code follows the SDK agent's stop reason.
+#[test]
+fn acp_chat_exit_codes_follow_the_ts_agents_stop_reasons() {
+    for (reason, code) in [("max_tokens", 4), ("max_turn_requests", 5), ("refusal", 6)] {
+        let cwd = TempDir::new();
+        let traces = TempDir::new();
+        let ran = acp_chat_with_ts_agent(
+            cwd.path(),
+            &["--prompt", &format!("#stop={reason}"), "--yes"],
+            &traces.join("ts-agent.trace"),
+        );
+        assert_eq!(ran.status.code(), Some(code), "{}", ran.describe(reason));
+        assert_eq!(json_lines(&ran).last().unwrap()["stopReason"], reason);
+    }
+}
+
+/// An error answer to `session/prompt` and an agent that dies mid-turn both end `acp chat`
+/// with exit code 1 and a message that says what happened.
+#[test]
+fn acp_chat_reports_a_failing_and_a_crashing_ts_agent() {
+    let cwd = TempDir::new();
+    let traces = TempDir::new();
+    let trace = traces.join("ts-agent.trace");
+    let ran = acp_chat_with_ts_agent(cwd.path(), &["--prompt", "#fail", "--yes"], &trace);
+    assert_eq!(ran.status.code(), Some(1), "{}", ran.describe("#fail"));
+    assert!(
+        ran.stderr.contains("ts-agent failed on purpose") && ran.stderr.contains("-32603"),
+        "{}",
+        ran.stderr
+    );
+    let ran = acp_chat_with_ts_agent(cwd.path(), &["--prompt", "#crash", "--yes"], &trace);
+    assert_eq!(ran.status.code(), Some(1), "{}", ran.describe("#crash"));
+    assert!(ran.stderr.contains("exited with code 42"), "{}", ran.stderr);
+    // The updates sent before the crash were still printed.
+    let text = message_text(&session_updates(&json_lines(&ran)));
+    assert!(
+        text.contains("Hello from the TypeScript SDK agent."),
+        "{text:?}"
+    );
+}
+
+/// A non-JSON line on the agent's stdout is reported and skipped; the turn goes on.
+#[test]
+fn acp_chat_skips_a_non_json_line_from_the_ts_agent() {
+    let cwd = TempDir::new();
+    let traces = TempDir::new();
+    let ran = acp_chat_with_ts_agent(
+        cwd.path(),
+        &["--prompt", "#garbage", "--yes"],
+        &traces.join("ts-agent.trace"),
+    );
+    assert!(ran.status.success(), "{}", ran.describe("#garbage"));
+    assert_eq!(json_lines(&ran).last().unwrap()["stopReason"], "end_turn");
+    assert!(
+        ran.stderr.contains("this line is not JSON (#garbage)"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join(TS_AGENT_FILE)).unwrap(),
+        TS_AGENT_CONTENT
+    );
+}
+
+/// Interactive `acp chat` (no --prompt): one line per turn, in one session, until EOF.
+#[test]
+fn acp_chat_runs_two_interactive_turns_with_the_ts_agent() {
+    npm_deps();
+    let cwd = TempDir::new();
+    let traces = TempDir::new();
+    let trace = traces.join("ts-agent.trace");
+    let ran = Running::start_with_input(
+        "interactive acp chat against ts-agent.mjs",
+        Command::new(ACP)
+            .args(["chat", "--json", "--yes", "--cwd"])
+            .arg(cwd.path())
+            .arg("--")
+            .arg(node())
+            .arg(interop_dir().join("ts-agent.mjs"))
+            .env("ACP_INTEROP_TRACE", &trace),
+        Some(b"first turn\nsecond turn #stop=end_turn\n".to_vec()),
+    )
+    .finish(RUN_BOUND);
+    assert!(
+        ran.status.success(),
+        "{}",
+        ran.describe("interactive acp chat")
+    );
+    let ends: Vec<Value> = json_lines(&ran)
+        .into_iter()
+        .filter(|l| l.get("stopReason").is_some())
+        .collect();
+    assert_eq!(
+        ends,
+        vec![
+            serde_json::json!({"sessionId": "ts-session-1", "stopReason": "end_turn"}),
+            serde_json::json!({"sessionId": "ts-session-1", "stopReason": "end_turn"}),
+        ],
+        "{}",
+        ran.stdout
+    );
+    let received = traced_messages(&trace, "<- ");
+    assert_eq!(with_method(&received, "session/new").len(), 1);
+    let prompts: Vec<&Value> = with_method(&received, "session/prompt")
+        .into_iter()
+        .map(|m| &m["params"]["prompt"])
+        .collect();
+    assert_eq!(
+        prompts,
+        [
+            &serde_json::json!([{"type": "text", "text": "first turn"}]),
+            &serde_json::json!([{"type": "text", "text": "second turn #stop=end_turn"}]),
+        ]
+    );
 }

@@ -22,7 +22,10 @@
 // A prompt containing the word "wait-for-cancel" sends one chunk and then waits (no timer) until
 // `session/cancel` arrives. A prompt containing "#edge" runs probes of the client's fs and
 // terminal methods instead (see runEdgeProbes) and reports them as one chunk
-// "EDGE-RESULTS <json>". After `session/cancel`, the prompt returns stopReason `cancelled`.
+// "EDGE-RESULTS <json>". Other magic words, each acting right after the greeting chunk:
+// "#stop=REASON" returns that stopReason; "#fail" answers the prompt with a JSON-RPC error
+// (-32603, message "ts-agent failed on purpose"); "#crash" exits the process with code 42;
+// "#garbage" writes a non-JSON line to stdout, then goes on with the normal turn. After `session/cancel`, the prompt returns stopReason `cancelled`.
 // Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE.
 
 import { Readable, Writable } from "node:stream";
@@ -140,6 +143,14 @@ async function runTurn(client, sessionId, cwd, text, turn) {
     });
     return { stopReason: "cancelled" };
   }
+  const stop = /#stop=([a-z_]+)/.exec(text);
+  if (stop) return { stopReason: stop[1] };
+  if (/#fail\b/.test(text)) throw acp.RequestError.internalError({ why: "#fail" }, "ts-agent failed on purpose");
+  if (/#crash\b/.test(text)) {
+    log("exiting with code 42 (#crash)");
+    process.exit(42);
+  }
+  if (/#garbage\b/.test(text)) process.stdout.write("this line is not JSON (#garbage)\n");
   if (/#edge\b/.test(text)) {
     const results = await runEdgeProbes(client, sessionId, cwd, text);
     await say(`EDGE-RESULTS ${JSON.stringify(results)}`);
