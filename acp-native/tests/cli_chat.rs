@@ -309,3 +309,21 @@ fn prompts_are_read_line_by_line_from_piped_stdin() {
     assert!(r.stdout.contains("You said: \"second\""), "{}", r.dump());
     assert!(r.elapsed < Duration::from_secs(60));
 }
+
+#[test]
+fn ctrl_c_while_a_permission_question_waits_withdraws_it_and_cancels_the_turn() {
+    let dir = TempDir::new("sigint-perm");
+    let mut acp_run = Running::start_interactive(&["chat", "--prompt", "hi"], dir.path());
+    acp_run.wait_for_stderr("choose 1-2:", EVENTUALLY);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(acp_run.child.id() as i32, libc::SIGINT) };
+    let r = acp_run.finish(EVENTUALLY);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+    assert!(
+        r.stderr.contains("withdrawn (the turn was cancelled)"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("[turn ended: cancelled]"), "{}", r.dump());
+    assert!(!dir.join("acp-demo.txt").exists());
+}

@@ -269,3 +269,49 @@ cat >/dev/null"#,
     assert!(r.stdout.contains("[commands: /review]"), "{}", r.dump());
     assert!(r.stdout.contains("last words"), "{}", r.dump());
 }
+
+#[test]
+fn load_continues_a_session_the_agent_replays_first() {
+    let dir = TempDir::new("load");
+    let agent = dir.script(
+        "agent.sh",
+        r#"read -r line
+echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}'
+read -r line
+case "$line" in *'"session/load"'*'"sessionId":"old-7"'*) ;; *) echo "expected session/load of old-7, got $line" >&2; exit 9;; esac
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"from history"}}}}'
+echo '{"jsonrpc":"2.0","id":1,"result":{}}'
+read -r line
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old-7","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"new answer"}}}}'
+echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+cat >/dev/null"#,
+    );
+    let r = run(
+        &[
+            "chat",
+            "--load",
+            "old-7",
+            "--prompt",
+            "again",
+            "--",
+            agent.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let history = r.stdout.find("from history").expect(&r.dump());
+    let answer = r.stdout.find("new answer").expect(&r.dump());
+    assert!(history < answer, "{}", r.dump());
+    assert!(r.stderr.contains("loaded session old-7"), "{}", r.dump());
+
+    // An agent without the capability is not asked.
+    let plain = scripted(&dir, "cat >/dev/null");
+    let r = run(
+        &["chat", "--load", "old-7", "--prompt", "x", "--", &plain],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(r.stderr.contains("cannot load sessions"), "{}", r.dump());
+}

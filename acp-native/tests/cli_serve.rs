@@ -165,6 +165,32 @@ async fn a_websocket_client_runs_a_full_turn_through_the_bridge() {
     assert_eq!(stop, "end_turn");
     assert!(text.contains("You said: \"over websocket\""), "{text}");
     assert_eq!(wrote.unwrap(), dir.join("acp-demo.txt").to_str().unwrap());
+
+    // The demo agent replays a session on `session/load` (same process), then answers.
+    send(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":4,"method":"session/load","params":{
+        "sessionId": sid, "cwd": dir.path(), "mcpServers": []}}),
+    )
+    .await;
+    let mut replayed = Vec::new();
+    loop {
+        let msg = next(&mut ws).await;
+        if msg["id"] == 4 {
+            assert!(msg["result"].is_object(), "{msg}");
+            break;
+        }
+        assert_eq!(msg["method"], "session/update", "{msg}");
+        replayed.push(msg["params"]["update"].clone());
+    }
+    assert_eq!(replayed[0]["sessionUpdate"], "user_message_chunk");
+    assert_eq!(replayed[0]["content"]["text"], "over websocket");
+    let replayed_text: String = replayed
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(replayed_text, text);
     ws.close(None).await.unwrap();
 }
 

@@ -222,7 +222,7 @@ impl Chat {
             last_garbage: None,
             rendered: 0,
         };
-        match chat.open_session(&cwd).await {
+        match chat.open_session(&cwd, args.load.as_deref()).await {
             Ok(()) => Ok(chat),
             Err(outcome) => {
                 chat.shutdown().await;
@@ -231,7 +231,11 @@ impl Chat {
         }
     }
 
-    async fn open_session(&mut self, cwd: &std::path::Path) -> Result<(), Outcome> {
+    async fn open_session(
+        &mut self,
+        cwd: &std::path::Path,
+        load: Option<&str>,
+    ) -> Result<(), Outcome> {
         self.ui.spinner_start("starting the agent…");
         let conn = self.conn.with_timeout(self.timeout);
         let init = s::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
@@ -253,6 +257,26 @@ impl Chat {
             })
             .unwrap_or_else(|| self.program.clone());
 
+        if let Some(id) = load {
+            if !info.agent_capabilities.load_session {
+                return Err(Outcome::fail(
+                    exit::ERROR,
+                    format!("{name} cannot load sessions (its `loadSession` capability is false)"),
+                ));
+            }
+            // The agent replays the conversation as `session/update`s before it answers; they
+            // are shown in order before the first prompt.
+            let request = s::LoadSessionRequest::new(id.to_string(), cwd);
+            self.wait("session/load", conn.load_session(request))
+                .await?;
+            self.session_id = s::SessionId::new(id);
+            self.ui.spinner_stop();
+            self.ui.notice(&format!(
+                "connected to {name}; loaded session {id} in {}",
+                cwd.display()
+            ));
+            return Ok(());
+        }
         let new = s::NewSessionRequest::new(cwd);
         let session = match self.wait_raw(conn.new_session(new.clone())).await? {
             Ok(session) => session,

@@ -106,6 +106,11 @@ pub struct ChatArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
 
+    /// Continue an earlier session (`session/load`: the agent replays it) instead of starting
+    /// a new one. Needs an agent with the `loadSession` capability.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub load: Option<String>,
+
     /// The session's working directory; the agent's file and terminal access is confined to
     /// it. Default: the current directory.
     #[arg(long, value_name = "DIR")]

@@ -84,6 +84,8 @@ impl Run {
 /// A running `acp` whose output is collected in the background.
 pub struct Running {
     pub child: Child,
+    /// Kept open when started with [`Running::start_interactive`].
+    pub stdin: Option<std::process::ChildStdin>,
     stdout: Arc<Mutex<Vec<u8>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     started: Instant,
@@ -104,6 +106,17 @@ fn collect(mut r: impl Read + Send + 'static, buf: Arc<Mutex<Vec<u8>>>) {
 impl Running {
     /// Starts `acp args...` in `cwd` with `stdin` written then closed (`None`: stdin closed).
     pub fn start(args: &[&str], cwd: &Path, stdin: Option<&str>) -> Running {
+        let mut r = Running::start_interactive(args, cwd);
+        let mut input = r.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+        r
+    }
+
+    /// Starts `acp args...` with stdin left open (write to [`Running::stdin`]).
+    pub fn start_interactive(args: &[&str], cwd: &Path) -> Running {
         let mut child = Command::new(acp())
             .args(args)
             .current_dir(cwd)
@@ -113,17 +126,14 @@ impl Running {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start acp");
-        let mut input = child.stdin.take().unwrap();
-        if let Some(text) = stdin {
-            input.write_all(text.as_bytes()).unwrap();
-        }
-        drop(input);
+        let input = child.stdin.take();
         let stdout = Arc::new(Mutex::new(Vec::new()));
         let stderr = Arc::new(Mutex::new(Vec::new()));
         collect(child.stdout.take().unwrap(), stdout.clone());
         collect(child.stderr.take().unwrap(), stderr.clone());
         Running {
             child,
+            stdin: input,
             stdout,
             stderr,
             started: Instant::now(),
@@ -140,12 +150,21 @@ impl Running {
 
     /// Polls until stdout contains `needle` (bounded).
     pub fn wait_for_stdout(&mut self, needle: &str, within: Duration) {
+        self.wait_for(needle, within, Running::stdout)
+    }
+
+    /// Polls until stderr contains `needle` (bounded).
+    pub fn wait_for_stderr(&mut self, needle: &str, within: Duration) {
+        self.wait_for(needle, within, Running::stderr)
+    }
+
+    fn wait_for(&mut self, needle: &str, within: Duration, read: fn(&Running) -> String) {
         let deadline = Instant::now() + within;
-        while !self.stdout().contains(needle) {
+        while !read(self).contains(needle) {
             if Instant::now() > deadline || self.child.try_wait().unwrap().is_some() {
                 let _ = self.child.kill();
                 panic!(
-                    "stdout never contained {needle:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                    "the output never contained {needle:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
                     self.stdout(),
                     self.stderr()
                 );
