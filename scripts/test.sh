@@ -31,6 +31,7 @@ step format cargo fmt --all -- --check
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
 step wasm scripts/test-wasm.sh
+step browser scripts/test-browser.sh
 step vscode scripts/test-vscode.sh
 step fuzz-short scripts/fuzz-short.sh
 step bench-short scripts/bench.sh --short
