@@ -11,6 +11,7 @@
 
 mod host_support;
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -63,7 +64,8 @@ struct Running {
     pid: libc::pid_t,
     lines: mpsc::Receiver<String>,
     stdout: String,
-    stderr: mpsc::Receiver<String>,
+    stderr_lines: mpsc::Receiver<String>,
+    stderr: String,
     exited: mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
 }
 
@@ -94,31 +96,11 @@ impl Running {
             });
         }
         let out = child.stdout.take().unwrap();
-        let mut err = child.stderr.take().unwrap();
+        let err = child.stderr.take().unwrap();
         let (line_tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut out = std::io::BufReader::new(out);
-            loop {
-                let mut line = Vec::new();
-                match std::io::BufRead::read_until(&mut out, b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if line_tx
-                            .send(String::from_utf8_lossy(&line).into_owned())
-                            .is_err()
-                        {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
+        std::thread::spawn(move || read_lines(out, line_tx));
         let (err_tx, stderr) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = err.read_to_end(&mut s);
-            let _ = err_tx.send(String::from_utf8_lossy(&s).into_owned());
-        });
+        std::thread::spawn(move || read_lines(err, err_tx));
         let (exit_tx, exited) = mpsc::channel();
         std::thread::spawn(move || {
             let _ = exit_tx.send(child.wait());
@@ -128,7 +110,8 @@ impl Running {
             pid,
             lines,
             stdout: String::new(),
-            stderr,
+            stderr_lines: stderr,
+            stderr: String::new(),
             exited,
         }
     }
@@ -152,12 +135,37 @@ impl Running {
         bound: Duration,
         looking_for: &str,
     ) -> String {
+        self.wait_for(false, pred, bound, looking_for)
+    }
+
+    /// [`Running::wait_for_line`] on stderr.
+    fn wait_for_stderr_line(
+        &mut self,
+        pred: impl Fn(&str) -> bool,
+        bound: Duration,
+        looking_for: &str,
+    ) -> String {
+        self.wait_for(true, pred, bound, looking_for)
+    }
+
+    fn wait_for(
+        &mut self,
+        on_stderr: bool,
+        pred: impl Fn(&str) -> bool,
+        bound: Duration,
+        looking_for: &str,
+    ) -> String {
         let deadline = std::time::Instant::now() + bound;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.lines.recv_timeout(left) {
+            let (lines, acc) = if on_stderr {
+                (&self.stderr_lines, &mut self.stderr)
+            } else {
+                (&self.lines, &mut self.stdout)
+            };
+            match lines.recv_timeout(left) {
                 Ok(line) => {
-                    self.stdout.push_str(&line);
+                    acc.push_str(&line);
                     if pred(&line) {
                         return line;
                     }
@@ -189,16 +197,22 @@ impl Running {
         // The leader is gone; kill any descendant still holding the pipes, so readers hit EOF.
         self.kill_group();
         let grace = Duration::from_secs(10);
-        while let Ok(line) = self.lines.recv_timeout(grace) {
-            self.stdout.push_str(&line);
-        }
+        let drain = |lines: &mpsc::Receiver<String>, acc: &mut String| loop {
+            match lines.recv_timeout(grace) {
+                Ok(line) => acc.push_str(&line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    acc.push_str("<still open: some other process holds the pipe>\n");
+                    break;
+                }
+            }
+        };
+        drain(&self.lines, &mut self.stdout);
+        drain(&self.stderr_lines, &mut self.stderr);
         let ran = Ran {
             status,
             stdout: std::mem::take(&mut self.stdout),
-            stderr: self
-                .stderr
-                .recv_timeout(grace)
-                .unwrap_or_else(|_| "<stderr still open: some other process holds it>".into()),
+            stderr: std::mem::take(&mut self.stderr),
         };
         if overran {
             panic!(
@@ -210,6 +224,25 @@ impl Running {
             );
         }
         ran
+    }
+}
+
+/// Sends `r`'s lines (terminators kept) to `tx` until EOF.
+fn read_lines(r: impl Read, tx: mpsc::Sender<String>) {
+    let mut r = std::io::BufReader::new(r);
+    loop {
+        let mut line = Vec::new();
+        match std::io::BufRead::read_until(&mut r, b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if tx
+                    .send(String::from_utf8_lossy(&line).into_owned())
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -252,7 +285,7 @@ fn node() -> &'static str {
     })
 }
 
-/// Makes sure `tests/interop/node_modules` holds the locked SDK version, running
+/// Makes sure `tests/interop/node_modules` holds the locked package versions, running
 /// `npm ci --no-audit --no-fund` at most once per process, under an exclusive file lock so
 /// concurrent test processes do not install over each other.
 fn npm_deps() {
@@ -273,7 +306,7 @@ fn npm_deps() {
             lock_path.display(),
             std::io::Error::last_os_error()
         );
-        if installed_sdk_version(&dir) == Some(locked_sdk_version(&dir)) {
+        if stale_npm_packages(&dir).is_empty() {
             return;
         }
         let ran = run(
@@ -291,36 +324,38 @@ fn npm_deps() {
                  the npm registry reachable)"
             )
         );
-        assert_eq!(
-            installed_sdk_version(&dir),
-            Some(locked_sdk_version(&dir)),
-            "npm ci succeeded but node_modules/@agentclientprotocol/sdk does not match the lock"
+        let stale = stale_npm_packages(&dir);
+        assert!(
+            stale.is_empty(),
+            "npm ci succeeded but these packages do not match package-lock.json: {stale:?}"
         );
         drop(lock);
     });
 }
 
-fn locked_sdk_version(dir: &Path) -> String {
+/// The packages `package-lock.json` pins whose installed version differs or is missing
+/// (empty: node_modules is up to date).
+fn stale_npm_packages(dir: &Path) -> Vec<String> {
     let lock: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("package-lock.json")).expect("package-lock.json"),
     )
     .expect("package-lock.json is JSON");
-    lock["packages"]["node_modules/@agentclientprotocol/sdk"]["version"]
-        .as_str()
-        .expect("package-lock.json locks @agentclientprotocol/sdk")
-        .to_owned()
-}
-
-fn installed_sdk_version(dir: &Path) -> Option<String> {
-    let text =
-        std::fs::read_to_string(dir.join("node_modules/@agentclientprotocol/sdk/package.json"))
-            .ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    // zod is the SDK's (peer) dependency; a half-finished install lacks it.
-    if !dir.join("node_modules/zod/package.json").exists() {
-        return None;
-    }
-    Some(v["version"].as_str()?.to_owned())
+    let packages = lock["packages"].as_object().expect("lockfile v2/v3");
+    assert!(
+        packages.contains_key("node_modules/@agentclientprotocol/sdk"),
+        "package-lock.json does not lock @agentclientprotocol/sdk"
+    );
+    packages
+        .iter()
+        .filter(|(key, _)| key.starts_with("node_modules/"))
+        .filter(|(key, locked)| {
+            let installed = std::fs::read_to_string(dir.join(key).join("package.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+            installed.as_ref().map(|v| &v["version"]) != Some(&locked["version"])
+        })
+        .map(|(key, _)| key.clone())
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -335,7 +370,11 @@ fn ts_client(args: &[&str], agent: &[&str]) -> (Ran, Value) {
             .arg(interop_dir().join("ts-client.mjs"))
             .args(["--timeout", "60"])
             .args(args)
-            .arg("--")
+            .args(if agent.is_empty() {
+                &[][..]
+            } else {
+                &["--"][..]
+            })
             .args(agent),
         RUN_BOUND,
     );
@@ -1236,5 +1275,115 @@ fn acp_chat_runs_two_interactive_turns_with_the_ts_agent() {
             &serde_json::json!([{"type": "text", "text": "first turn"}]),
             &serde_json::json!([{"type": "text", "text": "second turn #stop=end_turn"}]),
         ]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Their client over WebSocket (the SDK's experimental ws-client) to `acp serve --ws`.
+
+/// Starts `acp serve --ws 127.0.0.1:0 -- AGENT...` and returns it with its `ws://` URL.
+fn acp_serve(agent: &[&OsStr]) -> (Running, String) {
+    let mut serve = Running::start(
+        "acp serve --ws",
+        Command::new(ACP)
+            .args(["serve", "--ws", "127.0.0.1:0", "--"])
+            .args(agent),
+    );
+    let line = serve.wait_for_stderr_line(
+        |l| l.contains("listening on ws://"),
+        RUN_BOUND,
+        "its listening address",
+    );
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("ws://"))
+        .unwrap()
+        .to_owned();
+    (serve, url)
+}
+
+/// Stops `acp serve` with Ctrl-C and returns what it printed.
+fn stop_serve(mut serve: Running) -> Ran {
+    serve.signal(libc::SIGINT);
+    serve.finish(RUN_BOUND)
+}
+
+#[test]
+fn ts_ws_client_runs_a_turn_through_acp_serve_with_acp_demo_agent() {
+    npm_deps();
+    let cwd = TempDir::new();
+    let (serve, url) = acp_serve(&[OsStr::new(ACP), OsStr::new("demo-agent")]);
+    let prompt = "over a WebSocket, run `echo interop`";
+    let (ran, summary) = ts_client(
+        &[
+            "--ws",
+            &url,
+            "--cwd",
+            cwd.path().to_str().unwrap(),
+            "--prompt",
+            prompt,
+        ],
+        &[],
+    );
+    let served = stop_serve(serve);
+    assert!(
+        ran.status.success(),
+        "{}\n{}",
+        ran.describe("ts-client --ws against acp serve"),
+        served.describe("acp serve")
+    );
+    assert_eq!(summary["stopReason"], "end_turn");
+    assert_eq!(summary["agentInfo"]["name"], "acp-demo-agent");
+    assert_eq!(
+        std::fs::read_to_string(cwd.join(DEMO_FILE)).unwrap(),
+        format!("The acp demo agent was asked:\n\n{prompt}\n")
+    );
+    assert_eq!(summary["permissionRequests"][0]["answer"], "allow");
+    assert_eq!(summary["terminals"][0]["output"], "interop\n");
+    assert!(
+        served.stderr.contains("connected; agent pid"),
+        "{}",
+        served.stderr
+    );
+}
+
+#[test]
+fn ts_ws_client_and_ts_agent_talk_through_acp_serve() {
+    npm_deps();
+    let cwd = TempDir::new();
+    let traces = TempDir::new();
+    let client_trace = traces.join("ts-client.trace");
+    let agent = interop_dir().join("ts-agent.mjs");
+    let (serve, url) = acp_serve(&[OsStr::new(node()), agent.as_os_str()]);
+    let (ran, summary) = ts_client(
+        &[
+            "--ws",
+            &url,
+            "--cwd",
+            cwd.path().to_str().unwrap(),
+            "--trace",
+            client_trace.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let served = stop_serve(serve);
+    assert!(
+        ran.status.success(),
+        "{}\n{}",
+        ran.describe("ts-client --ws against acp serve -- node ts-agent.mjs"),
+        served.describe("acp serve")
+    );
+    assert_eq!(summary["stopReason"], "end_turn");
+    assert_eq!(
+        std::fs::read_to_string(cwd.join(TS_AGENT_FILE)).unwrap(),
+        TS_AGENT_CONTENT
+    );
+    assert_eq!(summary["terminals"][0]["output"], "interop\n");
+    assert_sdk_accepted_every_update(&summary, &client_trace);
+    // The bridge stopped the agent cleanly when the WebSocket closed.
+    assert!(
+        served.stderr.contains("exited with code 0"),
+        "{}",
+        served.stderr
     );
 }

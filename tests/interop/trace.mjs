@@ -21,3 +21,18 @@ export function traced(file, prefix) {
     },
   });
 }
+
+/** Wraps an ACP message Stream ({ readable, writable } of JSON-RPC objects) so that every
+ * message is appended to `file` ("-> " sent, "<- " received); returns `stream` without `file`. */
+export function tracedMessages(file, stream) {
+  if (!file) return stream;
+  const tap = (prefix) => new TransformStream({
+    transform(message, controller) {
+      fs.appendFileSync(file, `${prefix}${JSON.stringify(message)}\n`);
+      controller.enqueue(message);
+    },
+  });
+  const out = tap("-> ");
+  out.readable.pipeTo(stream.writable).catch(() => {});
+  return { readable: stream.readable.pipeThrough(tap("<- ")), writable: out.writable };
+}

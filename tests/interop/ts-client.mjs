@@ -22,6 +22,8 @@
 //   --no-fs, --no-terminal   do not advertise (nor serve) fs / terminal capabilities
 //   --expect-stop REASON     exit 0 only for this stopReason (default: end_turn)
 //   --timeout S              give up after S seconds (default: 30), killing the agent
+//   --ws URL                 connect to an ACP WebSocket server (e.g. `acp serve --ws`) instead of
+//                            spawning an agent; then no AGENT_COMMAND is given
 //   --trace FILE             append the raw wire to FILE, one line per message ("-> " sent, "<- " received)
 //
 // Exit codes: 0 the turn ended with the expected stopReason; 1 it ended with another; 2 usage;
@@ -35,19 +37,19 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import { traced } from "./trace.mjs";
+import { traced, tracedMessages } from "./trace.mjs";
 
 function usage(message) {
   process.stderr.write(`ts-client: ${message}\nusage: node ts-client.mjs [--prompt TEXT] [--cwd DIR] [--deny] ` +
     `[--cancel-on-permission] [--cancel-after-update KIND] [--abort-after-update KIND] [--probe] [--no-fs] [--no-terminal] [--expect-stop REASON] ` +
-    `[--timeout S] [--trace FILE] -- AGENT_COMMAND [ARGS...]\n`);
+    `[--timeout S] [--trace FILE] (--ws URL | -- AGENT_COMMAND [ARGS...])\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
   const opts = {
     prompt: "Hello from the TypeScript SDK client", cwd: null, deny: false, cancelOnPermission: false,
-    cancelAfterUpdate: null, abortAfterUpdate: null, probe: false, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, trace: null, agent: [],
+    cancelAfterUpdate: null, abortAfterUpdate: null, probe: false, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, trace: null, ws: null, agent: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -69,10 +71,12 @@ function parseArgs(argv) {
       case "--expect-stop": opts.expectStop = value(); break;
       case "--timeout": opts.timeoutS = Number(value()); break;
       case "--trace": opts.trace = value(); break;
+      case "--ws": opts.ws = value(); break;
       default: usage(`unknown argument ${JSON.stringify(a)}`);
     }
   }
-  if (opts.agent.length === 0) usage("missing agent command after --");
+  if (opts.agent.length === 0 && !opts.ws) usage("missing agent command after -- (or --ws URL)");
+  if (opts.agent.length > 0 && opts.ws) usage("give either --ws URL or an agent command, not both");
   if (!(opts.timeoutS > 0)) usage("--timeout needs a positive number of seconds");
   return opts;
 }
@@ -85,7 +89,8 @@ const summary = {
   stopReason: null,
   error: null,
   cwd,
-  agentCommand: opts.agent,
+  agentCommand: opts.ws ? null : opts.agent,
+  wsUrl: opts.ws,
   protocolVersion: null,
   agentInfo: null,
   agentCapabilities: null,
@@ -330,13 +335,30 @@ async function probeAgent(ctx, sessionId) {
 // ---- run ----
 
 
-// The agent runs in this program's cwd (so a relative agent path works as typed); the session cwd
-// travels in session/new.
-const child = spawn(opts.agent[0], opts.agent.slice(1), { stdio: ["pipe", "pipe", "inherit"], shell: false });
-const agentExited = new Promise((resolve) => {
-  child.on("exit", (code, signal) => resolve({ code, signal }));
-  child.on("error", (e) => resolve({ code: null, signal: null, error: e.message }));
-});
+// Either a spawned agent (its stdio) or, with --ws, an ACP WebSocket server (the SDK's
+// experimental WebSocket transport, with the `ws` package as the WebSocket implementation).
+// A spawned agent runs in this program's cwd (so a relative agent path works as typed); the
+// session cwd travels in session/new.
+let child = null;
+let agentExited;
+let stream;
+if (opts.ws) {
+  agentExited = new Promise(() => {}); // no process to watch: the connection closing is the signal
+  const { createWebSocketStream } = await import("@agentclientprotocol/sdk/experimental/ws-client");
+  const { WebSocket } = await import("ws");
+  stream = tracedMessages(opts.trace, createWebSocketStream(opts.ws, { WebSocket }));
+} else {
+  child = spawn(opts.agent[0], opts.agent.slice(1), { stdio: ["pipe", "pipe", "inherit"], shell: false });
+  agentExited = new Promise((resolve) => {
+    child.on("exit", (code, signal) => resolve({ code, signal }));
+    child.on("error", (e) => resolve({ code: null, signal: null, error: e.message }));
+  });
+  const toAgent = traced(opts.trace, "-> ");
+  toAgent.readable.pipeTo(Writable.toWeb(child.stdin)).catch(() => {});
+  const fromAgent = Readable.toWeb(child.stdout).pipeThrough(traced(opts.trace, "<- "));
+  stream = acp.ndJsonStream(toAgent.writable, fromAgent);
+}
+const killAgent = () => child?.kill("SIGKILL");
 
 let finished = false;
 function finish(exitCode) {
@@ -348,7 +370,7 @@ function finish(exitCode) {
 
 const timer = setTimeout(() => {
   summary.error = `timeout: the turn did not finish within ${opts.timeoutS} s`;
-  child.kill("SIGKILL");
+  killAgent();
   finish(3);
 }, opts.timeoutS * 1000);
 
@@ -357,10 +379,6 @@ agentExited.then((exit) => {
 });
 
 try {
-  const toAgent = traced(opts.trace, "-> ");
-  toAgent.readable.pipeTo(Writable.toWeb(child.stdin)).catch(() => {});
-  const fromAgent = Readable.toWeb(child.stdout).pipeThrough(traced(opts.trace, "<- "));
-  const stream = acp.ndJsonStream(toAgent.writable, fromAgent);
   const response = await Promise.race([
     app.connectWith(stream, async (ctx) => {
       const init = await ctx.request(acp.methods.agent.initialize, {
@@ -401,18 +419,22 @@ try {
   summary.stopReason = response.stopReason;
   summary.ok = response.stopReason === opts.expectStop;
   // The turn is over: close the agent's stdin and give it a bounded time to exit on its own.
-  child.stdin.end();
-  const bound = setTimeout(() => child.kill("SIGKILL"), 5000);
-  summary.agentExit = await agentExited;
-  clearTimeout(bound);
+  if (child) {
+    child.stdin.end();
+    const bound = setTimeout(() => child.kill("SIGKILL"), 5000);
+    summary.agentExit = await agentExited;
+    clearTimeout(bound);
+  }
   clearTimeout(timer);
   finish(summary.ok ? 0 : 1);
 } catch (error) {
   summary.error = error instanceof acp.RequestError
     ? `JSON-RPC error ${error.code}: ${error.message}${error.data !== undefined ? ` ${JSON.stringify(error.data)}` : ""}`
     : String(error?.stack ?? error);
-  child.kill("SIGKILL");
-  summary.agentExit = await agentExited;
+  if (child) {
+    child.kill("SIGKILL");
+    summary.agentExit = await agentExited;
+  }
   clearTimeout(timer);
   finish(3);
 }
