@@ -718,22 +718,25 @@ fn acp_chat_sigint_cancels_a_ts_agent_turn() {
     );
 }
 
-/// `--timeout` bounds the agent's silence during a turn: acp chat cancels and exits 7.
+/// `--timeout` bounds the agent's silence during a turn: acp chat cancels and exits 7. (The
+/// same bound applies to start-up and `initialize`, so it leaves room for node on a loaded
+/// machine.)
 #[test]
 fn acp_chat_timeout_cancels_a_silent_ts_agent_turn() {
     let cwd = TempDir::new();
     let traces = TempDir::new();
+    let trace = traces.join("ts-agent.trace");
     npm_deps();
     let ran = run(
-        "acp chat --timeout 2 against ts-agent.mjs (wait-for-cancel)",
+        "acp chat --timeout 6 against ts-agent.mjs (wait-for-cancel)",
         Command::new(ACP)
-            .args(["chat", "--json", "--yes", "--timeout", "2"])
+            .args(["chat", "--json", "--yes", "--timeout", "6"])
             .args(["--prompt", "wait-for-cancel", "--cwd"])
             .arg(cwd.path())
             .arg("--")
             .arg(node())
             .arg(interop_dir().join("ts-agent.mjs"))
-            .env("ACP_INTEROP_TRACE", traces.join("ts-agent.trace")),
+            .env("ACP_INTEROP_TRACE", &trace),
         RUN_BOUND,
     );
     assert_eq!(
@@ -746,6 +749,13 @@ fn acp_chat_timeout_cancels_a_silent_ts_agent_turn() {
     let lines = json_lines(&ran);
     let text = message_text(&session_updates(&lines));
     assert!(text.contains("Waiting for session/cancel."), "{text:?}");
+    // It said it cancelled the turn: the agent got the `session/cancel` before its stdin closed.
+    let received = traced_messages(&trace, "<- ");
+    assert_eq!(
+        with_method(&received, "session/cancel").len(),
+        1,
+        "{received:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
