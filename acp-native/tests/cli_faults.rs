@@ -315,3 +315,26 @@ cat >/dev/null"#,
     assert_eq!(r.code(), 1, "{}", r.dump());
     assert!(r.stderr.contains("cannot load sessions"), "{}", r.dump());
 }
+
+#[test]
+fn the_output_of_an_embedded_terminal_is_shown_when_its_tool_call_ends() {
+    let dir = TempDir::new("embedded");
+    let agent = scripted(
+        &dir,
+        r#"echo '{"jsonrpc":"2.0","id":"t1","method":"terminal/create","params":{"sessionId":"s-1","command":"echo","args":["from-a-terminal"]}}'
+read -r created
+tid=$(echo "$created" | sed 's/.*"terminalId":"\([^"]*\)".*/\1/')
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Run echo","kind":"execute","status":"in_progress","content":[{"type":"terminal","terminalId":"'"$tid"'"}]}}}'
+echo '{"jsonrpc":"2.0","id":"t2","method":"terminal/wait_for_exit","params":{"sessionId":"s-1","terminalId":"'"$tid"'"}}'
+read -r exited
+echo '{"jsonrpc":"2.0","id":"t3","method":"terminal/release","params":{"sessionId":"s-1","terminalId":"'"$tid"'"}}'
+read -r released
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed"}}}'
+echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+cat >/dev/null"#,
+    );
+    let r = run(&["chat", "--prompt", "hi", "--", &agent], dir.path(), None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("Run echo (execute)"), "{}", r.dump());
+    assert!(r.stdout.contains("│ from-a-terminal"), "{}", r.dump());
+}

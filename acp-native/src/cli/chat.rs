@@ -172,6 +172,7 @@ impl Chat {
 
         let (event_tx, events) = mpsc::unbounded_channel();
         let terminals = Terminals::new(cwd.clone());
+        ui.set_terminal_output(terminals.output_lookup());
         let router = client_router(event_tx, &cwd, terminals.clone());
         let config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
         let conn = ClientSideConnection::connect(

@@ -34,6 +34,7 @@ struct State {
     tools: HashMap<String, Tool>,
     last_plan: Option<Vec<(String, String)>>,
     last_output: Instant,
+    terminal_output: Option<TerminalOutput>,
 }
 
 struct Spinner {
@@ -53,7 +54,13 @@ struct Tool {
     title: String,
     kind: String,
     status: String,
+    /// A terminal embedded in the tool call: its final output is shown when the call ends
+    /// (unless the agent sent text output itself).
+    terminal: Option<String>,
 }
+
+/// Looks up the final output of a terminal by id (see [`Ui::set_terminal_output`]).
+pub type TerminalOutput = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 const FRAMES: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Longest tool output shown inline, in lines.
@@ -83,6 +90,7 @@ impl Ui {
                 tools: HashMap::new(),
                 last_plan: None,
                 last_output: Instant::now(),
+                terminal_output: None,
             })),
         };
         if ui.lock().spinner_allowed {
@@ -104,6 +112,11 @@ impl Ui {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where to find the output of terminals the agent embeds in tool calls.
+    pub fn set_terminal_output(&self, lookup: TerminalOutput) {
+        self.lock().terminal_output = Some(lookup);
     }
 
     /// Shows the spinner with `label` (when stderr is a terminal) until output arrives or
@@ -489,6 +502,7 @@ impl State {
             title: call.title.clone(),
             kind: kind.clone(),
             status: status.clone(),
+            terminal: terminal_of(&call.content),
         };
         let kind_part = if kind == "other" {
             String::new()
@@ -515,7 +529,11 @@ impl State {
             title: format!("tool call {id}"),
             kind: "other".into(),
             status: "pending".into(),
+            terminal: None,
         });
+        if let Some(t) = f.content.as_deref().and_then(terminal_of) {
+            tool.terminal = Some(t);
+        }
         if let Some(t) = &f.title {
             tool.title = t.clone();
         }
@@ -532,14 +550,43 @@ impl State {
             None => false,
         };
         let (title, status) = (tool.title.clone(), tool.status.clone());
+        let terminal = tool.terminal.clone();
         if changed || f.title.is_some() {
             let line = format!("  ↳ {title} · {}", self.status_text(&status));
             self.block_line(&line);
         }
+        let mut has_text = false;
         if let Some(content) = &f.content {
             for c in content {
+                has_text |= matches!(c, s::ToolCallContent::Content(_));
                 self.tool_content(c);
             }
+        }
+        // A finished call that only embedded a terminal: show what the terminal printed.
+        let finished = changed && (status == "completed" || status == "failed");
+        if let (true, false, Some(terminal)) = (finished, has_text, terminal) {
+            let output = self.terminal_output.as_ref().and_then(|f| f(&terminal));
+            if let Some(output) = output.filter(|o| !o.trim().is_empty()) {
+                self.text_lines(&output);
+            }
+        }
+    }
+
+    /// Indented tool output, at most [`MAX_CONTENT_LINES`] (the last ones for long output).
+    fn text_lines(&mut self, text: &str) {
+        let lines: Vec<&str> = text.lines().collect();
+        self.newline();
+        let bar = styled(self.color_out, "2", "│");
+        let skip = lines.len().saturating_sub(MAX_CONTENT_LINES);
+        if skip > 0 {
+            let more = format!("… {skip} earlier lines");
+            self.out_raw(&format!(
+                "    {bar} {}\n",
+                styled(self.color_out, "2", &more)
+            ));
+        }
+        for l in &lines[skip..] {
+            self.out_raw(&format!("    {bar} {l}\n"));
         }
     }
 
@@ -581,6 +628,14 @@ impl State {
             }
         }
     }
+}
+
+/// The id of the first terminal embedded in tool call content.
+fn terminal_of(content: &[s::ToolCallContent]) -> Option<String> {
+    content.iter().find_map(|c| match c {
+        s::ToolCallContent::Terminal(t) => Some(t.terminal_id.0.to_string()),
+        _ => None,
+    })
 }
 
 /// A one-line description of a content block: its text, or `[image/png]`, `[link uri]`...

@@ -6,18 +6,25 @@
 //! agent itself already has it: restricting its commands would protect nothing). Quitting
 //! `acp chat` releases, and so kills, every terminal.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use acp_core::{typed, ErrorCode, ErrorObject};
 use acp_native::process::EnvPolicy;
 use acp_native::terminal_service::{TerminalConfig, TerminalError, TerminalService};
 use acp_native::Router;
+use agent_client_protocol_schema::v1 as s;
+
+use super::render::TerminalOutput;
 
 /// The session's terminals. Cheap to clone.
 #[derive(Clone)]
 pub struct Terminals {
     service: TerminalService,
     root: PathBuf,
+    /// Output of terminals that finished or were released, for the UI (by terminal id).
+    finished: Arc<Mutex<HashMap<String, String>>>,
 }
 
 fn error(e: TerminalError) -> ErrorObject {
@@ -37,6 +44,29 @@ impl Terminals {
         Terminals {
             service: TerminalService::new(config),
             root,
+            finished: Arc::default(),
+        }
+    }
+
+    /// The UI's view of finished terminals' output.
+    pub fn output_lookup(&self) -> TerminalOutput {
+        let finished = self.finished.clone();
+        Arc::new(move |id: &str| finished.lock().unwrap().get(id).cloned())
+    }
+
+    /// Keeps a terminal's output for the UI (before answering the agent, so the tool call
+    /// update that follows finds it).
+    async fn keep_output(&self, session_id: &s::SessionId, terminal_id: &s::TerminalId) {
+        let req = s::TerminalOutputRequest::new(session_id.clone(), terminal_id.clone());
+        if let Ok(out) = self.service.output(req).await {
+            let mut text = out.output;
+            if out.truncated {
+                text.insert_str(0, "[output truncated]\n");
+            }
+            self.finished
+                .lock()
+                .unwrap()
+                .insert(terminal_id.0.to_string(), text);
         }
     }
 
@@ -44,10 +74,10 @@ impl Terminals {
     pub fn routes(&self, router: Router) -> Router {
         let (a, b, c, d, e) = (
             self.clone(),
+            self.clone(),
+            self.clone(),
             self.service.clone(),
-            self.service.clone(),
-            self.service.clone(),
-            self.service.clone(),
+            self.clone(),
         );
         router
             .route::<typed::CreateTerminal, _, _>(move |req, _cx| {
@@ -59,13 +89,23 @@ impl Terminals {
             })
             .route::<typed::TerminalOutput, _, _>(move |req, _cx| {
                 let t = b.clone();
-                async move { t.output(req).await.map_err(error) }
+                async move {
+                    let out = t.service.output(req.clone()).await.map_err(error)?;
+                    if out.exit_status.is_some() {
+                        t.keep_output(&req.session_id, &req.terminal_id).await;
+                    }
+                    Ok(out)
+                }
             })
             .route::<typed::WaitForTerminalExit, _, _>(move |req, cx| {
                 let t = c.clone();
                 async move {
+                    let (session, id) = (req.session_id.clone(), req.terminal_id.clone());
                     tokio::select! {
-                        r = t.wait_for_exit(req) => r.map_err(error),
+                        r = t.service.wait_for_exit(req) => {
+                            t.keep_output(&session, &id).await;
+                            r.map_err(error)
+                        }
                         _ = cx.cancel.cancelled() => Err(ErrorObject::from_code(ErrorCode::RequestCancelled)),
                     }
                 }
@@ -76,7 +116,10 @@ impl Terminals {
             })
             .route::<typed::ReleaseTerminal, _, _>(move |req, _cx| {
                 let t = e.clone();
-                async move { t.release(req).await.map_err(error) }
+                async move {
+                    t.keep_output(&req.session_id, &req.terminal_id).await;
+                    t.service.release(req).await.map_err(error)
+                }
             })
     }
 
