@@ -300,8 +300,14 @@ cat >/dev/null"#,
         None,
     );
     assert_eq!(r.code(), 0, "{}", r.dump());
-    let history = r.stdout.find("from history").expect(&r.dump());
-    let answer = r.stdout.find("new answer").expect(&r.dump());
+    let history = r
+        .stdout
+        .find("from history")
+        .unwrap_or_else(|| panic!("{}", r.dump()));
+    let answer = r
+        .stdout
+        .find("new answer")
+        .unwrap_or_else(|| panic!("{}", r.dump()));
     assert!(history < answer, "{}", r.dump());
     assert!(r.stderr.contains("loaded session old-7"), "{}", r.dump());
 
