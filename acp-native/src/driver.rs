@@ -801,8 +801,8 @@ impl Driver {
                 .map(|ms| self.start + Duration::from_millis(ms));
             let eof = self.eof_deadline;
             let notif = (!self.overflow.is_empty()).then(|| self.notif_tx.clone());
+            // Unbiased: neither a peer flooding us nor local senders can starve the other.
             tokio::select! {
-                biased;
                 Some(c) = ctl_rx.recv() => {
                     if matches!(c, Control::Close { .. }) {
                         // What was handed to the connection before the close goes first (an
@@ -1025,7 +1025,8 @@ impl Driver {
                     method,
                     params,
                     id: None,
-                    cancel: self.handle.shared.token.child_token(),
+                    // The connection's own token (a notification cannot be cancelled alone).
+                    cancel: self.handle.shared.token.clone(),
                     peer: self.handle.clone(),
                 };
                 if self.overflow.is_empty() {

@@ -34,8 +34,89 @@ pub type DuplexHalves = (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>);
 
 /// This process's stdin and stdout (for an agent launched over stdio). Nothing else may write
 /// to stdout: log to stderr.
-pub fn stdio() -> (tokio::io::Stdin, tokio::io::Stdout) {
-    (tokio::io::stdin(), tokio::io::stdout())
+///
+/// When stdin / stdout are pipes (how a client launches an agent), they are driven by the
+/// reactor ([`tokio::net::unix::pipe`], file descriptors set non-blocking) instead of
+/// `tokio::io::stdin()`'s blocking thread pool, which costs a thread hand-off per read.
+/// Otherwise (a terminal, a file) `tokio::io::stdin()` / `stdout()` are used.
+pub fn stdio() -> (StdinReader, StdoutWriter) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let reader = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok())
+        .map(StdinReader::Pipe)
+        .unwrap_or_else(|| StdinReader::Std(tokio::io::stdin()));
+    let writer = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok())
+        .map(StdoutWriter::Pipe)
+        .unwrap_or_else(|| StdoutWriter::Std(tokio::io::stdout()));
+    (reader, writer)
+}
+
+/// This process's stdin (see [`stdio`]).
+#[derive(Debug)]
+pub enum StdinReader {
+    Pipe(tokio::net::unix::pipe::Receiver),
+    Std(tokio::io::Stdin),
+}
+
+/// This process's stdout (see [`stdio`]).
+#[derive(Debug)]
+pub enum StdoutWriter {
+    Pipe(tokio::net::unix::pipe::Sender),
+    Std(tokio::io::Stdout),
+}
+
+impl AsyncRead for StdinReader {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match self.get_mut() {
+            StdinReader::Pipe(p) => std::pin::Pin::new(p).poll_read(cx, buf),
+            StdinReader::Std(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for StdoutWriter {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        match self.get_mut() {
+            StdoutWriter::Pipe(p) => std::pin::Pin::new(p).poll_write(cx, buf),
+            StdoutWriter::Std(s) => std::pin::Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match self.get_mut() {
+            StdoutWriter::Pipe(p) => std::pin::Pin::new(p).poll_flush(cx),
+            StdoutWriter::Std(s) => std::pin::Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match self.get_mut() {
+            StdoutWriter::Pipe(p) => std::pin::Pin::new(p).poll_shutdown(cx),
+            StdoutWriter::Std(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+        }
+    }
 }
 
 /// Two connected in-memory ends; each buffers at most `max_buf_size` bytes in flight per
