@@ -12,6 +12,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 EXT="$ROOT/vscode-extension"
+ACP_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/acp"
 say() { echo "test-vscode: $*"; }
 
 # --- prerequisites -------------------------------------------------------------------------------
@@ -53,4 +54,4 @@ fi
 
 # --- end to end ---------------------------------------------------------------------------------
 say "end-to-end (artifacts in artifacts/vscode-e2e/)"
-ACP_BIN="$ROOT/target/release/acp" VSIX="$EXT/acp-rs-vscode.vsix" ARTIFACTS="$ROOT/artifacts/vscode-e2e" node e2e/run.mjs
+ACP_BIN="$ACP_BIN" VSIX="$EXT/acp-rs-vscode.vsix" ARTIFACTS="$ROOT/artifacts/vscode-e2e" node e2e/run.mjs

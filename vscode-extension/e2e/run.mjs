@@ -219,6 +219,18 @@ async function openFileWithUnsavedEdit(name, typed) {
   await until("the editor tab to show unsaved changes", async () => (await page.locator(".tab.dirty", { hasText: name }).count()) > 0, 10_000);
 }
 
+function findFile(dir, re) {
+  if (!fs.existsSync(dir)) return undefined;
+  for (const f of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, f.name);
+    if (f.isDirectory()) {
+      const found = findFile(p, re);
+      if (found) return found;
+    } else if (re.test(f.name)) return p;
+  }
+  return undefined;
+}
+
 async function transcriptText() {
   return (await transcript.textContent()) ?? "";
 }
@@ -244,9 +256,12 @@ async function sendPrompt(text) {
 }
 
 async function newSession() {
-  const before = await chat.locator(".notice").count();
+  const before = await transcript.getAttribute("data-session-seq");
   await chat.locator("#new-session").click();
-  await until("a new session", async () => (await chat.locator(".notice", { hasText: "New session with" }).count()) > 0 && (await chat.locator(".notice").count()) <= before + 1);
+  await until("a new session", async () => {
+    const seq = await transcript.getAttribute("data-session-seq");
+    return seq !== before && (await transcript.getAttribute("data-session-id")) && (await chat.locator(".notice", { hasText: "New session with" }).count()) === 1;
+  });
 }
 
 async function dialogButton(name) {
@@ -378,6 +393,28 @@ try {
     await dialog.waitFor({ state: "hidden", timeout: 10_000 });
     if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after the request was cancelled`);
     if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
+  });
+
+  await scenario("crash: the agent is killed, restarted with backoff, and works again", async () => {
+    // The agent's pid, from the extension's own log (the ACP output channel's file).
+    const logFile = await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000);
+    const pids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
+    const pid = pids[pids.length - 1];
+    if (!pid) throw new Error("no agent pid in the log");
+    const seqBefore = await transcript.getAttribute("data-session-seq");
+    process.kill(pid, "SIGKILL");
+    const logText = () => fs.readFileSync(logFile, "utf8");
+    await until("the crash in the log", () => /killed by SIGKILL/.test(logText()), 15_000);
+    await until("the restart with backoff in the log", () => /restarting .* in 1000 ms \(crash 1 /.test(logText()), 5_000);
+    await until("the restarted agent's new session", async () => (await transcript.getAttribute("data-session-seq")) !== seqBefore && (await transcript.getAttribute("data-session-id")) && (await chat.locator("#status").getAttribute("data-state")) === "ready", 30_000);
+    const newPids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
+    if (newPids[newPids.length - 1] === pid) throw new Error("no new agent process");
+    fs.rmSync(demoFile, { force: true });
+    await sendPrompt("After the crash");
+    await (await dialogButton("Allow this write")).click();
+    await turnEnds("end_turn");
+    if (!fs.existsSync(demoFile)) throw new Error("the restarted agent did not write the file");
+    await screenshot("restarted-after-crash");
   });
 
   await scenario("an agent that fails to start: a notification with its stderr tail", async () => {

@@ -259,11 +259,13 @@ export class AcpContext implements vscode.Disposable {
     this.log.error(`${what}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
     const decision = this.budget.recordCrash(Date.now());
     if (decision.restart) {
+      this.log.warn(`restarting ${conn.spec.name} in ${decision.delayMs} ms (crash ${decision.crashesInWindow} in the budget window)`);
       this.setState("crashed", `crashed; restarting in ${Math.round(decision.delayMs / 1000)}s`);
       this.chat.post({ type: "notice", level: "error", text: `${what}. Restarting in ${Math.round(decision.delayMs / 1000)}s (the session is lost).` });
       this.restartTimer = setTimeout(() => {
         this.restartTimer = undefined;
-        void this.ensureAgent().catch(() => undefined);
+        // A new process knows nothing of the old sessions: open a fresh one.
+        void this.ensureSession().catch(() => undefined);
       }, decision.delayMs);
     } else {
       this.setState("failed", `crashed ${decision.crashesInWindow} times; stopped`);

@@ -251,6 +251,8 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
     case "session":
       session = m.info;
       transcript.replaceChildren();
+      transcript.dataset.sessionId = m.info?.sessionId ?? "";
+      transcript.dataset.sessionSeq = String(Number(transcript.dataset.sessionSeq ?? 0) + 1);
       toolCalls.clear();
       planNode = undefined;
       current = undefined;
