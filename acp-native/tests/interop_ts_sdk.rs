@@ -1376,6 +1376,13 @@ fn ts_ws_client_and_ts_agent_talk_through_acp_serve() {
         ],
         &[],
     );
+    // The bridge stops the agent when the WebSocket closes; wait for its report of that.
+    let mut serve = serve;
+    let exit_line = serve.wait_for_stderr_line(
+        |l| l.contains("exited"),
+        RUN_BOUND,
+        "the agent's exit after the WebSocket closed",
+    );
     let served = stop_serve(serve);
     assert!(
         ran.status.success(),
@@ -1390,10 +1397,10 @@ fn ts_ws_client_and_ts_agent_talk_through_acp_serve() {
     );
     assert_eq!(summary["terminals"][0]["output"], "interop\n");
     assert_sdk_accepted_every_update(&summary, &client_trace);
-    // The bridge stopped the agent cleanly when the WebSocket closed.
+    // ... and the agent ended cleanly (its stdin closed, it exited 0).
     assert!(
-        served.stderr.contains("exited with code 0"),
-        "{}",
+        exit_line.contains("exited with code 0"),
+        "{exit_line}\n{}",
         served.stderr
     );
 }
