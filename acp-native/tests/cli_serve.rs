@@ -28,8 +28,17 @@ impl Drop for Server {
 }
 
 fn start_server(cwd: &std::path::Path) -> Server {
+    start_server_with(cwd, &[])
+}
+
+fn start_server_with(cwd: &std::path::Path, agent: &[&str]) -> Server {
+    let mut args = vec!["serve", "--ws", "127.0.0.1:0"];
+    if !agent.is_empty() {
+        args.push("--");
+        args.extend_from_slice(agent);
+    }
     let mut child = Command::new(acp())
-        .args(["serve", "--ws", "127.0.0.1:0"])
+        .args(&args)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -215,4 +224,26 @@ async fn foreign_browser_origins_are_refused_and_local_ones_accepted() {
     .await;
     assert_eq!(next(&mut ws).await["result"]["protocolVersion"], 1);
     let _ = tokio::time::timeout(Duration::from_secs(5), ws.close(None)).await;
+}
+
+#[tokio::test]
+async fn an_agent_that_cannot_start_fails_the_handshake_with_the_reason() {
+    let dir = TempDir::new("serve-missing");
+    let server = start_server_with(dir.path(), &["acp-no-such-agent-xyz"]);
+    let err = tokio_tungstenite::connect_async(server.url.as_str())
+        .await
+        .unwrap_err();
+    let shown = match &err {
+        tokio_tungstenite::tungstenite::Error::Http(resp) => format!(
+            "{} {}",
+            resp.status(),
+            String::from_utf8_lossy(resp.body().as_deref().unwrap_or_default())
+        ),
+        other => panic!("expected an HTTP error, got {other}"),
+    };
+    assert!(shown.starts_with("502"), "{shown}");
+    assert!(
+        shown.contains("command not found: `acp-no-such-agent-xyz`"),
+        "{shown}"
+    );
 }

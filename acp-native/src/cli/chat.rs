@@ -517,6 +517,12 @@ impl Chat {
 
     /// Answers a permission request at once under `--yes` / `--deny`; returns it otherwise.
     fn auto_answer(&mut self, ask: PermissionAsk) -> Option<PermissionAsk> {
+        if ask.request.options.is_empty() {
+            self.ui
+                .permission_outcome(&ask.request, "cancelled (the agent offered no options)");
+            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+            return None;
+        }
         let wanted: &[s::PermissionOptionKind] = match self.mode {
             PermissionMode::Ask => return Some(ask),
             PermissionMode::Allow => &[
