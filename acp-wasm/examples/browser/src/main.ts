@@ -1,0 +1,338 @@
+// A small ACP client in a web page: the protocol engine is acp-wasm (the `web` build), the
+// transport a WebSocket to `acp serve --ws`, which runs one agent process per connection.
+//
+// The page is the *client* of ACP: it sends initialize, session/new and session/prompt, and it
+// answers the agent's requests: fs/read_text_file and fs/write_text_file from a virtual file
+// map kept in the page (shown on the right), and session/request_permission with buttons.
+//
+// Every piece of agent text reaches the DOM through `textContent`, never `innerHTML`.
+
+import init, { AcpConnection, type AcpEvent } from "acp-wasm";
+
+// ---- the page's elements and a tiny DOM helper --------------------------------------------
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+const urlInput = $<HTMLInputElement>("url");
+const cwdInput = $<HTMLInputElement>("cwd");
+const connectButton = $<HTMLButtonElement>("connect");
+const statusLine = $("status");
+const transcript = $("transcript");
+const permissions = $("permissions");
+const promptInput = $<HTMLTextAreaElement>("prompt");
+const sendButton = $<HTMLButtonElement>("send");
+const cancelButton = $<HTMLButtonElement>("cancel");
+const planList = $("plan");
+const toolList = $("tools");
+const fileView = $("files");
+
+/** Creates an element; `text` goes in as text, so it can never become markup. */
+function el(tag: string, className = "", text = ""): HTMLElement {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text) e.textContent = text;
+  return e;
+}
+
+function setStatus(state: string, text: string) {
+  statusLine.dataset.state = state;
+  statusLine.textContent = text;
+}
+
+// ---- the virtual file system the agent reads and writes -----------------------------------
+
+const params = new URLSearchParams(location.search);
+urlInput.value = params.get("url") ?? `ws://127.0.0.1:${params.get("port") ?? "8765"}`;
+cwdInput.value = params.get("cwd") ?? "/virtual/project";
+
+const files = new Map<string, string>([
+  [`${cwdInput.value}/notes.txt`, "These notes live in the page, not on disk.\nEdit me from the agent!\n"],
+]);
+
+function renderFiles(changed?: string) {
+  fileView.replaceChildren();
+  for (const path of [...files.keys()].sort()) {
+    const box = el("div", path === changed ? "file changed" : "file");
+    box.dataset.path = path;
+    box.append(el("div", "path", path), el("pre", "", files.get(path)));
+    fileView.append(box);
+  }
+}
+renderFiles();
+
+// ---- the connection: engine + WebSocket ----------------------------------------------------
+
+// Load the engine once. `npm run build` copies acp_wasm_bg.wasm next to the bundle (dist/).
+const wasmReady = init({ module_or_path: new URL("acp_wasm_bg.wasm", import.meta.url) });
+
+let conn: AcpConnection | undefined;
+let ws: WebSocket | undefined;
+let timer: ReturnType<typeof setTimeout> | undefined;
+let sessionId: string | undefined;
+let turn: { agent: HTMLElement; thought: HTMLElement; box: HTMLElement } | undefined;
+const now = () => performance.now();
+
+/** What to do when an outgoing request completes, by request id. */
+const waiting = new Map<number, { ok: (result: any) => void; fail: (e: Error) => void }>();
+
+/** Sends a request through the engine; resolves with its result. */
+function request(method: string, params: unknown, timeoutMs?: number): Promise<any> {
+  if (!conn) return Promise.reject(new Error("not connected"));
+  const id = conn.sendRequest(method, params, now(), timeoutMs);
+  const done = new Promise((ok, fail) => waiting.set(id, { ok, fail }));
+  pump();
+  return done;
+}
+
+/**
+ * The drain rule of acp-wasm: after anything that changed the connection, take every outgoing
+ * message and every event until both are empty, then re-arm the timer for the next deadline.
+ * Event handlers may call respond() etc. themselves: the loop picks up what they queue.
+ */
+let pumping = false;
+function pump() {
+  if (!conn || pumping) return;
+  pumping = true;
+  try {
+    for (;;) {
+      const out = conn.pollTransmitString();
+      if (out !== undefined) {
+        // NDJSON out of the engine; `acp serve` wants one JSON-RPC message per text frame.
+        for (const line of out.split("\n")) if (line.trim() && ws?.readyState === WebSocket.OPEN) ws.send(line);
+        continue;
+      }
+      const event = conn.pollEvent();
+      if (event === undefined) break;
+      handleEvent(event);
+    }
+    clearTimeout(timer);
+    const deadline = conn.pollTimeout();
+    if (deadline !== undefined) {
+      timer = setTimeout(() => { conn?.handleTimeout(now()); pump(); }, Math.max(0, deadline - now()));
+    }
+    if (conn.isClosed) { conn.free(); conn = undefined; }
+  } finally {
+    pumping = false;
+  }
+}
+
+function handleEvent(event: AcpEvent) {
+  switch (event.type) {
+    case "request": return answerAgentRequest(event.token, event.method, event.params as any);
+    case "notification":
+      if (event.method === "session/update") showUpdate((event.params as any).update);
+      return;
+    case "response": waiting.get(event.requestId)?.ok(event.result); waiting.delete(event.requestId); return;
+    case "requestFailed":
+      waiting.get(event.requestId)?.fail(new Error(`${event.method} failed (${event.kind}): ${event.error.message}`));
+      waiting.delete(event.requestId);
+      return;
+    // The engine answered a permission request itself (we sent session/cancel, or it closed).
+    case "autoAnswered": return closePermission(event.token, `answered: ${event.reason}`);
+    case "cancelRequested":
+      if (permissions.querySelector(`[data-token="${event.token}"]`)) {
+        conn!.respond(event.token, { outcome: { outcome: "cancelled" } });
+        closePermission(event.token, "withdrawn by the agent");
+      }
+      return;
+    case "protocolError": console.warn(`agent broke the protocol (${event.kind}): ${event.message}`); return;
+    case "closed":
+      setStatus("disconnected", `disconnected: ${event.reason}`);
+      sessionId = undefined;
+      setBusy(false);
+      return;
+  }
+}
+
+function connect() {
+  disconnect();
+  const socket = new WebSocket(urlInput.value);
+  ws = socket;
+  conn = new AcpConnection("client");
+  setStatus("connecting", `connecting to ${urlInput.value}…`);
+  socket.onmessage = (e) => {
+    if (ws !== socket || typeof e.data !== "string") return;
+    conn?.feedString(e.data + "\n", now()); // one message per frame; the engine wants lines
+    pump();
+  };
+  socket.onclose = (e) => {
+    if (ws !== socket) return;
+    conn?.feedEof(now());
+    pump();
+    setStatus("disconnected", `disconnected (WebSocket code ${e.code}${e.reason ? `: ${e.reason}` : ""})`);
+  };
+  socket.onopen = () => void startSession(socket);
+}
+
+async function startSession(socket: WebSocket) {
+  try {
+    const info = await request("initialize", {
+      protocolVersion: 1,
+      // The agent may read and write files: this page serves them from its virtual file map.
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+      clientInfo: { name: "acp-browser-example", version: "0.1.0" },
+    }, 30_000);
+    const session = await request("session/new", { cwd: cwdInput.value, mcpServers: [] }, 30_000);
+    if (ws !== socket) return;
+    sessionId = session.sessionId;
+    const agent = info.agentInfo?.title ?? info.agentInfo?.name ?? "agent";
+    setStatus("ready", `connected to ${agent}, session ${sessionId}`);
+    setBusy(false);
+  } catch (e) {
+    setStatus("error", (e as Error).message);
+  }
+}
+
+function disconnect() {
+  ws?.close();
+  ws = undefined;
+  conn?.close("the page disconnected");
+  pump();
+}
+
+// ---- prompt turns ---------------------------------------------------------------------------
+
+function setBusy(busy: boolean) {
+  const ready = sessionId !== undefined;
+  promptInput.disabled = sendButton.disabled = !ready || busy;
+  cancelButton.disabled = !ready || !busy;
+  if (ready) statusLine.dataset.state = busy ? "busy" : "ready";
+}
+
+async function sendPrompt(text: string) {
+  const box = el("div", "turn");
+  turn = { box, agent: el("div", "agent"), thought: el("div", "thought") };
+  box.append(el("div", "user", text), turn.thought, turn.agent);
+  transcript.append(box);
+  planList.replaceChildren();
+  setBusy(true);
+  let ended: string;
+  try {
+    const result = await request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+    ended = result.stopReason;
+  } catch (e) {
+    ended = `error: ${(e as Error).message}`;
+  }
+  const stop = el("div", "stop", `turn ended: ${ended}`);
+  stop.dataset.stopReason = ended;
+  box.append(stop);
+  setBusy(false);
+}
+
+function cancelTurn() {
+  if (!conn || !sessionId) return;
+  // The engine also answers our open permission requests `cancelled` (autoAnswered events).
+  conn.notify("session/cancel", { sessionId });
+  pump();
+}
+
+// ---- what the agent sends: session/update ---------------------------------------------------
+
+/** The text of an ACP content block (other kinds are only named). */
+const blockText = (c: any) => (c?.type === "text" ? c.text : `[${c?.type ?? "content"}]`);
+
+function showUpdate(u: any) {
+  if (!turn) return; // e.g. a session/load replay; this example does not load sessions
+  switch (u.sessionUpdate) {
+    case "agent_message_chunk": turn.agent.append(blockText(u.content)); break; // a text node
+    case "agent_thought_chunk": turn.thought.append(blockText(u.content)); break;
+    case "plan":
+      planList.replaceChildren(...u.entries.map((e: any) => {
+        const li = el("li", "", e.content);
+        li.dataset.status = e.status;
+        return li;
+      }));
+      break;
+    case "tool_call":
+    case "tool_call_update": showToolCall(u); break;
+  }
+  transcript.scrollTop = transcript.scrollHeight;
+}
+
+function showToolCall(u: any) {
+  let li = toolList.querySelector<HTMLElement>(`li[data-id="${CSS.escape(u.toolCallId)}"]`);
+  if (!li) {
+    li = el("li");
+    li.dataset.id = u.toolCallId;
+    li.append(el("span", "title"), el("span", "status"), el("div", "content"));
+    toolList.append(li);
+  }
+  if (u.title) li.querySelector(".title")!.textContent = u.title;
+  const status = u.status ?? (u.sessionUpdate === "tool_call" ? "pending" : undefined); // the default
+  if (status) {
+    li.dataset.status = status;
+    li.querySelector(".status")!.textContent = status.replace("_", " ");
+  }
+  if (u.content) {
+    li.querySelector(".content")!.textContent = u.content.map((c: any) =>
+      c.type === "diff" ? `diff of ${c.path}` : c.type === "content" ? blockText(c.content) : `[${c.type}]`).join("\n");
+  }
+}
+
+// ---- what the agent asks: files and permission ---------------------------------------------
+
+function answerAgentRequest(token: number, method: string, p: any) {
+  const c = conn!;
+  switch (method) {
+    case "fs/read_text_file": {
+      const text = files.get(p.path);
+      if (text === undefined) return c.respondError(token, -32002, `not in the page's files: ${p.path}`);
+      // Optional 1-based start line and line count.
+      const lines = text.split("\n").slice((p.line ?? 1) - 1);
+      const content = (p.limit != null ? lines.slice(0, p.limit) : lines).join("\n");
+      return c.respond(token, { content });
+    }
+    case "fs/write_text_file":
+      files.set(p.path, p.content);
+      renderFiles(p.path);
+      return c.respond(token, {});
+    case "session/request_permission": return showPermission(token, p);
+    default: return c.respondError(token, -32601, `this client does not support ${method}`);
+  }
+}
+
+/** One box per open permission request, with a button per option the agent offers. */
+function showPermission(token: number, p: any) {
+  const box = el("div", "permission");
+  box.dataset.token = String(token);
+  box.append(el("p", "", `The agent asks: ${p.toolCall?.title ?? "permission"}`));
+  for (const option of p.options) {
+    const b = el("button", `option ${option.kind}`, option.name) as HTMLButtonElement;
+    b.dataset.optionId = option.optionId;
+    b.onclick = () => {
+      conn?.respond(token, { outcome: { outcome: "selected", optionId: option.optionId } });
+      closePermission(token, `you chose: ${option.name}`);
+      pump();
+    };
+    box.append(b);
+  }
+  const cancel = el("button", "option cancel", "Cancel turn");
+  cancel.onclick = cancelTurn;
+  box.append(cancel);
+  permissions.append(box);
+}
+
+function closePermission(token: number, why: string) {
+  const box = permissions.querySelector(`[data-token="${token}"]`);
+  if (!box) return;
+  box.remove();
+  turn?.box.append(el("div", "note", `permission: ${why}`));
+}
+
+// ---- wiring ---------------------------------------------------------------------------------
+
+$("connect-form").onsubmit = (e) => { e.preventDefault(); wasmReady.then(connect); };
+$("prompt-form").onsubmit = (e) => {
+  e.preventDefault();
+  const text = promptInput.value.trim();
+  if (!text || !sessionId) return;
+  promptInput.value = "";
+  void sendPrompt(text);
+};
+promptInput.onkeydown = (e) => {
+  if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); sendButton.click(); }
+};
+cancelButton.onclick = cancelTurn;
+wasmReady.then(
+  () => { connectButton.disabled = false; setStatus("disconnected", "not connected"); },
+  (e: unknown) => setStatus("error", `could not load acp-wasm: ${e}`),
+);
