@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# End-to-end test of the browser client (acp-wasm/examples/browser) in headless Chromium:
+#   1. the web build of acp-wasm (scripts/build-wasm.sh, only when acp-wasm/pkg is missing or
+#      older than the engine's sources), and the `acp` binary (cargo decides what to rebuild);
+#   2. the example's npm packages (npm ci) and its bundle (npm run build: tsc + esbuild);
+#   3. Chromium (apt-get install chromium, only if /usr/bin/chromium is missing);
+#   4. `acp serve --ws 127.0.0.1:0` in its own process group (killed, whole group, on exit), in
+#      a temporary project directory;
+#   5. node --test acp-wasm/examples/browser/test/browser.test.mjs: serves the page, drives
+#      Chromium through full turns (allow, deny, cancel); screenshot at artifacts/browser-client.png.
+# Environment: ACP_BIN=path to use an already built `acp` instead of cargo build.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+EXAMPLE="$ROOT/acp-wasm/examples/browser"
+say() { echo "test-browser: $*"; }
+
+# --- 1. the wasm package and the acp binary ----------------------------------------------------
+WEB="$ROOT/acp-wasm/pkg/web/acp_wasm_bg.wasm"
+if [ ! -f "$WEB" ] || [ -n "$(find "$ROOT/acp-core/src" "$ROOT/acp-core/Cargo.toml" "$ROOT/acp-wasm/src" \
+  "$ROOT/acp-wasm/Cargo.toml" "$ROOT/acp-wasm/js" "$ROOT/Cargo.lock" -newer "$WEB" -print -quit)" ]; then
+  say "building the wasm package"
+  bash "$HERE/wasm-toolchain.sh"
+  bash "$HERE/build-wasm.sh"
+else
+  say "acp-wasm/pkg is up to date"
+fi
+if [ -n "${ACP_BIN:-}" ]; then
+  ACP="$ACP_BIN"
+else
+  say "cargo build --release -p acp-native --bin acp"
+  (cd "$ROOT" && cargo build --release -p acp-native --bin acp)
+  ACP="$ROOT/target/release/acp"
+fi
+
+# --- 2. the example's packages and bundle ------------------------------------------------------
+cd "$EXAMPLE"
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+npm run --silent build
+
+# --- 3. Chromium -------------------------------------------------------------------------------
+if [ ! -x /usr/bin/chromium ]; then
+  SUDO=""; [ "$(id -u)" != 0 ] && SUDO=sudo
+  say "installing chromium (apt-get)"
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium
+fi
+
+# --- 4. acp serve --ws, in its own process group -----------------------------------------------
+WORK="$(mktemp -d -t acp-browser-test.XXXXXX)"
+SERVE_PID=""
+cleanup() {
+  if [ -n "$SERVE_PID" ]; then
+    kill -TERM -- "-$SERVE_PID" 2>/dev/null || true
+    # It stops its agents within its grace period; then whatever is left of the group goes.
+    timeout 5 tail --pid="$SERVE_PID" -f /dev/null 2>/dev/null || true
+    kill -KILL -- "-$SERVE_PID" 2>/dev/null || true
+  fi
+  [ -f "$WORK/serve.log" ] && sed 's/^/  acp serve: /' "$WORK/serve.log" | tail -n 20
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir -p "$WORK/project"
+# On disk only so the demo agent names it; the page serves its own notes.txt (the test checks).
+echo "ON DISK: the page should never show this" > "$WORK/project/notes.txt"
+mkfifo "$WORK/serve.err"
+# setsid: a new session and process group, led by acp (the script is no group leader, so setsid
+# execs in place and $! is acp's pid).
+setsid "$ACP" serve --ws 127.0.0.1:0 --cwd "$WORK/project" 2>"$WORK/serve.err" &
+SERVE_PID=$!
+exec 3<"$WORK/serve.err"
+WS_URL=""
+while IFS= read -r -t 60 -u 3 line; do
+  echo "$line" >> "$WORK/serve.log"
+  if [[ "$line" =~ listening\ on\ (ws://[^ ]+) ]]; then
+    WS_URL="${BASH_REMATCH[1]}"
+    break
+  fi
+done
+[ -n "$WS_URL" ] || { say "error: acp serve did not report its address within 60 s"; exit 1; }
+cat <&3 >> "$WORK/serve.log" &   # keep draining its stderr
+say "acp serve (pid $SERVE_PID) on $WS_URL"
+
+# --- 5. the browser test -----------------------------------------------------------------------
+mkdir -p "$ROOT/artifacts"
+ACP_WS_URL="$WS_URL" ACP_PROJECT_DIR="$WORK/project" ACP_SCREENSHOT="$ROOT/artifacts/browser-client.png" \
+  node --test --test-reporter=spec test/browser.test.mjs
+say "ok; screenshot: artifacts/browser-client.png"
