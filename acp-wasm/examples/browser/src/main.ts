@@ -333,6 +333,6 @@ promptInput.onkeydown = (e) => {
 };
 cancelButton.onclick = cancelTurn;
 wasmReady.then(
-  () => { connectButton.disabled = false; setStatus("disconnected", "not connected"); },
+  () => { connectButton.disabled = false; setStatus("idle", "not connected"); },
   (e: unknown) => setStatus("error", `could not load acp-wasm: ${e}`),
 );

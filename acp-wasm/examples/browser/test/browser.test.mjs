@@ -193,3 +193,15 @@ test("deny, agent text stays text, then cancel from the permission prompt", { ti
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test("no agent at the URL: the page says so and cannot send", { timeout: 60_000 }, async () => {
+  const page = await context.newPage();
+  // The static server is no WebSocket endpoint: the handshake fails (HTTP 404).
+  const query = new URLSearchParams({ url: base.replace("http:", "ws:") + "/nowhere", cwd: PROJECT });
+  await page.goto(`${base}/index.html?${query}`);
+  await page.click("#connect");
+  await waitFor(page, '#status[data-state="disconnected"]', "the failed connection to be reported");
+  assert.match(await page.locator("#status").textContent(), /disconnected \(WebSocket code 1006\)/);
+  assert.ok(await page.isDisabled("#send"));
+  await page.close();
+});
