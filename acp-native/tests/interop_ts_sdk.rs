@@ -962,6 +962,55 @@ fn acp_chat_runs_two_interactive_turns_with_the_ts_agent() {
     );
 }
 
+/// Messages over 1 MiB both ways: a 3.2 MB `fs/write_text_file` request from the SDK agent, the
+/// 2.5 MB file read back, a 1.5 MiB `agent_message_chunk`.
+#[test]
+fn acp_chat_carries_big_messages_with_the_ts_agent() {
+    let cwd = TempDir::new();
+    let traces = TempDir::new();
+    let ran = acp_chat_with_ts_agent(
+        cwd.path(),
+        &["--prompt", "#big-io", "--yes"],
+        &traces.join("ts-agent.trace"),
+    );
+    assert!(ran.status.success(), "{}", ran.describe("acp chat #big-io"));
+    let expected: String = (0..80_000)
+        .map(|i| format!("line {i:07} \"quoted\" \\ \u{e9} \u{2713}\n"))
+        .collect();
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("big-io.txt")).unwrap(),
+        expected
+    );
+    let lines = json_lines(&ran);
+    assert_eq!(lines.last().unwrap()["stopReason"], "end_turn");
+    let updates = session_updates(&lines);
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["content"]["text"].as_str().map(str::len) == Some(1536 * 1024)),
+        "the 1.5 MiB chunk was not printed whole"
+    );
+    // FIXME(acp chat, cli/rpc_log.rs `Tap::bytes`): the tap cuts lines over 1 MiB into pieces
+    // and judges each piece, so valid messages over 1 MiB are reported as "not JSON" (and
+    // logged as `invalid` by --log-rpc), and a session/update over 1 MiB is not counted by
+    // `Tap::updates_received`, so the turn's final drain stops one update early and the last
+    // chunk ("BIG-IO {...}") is usually missing from the output. Today's behaviour, for the
+    // deterministic part:
+    assert!(
+        ran.stderr.contains("not JSON"),
+        "the spurious warning is gone: flip this FIXME into `!contains` and require the \
+         BIG-IO chunk below\n{}",
+        ran.stderr
+    );
+    if let Some((_, report)) = message_text(&updates).split_once("BIG-IO ") {
+        let report: Value = serde_json::from_str(report).unwrap();
+        assert_eq!(
+            report,
+            serde_json::json!({"bytes": 2_480_000, "roundTrip": true})
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (b) Their client against our agent.
 

@@ -25,7 +25,9 @@
 // "EDGE-RESULTS <json>". Other magic words, each acting right after the greeting chunk:
 // "#stop=REASON" returns that stopReason; "#fail" answers the prompt with a JSON-RPC error
 // (-32603, message "ts-agent failed on purpose"); "#crash" exits the process with code 42;
-// "#garbage" writes a non-JSON line to stdout, then goes on with the normal turn. After `session/cancel`, the prompt returns stopReason `cancelled`.
+// "#garbage" writes a non-JSON line to stdout, then goes on with the normal turn; "#big-io"
+// writes big-io.txt (2.5 MB) through fs/write_text_file, reads it back through
+// fs/read_text_file, sends a 1.5 MiB agent_message_chunk, and reports "BIG-IO <json>". After `session/cancel`, the prompt returns stopReason `cancelled`.
 // Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE.
 
 import { Readable, Writable } from "node:stream";
@@ -151,6 +153,16 @@ async function runTurn(client, sessionId, cwd, text, turn) {
     process.exit(42);
   }
   if (/#garbage\b/.test(text)) process.stdout.write("this line is not JSON (#garbage)\n");
+  if (/#big-io\b/.test(text)) {
+    const line = (i) => `line ${String(i).padStart(7, "0")} "quoted" \\ \u00e9 \u2713\n`;
+    const content = Array.from({ length: 80000 }, (_, i) => line(i)).join("");
+    const bigPath = path.join(cwd, "big-io.txt");
+    await client.request(acp.methods.client.fs.writeTextFile, { sessionId, path: bigPath, content });
+    const back = await client.request(acp.methods.client.fs.readTextFile, { sessionId, path: bigPath });
+    await say("z".repeat(1536 * 1024));
+    await say(`BIG-IO ${JSON.stringify({ bytes: Buffer.byteLength(content), roundTrip: back.content === content })}`);
+    return { stopReason: "end_turn" };
+  }
   if (/#edge\b/.test(text)) {
     const results = await runEdgeProbes(client, sessionId, cwd, text);
     await say(`EDGE-RESULTS ${JSON.stringify(results)}`);
