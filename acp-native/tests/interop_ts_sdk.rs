@@ -1011,6 +1011,55 @@ fn acp_chat_carries_big_messages_with_the_ts_agent() {
     }
 }
 
+/// Update kinds our v1 schema does not know (the SDK's stable `notice`, a custom `_` kind) and
+/// unknown fields pass through `acp chat --json` verbatim and do not disturb the human view.
+#[test]
+fn acp_chat_passes_unknown_update_kinds_from_the_ts_agent_through() {
+    let cwd = TempDir::new();
+    let traces = TempDir::new();
+    let trace = traces.join("ts-agent.trace");
+    let ran = acp_chat_with_ts_agent(
+        cwd.path(),
+        &["--prompt", "#unknown-updates", "--yes"],
+        &trace,
+    );
+    assert!(
+        ran.status.success(),
+        "{}",
+        ran.describe("acp chat #unknown-updates")
+    );
+    let lines = json_lines(&ran);
+    let sent = traced_messages(&trace, "-> ");
+    let sent_updates: Vec<&Value> = with_method(&sent, "session/update")
+        .into_iter()
+        .map(|m| &m["params"])
+        .collect();
+    let printed: Vec<&Value> = lines[..lines.len() - 1].iter().collect();
+    assert_eq!(printed, sent_updates);
+    let kinds = update_kinds(&session_updates(&lines));
+    assert!(kinds.contains(&"notice") && kinds.contains(&"_acp_interop_custom"));
+    assert!(message_text(&session_updates(&lines)).ends_with("after unknown updates"));
+
+    // Without --json: rendered somehow, the turn still ends normally.
+    npm_deps();
+    let human = run(
+        "acp chat (human view) #unknown-updates",
+        Command::new(ACP)
+            .args(["chat", "--yes", "--prompt", "#unknown-updates", "--cwd"])
+            .arg(cwd.path())
+            .arg("--")
+            .arg(node())
+            .arg(interop_dir().join("ts-agent.mjs")),
+        RUN_BOUND,
+    );
+    assert!(human.status.success(), "{}", human.describe("human view"));
+    assert!(
+        human.stdout.contains("after unknown updates"),
+        "{}",
+        human.stdout
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // (b) Their client against our agent.
 
@@ -1337,6 +1386,21 @@ fn ts_client_cancel_request_ends_acp_demo_agents_turn() {
     assert_eq!(cancel.len(), 1, "{sent:?}");
     let prompt = with_method(&sent, "session/prompt")[0];
     assert_eq!(cancel[0]["params"]["requestId"], prompt["id"]);
+}
+
+/// `_meta` on initialize, session/new, session/prompt and a content block, and capabilities
+/// from newer schemas (`session.notices`, `session.compaction`), are ignored by our agent.
+#[test]
+fn ts_client_meta_and_newer_capabilities_are_ignored_by_acp_demo_agent() {
+    let cwd = TempDir::new();
+    let (ran, summary) = ts_client(
+        &["--cwd", cwd.path().to_str().unwrap(), "--meta"],
+        &demo_agent(),
+    );
+    assert!(ran.status.success(), "{}", ran.describe("ts-client --meta"));
+    assert_eq!(summary["stopReason"], "end_turn");
+    assert_eq!(summary["error"], Value::Null);
+    assert!(cwd.join(DEMO_FILE).exists());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -27,7 +27,10 @@
 // (-32603, message "ts-agent failed on purpose"); "#crash" exits the process with code 42;
 // "#garbage" writes a non-JSON line to stdout, then goes on with the normal turn; "#big-io"
 // writes big-io.txt (2.5 MB) through fs/write_text_file, reads it back through
-// fs/read_text_file, sends a 1.5 MiB agent_message_chunk, and reports "BIG-IO <json>". After `session/cancel`, the prompt returns stopReason `cancelled`.
+// fs/read_text_file, sends a 1.5 MiB agent_message_chunk, and reports "BIG-IO <json>";
+// "#unknown-updates" sends session/update kinds a v1 client may not know (the SDK's stable
+// `notice`, a `_`-prefixed custom kind, a `tool_call` with unknown fields and `_meta`), then
+// "after unknown updates" and ends the turn. After `session/cancel`, the prompt returns stopReason `cancelled`.
 // Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE.
 
 import { Readable, Writable } from "node:stream";
@@ -153,6 +156,16 @@ async function runTurn(client, sessionId, cwd, text, turn) {
     process.exit(42);
   }
   if (/#garbage\b/.test(text)) process.stdout.write("this line is not JSON (#garbage)\n");
+  if (/#unknown-updates\b/.test(text)) {
+    await update({ sessionUpdate: "notice", severity: "info", title: "a notice from the TypeScript SDK agent" });
+    await update({ sessionUpdate: "_acp_interop_custom", detail: "a custom update kind" });
+    await update({
+      sessionUpdate: "tool_call", toolCallId: "ts-future-1", title: "A tool call from the future", kind: "other",
+      status: "completed", futureField: { nested: [1, 2, 3] }, _meta: { "acp-interop": true },
+    });
+    await say("after unknown updates");
+    return { stopReason: "end_turn" };
+  }
   if (/#big-io\b/.test(text)) {
     const line = (i) => `line ${String(i).padStart(7, "0")} "quoted" \\ \u00e9 \u2713\n`;
     const content = Array.from({ length: 80000 }, (_, i) => line(i)).join("");

@@ -19,6 +19,8 @@
 //   --probe                  after the turn, probe the agent's edges (errors for an unknown session,
 //                            an unknown method, a relative cwd; a second prompt with a resource
 //                            link; session/load when advertised) into summary.probes
+//   --meta                   add `_meta` to initialize, session/new and session/prompt, and advertise
+//                            capabilities from newer schemas (session.notices, session.compaction)
 //   --no-fs, --no-terminal   do not advertise (nor serve) fs / terminal capabilities
 //   --expect-stop REASON     exit 0 only for this stopReason (default: end_turn)
 //   --timeout S              give up after S seconds (default: 30), killing the agent
@@ -41,7 +43,7 @@ import { traced, tracedMessages } from "./trace.mjs";
 
 function usage(message) {
   process.stderr.write(`ts-client: ${message}\nusage: node ts-client.mjs [--prompt TEXT] [--cwd DIR] [--deny] ` +
-    `[--cancel-on-permission] [--cancel-after-update KIND] [--abort-after-update KIND] [--probe] [--no-fs] [--no-terminal] [--expect-stop REASON] ` +
+    `[--cancel-on-permission] [--cancel-after-update KIND] [--abort-after-update KIND] [--probe] [--meta] [--no-fs] [--no-terminal] [--expect-stop REASON] ` +
     `[--timeout S] [--trace FILE] (--ws URL | -- AGENT_COMMAND [ARGS...])\n`);
   process.exit(2);
 }
@@ -49,7 +51,7 @@ function usage(message) {
 function parseArgs(argv) {
   const opts = {
     prompt: "Hello from the TypeScript SDK client", cwd: null, deny: false, cancelOnPermission: false,
-    cancelAfterUpdate: null, abortAfterUpdate: null, probe: false, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, trace: null, ws: null, agent: [],
+    cancelAfterUpdate: null, abortAfterUpdate: null, probe: false, meta: false, fs: true, terminal: true, expectStop: "end_turn", timeoutS: 30, trace: null, ws: null, agent: [],
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -66,6 +68,7 @@ function parseArgs(argv) {
       case "--cancel-after-update": opts.cancelAfterUpdate = value(); break;
       case "--abort-after-update": opts.abortAfterUpdate = value(); break;
       case "--probe": opts.probe = true; break;
+      case "--meta": opts.meta = true; break;
       case "--no-fs": opts.fs = false; break;
       case "--no-terminal": opts.terminal = false; break;
       case "--expect-stop": opts.expectStop = value(); break;
@@ -381,25 +384,29 @@ agentExited.then((exit) => {
 try {
   const response = await Promise.race([
     app.connectWith(stream, async (ctx) => {
+      const meta = opts.meta ? { _meta: { "acp-interop": { note: "extension data the peer must ignore" } } } : {};
       const init = await ctx.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
         clientCapabilities: {
           fs: { readTextFile: opts.fs, writeTextFile: opts.fs },
           terminal: opts.terminal,
+          ...(opts.meta ? { session: { notices: {}, compaction: {} }, ...meta } : {}),
         },
         clientInfo: { name: "acp-rs-interop-ts-client", title: "ACP TypeScript SDK interop client", version: "1.0.0" },
+        ...meta,
       });
       summary.protocolVersion = init.protocolVersion;
       summary.agentInfo = init.agentInfo ?? null;
       summary.agentCapabilities = init.agentCapabilities ?? null;
-      const created = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+      const created = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [], ...meta });
       summary.sessionId = created.sessionId;
       session = { sessionId: created.sessionId };
       let response;
       try {
         response = await ctx.request(acp.methods.agent.session.prompt, {
           sessionId: created.sessionId,
-          prompt: [{ type: "text", text: opts.prompt }],
+          prompt: [{ type: "text", text: opts.prompt, ...meta }],
+          ...meta,
         }, { cancellationSignal: promptAbort.signal });
       } catch (e) {
         // An aborted prompt may end in a -32800 error: report it as a stop of its own.
