@@ -1060,6 +1060,41 @@ fn acp_chat_passes_unknown_update_kinds_from_the_ts_agent_through() {
     );
 }
 
+/// The permission question answered on stdin: by number, after invalid answers.
+#[test]
+fn acp_chat_asks_the_ts_agents_permission_question_on_stdin() {
+    npm_deps();
+    for (input, allowed, option) in [
+        ("1\n", true, "allow"),
+        ("2\n", false, "reject"),
+        ("x\n9\n1\n", true, "allow"),
+    ] {
+        let cwd = TempDir::new();
+        let traces = TempDir::new();
+        let trace = traces.join("ts-agent.trace");
+        let ran = Running::start_with_input(
+            "acp chat answering on stdin",
+            Command::new(ACP)
+                .args(["chat", "--json", "--prompt", "hello", "--cwd"])
+                .arg(cwd.path())
+                .arg("--")
+                .arg(node())
+                .arg(interop_dir().join("ts-agent.mjs"))
+                .env("ACP_INTEROP_TRACE", &trace),
+            Some(input.as_bytes().to_vec()),
+        )
+        .finish(RUN_BOUND);
+        assert!(ran.status.success(), "{}", ran.describe(input));
+        assert_eq!(cwd.join(TS_AGENT_FILE).exists(), allowed, "{input:?}");
+        let received = traced_messages(&trace, "<- ");
+        assert!(
+            received.iter().any(|m| m["result"]
+                == serde_json::json!({"outcome": {"outcome": "selected", "optionId": option}})),
+            "{input:?}: {received:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // (b) Their client against our agent.
 
