@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything acp-wasm is tested with, in order; exits non-zero on the first failure:
 #   1. scripts/wasm-toolchain.sh   (installs what is missing; quick when all is there)
-#   2. scripts/build-wasm.sh       (the npm package at acp-wasm/pkg)
+#   2. scripts/build-wasm.sh       (the npm package at acp-wasm/pkg; fails over the 250 KB goal)
 #   3. acp-wasm/tests/no-env-imports.mjs  (no import from module "env")
 #   4. wasm-bindgen-test tests of the wrapper under node (cargo test, wasm-bindgen-test-runner)
 #   5. node --test on the built package (round trips, timeouts, oversize, free, conformance vectors)
@@ -15,7 +15,8 @@ bash "$HERE/wasm-toolchain.sh"
 source "$HERE/wasm-env.sh"
 
 step "build"
-bash "$HERE/build-wasm.sh"
+# The 250 KB goal of the nodejs wasm is enforced here (ACP_WASM_ENFORCE_SIZE=0 to only warn).
+ACP_WASM_ENFORCE_SIZE="${ACP_WASM_ENFORCE_SIZE:-1}" bash "$HERE/build-wasm.sh"
 
 step "no env imports"
 node "$ACP_ROOT/acp-wasm/tests/no-env-imports.mjs"

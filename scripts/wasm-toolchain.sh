@@ -55,6 +55,10 @@ case "$ACP_WASM_MODE" in
     ;;
   none)
     say "rust: no rustup wasm32-unknown-unknown target installed; installing Debian's rustc-web recipe"
+    if ! command -v apt-get >/dev/null 2>&1; then
+      say "error: no apt-get here; install the target yourself: rustup target add wasm32-unknown-unknown" >&2
+      exit 1
+    fi
     apt_install rustc-web cargo-web rust-web-src lld
     unset ACP_WASM_MODE_FORCE
     source "$(dirname "${BASH_SOURCE[0]}")/wasm-env.sh"
