@@ -42,6 +42,7 @@ export class AcpContext implements vscode.Disposable {
   private engine: EngineModule | undefined;
 
   private state: State = "stopped";
+  private stateDetail = "";
   private conn: AgentConnection | undefined;
   private starting: Promise<AgentConnection> | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -83,6 +84,9 @@ export class AcpContext implements vscode.Disposable {
     );
     this.own({ dispose: () => this.coalescer.dispose() });
     this.registerCommands();
+    const syncTrace = () => ((this.trace as { enabled: boolean }).enabled = cfg().get<boolean>("trace.raw", false));
+    syncTrace();
+    this.own(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration("acp.trace.raw") && syncTrace()));
     this.setState("stopped", "not started");
   }
 
@@ -149,9 +153,8 @@ export class AcpContext implements vscode.Disposable {
   }
 
   private readonly trace: TraceSink = {
-    get enabled() {
-      return cfg().get<boolean>("trace.raw", false);
-    },
+    enabled: false, // kept in sync with acp.trace.raw by the configuration listener
+
     write: (direction, text) => {
       const arrow = direction === "send" ? "→" : direction === "recv" ? "←" : "stderr";
       this.traceOutput().append(`${arrow} ${text}${text.endsWith("\n") ? "" : "\n"}`);
@@ -162,6 +165,7 @@ export class AcpContext implements vscode.Disposable {
 
   private setState(state: State, detail: string): void {
     this.state = state;
+    this.stateDetail = detail;
     const icon = { stopped: "$(circle-slash)", starting: "$(loading~spin)", ready: "$(hubot)", crashed: "$(warning)", failed: "$(error)" }[state];
     const name = this.conn?.spec.name ?? "agent";
     this.status.text = `${icon} ACP: ${state === "ready" ? name : detail}`;
@@ -374,7 +378,7 @@ export class AcpContext implements vscode.Disposable {
   private onWebviewMessage(m: WebviewToHost): void {
     switch (m.type) {
       case "ready":
-        this.setState(this.state, this.state === "ready" ? "" : this.status.text.replace(/^\$\([^)]*\) ACP: /, ""));
+        this.setState(this.state, this.stateDetail);
         if (this.session) this.chat.post({ type: "session", info: this.session });
         this.chat.post({ type: "busy", busy: this.busy });
         if (!this.conn && !this.starting && this.state === "stopped") void this.ensureSession().catch(() => undefined);
