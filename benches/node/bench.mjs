@@ -248,8 +248,9 @@ function loadWasm() {
 async function runWasm(sc) {
   const { AcpConnection } = loadWasm();
   const base = rssKb();
-  const client = new AcpConnection("client", {});
-  const agentConn = new AcpConnection("agent", {});
+  const opts = { maxIncomingInFlight: 1 << 20 }; // scale holds 10,000+ in flight (default 1024)
+  const client = new AcpConnection("client", opts);
+  const agentConn = new AcpConnection("agent", opts);
   const pump = () => {
     for (;;) {
       let any = false;

@@ -85,12 +85,6 @@ pub fn rss_kb() -> u64 {
     pages * (unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64) / 1024
 }
 
-/// Peak RSS of this process so far, in KiB.
-pub fn peak_rss_kb() -> u64 {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    ru.ru_maxrss as u64
-}
 
 /// Percentile (0..=100) of latencies, in microseconds.
 pub fn percentile_us(sorted: &[Duration], p: f64) -> f64 {
