@@ -1,8 +1,8 @@
 // The chat webview view: strict CSP (default-src 'none'; scripts only with a fresh nonce; styles
 // from the extension and the nonce'd block), local resources only from dist/.
 
-import * as crypto from "node:crypto";
 import * as vscode from "vscode";
+import { buildChatHtml, makeNonce } from "../webview/html";
 import type { HostToWebview, WebviewToHost } from "../webview/messages";
 
 export const CHAT_VIEW_ID = "acp.chat";
@@ -61,45 +61,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   }
 }
 
-export function makeNonce(): string {
-  return crypto.randomBytes(18).toString("base64").replace(/[^A-Za-z0-9]/g, "");
-}
-
 export function chatHtml(webview: vscode.Webview, dist: vscode.Uri): string {
-  const nonce = makeNonce();
-  const script = webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.js"));
-  const style = webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.css"));
-  const csp = [
-    "default-src 'none'",
-    `style-src ${webview.cspSource}`,
-    `script-src 'nonce-${nonce}'`,
-    `img-src ${webview.cspSource}`,
-    `font-src ${webview.cspSource}`,
-  ].join("; ");
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${style}">
-<title>ACP Chat</title>
-</head>
-<body>
-<header>
-  <span id="status" data-state="idle">ACP: not started</span>
-  <button id="new-session" title="Start a new session">New session</button>
-</header>
-<div id="session-controls"></div>
-<main id="transcript" aria-live="polite"></main>
-<footer>
-  <textarea id="prompt" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
-  <div class="buttons">
-    <button id="send">Send</button>
-    <button id="cancel" disabled>Cancel</button>
-  </div>
-</footer>
-<script nonce="${nonce}" src="${script}"></script>
-</body>
-</html>`;
+  return buildChatHtml({
+    cspSource: webview.cspSource,
+    scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.js")).toString(),
+    styleUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.css")).toString(),
+    nonce: makeNonce(),
+  });
 }
