@@ -6,6 +6,7 @@ pub mod fs_service;
 pub mod layers;
 pub mod process;
 pub mod router;
+pub mod supervisor;
 pub mod terminal_service;
 pub mod transport;
 

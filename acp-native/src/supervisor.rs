@@ -1,0 +1,485 @@
+//! A supervised agent: spawn, initialize with a start-up deadline, watch (process liveness
+//! always, an optional responsiveness probe), and on a crash restart with exponential backoff
+//! under a crash budget ("N crashes in M minutes, then stop and say why"), re-attaching the
+//! sessions it knows with `session/resume` or `session/load` when the agent advertises them and
+//! reporting them lost otherwise.
+//!
+//! Every pending call of a crashed agent fails at once with its exit status and stderr tail
+//! (that is [`crate::transport::spawn_agent`]'s close reason); callers then ask
+//! [`SupervisedAgent::connection`] for the next one, which waits while a restart is under way.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_core::{CallError, ErrorObject, RawValue, Role};
+use agent_client_protocol_schema::v1 as s;
+use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tower::Service;
+
+use crate::driver::{DriverConfig, Incoming, RpcError};
+use crate::process::{AgentCommand, CrashBudget, RestartDecision, RestartPolicy};
+use crate::transport::{spawn_agent, AgentChild};
+use crate::ClientSideConnection;
+
+/// The optional responsiveness probe: every `interval`, an extension request
+/// (`_acp-rs/ping`) must be answered within `timeout`. Any answer counts, an error too (most
+/// agents answer "method not found"): only silence means the agent hangs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HealthProbe {
+    pub interval: Duration,
+    pub timeout: Duration,
+}
+
+/// How to run and watch an agent.
+#[derive(Debug, Clone)]
+pub struct SupervisorConfig {
+    pub command: AgentCommand,
+    /// Must be a client config.
+    pub driver: DriverConfig,
+    /// Sent on every (re)start.
+    pub initialize: s::InitializeRequest,
+    /// Spawn + `initialize` must finish within this. Real agents can take a minute. 60 s.
+    pub startup_timeout: Duration,
+    /// `None`: a crash is final.
+    pub restart: Option<RestartPolicy>,
+    /// Off by default.
+    pub probe: Option<HealthProbe>,
+    /// For shutdown and for stopping a hung agent: stdin closed, then SIGTERM, then SIGKILL,
+    /// each after this long. 2 s.
+    pub shutdown_grace: Duration,
+}
+
+impl SupervisorConfig {
+    pub fn new(command: AgentCommand, initialize: s::InitializeRequest) -> Self {
+        SupervisorConfig {
+            command,
+            driver: DriverConfig::new(Role::Client),
+            initialize,
+            startup_timeout: Duration::from_secs(60),
+            restart: Some(RestartPolicy::default()),
+            probe: None,
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What happened to the agent, for logs and UIs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SupervisorEvent {
+    /// A process is up and initialized. `generation` counts starts from 1.
+    Started {
+        pid: u32,
+        generation: u64,
+    },
+    /// The agent exited or stopped answering; `report` says how (exit status, stderr tail).
+    Crashed {
+        generation: u64,
+        report: String,
+    },
+    /// A restart will be tried after `after`.
+    Restarting {
+        after: Duration,
+        attempt: u32,
+    },
+    /// A restart attempt failed before the agent was up (spawn or `initialize`).
+    RestartFailed {
+        attempt: u32,
+        error: String,
+    },
+    SessionReattached {
+        session_id: String,
+        method: &'static str,
+    },
+    SessionLost {
+        session_id: String,
+        reason: String,
+    },
+    /// No more restarts: the crash budget is spent, or restarts are off.
+    GaveUp {
+        reason: String,
+    },
+    /// `shutdown` finished.
+    Stopped,
+}
+
+/// Why no connection can be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SupervisorError {
+    /// The agent failed and will not be restarted (the reason says why, and its last words).
+    Failed(String),
+    Stopped,
+}
+
+impl std::fmt::Display for SupervisorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SupervisorError::Failed(why) => f.write_str(why),
+            SupervisorError::Stopped => f.write_str("the agent was shut down"),
+        }
+    }
+}
+
+impl std::error::Error for SupervisorError {}
+
+#[derive(Clone)]
+enum State {
+    Running(Running),
+    Restarting,
+    Failed(String),
+    Stopped,
+}
+
+#[derive(Clone)]
+struct Running {
+    connection: ClientSideConnection,
+    child: Arc<AgentChild>,
+    initialize: s::InitializeResponse,
+    generation: u64,
+}
+
+#[derive(Debug, Clone)]
+struct TrackedSession {
+    id: s::SessionId,
+    cwd: PathBuf,
+    mcp_servers: Vec<s::McpServer>,
+}
+
+struct Shared {
+    state: watch::Sender<State>,
+    sessions: Mutex<Vec<TrackedSession>>,
+    events: broadcast::Sender<SupervisorEvent>,
+    stop: CancellationToken,
+}
+
+impl Shared {
+    fn emit(&self, e: SupervisorEvent) {
+        tracing::info!(target: "acp::supervisor", event = ?e);
+        let _ = self.events.send(e);
+    }
+}
+
+/// A running, supervised agent. Cheap to clone.
+#[derive(Clone)]
+pub struct SupervisedAgent {
+    shared: Arc<Shared>,
+}
+
+impl SupervisedAgent {
+    /// Spawns and initializes the agent. A first start that fails is an error (nothing to
+    /// restart yet); later crashes are handled by the restart policy.
+    pub async fn start<S>(config: SupervisorConfig, service: S) -> Result<Self, String>
+    where
+        S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let running = launch(&config, service.clone(), 1).await?;
+        let (events, _) = broadcast::channel(256);
+        let shared = Arc::new(Shared {
+            state: watch::channel(State::Running(running.clone())).0,
+            sessions: Mutex::new(Vec::new()),
+            events,
+            stop: CancellationToken::new(),
+        });
+        shared.emit(SupervisorEvent::Started {
+            pid: running.child.pid(),
+            generation: 1,
+        });
+        tokio::spawn(monitor(shared.clone(), config, service, running));
+        Ok(SupervisedAgent { shared })
+    }
+
+    /// Events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<SupervisorEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// The current connection; waits while a restart is under way.
+    pub async fn connection(&self) -> Result<ClientSideConnection, SupervisorError> {
+        let mut rx = self.shared.state.subscribe();
+        loop {
+            match &*rx.borrow_and_update() {
+                State::Running(r) if !r.connection.is_closed() => return Ok(r.connection.clone()),
+                State::Failed(why) => return Err(SupervisorError::Failed(why.clone())),
+                State::Stopped => return Err(SupervisorError::Stopped),
+                _ => {}
+            }
+            if rx.changed().await.is_err() {
+                return Err(SupervisorError::Stopped);
+            }
+        }
+    }
+
+    /// The current agent's `initialize` answer (capabilities, auth methods, info).
+    pub fn initialize_response(&self) -> Option<s::InitializeResponse> {
+        match &*self.shared.state.borrow() {
+            State::Running(r) => Some(r.initialize.clone()),
+            _ => None,
+        }
+    }
+
+    /// The pid of the current agent process.
+    pub fn pid(&self) -> Option<u32> {
+        match &*self.shared.state.borrow() {
+            State::Running(r) => Some(r.child.pid()),
+            _ => None,
+        }
+    }
+
+    /// How many times an agent was started (1 before any restart).
+    pub fn generation(&self) -> u64 {
+        match &*self.shared.state.borrow() {
+            State::Running(r) => r.generation,
+            _ => 0,
+        }
+    }
+
+    /// `session/new` on the current agent; the session is re-attached after a restart.
+    pub async fn new_session(
+        &self,
+        request: s::NewSessionRequest,
+    ) -> Result<s::NewSessionResponse, RpcError> {
+        let conn = self
+            .connection()
+            .await
+            .map_err(|e| RpcError::Other(e.to_string()))?;
+        let (cwd, mcp) = (request.cwd.clone(), request.mcp_servers.clone());
+        let response = conn.new_session(request).await?;
+        self.track_session(response.session_id.clone(), cwd, mcp);
+        Ok(response)
+    }
+
+    /// Remembers a session (opened some other way) for re-attachment after a restart.
+    pub fn track_session(&self, id: s::SessionId, cwd: PathBuf, mcp_servers: Vec<s::McpServer>) {
+        let mut sessions = self.shared.sessions.lock().expect("not poisoned");
+        sessions.retain(|t| t.id != id);
+        sessions.push(TrackedSession {
+            id,
+            cwd,
+            mcp_servers,
+        });
+    }
+
+    /// Forgets a session (closed, deleted, or lost).
+    pub fn forget_session(&self, id: &s::SessionId) {
+        self.shared
+            .sessions
+            .lock()
+            .expect("not poisoned")
+            .retain(|t| &t.id != id);
+    }
+
+    /// Stops the agent gracefully (stdin closed, grace, SIGTERM, grace, SIGKILL of its group)
+    /// and restarts nothing more. Resolves once it is down.
+    pub async fn shutdown(&self) {
+        let mut rx = self.shared.state.subscribe();
+        self.shared.stop.cancel();
+        while !matches!(&*rx.borrow_and_update(), State::Stopped | State::Failed(_)) {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+async fn launch<S>(
+    config: &SupervisorConfig,
+    service: S,
+    generation: u64,
+) -> Result<Running, String>
+where
+    S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let (connection, child) = spawn_agent(&config.command, service, config.driver.clone())
+        .map_err(|e| format!("could not start the agent: {e}"))?;
+    let child = Arc::new(child);
+    let init = connection
+        .with_timeout(config.startup_timeout)
+        .initialize(config.initialize.clone())
+        .await;
+    match init {
+        Ok(initialize) => Ok(Running {
+            connection,
+            child,
+            initialize,
+            generation,
+        }),
+        Err(e) => {
+            let why = match &e {
+                RpcError::Call(CallError::TimedOut { .. }) => format!(
+                    "the agent did not answer initialize within {:?}",
+                    config.startup_timeout
+                ),
+                RpcError::Call(CallError::Closed { reason }) => {
+                    format!("the agent exited during initialize: {reason}")
+                }
+                other => format!("initialize failed: {other}"),
+            };
+            child.shutdown(config.shutdown_grace).await;
+            Err(why)
+        }
+    }
+}
+
+/// Resolves when the probe finds the agent silent (never, without a probe).
+async fn probe_until_silent(
+    connection: ClientSideConnection,
+    probe: Option<HealthProbe>,
+) -> String {
+    let Some(probe) = probe else {
+        return std::future::pending().await;
+    };
+    let conn = connection.with_timeout(probe.timeout);
+    let mut tick = tokio::time::interval_at(Instant::now() + probe.interval, probe.interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match conn.ext_method("acp-rs/ping", serde_json::json!({})).await {
+            Err(RpcError::Call(CallError::TimedOut { .. })) => {
+                return format!(
+                    "the agent did not answer a health probe within {:?}; stopping it",
+                    probe.timeout
+                )
+            }
+            // The process ending is reported by the exit watch, with its status.
+            Err(RpcError::Call(CallError::Closed { .. })) => {
+                return std::future::pending().await;
+            }
+            // Any answer, an error included, shows the agent is responsive.
+            _ => {}
+        }
+    }
+}
+
+async fn monitor<S>(shared: Arc<Shared>, config: SupervisorConfig, service: S, mut running: Running)
+where
+    S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    let origin = Instant::now();
+    let mut budget = config.restart.clone().map(CrashBudget::new);
+    loop {
+        let report = tokio::select! {
+            _ = shared.stop.cancelled() => {
+                running.child.shutdown(config.shutdown_grace).await;
+                shared.state.send_replace(State::Stopped);
+                shared.emit(SupervisorEvent::Stopped);
+                return;
+            }
+            report = running.child.wait() => report.to_string(),
+            why = probe_until_silent(running.connection.clone(), config.probe) => {
+                running.connection.close(why.clone());
+                let outcome = running.child.shutdown(config.shutdown_grace).await;
+                format!("{why} ({})", outcome.report)
+            }
+        };
+        shared.state.send_replace(State::Restarting);
+        shared.emit(SupervisorEvent::Crashed {
+            generation: running.generation,
+            report: report.clone(),
+        });
+        let Some(budget) = budget.as_mut() else {
+            give_up(&shared, format!("{report}\n(restarts are off)"));
+            return;
+        };
+        let next = running.generation + 1;
+        loop {
+            let (after, attempt) = match budget.record_crash(origin.elapsed()) {
+                RestartDecision::GiveUp { reason } => {
+                    give_up(&shared, format!("{reason}; last: {report}"));
+                    return;
+                }
+                RestartDecision::Restart { after, attempt } => (after, attempt),
+            };
+            shared.emit(SupervisorEvent::Restarting { after, attempt });
+            tokio::select! {
+                _ = shared.stop.cancelled() => {
+                    shared.state.send_replace(State::Stopped);
+                    shared.emit(SupervisorEvent::Stopped);
+                    return;
+                }
+                _ = tokio::time::sleep(after) => {}
+            }
+            match launch(&config, service.clone(), next).await {
+                Ok(r) => {
+                    running = r;
+                    break;
+                }
+                Err(error) => shared.emit(SupervisorEvent::RestartFailed { attempt, error }),
+            }
+        }
+        reattach(&shared, &running).await;
+        shared.state.send_replace(State::Running(running.clone()));
+        shared.emit(SupervisorEvent::Started {
+            pid: running.child.pid(),
+            generation: running.generation,
+        });
+    }
+}
+
+fn give_up(shared: &Shared, reason: String) {
+    shared.state.send_replace(State::Failed(reason.clone()));
+    shared.emit(SupervisorEvent::GaveUp { reason });
+}
+
+/// Re-attaches every tracked session to a fresh agent: `session/resume` when advertised,
+/// else `session/load`, else the session is reported lost.
+async fn reattach(shared: &Shared, running: &Running) {
+    let sessions = shared.sessions.lock().expect("not poisoned").clone();
+    let caps = &running.initialize.agent_capabilities;
+    let can_resume = caps.session_capabilities.resume.is_some();
+    let can_load = caps.load_session;
+    for t in sessions {
+        let outcome = if can_resume {
+            let req = s::ResumeSessionRequest::new(t.id.clone(), t.cwd.clone())
+                .mcp_servers(t.mcp_servers.clone());
+            running
+                .connection
+                .resume_session(req)
+                .await
+                .map(|_| "session/resume")
+        } else if can_load {
+            let req = s::LoadSessionRequest::new(t.id.clone(), t.cwd.clone())
+                .mcp_servers(t.mcp_servers.clone());
+            running
+                .connection
+                .load_session(req)
+                .await
+                .map(|_| "session/load")
+        } else {
+            shared.emit(SupervisorEvent::SessionLost {
+                session_id: t.id.to_string(),
+                reason: "the agent supports neither session/resume nor session/load".into(),
+            });
+            shared
+                .sessions
+                .lock()
+                .expect("not poisoned")
+                .retain(|x| x.id != t.id);
+            continue;
+        };
+        match outcome {
+            Ok(method) => shared.emit(SupervisorEvent::SessionReattached {
+                session_id: t.id.to_string(),
+                method,
+            }),
+            Err(e) => {
+                shared.emit(SupervisorEvent::SessionLost {
+                    session_id: t.id.to_string(),
+                    reason: e.to_string(),
+                });
+                shared
+                    .sessions
+                    .lock()
+                    .expect("not poisoned")
+                    .retain(|x| x.id != t.id);
+            }
+        }
+    }
+}
