@@ -356,10 +356,16 @@ try {
   await scenario("dismiss: Escape on the dialog answers the agent's reject option", async () => {
     fs.rmSync(demoFile, { force: true });
     await newSession();
-    await sendPrompt("Dismiss the dialog please");
+    // The demo agent echoes the prompt: agent text carrying HTML and a javascript: link must be
+    // rendered as text by the webview.
+    await sendPrompt('Dismiss the dialog please <b id="injected">not html</b> <img src=x onerror="document.body.dataset.pwned=1"> [x](javascript:alert(1))');
     await dialogButton("Allow this write");
     await page.keyboard.press("Escape");
     await turnEnds("end_turn");
+    const agentMsg = chat.locator(".msg.agent").first();
+    if (!((await agentMsg.textContent()) ?? "").includes('<b id="injected">not html</b>')) throw new Error("the HTML was not shown as text");
+    if ((await chat.locator("#injected, .msg.agent img, a[href^='javascript']").count()) !== 0) throw new Error("agent text was injected as HTML");
+    if ((await chat.locator("body[data-pwned]").count()) !== 0) throw new Error("an injected handler ran");
     if (!(await transcriptText()).includes(`OK, I did not write ${DEMO_FILE}`)) throw new Error("dismissal was not answered with the reject option");
     if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after a dismissal`);
   });
