@@ -33,12 +33,18 @@ fn main() {
     if args.iter().any(|a| a == "--child-agent") {
         return child_agent();
     }
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this binary without it:
+    // then it is a smoke test with tiny counts.
+    let bench = args.iter().any(|a| a == "--bench");
     let quick = args.iter().any(|a| a == "--quick");
-    let (rt_n, notif_n, rounds) = if quick {
-        (2_000, 20_000, 1)
-    } else {
-        (20_000, 200_000, 3)
+    let (rt_n, notif_n, rounds) = match (bench, quick) {
+        (false, _) => (200, 2_000, 1),
+        (true, true) => (2_000, 20_000, 1),
+        (true, false) => (20_000, 200_000, 3),
     };
+    if !bench {
+        eprintln!("smoke run (not `cargo bench`): tiny counts, numbers are not measurements");
+    }
     let exe = std::env::current_exe().expect("own path");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -274,7 +280,7 @@ async fn flood(client: &ClientSideConnection, count: &AtomicUsize, n: usize) -> 
     let r = client
         .ext_method("flood", serde_json::json!({ "n": n }))
         .await
-        .map_err(|e| ErrorObject::internal(e))
+        .map_err(ErrorObject::internal)
         .unwrap();
     client.handle().notifications_handled().await;
     let secs = t.elapsed().as_secs_f64();
