@@ -108,3 +108,59 @@ async fn websocket_frames_are_messages() {
         (8.into(), (-32601).into())
     );
 }
+
+/// The real thing over real pipes: `acp demo-agent` spawned by `transport::spawn_agent`, serving
+/// with `transport::stdio()`; a typed prompt turn streams chunks and ends the turn.
+#[tokio::test]
+async fn roundtrip_with_the_demo_agent_subprocess() {
+    use acp_core::{typed, Role};
+    use acp_native::process::AgentCommand;
+    use acp_native::{DriverConfig, Router};
+    use agent_client_protocol_schema::v1 as s;
+    use agent_client_protocol_schema::ProtocolVersion;
+
+    let chunks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = chunks.clone();
+    let router = Router::new().notification::<typed::SessionUpdate, _, _>(
+        move |n: s::SessionNotification, _| {
+            let c = c2.clone();
+            async move {
+                if let s::SessionUpdate::AgentMessageChunk(_) = n.update {
+                    c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        },
+    );
+    let cmd = AgentCommand::new(env!("CARGO_BIN_EXE_acp")).arg("demo-agent");
+    let (client, child) =
+        transport::spawn_agent(&cmd, router, DriverConfig::new(Role::Client)).unwrap();
+    let client = client.with_timeout(EVENTUALLY);
+    let init = eventually(
+        "initialize",
+        client.initialize(s::InitializeRequest::new(ProtocolVersion::V1)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(init.protocol_version, ProtocolVersion::V1);
+    let cwd = std::env::temp_dir();
+    let session = client
+        .new_session(s::NewSessionRequest::new(cwd))
+        .await
+        .unwrap();
+    let done = client
+        .prompt(s::PromptRequest::new(
+            session.session_id,
+            vec![text("hello there")],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(done.stop_reason, s::StopReason::EndTurn);
+    client.handle().notifications_handled().await;
+    assert!(chunks.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    let out = eventually(
+        "shutdown",
+        child.shutdown(std::time::Duration::from_secs(5)),
+    )
+    .await;
+    assert!(!out.report.is_crash(), "{}", out.report);
+}
