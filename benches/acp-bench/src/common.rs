@@ -85,7 +85,6 @@ pub fn rss_kb() -> u64 {
     pages * (unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64) / 1024
 }
 
-
 /// Percentile (0..=100) of latencies, in microseconds.
 pub fn percentile_us(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {

@@ -84,10 +84,9 @@ pub fn run(sc: Scenario) -> R<Outcome> {
                 while let Some(ev) = p.client.poll_event() {
                     match ev {
                         Event::Notification { params, .. } => {
-                            let note = decode_notification::<typed::SessionUpdate>(
-                                params.as_deref(),
-                            )
-                            .map_err(err)?;
+                            let note =
+                                decode_notification::<typed::SessionUpdate>(params.as_deref())
+                                    .map_err(err)?;
                             if !check_chunk(&note) {
                                 return Err("wrong notification".into());
                             }
@@ -169,7 +168,9 @@ pub fn run(sc: Scenario) -> R<Outcome> {
                 p.pump();
                 while let Some(ev) = p.client.poll_event() {
                     let Event::Response {
-                        id, result: Ok(raw), ..
+                        id,
+                        result: Ok(raw),
+                        ..
                     } = ev
                     else {
                         return Err(format!("unexpected {ev:?}"));
@@ -217,7 +218,10 @@ pub fn run(sc: Scenario) -> R<Outcome> {
             }
             let mut done = 0;
             while let Some(ev) = p.client.poll_event() {
-                let Event::Response { result: Ok(raw), .. } = ev else {
+                let Event::Response {
+                    result: Ok(raw), ..
+                } = ev
+                else {
                     return Err(format!("unexpected {ev:?}"));
                 };
                 decode_result::<typed::NewSession>(&raw).map_err(err)?;
@@ -286,9 +290,7 @@ pub fn run(sc: Scenario) -> R<Outcome> {
     }
 }
 
-fn agent_request_from_client(
-    p: &mut Pair,
-) -> R<(u64, String, Option<Box<acp_core::RawValue>>)> {
+fn agent_request_from_client(p: &mut Pair) -> R<(u64, String, Option<Box<acp_core::RawValue>>)> {
     match p.client.poll_event() {
         Some(Event::Request {
             token,

@@ -25,16 +25,76 @@ struct Contestant {
 }
 
 const CONTESTANTS: &[Contestant] = &[
-    Contestant { key: "core", label: "acp-core (in-memory Pair)", host: Host::Rust, acp_rs: true, stdio: false },
-    Contestant { key: "native", label: "acp-native (in-memory duplex)", host: Host::Rust, acp_rs: true, stdio: false },
-    Contestant { key: "wasm", label: "acp-wasm in node (in-memory)", host: Host::Node, acp_rs: true, stdio: false },
-    Contestant { key: "sdk", label: "official Rust SDK 5.x (in-memory duplex)", host: Host::Rust, acp_rs: false, stdio: false },
-    Contestant { key: "ts", label: "official TS SDK 2.4 (ndJsonStream, in-memory)", host: Host::Node, acp_rs: false, stdio: false },
-    Contestant { key: "native-stdio", label: "acp-native (subprocess stdio)", host: Host::Rust, acp_rs: true, stdio: true },
-    Contestant { key: "core-stdio", label: "acp-core + blocking loop (subprocess stdio)", host: Host::Rust, acp_rs: true, stdio: true },
-    Contestant { key: "sdk-stdio", label: "official Rust SDK 5.x (subprocess stdio)", host: Host::Rust, acp_rs: false, stdio: true },
-    Contestant { key: "ts-stdio", label: "official TS SDK 2.4 (subprocess stdio)", host: Host::Node, acp_rs: false, stdio: true },
-    Contestant { key: "pipe", label: "bare pipe ping-pong (floor)", host: Host::Rust, acp_rs: false, stdio: true },
+    Contestant {
+        key: "core",
+        label: "acp-core (in-memory Pair)",
+        host: Host::Rust,
+        acp_rs: true,
+        stdio: false,
+    },
+    Contestant {
+        key: "native",
+        label: "acp-native (in-memory duplex)",
+        host: Host::Rust,
+        acp_rs: true,
+        stdio: false,
+    },
+    Contestant {
+        key: "wasm",
+        label: "acp-wasm in node (in-memory)",
+        host: Host::Node,
+        acp_rs: true,
+        stdio: false,
+    },
+    Contestant {
+        key: "sdk",
+        label: "official Rust SDK 5.x (in-memory duplex)",
+        host: Host::Rust,
+        acp_rs: false,
+        stdio: false,
+    },
+    Contestant {
+        key: "ts",
+        label: "official TS SDK 2.4 (ndJsonStream, in-memory)",
+        host: Host::Node,
+        acp_rs: false,
+        stdio: false,
+    },
+    Contestant {
+        key: "native-stdio",
+        label: "acp-native (subprocess stdio)",
+        host: Host::Rust,
+        acp_rs: true,
+        stdio: true,
+    },
+    Contestant {
+        key: "core-stdio",
+        label: "acp-core + blocking loop (subprocess stdio)",
+        host: Host::Rust,
+        acp_rs: true,
+        stdio: true,
+    },
+    Contestant {
+        key: "sdk-stdio",
+        label: "official Rust SDK 5.x (subprocess stdio)",
+        host: Host::Rust,
+        acp_rs: false,
+        stdio: true,
+    },
+    Contestant {
+        key: "ts-stdio",
+        label: "official TS SDK 2.4 (subprocess stdio)",
+        host: Host::Node,
+        acp_rs: false,
+        stdio: true,
+    },
+    Contestant {
+        key: "pipe",
+        label: "bare pipe ping-pong (floor)",
+        host: Host::Rust,
+        acp_rs: false,
+        stdio: true,
+    },
 ];
 
 struct Env {
@@ -74,7 +134,9 @@ impl Env {
 /// Runs one measurement in a child; peak RSS from wait4.
 fn measure(env: &Env, c: &Contestant, sc: Scenario) -> Outcome {
     let mut cmd = env.command(c, sc);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(ch) => ch,
         Err(e) => return Outcome::fail(format!("spawn: {e}")),
@@ -113,7 +175,12 @@ fn measure(env: &Env, c: &Contestant, sc: Scenario) -> Outcome {
             let why = if killed {
                 format!("timed out after {}s", timeout.as_secs())
             } else {
-                let tail: String = errtext.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+                let tail: String = errtext
+                    .lines()
+                    .rev()
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" | ");
                 format!("no result (exit status {status}): {tail}")
             };
             return Outcome::fail(why);
@@ -275,7 +342,10 @@ fn status(s: &Summary) -> Option<String> {
 
 /// The acp-rs reference of a row: in-memory rows compare with acp-core, stdio rows with
 /// acp-native stdio when measurable, else acp-core's blocking loop.
-fn reference<'a>(rows: &'a [(Contestant, Summary)], stdio: bool) -> Option<&'a (Contestant, Summary)> {
+fn reference<'a>(
+    rows: &'a [(Contestant, Summary)],
+    stdio: bool,
+) -> Option<&'a (Contestant, Summary)> {
     let prefs: &[&str] = if stdio {
         &["native-stdio", "core-stdio"]
     } else {
@@ -374,7 +444,14 @@ fn find(rows: &[(Contestant, Summary)], key: &str) -> Option<Summary> {
         .map(|(_, s)| s.clone())
 }
 
-fn goal_line(md: &mut String, goal: String, val: Option<f64>, target: f64, higher: bool, unit: &str) {
+fn goal_line(
+    md: &mut String,
+    goal: String,
+    val: Option<f64>,
+    target: f64,
+    higher: bool,
+    unit: &str,
+) {
     let (m, met) = match val {
         Some(v) if v.is_finite() => (
             format!("{v:.2}{unit}"),
@@ -433,7 +510,7 @@ fn goals(results: &[(Group, Vec<(Contestant, Summary)>)], md: &mut String) {
                     for a in ["native-stdio", "core-stdio"] {
                         if let (Some(x), Some(p)) = (find(rows, a), find(rows, "pipe")) {
                             goal_line(
-                        md,
+                                md,
                                 format!("{}: {a} p50 latency ÷ bare pipe p50 ≤ 1.5×", g.name),
                                 Some(x.p50_us / p.p50_us),
                                 1.5,
@@ -448,7 +525,7 @@ fn goals(results: &[(Group, Vec<(Contestant, Summary)>)], md: &mut String) {
                 for a in ["core", "native", "wasm"] {
                     if rows.iter().any(|(c, _)| c.key == a) {
                         goal_line(
-                        md,
+                            md,
                             format!("{}: {a} peak RSS growth ≤ 3× message size", g.name),
                             find(rows, a).map(|s| s.peak_growth_kb * 1024.0 / bytes as f64),
                             3.0,
@@ -477,7 +554,7 @@ fn goals(results: &[(Group, Vec<(Contestant, Summary)>)], md: &mut String) {
                 let per0 = s0.secs / b0 as f64;
                 let per1 = s1.secs / b1 as f64;
                 goal_line(
-                        md,
+                    md,
                     format!(
                         "large: {a} time per byte at {} MiB ÷ at {} MiB ≤ 1.5× (linear)",
                         b1 >> 20,
@@ -527,7 +604,10 @@ fn machine() -> String {
     format!(
         "{cpu}, {cores} cores, {mem} RAM, Linux {}, node {node}, load average at start {}",
         kernel.trim(),
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     )
 }
 
@@ -585,7 +665,11 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
     } else {
         (100_000, 20_000, 50_000, 10_000)
     };
-    let sizes: Vec<usize> = if short { vec![mib] } else { vec![mib, 16 * mib, 64 * mib] };
+    let sizes: Vec<usize> = if short {
+        vec![mib]
+    } else {
+        vec![mib, 16 * mib, 64 * mib]
+    };
     let mut groups = vec![
         Group {
             name: "notify".into(),
@@ -657,7 +741,8 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
     for (g, rows) in &results {
         for (c, s) in rows {
             if s.not_measurable.is_none() && !s.ok() {
-                let expected = matches!(g.scenario, Scenario::Large(b) if b > 32 * mib) && !c.acp_rs;
+                let expected =
+                    matches!(g.scenario, Scenario::Large(b) if b > 32 * mib) && !c.acp_rs;
                 if !expected {
                     eprintln!("acp-bench: {} failed in {}: {:?}", c.key, g.name, s.error);
                     bad += 1;

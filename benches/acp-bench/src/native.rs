@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_core::typed;
-use acp_core::{ErrorObject, Role};
 use acp_core::typed::schema::v1 as s;
+use acp_core::{ErrorObject, Role};
 use acp_native::process::AgentCommand;
 use acp_native::{transport, AgentSideConnection, ClientSideConnection, DriverConfig, Router};
 use futures::StreamExt;
@@ -262,9 +262,10 @@ pub fn serve(sc: Scenario) -> R<()> {
     let rt = crate::sdk::runtime();
     rt.block_on(async move {
         let (stdin, stdout) = transport::stdio();
-        let conn = AgentSideConnection::connect_with(stdin, stdout, config(Role::Agent), move |_c| {
-            agent_router(sc, Arc::new(Probe::default()))
-        });
+        let conn =
+            AgentSideConnection::connect_with(stdin, stdout, config(Role::Agent), move |_c| {
+                agent_router(sc, Arc::new(Probe::default()))
+            });
         conn.closed().await;
         Ok(())
     })

@@ -100,12 +100,13 @@ pub async fn agent<T: ConnectTo<Agent> + 'static>(
                 let taken = content.lock().unwrap().take();
                 match taken {
                     None => responder.respond(prompt_response()),
-                    Some(c) => cx.prepare_request(write_request(c)).on_receiving_result(
-                        async move |r| {
-                            r?;
-                            responder.respond(prompt_response())
-                        },
-                    ),
+                    Some(c) => {
+                        cx.prepare_request(write_request(c))
+                            .on_receiving_result(async move |r| {
+                                r?;
+                                responder.respond(prompt_response())
+                            })
+                    }
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -235,9 +236,9 @@ async fn measure(
         Scenario::Scale(n) => {
             let base = rss_kb();
             let t0 = Instant::now();
-            let all = futures::future::join_all((0..n).map(|_| {
-                cx.send_request(new_session_request()).block_task()
-            }))
+            let all = futures::future::join_all(
+                (0..n).map(|_| cx.send_request(new_session_request()).block_task()),
+            )
             .await;
             let secs = t0.elapsed().as_secs_f64();
             for r in all {

@@ -329,7 +329,9 @@ pub fn run_core(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
                 done += 1;
                 while let Some(ev) = c.conn.poll_event() {
                     let Event::Response {
-                        id, result: Ok(raw), ..
+                        id,
+                        result: Ok(raw),
+                        ..
                     } = ev
                     else {
                         return Err(format!("unexpected {ev:?}"));
