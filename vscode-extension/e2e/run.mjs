@@ -83,6 +83,7 @@ for (const d of [workspace, path.join(userData, "User"), extensionsDir, chromePr
 fs.writeFileSync(path.join(workspace, "README.md"), "# e2e workspace\n");
 const SLOW_AGENT = "demo (e2e, slow)";
 const BROKEN_AGENT = "broken (e2e)";
+const FIXTURE_AGENT = "fixture (modes)";
 fs.writeFileSync(
   path.join(userData, "User", "settings.json"),
   JSON.stringify(
@@ -91,6 +92,9 @@ fs.writeFileSync(
       "acp.agents": [
         { name: SLOW_AGENT, command: ACP_BIN, args: ["demo-agent", "--delay-ms", String(DELAY_MS)] },
         { name: BROKEN_AGENT, command: ACP_BIN, args: ["demo-agent", "--no-such-flag"] },
+        // The test fixture agent (on the same wasm engine) offers modes and a config option.
+        { name: FIXTURE_AGENT, command: process.execPath, args: [path.join(EXT, "test", "fixtures", "agent.cjs")],
+          env: { ACP_WASM_ENTRY: path.join(EXT, "dist", "acp-wasm", "acp_wasm.js") } },
       ],
       "acp.defaultAgent": SLOW_AGENT,
       "acp.trace.raw": true,
@@ -423,12 +427,35 @@ try {
     await screenshot("restarted-after-crash");
   });
 
-  await scenario("an agent that fails to start: a notification with its stderr tail", async () => {
+  async function selectAgent(name) {
     await runCommand("ACP: Select Agent");
     const input = page.locator(".quick-input-widget input");
-    await input.fill("broken");
-    await until("the broken agent in the picker", async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(BROKEN_AGENT), 10_000);
+    await input.fill(name);
+    await until(`${name} in the picker`, async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(name), 10_000);
     await page.keyboard.press("Enter");
+  }
+
+  await scenario("session modes and config options offered by the agent", async () => {
+    const seqBefore = await transcript.getAttribute("data-session-seq");
+    await selectAgent(FIXTURE_AGENT);
+    await until("the fixture agent's session", async () => (await transcript.getAttribute("data-session-seq")) !== seqBefore && (await transcript.getAttribute("data-session-id")) === "sess-1", 30_000);
+    const mode = chat.locator("#mode-select");
+    await mode.waitFor({ timeout: 10_000 });
+    const modes = await mode.locator("option").allTextContents();
+    if (modes.join(",") !== "Ask,Code" || (await mode.inputValue()) !== "ask") throw new Error(`modes: ${modes} (${await mode.inputValue()})`);
+    await mode.selectOption("code");
+    await until("the agent to confirm the mode", async () => (await transcriptText()).includes("mode is now code"), 10_000);
+    const model = chat.locator("#session-controls label", { hasText: "Model" }).locator("select");
+    if ((await model.inputValue()) !== "small") throw new Error("config option not shown with its current value");
+    await model.selectOption("large");
+    await until("the agent to confirm the option", async () => (await transcriptText()).includes("model is now large"), 10_000);
+    await until("the option's new value from the agent's answer", async () => (await chat.locator("#session-controls label", { hasText: "Model" }).locator("select").inputValue()) === "large", 10_000);
+    if ((await chat.locator("#mode-select").inputValue()) !== "code") throw new Error("the mode went back after the option changed");
+    await screenshot("modes-and-options");
+  });
+
+  await scenario("an agent that fails to start: a notification with its stderr tail", async () => {
+    await selectAgent(BROKEN_AGENT);
     const toast = page.locator(".notification-toast", { hasText: "before initialize completed" });
     await until("the start-failure notification", async () => (await toast.count()) > 0, 30_000);
     const text = (await toast.first().textContent()) ?? "";

@@ -395,9 +395,18 @@ export class AcpContext implements vscode.Disposable {
       case "setMode":
         if (this.conn && this.session && typeof m.modeId === "string") {
           const s = this.session;
+          const previous = s.modes?.currentModeId;
+          // The webview shows the agent's answer: the new mode, or the old one back on failure.
+          const show = (currentModeId: string | undefined) => {
+            if (s.modes && currentModeId !== undefined) s.modes.currentModeId = currentModeId;
+            if (currentModeId !== undefined) this.chat.post({ type: "updates", updates: [{ sessionUpdate: "current_mode_update", currentModeId }] });
+          };
           this.conn.setMode(s.sessionId, m.modeId).then(
-            () => s.modes && (s.modes.currentModeId = m.modeId),
-            (e: Error) => this.chat.post({ type: "notice", level: "error", text: `set mode: ${e.message}` }),
+            () => show(m.modeId),
+            (e: Error) => {
+              show(previous);
+              this.chat.post({ type: "notice", level: "error", text: `set mode: ${e.message}` });
+            },
           );
         }
         break;

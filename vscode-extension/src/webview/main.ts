@@ -192,7 +192,10 @@ function renderControls() {
       o.selected = m.id === modes.currentModeId;
       sel.appendChild(o);
     }
-    sel.addEventListener("change", () => post({ type: "setMode", modeId: sel.value }));
+    sel.addEventListener("change", () => {
+      modes.currentModeId = sel.value; // until the host confirms (or restores) it
+      post({ type: "setMode", modeId: sel.value });
+    });
     label.appendChild(sel);
     controls.appendChild(label);
   }
