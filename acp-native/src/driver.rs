@@ -786,7 +786,9 @@ impl Driver {
     ) {
         loop {
             self.drain();
-            if self.closed && self.overflow.is_empty() {
+            if self.closed {
+                // (Queued notifications are handed over below: a blocked notification handler
+                // must not keep the transport open.)
                 break;
             }
             let accept = !self.closed && self.unwritten < self.config.write_high_water;
