@@ -624,3 +624,44 @@ async fn wire_format_of_answers() {
     assert_eq!(v["id"], "a");
     assert_eq!(v["error"]["code"], -32600);
 }
+
+/// The notification contract: while the (in-order) notification handler is blocked, fewer than
+/// `notification_buffer` notifications queue behind it and responses keep flowing; once it is
+/// released every notification is handled, in order.
+#[tokio::test]
+async fn blocked_notification_handler_does_not_stall_responses() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let (g, o) = (gate.clone(), order.clone());
+    let client_router = Router::new().ext_notification("note", move |v, _| {
+        let (g, o) = (g.clone(), o.clone());
+        async move {
+            g.acquire().await.unwrap().forget();
+            o.lock().unwrap().push(v["i"].as_u64().unwrap());
+        }
+    });
+    let ((cr, cw), (ar, aw)) = transport::duplex(64 << 10);
+    let agent = AgentSideConnection::connect(ar, aw, Router::new(), DriverConfig::new(Role::Agent));
+    let client = ClientSideConnection::connect(
+        cr,
+        cw,
+        client_router,
+        DriverConfig::new(Role::Client).notification_buffer(8),
+    );
+    for i in 0..5 {
+        agent
+            .ext_notification("note", json!({ "i": i }))
+            .await
+            .unwrap();
+    }
+    // The handler is stuck on the first; a request/response exchange still completes.
+    let e = agent
+        .ext_method("nothing/here", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(remote(e).code, -32601);
+    assert!(order.lock().unwrap().is_empty());
+    gate.add_permits(5);
+    client.handle().notifications_handled().await;
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4]);
+}
