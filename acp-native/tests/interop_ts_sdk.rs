@@ -7,6 +7,10 @@
 //!   to theirs;
 //! - their client against their agent (`tests/interop/selftest.mjs`), which proves the fixtures.
 //!
+//! Besides the SDK's own validation of every request and notification it receives, the two
+//! programs check every *response* they receive against the SDK's zod schemas
+//! (`tests/interop/validate.mjs`); the tests fail on any violation.
+//!
 //! Needs `node` (>= 18) on PATH; installs the npm packages itself (`npm ci`, once, under a file
 //! lock) when `tests/interop/node_modules` is missing or stale. Every child runs in its own
 //! process group and is killed, group and all, when it overruns its bound.
@@ -386,6 +390,13 @@ fn ts_client(args: &[&str], agent: &[&str]) -> (Ran, Value) {
             ran.describe(&format!("ts-client.mjs printed no JSON summary ({e})"))
         )
     });
+    // The SDK validates what it receives except responses; ts-client checks those with the
+    // SDK's zod schemas (tests/interop/validate.mjs).
+    assert_eq!(
+        summary["schemaViolations"],
+        serde_json::json!([]),
+        "responses of the agent that fail the SDK's schemas"
+    );
     (ran, summary)
 }
 
@@ -437,8 +448,10 @@ fn acp_chat_with_ts_agent(cwd: &Path, args: &[&str], trace: &Path) -> Ran {
     )
 }
 
-/// Every stdout line of `acp chat --json` must be one JSON value.
+/// Every stdout line of `acp chat --json` must be one JSON value. Also fails when ts-agent
+/// reported responses of ours that fail the SDK's schemas (its "SCHEMA-VIOLATIONS" chunk).
 fn json_lines(ran: &Ran) -> Vec<Value> {
+    assert_no_schema_violations(&ran.stdout);
     ran.stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -453,6 +466,18 @@ fn json_lines(ran: &Ran) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// ts-agent checks every response our client sends against the SDK's zod schemas
+/// (tests/interop/validate.mjs) and reports failures in a "SCHEMA-VIOLATIONS" chunk.
+fn assert_no_schema_violations(output: &str) {
+    if let Some(at) = output.find("SCHEMA-VIOLATIONS") {
+        let end = output[at..].find('\n').map_or(output.len(), |n| at + n);
+        panic!(
+            "ts-agent found responses of acp chat that fail the SDK's schemas: {}",
+            &output[at..end]
+        );
+    }
 }
 
 /// Every object carrying a `sessionUpdate` field, at any depth, in order.
@@ -892,11 +917,8 @@ fn acp_chat_reports_a_failing_and_a_crashing_ts_agent() {
 fn acp_chat_skips_a_non_json_line_from_the_ts_agent() {
     let cwd = TempDir::new();
     let traces = TempDir::new();
-    let ran = acp_chat_with_ts_agent(
-        cwd.path(),
-        &["--prompt", "#garbage", "--yes"],
-        &traces.join("ts-agent.trace"),
-    );
+    let trace = traces.join("ts-agent.trace");
+    let ran = acp_chat_with_ts_agent(cwd.path(), &["--prompt", "#garbage", "--yes"], &trace);
     assert!(ran.status.success(), "{}", ran.describe("#garbage"));
     assert_eq!(json_lines(&ran).last().unwrap()["stopReason"], "end_turn");
     assert!(
@@ -907,6 +929,15 @@ fn acp_chat_skips_a_non_json_line_from_the_ts_agent() {
     assert_eq!(
         std::fs::read_to_string(cwd.join(TS_AGENT_FILE)).unwrap(),
         TS_AGENT_CONTENT
+    );
+    // As JSON-RPC 2.0 asks, the unreadable line got a -32700 error with `id: null`; the SDK
+    // agent took it in its stride.
+    let received = traced_messages(&trace, "<- ");
+    assert!(
+        received
+            .iter()
+            .any(|m| m["id"].is_null() && m["error"]["code"] == -32700),
+        "{received:?}"
     );
 }
 
@@ -1053,6 +1084,7 @@ fn acp_chat_passes_unknown_update_kinds_from_the_ts_agent_through() {
         RUN_BOUND,
     );
     assert!(human.status.success(), "{}", human.describe("human view"));
+    assert_no_schema_violations(&human.stdout);
     assert!(
         human.stdout.contains("after unknown updates"),
         "{}",

@@ -153,3 +153,61 @@ test("--probe records the agent's edges", async () => {
   assert.equal(summary.probes.new_session_relative_cwd.code, -32602);
   assert.equal(summary.probes.second_prompt_resource_link.value.stopReason, "end_turn");
 });
+
+test("responses that fail the SDK's schemas are reported in schemaViolations", async () => {
+  // A raw agent (no SDK) whose initialize and session/prompt results are invalid.
+  const dir = tempDir();
+  const agent = path.join(dir, "bad-agent.mjs");
+  fs.writeFileSync(agent, `
+    import * as readline from "node:readline";
+    const out = (m) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\\n");
+    for await (const line of readline.createInterface({ input: process.stdin })) {
+      const m = JSON.parse(line);
+      if (m.method === "initialize") out({ id: m.id, result: { protocolVersion: "one" } });
+      if (m.method === "session/new") out({ id: m.id, result: { sessionId: "s" } });
+      if (m.method === "session/prompt") out({ id: m.id, result: { stopReason: "bogus" } });
+    }
+  `);
+  const { code, summary } = await runClient([], [process.execPath, agent]);
+  assert.equal(code, 1);
+  assert.equal(summary.stopReason, "bogus");
+  assert.deepEqual(summary.schemaViolations.map((v) => v.method), ["initialize", "session/prompt"]);
+});
+
+test("the SDK agent sees no schema violations in ts-client's responses", async () => {
+  const cwd = tempDir();
+  fs.writeFileSync(path.join(cwd, "lines.txt"), "one\ntwo\n");
+  for (const prompt of ["read @lines.txt", `#edge outside=${tempDir()}`]) {
+    const { code, summary } = await runClient(["--cwd", cwd, "--prompt", prompt]);
+    assert.equal(code, 0);
+    assert.doesNotMatch(summary.text, /SCHEMA-VIOLATIONS/);
+    assert.deepEqual(summary.schemaViolations, []);
+  }
+});
+
+test("ts-agent reports a client's responses that fail the SDK's schemas", async () => {
+  // A raw client (no SDK) that answers session/request_permission with an invalid outcome.
+  const cwd = tempDir();
+  const client = path.join(cwd, "bad-client.mjs");
+  fs.writeFileSync(client, `
+    import { spawn } from "node:child_process";
+    import * as readline from "node:readline";
+    const agent = spawn(process.execPath, [${JSON.stringify(AGENT)}], { stdio: ["pipe", "pipe", "inherit"] });
+    const out = (m) => agent.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\\n");
+    out({ id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } });
+    out({ id: 2, method: "session/new", params: { cwd: ${JSON.stringify(cwd)}, mcpServers: [] } });
+    let text = "";
+    for await (const line of readline.createInterface({ input: agent.stdout })) {
+      const m = JSON.parse(line);
+      if (m.id === 2) out({ id: 3, method: "session/prompt", params: { sessionId: m.result.sessionId, prompt: [{ type: "text", text: "hi" }] } });
+      if (m.method === "session/request_permission") out({ id: m.id, result: { outcome: { outcome: "selected" } } });
+      if (m.method === "session/update" && m.params.update.sessionUpdate === "agent_message_chunk") text += m.params.update.content.text;
+      if (m.id === 3) { process.stdout.write(text); agent.stdin.end(); break; }
+    }
+  `);
+  const text = await new Promise((resolve, reject) => {
+    execFile(process.execPath, [client], { timeout: 30_000, killSignal: "SIGKILL" }, (error, stdout, stderr) =>
+      error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout));
+  });
+  assert.match(text, /SCHEMA-VIOLATIONS .*session\/request_permission/);
+});

@@ -31,12 +31,15 @@
 // "#unknown-updates" sends session/update kinds a v1 client may not know (the SDK's stable
 // `notice`, a `_`-prefixed custom kind, a `tool_call` with unknown fields and `_meta`), then
 // "after unknown updates" and ends the turn. After `session/cancel`, the prompt returns stopReason `cancelled`.
-// Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE.
+// Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE. The
+// client's responses are checked against the SDK's zod schemas (validate.mjs); a turn that saw
+// violations ends with a chunk "SCHEMA-VIOLATIONS <json>" (only then).
 
 import { Readable, Writable } from "node:stream";
 import * as path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { traced } from "./trace.mjs";
+import { checkedMessages, responseChecker } from "./validate.mjs";
 
 const WRITE_FILE = "ts-agent-output.txt";
 const WRITE_CONTENT = "written by the TypeScript SDK agent through fs/write_text_file\n";
@@ -113,7 +116,9 @@ const app = acp
       turn.abort.abort(new Cancelled("$/cancel_request"));
     }, { once: true });
     try {
-      return await runTurn(client, params.sessionId, session.cwd, promptText(params.prompt), turn);
+      const response = await runTurn(client, params.sessionId, session.cwd, promptText(params.prompt), turn);
+      await reportViolations(client, params.sessionId);
+      return response;
     } catch (error) {
       if (turn.cancelled) return { stopReason: "cancelled" };
       throw error;
@@ -121,6 +126,18 @@ const app = acp
       session.turn = null;
     }
   });
+
+/** Reports the client's responses that failed the schemas, once, as a final chunk. */
+let reported = 0;
+async function reportViolations(client, sessionId) {
+  const fresh = checker.violations.slice(reported);
+  reported = checker.violations.length;
+  if (fresh.length === 0) return;
+  log(`schema violations: ${JSON.stringify(fresh)}`);
+  await client.notify(acp.methods.client.session.update, {
+    sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `\nSCHEMA-VIOLATIONS ${JSON.stringify(fresh)}` } },
+  });
+}
 
 async function runTurn(client, sessionId, cwd, text, turn) {
   const update = (u) => client.notify(acp.methods.client.session.update, { sessionId, update: u });
@@ -362,7 +379,9 @@ async function runEdgeProbes(client, sessionId, cwd, text) {
   return results;
 }
 
-const connection = app.connect(acp.ndJsonStream(toClient.writable, fromClient));
+// The SDK does not validate the responses it receives: check the client's against its schemas.
+const checker = responseChecker();
+const connection = app.connect(checkedMessages(checker, acp.ndJsonStream(toClient.writable, fromClient)));
 await connection.closed;
 log("connection closed");
 process.exit(0);

@@ -28,6 +28,9 @@
 //                            spawning an agent; then no AGENT_COMMAND is given
 //   --trace FILE             append the raw wire to FILE, one line per message ("-> " sent, "<- " received)
 //
+// summary.schemaViolations lists the agent's responses that fail the SDK's zod schemas (the SDK
+// itself validates only the requests and notifications it receives).
+//
 // Exit codes: 0 the turn ended with the expected stopReason; 1 it ended with another; 2 usage;
 // 3 protocol error, agent crash or timeout. The summary is printed in every case but usage errors.
 // The agent's stderr passes through to this program's stderr.
@@ -40,6 +43,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { traced, tracedMessages } from "./trace.mjs";
+import { checkedMessages, responseChecker } from "./validate.mjs";
 
 function usage(message) {
   process.stderr.write(`ts-client: ${message}\nusage: node ts-client.mjs [--prompt TEXT] [--cwd DIR] [--deny] ` +
@@ -109,6 +113,7 @@ const summary = {
   terminals: [],
   cancelSent: false,
   promptAborted: false,
+  schemaViolations: [],
   probes: null,
   agentExit: null,
 };
@@ -361,6 +366,10 @@ if (opts.ws) {
   const fromAgent = Readable.toWeb(child.stdout).pipeThrough(traced(opts.trace, "<- "));
   stream = acp.ndJsonStream(toAgent.writable, fromAgent);
 }
+// The SDK does not validate the responses it receives: check them against its schemas here.
+const checker = responseChecker();
+summary.schemaViolations = checker.violations;
+stream = checkedMessages(checker, stream);
 const killAgent = () => child?.kill("SIGKILL");
 
 let finished = false;
