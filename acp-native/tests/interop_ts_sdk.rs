@@ -540,9 +540,9 @@ fn with_method<'a>(messages: &'a [Value], method: &str) -> Vec<&'a Value> {
 fn final_status<'a>(updates: &[&'a Value], id: &str) -> Option<&'a str> {
     updates
         .iter()
+        .rev()
         .filter(|u| u["toolCallId"] == id)
-        .filter_map(|u| u["status"].as_str())
-        .last()
+        .find_map(|u| u["status"].as_str())
 }
 
 // ---------------------------------------------------------------------------------------------
