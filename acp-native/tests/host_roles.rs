@@ -164,3 +164,115 @@ async fn roundtrip_with_the_demo_agent_subprocess() {
     .await;
     assert!(!out.report.is_crash(), "{}", out.report);
 }
+
+/// `AgentSideConnection::create_terminal` and its `TerminalHandle` against a fake client
+/// terminal: output, wait, kill, release, and release-on-drop.
+#[tokio::test]
+async fn terminal_handle_calls_and_release_on_drop() {
+    use acp_core::{typed, Role};
+    use acp_native::{AgentSideConnection, ClientSideConnection, DriverConfig, Router};
+    use agent_client_protocol_schema::v1 as s;
+    use agent_client_protocol_schema::ProtocolVersion;
+
+    let calls = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let released = Arc::new(tokio::sync::Notify::new());
+    let log =
+        |calls: &Arc<std::sync::Mutex<Vec<String>>>, what: String| calls.lock().unwrap().push(what);
+    let (c1, c2, c3, c4, c5) = (
+        calls.clone(),
+        calls.clone(),
+        calls.clone(),
+        calls.clone(),
+        calls.clone(),
+    );
+    let rel = released.clone();
+    let client_router = Router::new()
+        .route::<typed::CreateTerminal, _, _>(move |p: s::CreateTerminalRequest, _| {
+            c1.lock().unwrap().push(format!("create {}", p.command));
+            async move { Ok(s::CreateTerminalResponse::new(format!("t-{}", p.command))) }
+        })
+        .route::<typed::TerminalOutput, _, _>(move |p: s::TerminalOutputRequest, _| {
+            log(&c2, format!("output {}", p.terminal_id.0));
+            async move { Ok(s::TerminalOutputResponse::new("hello\n", false)) }
+        })
+        .route::<typed::WaitForTerminalExit, _, _>(move |p: s::WaitForTerminalExitRequest, _| {
+            log(&c3, format!("wait {}", p.terminal_id.0));
+            async move {
+                Ok(s::WaitForTerminalExitResponse::new(
+                    s::TerminalExitStatus::new().exit_code(0),
+                ))
+            }
+        })
+        .route::<typed::KillTerminal, _, _>(move |p: s::KillTerminalRequest, _| {
+            log(&c4, format!("kill {}", p.terminal_id.0));
+            async move { Ok(s::KillTerminalResponse::new()) }
+        })
+        .route::<typed::ReleaseTerminal, _, _>(move |p: s::ReleaseTerminalRequest, _| {
+            log(&c5, format!("release {}", p.terminal_id.0));
+            rel.notify_waiters();
+            async move { Ok(s::ReleaseTerminalResponse::new()) }
+        });
+    let agent_router =
+        Router::new().route::<typed::Initialize, _, _>(|p: s::InitializeRequest, _| async move {
+            Ok(s::InitializeResponse::new(p.protocol_version))
+        });
+    let ((cr, cw), (ar, aw)) = transport::duplex(64 << 10);
+    let agent = AgentSideConnection::connect(ar, aw, agent_router, DriverConfig::new(Role::Agent));
+    let client =
+        ClientSideConnection::connect(cr, cw, client_router, DriverConfig::new(Role::Client));
+
+    // Before the client advertised `terminal`, the call is refused locally.
+    let e = agent
+        .create_terminal(s::CreateTerminalRequest::new("s1", "ls"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            acp_native::RpcError::Refused(acp_core::Error::CapabilityNotAdvertised { .. })
+        ),
+        "{e:?}"
+    );
+
+    client
+        .initialize(
+            s::InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(s::ClientCapabilities::new().terminal(true)),
+        )
+        .await
+        .unwrap();
+    assert!(agent.client_capabilities().terminal);
+
+    let t = agent
+        .create_terminal(s::CreateTerminalRequest::new("s1", "make"))
+        .await
+        .unwrap();
+    assert_eq!(&*t.id().0, "t-make");
+    assert_eq!(t.current_output().await.unwrap().output, "hello\n");
+    assert_eq!(
+        t.wait_for_exit().await.unwrap().exit_status.exit_code,
+        Some(0)
+    );
+    t.kill().await.unwrap();
+    t.release().await.unwrap();
+
+    let dropped = agent
+        .create_terminal(s::CreateTerminalRequest::new("s1", "sleep"))
+        .await
+        .unwrap();
+    let notified = released.notified();
+    drop(dropped);
+    eventually("release on drop", notified).await;
+    assert_eq!(
+        *calls.lock().unwrap(),
+        [
+            "create make",
+            "output t-make",
+            "wait t-make",
+            "kill t-make",
+            "release t-make",
+            "create sleep",
+            "release t-sleep"
+        ]
+    );
+}
