@@ -19,18 +19,21 @@
 //      `echo interop`, `terminal/wait_for_exit`, `terminal/output`, `terminal/release`, a
 //      `tool_call_update` (completed) and a chunk "terminal said: <output>";
 //   6. stopReason `end_turn`.
-// A prompt containing the word "wait-for-cancel" sends one chunk and then waits (no timer) until
-// `session/cancel` arrives. A prompt containing "#edge" runs probes of the client's fs and
-// terminal methods instead (see runEdgeProbes) and reports them as one chunk
-// "EDGE-RESULTS <json>". Other magic words, each acting right after the greeting chunk:
-// "#stop=REASON" returns that stopReason; "#fail" answers the prompt with a JSON-RPC error
-// (-32603, message "ts-agent failed on purpose"); "#crash" exits the process with code 42;
-// "#garbage" writes a non-JSON line to stdout, then goes on with the normal turn; "#big-io"
-// writes big-io.txt (2.5 MB) through fs/write_text_file, reads it back through
-// fs/read_text_file, sends a 1.5 MiB agent_message_chunk, and reports "BIG-IO <json>";
-// "#unknown-updates" sends session/update kinds a v1 client may not know (the SDK's stable
-// `notice`, a `_`-prefixed custom kind, a `tool_call` with unknown fields and `_meta`), then
-// "after unknown updates" and ends the turn. After `session/cancel`, the prompt returns stopReason `cancelled`.
+// After `session/cancel` (or `$/cancel_request` for the prompt) the turn ends `cancelled`.
+//
+// Magic words in the prompt replace steps 2-6, acting right after the plan and the greeting:
+//   wait-for-cancel   a chunk "Waiting for session/cancel.", then wait (no timer) for the cancel;
+//   #edge [outside=DIR]  probes of the client's fs and terminal methods at their edges
+//                     (runEdgeProbes), reported as one chunk "EDGE-RESULTS <json>";
+//   #stop=REASON      return that stopReason;
+//   #fail             answer with a JSON-RPC error (-32603, "ts-agent failed on purpose");
+//   #crash            exit the process with code 42;
+//   #garbage          write a non-JSON line to stdout, then the normal turn;
+//   #big-io           write big-io.txt (2.5 MB) through fs/write_text_file, read it back, send a
+//                     1.5 MiB agent_message_chunk, report "BIG-IO <json>";
+//   #unknown-updates  session/update kinds a v1 client may not know (the SDK's stable `notice`,
+//                     a `_`-prefixed custom kind, a tool_call with unknown fields and `_meta`),
+//                     then "after unknown updates".
 // Diagnostics go to stderr, never stdout. ACP_INTEROP_TRACE=FILE traces the wire to FILE. The
 // client's responses are checked against the SDK's zod schemas (validate.mjs); a turn that saw
 // violations ends with a chunk "SCHEMA-VIOLATIONS <json>" (only then).
