@@ -151,7 +151,11 @@ impl DemoAgent {
     fn new_session(&self, p: s::NewSessionRequest) -> Result<s::NewSessionResponse, ErrorObject> {
         check_cwd(&p.cwd)?;
         let mut sessions = self.sessions.lock().unwrap();
-        let id = format!("demo-{}", sessions.len() + 1);
+        // The first free `demo-N` (a `session/load` may have taken any id).
+        let id = (1..)
+            .map(|n| format!("demo-{n}"))
+            .find(|id| !sessions.contains_key(id))
+            .expect("some id is free");
         sessions.insert(
             id.clone(),
             Session {

@@ -436,15 +436,17 @@ impl Chat {
                         }
                     };
                     let _ = ask.reply.send(outcome);
-                    if let Some(next) = asks.front() {
-                        self.ui.permission_dialog(&next.request);
+                    match asks.front() {
+                        Some(next) => self.ui.permission_dialog(&next.request),
+                        None => self.ui.spinner_start("thinking…"),
                     }
                 }
                 _ = async { withdrawn.expect("guarded").cancelled().await }, if withdrawn.is_some() => {
                     let ask = asks.pop_front().expect("checked non-empty");
                     self.ui.permission_outcome(&ask.request, "withdrawn (the turn was cancelled)");
-                    if let Some(next) = asks.front() {
-                        self.ui.permission_dialog(&next.request);
+                    match asks.front() {
+                        Some(next) => self.ui.permission_dialog(&next.request),
+                        None => self.ui.spinner_start("thinking…"),
                     }
                 }
                 _ = self.sigint.recv() => {

@@ -219,6 +219,9 @@ impl Ui {
     /// Shows a permission request and its numbered options (on stderr).
     pub fn permission_dialog(&self, req: &s::RequestPermissionRequest) {
         let mut st = self.lock();
+        // The user is being asked: no spinner over the question (restarted after the answer).
+        st.clear_spinner();
+        st.spinner = None;
         let title = st.tool_title(&req.tool_call);
         let head = styled(
             st.color_err,
