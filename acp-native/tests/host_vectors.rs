@@ -153,6 +153,8 @@ fn recording_service(
 struct Runner {
     handle: ConnectionHandle,
     start: Instant,
+    /// Feed the peer's bytes one write per byte (the reader then sees arbitrary chunks).
+    bytewise: bool,
     peer_write: Option<WriteHalf<DuplexStream>>,
     peer_lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
     requests_rx: mpsc::UnboundedReceiver<(Incoming, Answer)>,
@@ -188,7 +190,7 @@ async fn wait<F: std::future::Future>(what: &str, f: F) -> F::Output {
 }
 
 impl Runner {
-    fn new(header: &Value) -> Runner {
+    fn new(header: &Value, bytewise: bool) -> Runner {
         let ((lr, lw), (pr, pw)) = transport::duplex(1 << 20);
         let (rq_tx, requests_rx) = mpsc::unbounded_channel();
         let (n_tx, notifications_rx) = mpsc::unbounded_channel();
@@ -202,6 +204,7 @@ impl Runner {
         Runner {
             handle,
             start,
+            bytewise,
             peer_write: Some(pw),
             peer_lines: BufReader::new(pr).lines(),
             requests_rx,
@@ -216,7 +219,20 @@ impl Runner {
 
     async fn feed(&mut self, bytes: &[u8]) {
         let w = self.peer_write.as_mut().expect("feed after feedEof");
-        if let Err(e) = w.write_all(bytes).await {
+        let r = if self.bytewise {
+            let mut r = Ok(());
+            for b in bytes {
+                r = w.write_all(std::slice::from_ref(b)).await;
+                if r.is_err() {
+                    break;
+                }
+                tokio::task::yield_now().await; // let the reader take partial chunks
+            }
+            r
+        } else {
+            w.write_all(bytes).await
+        };
+        if let Err(e) = r {
             // After a close the host stops reading (input is ignored, as the vectors say).
             assert!(
                 self.handle.is_closed(),
@@ -467,7 +483,7 @@ impl Runner {
     }
 }
 
-async fn replay(transcript: &str) -> Result<usize, String> {
+async fn replay(transcript: &str, bytewise: bool) -> Result<usize, String> {
     let mut r: Option<Runner> = None;
     let mut steps = 0;
     for (n, line) in transcript.lines().enumerate() {
@@ -478,7 +494,7 @@ async fn replay(transcript: &str) -> Result<usize, String> {
         let (tag, arg) = line.split_once(' ').unwrap_or((line, ""));
         let fail = |why: String| format!("line {}: {why}\n  {line}", n + 1);
         if tag == "=" {
-            r = Some(Runner::new(&serde_json::from_str(arg).unwrap()));
+            r = Some(Runner::new(&serde_json::from_str(arg).unwrap(), bytewise));
             continue;
         }
         let r = r.as_mut().ok_or_else(|| fail("no header".into()))?;
@@ -498,7 +514,8 @@ async fn replay(transcript: &str) -> Result<usize, String> {
     Ok(steps)
 }
 
-/// Every vector file, through the driver over an in-memory pipe, on paused time.
+/// Every vector file, through the driver over an in-memory pipe, on paused time: once with the
+/// feeds as written, once with every byte written on its own.
 #[test]
 fn vectors_replay_through_the_driver() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(vectors_dir())
@@ -511,15 +528,22 @@ fn vectors_replay_through_the_driver() {
     let mut failures = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        match rt.block_on(replay(&text)) {
-            Ok(steps) => eprintln!("{name}: {steps} steps ok"),
-            Err(e) => failures.push(format!("{name}: {e}")),
+        for bytewise in [false, true] {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let name = if bytewise {
+                format!("{name} (bytewise)")
+            } else {
+                name
+            };
+            match rt.block_on(replay(&text, bytewise)) {
+                Ok(steps) => eprintln!("{name}: {steps} steps ok"),
+                Err(e) => failures.push(format!("{name}: {e}")),
+            }
         }
     }
     assert!(
