@@ -121,7 +121,12 @@ impl ClientSideConnection {
         close_session => typed::CloseSession;
         delete_session => typed::DeleteSession;
         /// Runs a prompt turn. Only one per session at a time (a second is refused locally
-        /// with `RpcError::Refused(Error::PromptInFlight)`); cancel with [`cancel`](Self::cancel).
+        /// with `RpcError::Refused(Error::PromptInFlight)`). To stop a turn, call
+        /// [`cancel`](Self::cancel) and keep awaiting this (the agent ends the turn with stop
+        /// reason `cancelled`); dropping the future instead sends `$/cancel_request` and
+        /// forgets the turn. The turn's last `session/update`s may still be in the
+        /// notification handler when this returns: await
+        /// `handle().notifications_handled()` if that matters.
         prompt => typed::Prompt;
         set_session_mode => typed::SetSessionMode;
         set_session_config_option => typed::SetSessionConfigOption;
