@@ -1,11 +1,13 @@
 //! `acp serve --ws`: a WebSocket client (tokio-tungstenite) does a full turn with the demo
 //! agent behind the bridge, answering its permission and file requests itself, as a browser
-//! client would. Also: foreign browser origins are refused.
+//! client would. Also: foreign browser origins are refused, an agent that cannot start fails
+//! the handshake, and Ctrl-C stops the server and kills its agents.
 
 mod cli_support;
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cli_support::{acp, TempDir, EVENTUALLY};
@@ -18,6 +20,26 @@ use tokio_tungstenite::tungstenite::Message;
 struct Server {
     child: Child,
     url: String,
+    /// Everything it printed on stderr so far.
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Polls its stderr until `pred` finds something (bounded).
+    fn wait_log<T>(&self, what: &str, pred: impl Fn(&str) -> Option<T>) -> T {
+        let deadline = Instant::now() + EVENTUALLY;
+        loop {
+            if let Some(v) = pred(&self.log.lock().unwrap()) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "acp serve never logged {what}; log:\n{}",
+                self.log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
@@ -45,37 +67,31 @@ fn start_server_with(cwd: &std::path::Path, agent: &[&str]) -> Server {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Read stderr until the "listening on ws://ADDR" line (bounded by the reader thread and a
-    // deadline on the channel).
+    // Collect stderr (so the server never blocks on a full pipe) and find the address in it.
     let mut stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
+    let log = Arc::new(Mutex::new(String::new()));
+    let sink = log.clone();
     std::thread::spawn(move || {
-        let mut seen = String::new();
         let mut buf = [0u8; 1024];
         while let Ok(n) = stderr.read(&mut buf) {
             if n == 0 {
                 break;
             }
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-            if let Some(i) = seen.find("listening on ws://") {
-                let rest = &seen[i + "listening on ".len()..];
-                if let Some(end) = rest.find(' ') {
-                    let _ = tx.send(rest[..end].to_string());
-                    // Keep draining so the server never blocks on a full pipe.
-                    while let Ok(n) = stderr.read(&mut buf) {
-                        if n == 0 {
-                            break;
-                        }
-                    }
-                    return;
-                }
-            }
+            sink.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    let url = rx
-        .recv_timeout(EVENTUALLY)
-        .expect("acp serve never printed its address");
-    Server { child, url }
+    let mut server = Server {
+        child,
+        url: String::new(),
+        log,
+    };
+    server.url = server.wait_log("its address", |log| {
+        let rest = &log[log.find("listening on ws://")? + "listening on ".len()..];
+        Some(rest[..rest.find(' ')?].to_string())
+    });
+    server
 }
 
 type Ws =
@@ -246,4 +262,59 @@ async fn an_agent_that_cannot_start_fails_the_handshake_with_the_reason() {
         shown.contains("command not found: `acp-no-such-agent-xyz`"),
         "{shown}"
     );
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_the_server_and_its_agents() {
+    let dir = TempDir::new("serve-stop");
+    // An agent that would outlive a closed stdin: only a kill stops it.
+    let agent = dir.script(
+        "agent.sh",
+        r#"read -r line
+echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}'
+exec sleep 1000"#,
+    );
+    let mut server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+        .await
+        .unwrap();
+    send(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+    )
+    .await;
+    assert_eq!(next(&mut ws).await["id"], 0);
+    let pid: i32 = server.wait_log("the agent's pid", |log| {
+        let rest = &log[log.find("agent pid ")? + "agent pid ".len()..];
+        rest.split_whitespace().next()?.parse().ok()
+    });
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + EVENTUALLY;
+    let status = loop {
+        if let Some(st) = server.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "acp serve ignored Ctrl-C");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    // The agent is gone too (dead, at most a zombie waiting for init to reap it).
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(false)
+    };
+    let deadline = Instant::now() + EVENTUALLY;
+    while alive(pid) {
+        assert!(Instant::now() < deadline, "agent {pid} outlived acp serve");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
