@@ -472,7 +472,7 @@ impl Chat {
         // Updates sent before the response may still be on their way to us: the tap has
         // counted them all, so render until that many have been shown.
         let expected = self.tap.updates_received();
-        let deadline = Instant::now() + Duration::from_secs(2);
+        let deadline = Instant::now() + Duration::from_secs(5);
         while self.rendered < expected {
             match tokio::time::timeout_at(deadline, self.events.recv()).await {
                 Ok(Some(Event::Update(params))) => self.render_update(params),
