@@ -219,11 +219,31 @@ where
 }
 
 /// An agent subprocess behind a [`ClientSideConnection`]: owns the supervised process.
+/// Cheap to clone. When the last clone is dropped while the agent runs, the connection is
+/// closed and the agent's process group is sent `SIGKILL` (use [`shutdown`](Self::shutdown)
+/// for a graceful stop).
 #[derive(Debug, Clone)]
 pub struct AgentChild {
     process: Arc<tokio::sync::Mutex<AgentProcess>>,
     pid: u32,
     connection: ClientSideConnection,
+    _guard: Arc<KillOnDrop>,
+}
+
+#[derive(Debug)]
+struct KillOnDrop {
+    process: Arc<tokio::sync::Mutex<AgentProcess>>,
+    connection: ClientSideConnection,
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.connection.close("the agent's handle was dropped");
+        // Locked only by `wait`/`shutdown`, i.e. while it is exiting anyway.
+        if let Ok(p) = self.process.try_lock() {
+            let _ = p.signal(libc::SIGKILL);
+        }
+    }
 }
 
 impl AgentChild {
@@ -287,6 +307,10 @@ where
         process: process.clone(),
         pid,
         connection: connection.clone(),
+        _guard: Arc::new(KillOnDrop {
+            process: process.clone(),
+            connection: connection.clone(),
+        }),
     };
     let handle = connection.handle().clone();
     tokio::spawn(async move {

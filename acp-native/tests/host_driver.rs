@@ -665,3 +665,25 @@ async fn blocked_notification_handler_does_not_stall_responses() {
     client.handle().notifications_handled().await;
     assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4]);
 }
+
+/// Dropping the last `AgentChild` closes the connection and kills the agent's process group.
+#[tokio::test]
+async fn dropping_the_agent_child_kills_the_agent() {
+    use acp_native::process::AgentCommand;
+    let cmd = AgentCommand::new("/bin/sh")
+        .arg("-c")
+        .arg("exec sleep 1000");
+    let (client, child) =
+        transport::spawn_agent(&cmd, Router::new(), DriverConfig::new(Role::Client)).unwrap();
+    let exit = child.process().lock().await.exit_status();
+    let clone = child.clone();
+    drop(child);
+    assert!(!client.is_closed(), "a clone still holds it");
+    drop(clone);
+    let termination = eventually("the agent's death", exit).await;
+    assert_eq!(termination.signal(), Some(libc::SIGKILL), "{termination}");
+    assert_eq!(
+        eventually("closed", client.closed()).await,
+        "the agent's handle was dropped"
+    );
+}
