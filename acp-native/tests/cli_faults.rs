@@ -344,3 +344,29 @@ cat >/dev/null"#,
     assert!(r.stdout.contains("Run echo (execute)"), "{}", r.dump());
     assert!(r.stdout.contains("│ from-a-terminal"), "{}", r.dump());
 }
+
+#[test]
+fn a_turn_waiting_on_a_long_terminal_command_is_not_silent() {
+    let dir = TempDir::new("longcmd");
+    // The agent waits 3 s on `sleep 3` in our terminal, with --timeout 2: we are the ones
+    // it waits for, so the turn must not time out.
+    let agent = scripted(
+        &dir,
+        r#"echo '{"jsonrpc":"2.0","id":"t1","method":"terminal/create","params":{"sessionId":"s-1","command":"sleep","args":["3"]}}'
+read -r created
+tid=$(echo "$created" | sed 's/.*"terminalId":"\([^"]*\)".*/\1/')
+echo '{"jsonrpc":"2.0","id":"t2","method":"terminal/wait_for_exit","params":{"sessionId":"s-1","terminalId":"'"$tid"'"}}'
+read -r exited
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"slept well"}}}}'
+echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+cat >/dev/null"#,
+    );
+    let r = run(
+        &["chat", "--prompt", "hi", "--timeout", "2", "--", &agent],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("slept well"), "{}", r.dump());
+    assert!(r.elapsed >= Duration::from_secs(3), "{}", r.dump());
+}

@@ -19,7 +19,7 @@ use std::time::Duration;
 use acp_core::{typed, CallError, ErrorCode, ErrorObject, RawValue, Role};
 use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
 use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy, ExitReport};
-use acp_native::{ClientSideConnection, DriverConfig, Router, RpcError};
+use acp_native::{ClientSideConnection, DriverConfig, Incoming, Router, RpcError};
 use agent_client_protocol_schema::v1 as s;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::{mpsc, oneshot, watch, Mutex};
@@ -124,6 +124,8 @@ struct Chat {
     last_garbage: Option<String>,
     /// `session/update`s shown so far; compared with [`Tap::updates_received`].
     rendered: u64,
+    /// The agent's requests being served (a turn is not "silent" while one runs).
+    activity: Arc<Activity>,
 }
 
 impl Chat {
@@ -173,7 +175,11 @@ impl Chat {
         let (event_tx, events) = mpsc::unbounded_channel();
         let terminals = Terminals::new(cwd.clone());
         ui.set_terminal_output(terminals.output_lookup());
-        let router = client_router(event_tx, &cwd, terminals.clone());
+        let activity = Arc::new(Activity::default());
+        let router = CountInFlight {
+            inner: client_router(event_tx, &cwd, terminals.clone()),
+            activity: activity.clone(),
+        };
         let config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
         let conn = ClientSideConnection::connect(
             TapReader::new(stdout, tap.clone()),
@@ -222,6 +228,7 @@ impl Chat {
             terminals,
             last_garbage: None,
             rendered: 0,
+            activity,
         };
         match chat.open_session(&cwd, args.load.as_deref()).await {
             Ok(()) => Ok(chat),
@@ -459,6 +466,19 @@ impl Chat {
                 }
                 _ = tokio::time::sleep_until(idle_deadline.unwrap_or_else(Instant::now)),
                     if idle_deadline.is_some() && asks.is_empty() => {
+                    // Not silent if the agent wrote anything since, or waits on a request of
+                    // its own that we are still serving (a long command in a terminal...).
+                    let heard = self.tap.last_received().map(Instant::from_std);
+                    if self.activity.in_flight() > 0 {
+                        last_activity = Instant::now();
+                        continue;
+                    }
+                    if let Some(t) = heard.into_iter().chain(self.activity.last_done()).max() {
+                        if t > last_activity {
+                            last_activity = t;
+                            continue;
+                        }
+                    }
                     let _ = conn.cancel(s::CancelNotification::new(self.session_id.clone())).await;
                     let secs = self.idle_limit.unwrap_or_default().as_secs_f64();
                     return Err(Outcome::fail(
@@ -715,6 +735,69 @@ fn fs_error(e: FsError) -> ErrorObject {
     let mut o = ErrorObject::new(ErrorCode::from_code(i64::from(e.code())), e.message());
     o.data = e.data();
     o
+}
+
+/// The agent's requests in flight on our side, and when the last one finished.
+#[derive(Default)]
+struct Activity {
+    in_flight: std::sync::atomic::AtomicUsize,
+    last_done: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Activity {
+    fn in_flight(&self) -> usize {
+        self.in_flight.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn last_done(&self) -> Option<Instant> {
+        *self.last_done.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Counts the agent's requests while our handlers serve them (a `tower::Service` wrapper).
+#[derive(Clone)]
+struct CountInFlight<S> {
+    inner: S,
+    activity: Arc<Activity>,
+}
+
+impl<S> tower::Service<Incoming> for CountInFlight<S>
+where
+    S: tower::Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>,
+    S::Future: Send + 'static,
+{
+    type Response = Box<RawValue>;
+    type Error = ErrorObject;
+    type Future = futures::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), ErrorObject>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Incoming) -> Self::Future {
+        let counted = !req.is_notification();
+        let activity = self.activity.clone();
+        if counted {
+            activity
+                .in_flight
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let result = fut.await;
+            if counted {
+                *activity.last_done.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Instant::now());
+                activity
+                    .in_flight
+                    .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            result
+        })
+    }
 }
 
 /// The client side's handlers: everything the agent may ask of us.

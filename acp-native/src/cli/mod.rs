@@ -101,8 +101,9 @@ pub struct ChatArgs {
     pub log_rpc: Option<PathBuf>,
 
     /// Seconds to wait for the agent to start and to answer each request; during a prompt
-    /// turn, the longest the agent may stay silent. Default: 120 s for start-up and requests,
-    /// no limit on a turn.
+    /// turn, the longest the agent may stay silent (waiting on us, for a permission answer or
+    /// a terminal command, does not count). Default: 120 s for start-up and requests, no
+    /// limit on a turn.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
 

@@ -53,6 +53,8 @@ pub struct Tap {
     state: Mutex<TapState>,
     /// `session/update` notifications received so far (see [`Tap::updates_received`]).
     updates: AtomicU64,
+    /// When the last line came from the peer.
+    last_received: Mutex<Option<Instant>>,
 }
 
 /// How many "not JSON" warnings are passed on before going quiet.
@@ -89,7 +91,13 @@ impl Tap {
             warn,
             state: Mutex::new(TapState::default()),
             updates: AtomicU64::new(0),
+            last_received: Mutex::new(None),
         }))
+    }
+
+    /// When the peer last sent a line (anything, even invalid).
+    pub fn last_received(&self) -> Option<Instant> {
+        *self.last_received.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// How many `session/update` notifications have arrived. The tap sees bytes before the
@@ -136,6 +144,7 @@ impl Tap {
         let now = Instant::now();
         let parsed: Option<Value> = serde_json::from_str(text).ok();
         if dir == Dir::Recv {
+            *self.last_received.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
             let is_update = |m: &Value| {
                 m.get("method").and_then(Value::as_str) == Some("session/update")
                     && m.get("id").is_none()
