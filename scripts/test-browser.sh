@@ -26,12 +26,13 @@ else
   say "acp-wasm/pkg is up to date"
 fi
 if [ -n "${ACP_BIN:-}" ]; then
-  ACP="$ACP_BIN"
+  ACP="$(realpath "$ACP_BIN")"
 else
   say "cargo build --release -p acp-native --bin acp"
   (cd "$ROOT" && cargo build --release -p acp-native --bin acp)
   ACP="$ROOT/target/release/acp"
 fi
+[ -x "$ACP" ] || { say "error: $ACP is not an executable"; exit 1; }
 
 # --- 2. the example's packages and bundle ------------------------------------------------------
 cd "$EXAMPLE"
@@ -82,7 +83,7 @@ while IFS= read -r -t 60 -u 3 line; do
     break
   fi
 done
-[ -n "$WS_URL" ] || { say "error: acp serve did not report its address within 60 s"; exit 1; }
+[ -n "$WS_URL" ] || { say "error: acp serve exited, or did not report its address within 60 s"; exit 1; }
 cat <&3 >> "$WORK/serve.log" &   # keep draining its stderr
 say "acp serve (pid $SERVE_PID) on $WS_URL"
 

@@ -102,7 +102,13 @@ function pump() {
       }
       const event = conn.pollEvent();
       if (event === undefined) break;
-      handleEvent(event);
+      try {
+        handleEvent(event);
+      } catch (e) {
+        // Params not shaped as the schema says: answer a request with an error, go on.
+        console.error(`cannot handle ${JSON.stringify(event).slice(0, 200)}:`, e);
+        if (event.type === "request") try { conn.respondError(event.token, -32602, `invalid params: ${e}`); } catch {}
+      }
     }
     clearTimeout(timer);
     const deadline = conn.pollTimeout();
@@ -296,8 +302,9 @@ function showPermission(token: number, p: any) {
   box.dataset.token = String(token);
   box.append(el("p", "", `The agent asks: ${p.toolCall?.title ?? "permission"}`));
   for (const option of p.options) {
-    const b = el("button", `option ${option.kind}`, option.name) as HTMLButtonElement;
+    const b = el("button", "option", option.name) as HTMLButtonElement;
     b.dataset.optionId = option.optionId;
+    b.dataset.kind = option.kind; // allow_once, reject_always, ... (colours in style.css)
     b.onclick = () => {
       conn?.respond(token, { outcome: { outcome: "selected", optionId: option.optionId } });
       closePermission(token, `you chose: ${option.name}`);
