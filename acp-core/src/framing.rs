@@ -13,6 +13,9 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// How much of an oversize line is kept to read its envelope (see [`crate::sniff`]).
 pub const SNIFF_PREFIX_BYTES: usize = 64 * 1024;
 
+/// Capacity the line buffer keeps after a buffered line completes; a larger one is shrunk.
+const RETAINED_BUFFER_BYTES: usize = 1024 * 1024;
+
 /// What the decoder hands out.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
@@ -114,6 +117,11 @@ impl Decoder {
                             sink(Frame::Line(&self.buf));
                         }
                         self.buf.clear();
+                        // One large message must not pin its buffer for the connection's
+                        // lifetime (64 MiB after a 64 MiB write).
+                        if self.buf.capacity() > RETAINED_BUFFER_BYTES {
+                            self.buf.shrink_to(RETAINED_BUFFER_BYTES);
+                        }
                     }
                     input = &input[i + 1..];
                 }
@@ -211,6 +219,17 @@ mod tests {
             whole,
             ["{\"a\":1}", "", "  ", "<oversize 10>", "{\"b\":2}", "last"]
         );
+    }
+
+    #[test]
+    fn a_large_buffered_line_does_not_pin_its_buffer() {
+        let mut d = Decoder::new(DEFAULT_MAX_MESSAGE_BYTES);
+        let big = vec![b'x'; 4 * RETAINED_BUFFER_BYTES];
+        let mut lens = Vec::new();
+        d.decode(&big, &mut |f| lens.push(render(f).len()));
+        d.decode(b"\nok\n", &mut |f| lens.push(render(f).len()));
+        assert_eq!(lens, [big.len(), 2]);
+        assert!(d.buf.capacity() <= RETAINED_BUFFER_BYTES);
     }
 
     #[test]
