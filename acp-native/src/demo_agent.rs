@@ -67,6 +67,8 @@ pub async fn run(options: DemoOptions) -> i32 {
         },
     );
     let reason = conn.closed().await;
+    // The last answers (e.g. to requests read just before stdin ended) go out before we exit.
+    let _ = tokio::time::timeout(Duration::from_secs(5), conn.handle().flushed()).await;
     eprintln!("acp demo-agent: connection closed ({reason})");
     0
 }
@@ -214,9 +216,12 @@ impl DemoAgent {
         let (cwd, cancel) = {
             let mut sessions = self.sessions.lock().unwrap();
             let Some(session) = sessions.get_mut(&key) else {
-                return Err(ErrorObject::invalid_params(format!(
-                    "unknown session {key}"
-                )));
+                // As the official SDK (`RequestError.sessionNotFound`): -32002 with the id.
+                return Err(ErrorObject::new(
+                    ErrorCode::ResourceNotFound,
+                    format!("Resource not found: unknown session {key}"),
+                )
+                .with_data(serde_json::json!({ "sessionId": key })));
             };
             // A fresh token per turn; it also fires if the connection closes.
             session.turn = cx.cancel.child_token();

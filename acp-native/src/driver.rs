@@ -82,6 +82,13 @@ pub struct DriverConfig {
     /// On the transport's EOF, how long to wait for [`ConnectionHandle::close_with_reason`]
     /// before closing with a generic reason. Zero (close at once).
     pub eof_grace: Duration,
+    /// On the transport's EOF (the peer closed its end, a half-close), how long the requests
+    /// already received may still be answered before the connection closes: it closes as soon
+    /// as the last one is answered, or at this deadline (the rest then get the engine's
+    /// "connection closing" treatment). Calls the handlers make to the peer meanwhile cannot be
+    /// answered any more and wait until the close. An agent: 5 s (so that `printf request |
+    /// agent` answers); a client: zero (an agent that closed its stdout is gone).
+    pub answer_on_eof: Duration,
 }
 
 impl DriverConfig {
@@ -90,7 +97,12 @@ impl DriverConfig {
     }
 
     pub fn with_core(core: Config) -> Self {
+        let answer_on_eof = match core.role {
+            Role::Agent => Duration::from_secs(5),
+            Role::Client => Duration::ZERO,
+        };
         DriverConfig {
+            answer_on_eof,
             core,
             write_high_water: 1 << 20,
             read_pause_bytes: 16 << 20,
@@ -109,6 +121,12 @@ impl DriverConfig {
 
     pub fn eof_grace(mut self, d: Duration) -> Self {
         self.eof_grace = d;
+        self
+    }
+
+    /// See [`DriverConfig::answer_on_eof`].
+    pub fn answer_on_eof(mut self, d: Duration) -> Self {
+        self.answer_on_eof = d;
         self
     }
 
@@ -306,6 +324,8 @@ struct Shared {
     notifications_received: AtomicU64,
     /// Notifications the notification handler is done with.
     notifications_handled: watch::Receiver<u64>,
+    /// True once the writer wrote everything and shut the transport down (or failed).
+    writer_done: watch::Receiver<bool>,
 }
 
 /// A cloneable handle to a driven connection: send requests and notifications, watch it end.
@@ -426,6 +446,16 @@ impl ConnectionHandle {
     /// [`close_with_reason`](Self::close_with_reason) with a generic reason.
     pub fn close(&self) {
         self.close_with_reason("closed locally");
+    }
+
+    /// Resolves once the connection has closed and everything it had to send was written and
+    /// the transport shut down (or writing failed). A process that exits when its connection
+    /// closes awaits this (bounded) first, so that its last answers are not lost.
+    pub fn flushed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.shared.writer_done.clone();
+        async move {
+            let _ = rx.wait_for(|done| *done).await;
+        }
     }
 
     /// Resolves with the reason once the connection has closed.
@@ -599,6 +629,7 @@ where
     let (closed_tx, closed_rx) = watch::channel(None);
     let token = CancellationToken::new();
     let (handled_tx, handled_rx) = watch::channel(0);
+    let (writer_done_tx, writer_done_rx) = watch::channel(false);
     let handle = ConnectionHandle {
         cmd: cmd_tx,
         ctl: ctl_tx,
@@ -610,6 +641,7 @@ where
             token: token.clone(),
             notifications_received: AtomicU64::new(0),
             notifications_handled: handled_rx,
+            writer_done: writer_done_rx,
         }),
     };
     let service = RpcService::new(make(handle.clone()));
@@ -623,7 +655,10 @@ where
     ));
     let (write_tx, write_rx) = mpsc::unbounded_channel();
     let (written_tx, written_rx) = mpsc::unbounded_channel();
-    tokio::spawn(write_loop(writer, write_rx, written_tx));
+    tokio::spawn(async move {
+        write_loop(writer, write_rx, written_tx).await;
+        writer_done_tx.send_replace(true);
+    });
     let (notif_tx, notif_rx) = mpsc::channel(config.notification_buffer.max(1));
     tokio::spawn(notification_loop(notif_rx, service.clone(), handled_tx));
 
@@ -640,6 +675,7 @@ where
         out: Vec::new(),
         closed: false,
         eof_deadline: None,
+        answer_deadline: None,
         reading: true,
         write_tx: Some(write_tx),
         notif_tx,
@@ -766,6 +802,9 @@ struct Driver {
     out: Vec<u8>,
     closed: bool,
     eof_deadline: Option<Instant>,
+    /// After EOF: until when requests already received may be answered (see
+    /// [`DriverConfig::answer_on_eof`]).
+    answer_deadline: Option<Instant>,
     reading: bool,
     write_tx: Option<mpsc::UnboundedSender<Vec<u8>>>,
     notif_tx: mpsc::Sender<Incoming>,
@@ -791,6 +830,20 @@ impl Driver {
                 // must not keep the transport open.)
                 break;
             }
+            if let Some(until) = self.answer_deadline {
+                // Half-closed: every request received is answered (or the time is up).
+                if self.handlers.is_empty() || Instant::now() >= until {
+                    self.answer_deadline = None;
+                    self.input_ended();
+                    continue;
+                }
+                // The handlers' own calls to the peer can never be answered: fail them now
+                // rather than keep the handlers waiting until the deadline.
+                for (_, (_, reply)) in self.calls.drain() {
+                    let _ = reply.send(Err(half_closed()));
+                }
+            }
+            let answering = self.answer_deadline;
             let accept = !self.closed && self.unwritten < self.config.write_high_water;
             let read = self.reading
                 && !self.closed
@@ -827,6 +880,7 @@ impl Driver {
                     let now = self.now();
                     self.conn.handle_timeout(now);
                 }
+                _ = tokio::time::sleep_until(answering.unwrap_or_else(Instant::now)), if answering.is_some() => {}
                 _ = tokio::time::sleep_until(eof.unwrap_or_else(Instant::now)), if eof.is_some() => {
                     let now = self.now();
                     self.conn.handle_eof(now);
@@ -860,6 +914,15 @@ impl Driver {
 
     fn on_eof(&mut self) {
         self.reading = false;
+        // A final unterminated line counts (as `handle_eof` would); the requests read so far
+        // may still be answered (see `DriverConfig::answer_on_eof`).
+        let now = self.now();
+        self.conn.handle_bytes(b"\n", now);
+        self.answer_deadline = Some(Instant::now() + self.config.answer_on_eof);
+    }
+
+    /// The input ended and the requests received are answered: close (after the grace).
+    fn input_ended(&mut self) {
         if self.config.eof_grace.is_zero() {
             let now = self.now();
             self.conn.handle_eof(now);
@@ -916,6 +979,10 @@ impl Driver {
             } => {
                 if reply.is_closed() {
                     return; // the caller is gone already
+                }
+                if self.answer_deadline.is_some() {
+                    let _ = reply.send(Err(half_closed()));
+                    return;
                 }
                 let mut opts = RequestOptions::with_data(key);
                 opts.timeout = timeout.map(duration_ms);
@@ -1085,6 +1152,13 @@ impl Driver {
             }
         }
     }
+}
+
+/// A call made (or pending) after the peer closed its end: no answer can come.
+fn half_closed() -> RpcError {
+    RpcError::Call(CallError::Closed {
+        reason: "the peer closed the connection".into(),
+    })
 }
 
 fn refused(e: acp_core::Error) -> RpcError {

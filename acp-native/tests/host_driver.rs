@@ -687,3 +687,106 @@ async fn dropping_the_agent_child_kills_the_agent() {
         "the agent's handle was dropped"
     );
 }
+
+/// Half-close (`printf request | agent`): an agent whose input ends still answers the requests
+/// it already read, then closes. Each handler first asks the peer something that nobody answers
+/// (the test never does): that call fails with `Closed` only once the EOF is seen, so the
+/// answers are necessarily sent after the EOF.
+#[tokio::test]
+async fn an_agent_answers_what_it_read_before_its_input_ended() {
+    let ((cr, mut cw), (ar, aw)) = transport::duplex(64 << 10);
+    let router = Router::new().ext_method("test/slow", {
+        move |v, cx| async move {
+            let client = cx.client();
+            let ask = client.request_permission(s::RequestPermissionRequest::new(
+                "s",
+                s::ToolCallUpdate::new("t", s::ToolCallUpdateFields::new()),
+                vec![],
+            ));
+            let asked = match ask.await {
+                Ok(_) => "answered".to_string(),
+                Err(e) if e.is_closed() => "closed".to_string(),
+                Err(e) => format!("{e}"),
+            };
+            Ok(json!({"echo": v, "ask": asked}))
+        }
+    });
+    let agent = AgentSideConnection::connect(
+        ar,
+        aw,
+        RpcService::new(router),
+        DriverConfig::new(Role::Agent),
+    );
+    // The last request has no newline: the EOF ends it.
+    cw.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"_test/slow\",\"params\":{\"n\":1}}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"_test/slow\",\"params\":{\"n\":2}}")
+        .await
+        .unwrap();
+    cw.shutdown().await.unwrap();
+    let mut lines = BufReader::new(cr).lines();
+    let mut answers = Vec::new();
+    while answers.len() < 2 {
+        let line = eventually("the agent's answers", lines.next_line())
+            .await
+            .unwrap();
+        let Some(line) = line else { break };
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v.get("method").is_none() {
+            answers.push(v);
+        }
+    }
+    answers.sort_by_key(|v| v["id"].as_u64());
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a["result"]["echo"]["n"], i + 1, "{a}");
+        assert_eq!(a["result"]["ask"], "closed", "{a}");
+    }
+    // Then it closes: the output ends.
+    let rest = eventually("the agent's output to end", async {
+        let mut rest = Vec::new();
+        while let Some(l) = lines.next_line().await.unwrap() {
+            rest.push(l);
+        }
+        rest
+    })
+    .await;
+    assert!(rest.iter().all(|l| !l.contains("\"result\"")), "{rest:?}");
+    assert_eq!(
+        eventually("closed", agent.closed()).await,
+        "the peer closed the connection"
+    );
+}
+
+/// A handler that never answers does not keep a half-closed connection open beyond
+/// `answer_on_eof`: the connection closes and the request gets the engine's error answer.
+#[tokio::test]
+async fn a_half_closed_connection_closes_even_if_a_handler_never_answers() {
+    let ((cr, mut cw), (ar, aw)) = transport::duplex(64 << 10);
+    let router = Router::new().ext_method("test/never", |_v, _cx| async move {
+        std::future::pending::<()>().await;
+        Ok(json!(null))
+    });
+    let agent = AgentSideConnection::connect(
+        ar,
+        aw,
+        RpcService::new(router),
+        DriverConfig::new(Role::Agent).answer_on_eof(Duration::from_millis(50)),
+    );
+    cw.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"_test/never\"}\n")
+        .await
+        .unwrap();
+    cw.shutdown().await.unwrap();
+    let mut lines = BufReader::new(cr).lines();
+    let out = eventually("the agent's output to end", async {
+        let mut out = Vec::new();
+        while let Some(l) = lines.next_line().await.unwrap() {
+            out.push(serde_json::from_str::<serde_json::Value>(&l).unwrap());
+        }
+        out
+    })
+    .await;
+    assert!(
+        out.iter().all(|v| v.get("result").is_none()),
+        "never answered, yet: {out:?}"
+    );
+    eventually("closed", agent.closed()).await;
+}

@@ -1405,12 +1405,14 @@ fn ts_client_probes_acp_demo_agents_edges() {
     let p = &summary["probes"];
     assert_eq!(p["unknown_agent_method"]["code"], -32601, "{p:#}");
     assert_eq!(p["new_session_relative_cwd"]["code"], -32602, "{p:#}");
-    // FIXME(demo agent): the SDK answers an unknown session with -32002 (Resource not found)
-    // and `data.sessionId` (`RequestError.sessionNotFound`, "as the protocol expects"), and
-    // relies on -32002 to make session/close and session/delete idempotent; the demo agent
-    // answers -32602 with `data.details`. Today's behaviour:
+    // As the SDK (`RequestError.sessionNotFound`, "as the protocol expects"): an unknown
+    // session is -32002 (Resource not found) with `data.sessionId`.
     assert_eq!(p["prompt_unknown_session"]["ok"], false, "{p:#}");
-    assert_eq!(p["prompt_unknown_session"]["code"], -32602, "{p:#}");
+    assert_eq!(p["prompt_unknown_session"]["code"], -32002, "{p:#}");
+    assert_eq!(
+        p["prompt_unknown_session"]["data"]["sessionId"], "acp-interop-no-such-session",
+        "{p:#}"
+    );
     // A second turn in the same session, with a resource_link block, ends normally.
     let second = &p["second_prompt_resource_link"];
     assert_eq!(second["value"]["stopReason"], "end_turn", "{p:#}");
