@@ -157,9 +157,21 @@ pub async fn ws_accept(stream: TcpStream) -> Result<DuplexHalves, WsError> {
 /// Bytes buffered by a WebSocket bridge per direction.
 const WS_BRIDGE_BUFFER: usize = 256 << 10;
 
+/// One WebSocket frame as NDJSON. A frame normally holds one message: if it spans several
+/// lines (pretty-printed JSON, whose newlines can only be whitespace) they become spaces. A
+/// frame that is not one JSON value but several lines (a sender that forwarded NDJSON output
+/// unsplit) is passed on line by line, so each message still gets through.
+fn frame_to_lines(text: String) -> Vec<u8> {
+    if !text.contains(['\n', '\r']) || serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err()
+    {
+        return text.into_bytes();
+    }
+    text.replace(['\n', '\r'], " ").into_bytes()
+}
+
 /// Bridges an established WebSocket to an NDJSON byte stream: each text (or binary, read as
-/// UTF-8) frame becomes one line (newlines inside it, which valid JSON can only have as
-/// whitespace, become spaces); each line written becomes one text frame. A close frame or error
+/// UTF-8) frame becomes one line, or the lines it holds (see `frame_to_lines`); each line
+/// written becomes one text frame. A close frame or error
 /// is EOF; EOF on the writer sends a close frame. Spawns the bridge task (needs a runtime).
 pub fn ws_bridge<S>(ws: WebSocketStream<S>) -> DuplexHalves
 where
@@ -181,7 +193,7 @@ where
                     break;
                 }
             };
-            let mut line = text.replace(['\n', '\r'], " ").into_bytes();
+            let mut line = frame_to_lines(text);
             line.push(b'\n');
             if bridge_write.write_all(&line).await.is_err() {
                 break;
@@ -319,4 +331,26 @@ where
         handle.close_with_reason(report.to_string());
     });
     Ok((connection, child))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame_to_lines;
+
+    #[test]
+    fn a_frame_is_one_message_or_the_lines_it_holds() {
+        assert_eq!(frame_to_lines(r#"{"a":1}"#.into()), br#"{"a":1}"#);
+        // Pretty-printed: one message, its newlines are whitespace.
+        assert_eq!(
+            frame_to_lines("{\n  \"a\": \"x\\ny\"\r\n}".into()),
+            b"{   \"a\": \"x\\ny\"  }"
+        );
+        // Two NDJSON lines forwarded unsplit: both get through.
+        assert_eq!(
+            frame_to_lines("{\"id\":0}\n{\"id\":1}\n".into()),
+            b"{\"id\":0}\n{\"id\":1}\n"
+        );
+        // Not JSON at all: passed on, so the engine answers it with a parse error.
+        assert_eq!(frame_to_lines("oops\nno".into()), b"oops\nno");
+    }
 }
