@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::exit;
 use super::render::Ui;
-use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
+use super::rpc_log::{Tap, TapReader, TapWriter};
 use super::terminals::Terminals;
 use super::ChatArgs;
 
@@ -110,7 +110,7 @@ struct Chat {
     /// The agent's exit report, once it exited.
     exited: watch::Receiver<Option<ExitReport>>,
     events: mpsc::UnboundedReceiver<Event>,
-    warnings: mpsc::UnboundedReceiver<Warning>,
+    warnings: mpsc::UnboundedReceiver<String>,
     tap: Arc<Tap>,
     sigint: Signal,
     stdin: Stdin,
@@ -165,12 +165,7 @@ impl Chat {
         let stdout = process.take_stdout().expect("a new process has stdout");
 
         let (warn_tx, warnings) = mpsc::unbounded_channel();
-        let tap = Tap::new(
-            args.log_rpc.as_deref(),
-            Some(warn_tx),
-            acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
-        )
-        .map_err(|e| {
+        let tap = Tap::new(args.log_rpc.as_deref(), Some(warn_tx)).map_err(|e| {
             Outcome::fail(
                 exit::ERROR,
                 format!("cannot create the --log-rpc file: {e}"),
@@ -591,21 +586,11 @@ impl Chat {
         None
     }
 
-    fn garbage(&mut self, warning: Warning) {
-        match warning {
-            Warning::NotJson(line) => {
-                self.ui.warn(&format!(
-                    "the agent wrote a line that is not JSON to stdout (ignored): {line}"
-                ));
-                self.last_garbage = Some(line);
-            }
-            Warning::Oversize { limit, start } => {
-                self.ui.warn(&format!(
-                    "the agent wrote a message over the {limit}-byte limit (skipped): {start}…"
-                ));
-                self.last_garbage = Some(format!("(a message over {limit} bytes) {start}…"));
-            }
-        }
+    fn garbage(&mut self, line: String) {
+        self.ui.warn(&format!(
+            "the agent wrote a line that is not JSON to stdout (ignored): {line}"
+        ));
+        self.last_garbage = Some(line);
     }
 
     /// Awaits a start-up call, failing on its error, the agent's exit or Ctrl-C.
