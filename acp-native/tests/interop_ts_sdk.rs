@@ -682,14 +682,18 @@ fn acp_chat_permission_at_end_of_input_cancels_the_ts_agents_turn() {
     assert_eq!(lines.last().unwrap()["stopReason"], "cancelled");
     assert!(!cwd.join(TS_AGENT_FILE).exists());
     let received = traced_messages(&trace, "<- ");
-    assert!(received
+    let answered = received
         .iter()
-        .any(|m| m["result"] == serde_json::json!({"outcome": {"outcome": "cancelled"}})));
-    // FIXME(acp chat): the `cancelled` permission outcome is, per the schema, what a client
-    // answers after it sent `session/cancel`; acp chat answers it at end of input without
-    // sending `session/cancel`. This agent stops on the outcome alone, so the turn ends, but
-    // an agent waiting for `session/cancel` would go on. Today's behaviour:
-    assert!(with_method(&received, "session/cancel").is_empty());
+        .position(|m| m["result"] == serde_json::json!({"outcome": {"outcome": "cancelled"}}))
+        .expect("the permission request was answered `cancelled`");
+    // Per the schema, `cancelled` is the answer of a client that sent `session/cancel`: it
+    // comes first.
+    let cancelled = received
+        .iter()
+        .position(|m| m["method"] == "session/cancel")
+        .expect("acp chat sent session/cancel");
+    assert!(cancelled < answered, "{received:#?}");
+    assert_eq!(with_method(&received, "session/cancel").len(), 1);
 }
 
 /// Ctrl-C during a turn sends `session/cancel`; the SDK agent's turn ends `cancelled`.
@@ -1021,25 +1025,19 @@ fn acp_chat_carries_big_messages_with_the_ts_agent() {
             .any(|u| u["content"]["text"].as_str().map(str::len) == Some(1536 * 1024)),
         "the 1.5 MiB chunk was not printed whole"
     );
-    // FIXME(acp chat, cli/rpc_log.rs `Tap::bytes`): the tap cuts lines over 1 MiB into pieces
-    // and judges each piece, so valid messages over 1 MiB are reported as "not JSON" (and
-    // logged as `invalid` by --log-rpc), and a session/update over 1 MiB is not counted by
-    // `Tap::updates_received`, so the turn's final drain stops one update early and the last
-    // chunk ("BIG-IO {...}") is usually missing from the output. Today's behaviour, for the
-    // deterministic part:
-    assert!(
-        ran.stderr.contains("not JSON"),
-        "the spurious warning is gone: flip this FIXME into `!contains` and require the \
-         BIG-IO chunk below\n{}",
-        ran.stderr
+    // The tap cuts lines as the engine does (cli/rpc_log.rs): no spurious "not JSON" warning
+    // on valid messages over 1 MiB, and the turn's final drain waits for every update,
+    // the last chunk ("BIG-IO {...}") included.
+    assert!(!ran.stderr.contains("not JSON"), "{}", ran.stderr);
+    let text = message_text(&updates);
+    let (_, report) = text
+        .split_once("BIG-IO ")
+        .unwrap_or_else(|| panic!("the turn's last chunk is missing: {}", ran.stdout));
+    let report: Value = serde_json::from_str(report.trim()).unwrap();
+    assert_eq!(
+        report,
+        serde_json::json!({"bytes": 2_480_000, "roundTrip": true})
     );
-    if let Some((_, report)) = message_text(&updates).split_once("BIG-IO ") {
-        let report: Value = serde_json::from_str(report).unwrap();
-        assert_eq!(
-            report,
-            serde_json::json!({"bytes": 2_480_000, "roundTrip": true})
-        );
-    }
 }
 
 /// Update kinds our v1 schema does not know (the SDK's stable `notice`, a custom `_` kind) and

@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::exit;
 use super::render::Ui;
-use super::rpc_log::{Tap, TapReader, TapWriter};
+use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
 use super::terminals::Terminals;
 use super::ChatArgs;
 
@@ -110,7 +110,7 @@ struct Chat {
     /// The agent's exit report, once it exited.
     exited: watch::Receiver<Option<ExitReport>>,
     events: mpsc::UnboundedReceiver<Event>,
-    warnings: mpsc::UnboundedReceiver<String>,
+    warnings: mpsc::UnboundedReceiver<Warning>,
     tap: Arc<Tap>,
     sigint: Signal,
     stdin: Stdin,
@@ -126,6 +126,8 @@ struct Chat {
     rendered: u64,
     /// The agent's requests being served (a turn is not "silent" while one runs).
     activity: Arc<Activity>,
+    /// Permission requests to answer `cancelled` once `session/cancel` is sent.
+    cancelling: Vec<oneshot::Sender<s::RequestPermissionOutcome>>,
 }
 
 impl Chat {
@@ -165,7 +167,12 @@ impl Chat {
         let stdout = process.take_stdout().expect("a new process has stdout");
 
         let (warn_tx, warnings) = mpsc::unbounded_channel();
-        let tap = Tap::new(args.log_rpc.as_deref(), Some(warn_tx)).map_err(|e| {
+        let tap = Tap::new(
+            args.log_rpc.as_deref(),
+            Some(warn_tx),
+            acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
+        )
+        .map_err(|e| {
             Outcome::fail(
                 exit::ERROR,
                 format!("cannot create the --log-rpc file: {e}"),
@@ -229,6 +236,7 @@ impl Chat {
             last_garbage: None,
             rendered: 0,
             activity,
+            cancelling: Vec::new(),
         };
         match chat.open_session(&cwd, args.load.as_deref()).await {
             Ok(()) => Ok(chat),
@@ -393,6 +401,8 @@ impl Chat {
         let prompt = conn.prompt(request);
         tokio::pin!(prompt);
         let mut cancel_sent = false;
+        // `session/cancel` sent for a permission request answered `cancelled`.
+        let mut session_cancelled = false;
         let mut last_activity = Instant::now();
         let mut asks: VecDeque<PermissionAsk> = VecDeque::new();
         let result = loop {
@@ -411,6 +421,7 @@ impl Chat {
                                     self.ui.permission_dialog(&asks[0].request);
                                 }
                             }
+                            self.send_cancelled(&conn, &mut session_cancelled).await;
                         }
                     }
                 }
@@ -430,19 +441,19 @@ impl Chat {
                         },
                     };
                     let ask = asks.pop_front().expect("checked non-empty");
-                    let outcome = match choice {
+                    match choice {
                         Some(i) => {
                             let opt = &ask.request.options[i];
                             self.ui.permission_outcome(&ask.request, &format!("{} (option {})", opt.name, i + 1));
-                            s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(opt.option_id.clone()))
+                            let _ = ask.reply.send(s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(opt.option_id.clone())));
                         }
                         None => {
                             self.ui.end_input_line();
                             self.ui.permission_outcome(&ask.request, "cancelled (end of input)");
-                            s::RequestPermissionOutcome::Cancelled
+                            self.cancelling.push(ask.reply);
+                            self.send_cancelled(&conn, &mut session_cancelled).await;
                         }
-                    };
-                    let _ = ask.reply.send(outcome);
+                    }
                     match asks.front() {
                         Some(next) => self.ui.permission_dialog(&next.request),
                         None => self.ui.spinner_start("thinking…"),
@@ -538,11 +549,13 @@ impl Chat {
     }
 
     /// Answers a permission request at once under `--yes` / `--deny`; returns it otherwise.
+    /// A `cancelled` answer is only queued in `self.cancelling`: the turn sends
+    /// `session/cancel` before it (the schema's order).
     fn auto_answer(&mut self, ask: PermissionAsk) -> Option<PermissionAsk> {
         if ask.request.options.is_empty() {
             self.ui
                 .permission_outcome(&ask.request, "cancelled (the agent offered no options)");
-            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+            self.cancelling.push(ask.reply);
             return None;
         }
         let wanted: &[s::PermissionOptionKind] = match self.mode {
@@ -566,31 +579,57 @@ impl Chat {
             .options
             .iter()
             .find(|o| wanted.contains(&o.kind));
-        let outcome = match chosen {
+        match chosen {
             Some(opt) => {
                 self.ui
                     .permission_outcome(&ask.request, &format!("{} ({flag})", opt.name));
-                s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(
-                    opt.option_id.clone(),
-                ))
+                let _ = ask.reply.send(s::RequestPermissionOutcome::Selected(
+                    s::SelectedPermissionOutcome::new(opt.option_id.clone()),
+                ));
             }
             None => {
                 self.ui.permission_outcome(
                     &ask.request,
                     &format!("cancelled ({flag}: the agent offered no such option)"),
                 );
-                s::RequestPermissionOutcome::Cancelled
+                self.cancelling.push(ask.reply);
             }
-        };
-        let _ = ask.reply.send(outcome);
+        }
         None
     }
 
-    fn garbage(&mut self, line: String) {
-        self.ui.warn(&format!(
-            "the agent wrote a line that is not JSON to stdout (ignored): {line}"
-        ));
-        self.last_garbage = Some(line);
+    /// Answers the queued `cancelled` outcomes, after sending `session/cancel` for the turn
+    /// (once): per the schema, `cancelled` is the answer of a client that cancelled the turn.
+    async fn send_cancelled(&mut self, conn: &ClientSideConnection, session_cancelled: &mut bool) {
+        if self.cancelling.is_empty() {
+            return;
+        }
+        if !*session_cancelled {
+            *session_cancelled = true;
+            let _ = conn
+                .cancel(s::CancelNotification::new(self.session_id.clone()))
+                .await;
+        }
+        for reply in self.cancelling.drain(..) {
+            let _ = reply.send(s::RequestPermissionOutcome::Cancelled);
+        }
+    }
+
+    fn garbage(&mut self, warning: Warning) {
+        match warning {
+            Warning::NotJson(line) => {
+                self.ui.warn(&format!(
+                    "the agent wrote a line that is not JSON to stdout (ignored): {line}"
+                ));
+                self.last_garbage = Some(line);
+            }
+            Warning::Oversize { limit, start } => {
+                self.ui.warn(&format!(
+                    "the agent wrote a message over the {limit}-byte limit (skipped): {start}…"
+                ));
+                self.last_garbage = Some(format!("(a message over {limit} bytes) {start}…"));
+            }
+        }
     }
 
     /// Awaits a start-up call, failing on its error, the agent's exit or Ctrl-C.

@@ -12,6 +12,11 @@
 //!
 //! `tMs` counts from the start of the command; `elapsedMs` is the time from a request to its
 //! response, in either direction (`method` is the request's).
+//!
+//! Lines are cut exactly as the engine cuts them (the same [`acp_core::framing::Decoder`], with
+//! the connection's `max_message_bytes`): a valid message of any size up to the limit is one
+//! line here too, and a longer one is logged as `oversize` (the engine skips and answers it)
+//! instead of as pieces of "not JSON".
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -23,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use acp_core::framing::{Decoder, Frame};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc::UnboundedSender;
@@ -48,8 +54,8 @@ pub struct Tap {
     start: Instant,
     log: Option<Mutex<LogFile>>,
     /// Told (once per line, at most [`MAX_WARNINGS`] times) when the peer sends a line that is
-    /// not JSON.
-    warn: Option<UnboundedSender<String>>,
+    /// not JSON, or one over the size limit.
+    warn: Option<UnboundedSender<Warning>>,
     state: Mutex<TapState>,
     /// `session/update` notifications received so far (see [`Tap::updates_received`]).
     updates: AtomicU64,
@@ -57,27 +63,38 @@ pub struct Tap {
     last_received: Mutex<Option<Instant>>,
 }
 
-/// How many "not JSON" warnings are passed on before going quiet.
+/// What the peer wrote that the engine will not take as a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// A line that is not JSON (its first 200 characters).
+    NotJson(String),
+    /// A line longer than the limit (skipped by the engine, which answers it if it was a
+    /// request): its first 200 characters.
+    Oversize { limit: usize, start: String },
+}
+
+/// How many warnings are passed on before going quiet.
 const MAX_WARNINGS: u32 = 3;
 
 struct LogFile {
     out: BufWriter<File>,
 }
 
-#[derive(Default)]
 struct TapState {
-    /// Partial line per direction.
-    partial: [Vec<u8>; 2],
+    /// The line decoder per direction: the engine's, with its limit.
+    decoders: [Decoder; 2],
     /// Requests awaiting a response, per direction they were sent in: id -> (time, method).
     pending: [HashMap<String, (Instant, String)>; 2],
     warnings: u32,
 }
 
 impl Tap {
-    /// A tap logging to `log_path` (if any) and reporting non-JSON input on `warn` (if any).
+    /// A tap logging to `log_path` (if any) and reporting non-JSON input on `warn` (if any);
+    /// lines are cut as an engine with this `max_message_bytes` cuts them.
     pub fn new(
         log_path: Option<&Path>,
-        warn: Option<UnboundedSender<String>>,
+        warn: Option<UnboundedSender<Warning>>,
+        max_message_bytes: usize,
     ) -> io::Result<Arc<Tap>> {
         let log = match log_path {
             Some(p) => Some(Mutex::new(LogFile {
@@ -89,7 +106,14 @@ impl Tap {
             start: Instant::now(),
             log,
             warn,
-            state: Mutex::new(TapState::default()),
+            state: Mutex::new(TapState {
+                decoders: [
+                    Decoder::new(max_message_bytes),
+                    Decoder::new(max_message_bytes),
+                ],
+                pending: Default::default(),
+                warnings: 0,
+            }),
             updates: AtomicU64::new(0),
             last_received: Mutex::new(None),
         }))
@@ -109,30 +133,54 @@ impl Tap {
 
     /// Feeds bytes seen going `dir`.
     pub fn bytes(&self, dir: Dir, bytes: &[u8]) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let idx = dir as usize;
-        let mut rest = bytes;
-        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-            let mut line = std::mem::take(&mut state.partial[idx]);
-            line.extend_from_slice(&rest[..nl]);
-            rest = &rest[nl + 1..];
-            self.line(&mut state, dir, &line);
-        }
-        // Bound a line that never ends (a flood without newlines): log it in pieces.
-        state.partial[idx].extend_from_slice(rest);
-        if state.partial[idx].len() > 1 << 20 {
-            let line = std::mem::take(&mut state.partial[idx]);
-            self.line(&mut state, dir, &line);
-        }
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        let mut decoder = std::mem::replace(&mut state.decoders[dir as usize], Decoder::new(1));
+        decoder.decode(bytes, &mut |frame| self.frame(state, dir, frame));
+        state.decoders[dir as usize] = decoder;
     }
 
     /// The stream in direction `dir` ended: a final unterminated line counts too.
     pub fn eof(&self, dir: Dir) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let line = std::mem::take(&mut state.partial[dir as usize]);
-        if !line.is_empty() {
-            self.line(&mut state, dir, &line);
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        let mut decoder = std::mem::replace(&mut state.decoders[dir as usize], Decoder::new(1));
+        decoder.finish(&mut |frame| self.frame(state, dir, frame));
+        state.decoders[dir as usize] = decoder;
+    }
+
+    fn frame(&self, state: &mut TapState, dir: Dir, frame: Frame<'_>) {
+        match frame {
+            Frame::Line(line) => self.line(state, dir, line),
+            Frame::Oversize { limit, prefix } => self.oversize(state, dir, limit, prefix),
         }
+    }
+
+    /// A line over the limit: the engine skips it (and answers it if it was a request).
+    fn oversize(&self, state: &mut TapState, dir: Dir, limit: usize, prefix: &[u8]) {
+        let now = Instant::now();
+        let start: String = String::from_utf8_lossy(prefix).chars().take(200).collect();
+        if dir == Dir::Recv {
+            *self.last_received.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+            if let Some(warn) = &self.warn {
+                if state.warnings < MAX_WARNINGS {
+                    state.warnings += 1;
+                    let _ = warn.send(Warning::Oversize {
+                        limit,
+                        start: start.clone(),
+                    });
+                }
+            }
+        }
+        let Some(log) = &self.log else { return };
+        let e = json!({
+            "tMs": ms(now - self.start), "dir": dir.name(), "kind": "oversize",
+            "limit": limit, "start": start,
+        });
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = serde_json::to_writer(&mut log.out, &e);
+        let _ = log.out.write_all(b"\n");
+        let _ = log.out.flush();
     }
 
     fn line(&self, state: &mut TapState, dir: Dir, line: &[u8]) {
@@ -161,7 +209,7 @@ impl Tap {
                 if state.warnings < MAX_WARNINGS {
                     state.warnings += 1;
                     let shown: String = text.chars().take(200).collect();
-                    let _ = warn.send(shown);
+                    let _ = warn.send(Warning::NotJson(shown));
                 }
             }
         }
@@ -320,7 +368,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("log.ndjson");
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let tap = Tap::new(Some(&path), Some(tx)).unwrap();
+        let tap = Tap::new(Some(&path), Some(tx), 1 << 20).unwrap();
         tap.bytes(
             Dir::Send,
             br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#,
@@ -349,9 +397,51 @@ not json
         assert!(lines[1]["elapsedMs"].as_f64().unwrap() >= 0.0);
         assert_eq!(lines[2]["kind"], "invalid");
         assert_eq!(lines[3]["kind"], "notification");
-        assert_eq!(rx.try_recv().unwrap(), "not json");
+        assert_eq!(rx.try_recv().unwrap(), Warning::NotJson("not json".into()));
         assert_eq!(tap.updates_received(), 1);
         assert!(rx.try_recv().is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A valid message longer than any read (and than the old 1 MiB cut) is one message:
+    /// no warning, and a `session/update` is counted. One over the limit is reported as such
+    /// (not as "not JSON") and the next line is read normally, as the engine does.
+    #[test]
+    fn lines_are_cut_as_the_engine_cuts_them() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let limit = 4 << 20;
+        let tap = Tap::new(None, Some(tx), limit).unwrap();
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"text\":\"{}\"}}}}\n",
+            "x".repeat(3 << 20)
+        );
+        for chunk in big.as_bytes().chunks(64 << 10) {
+            tap.bytes(Dir::Recv, chunk);
+        }
+        assert!(rx.try_recv().is_err(), "a valid 3 MiB message was reported");
+        assert_eq!(tap.updates_received(), 1);
+        let over = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"{}\"}}\n",
+            "y".repeat(limit)
+        );
+        for chunk in over.as_bytes().chunks(64 << 10) {
+            tap.bytes(Dir::Recv, chunk);
+        }
+        match rx.try_recv().unwrap() {
+            Warning::Oversize { limit: l, start } => {
+                assert_eq!(l, limit);
+                assert!(
+                    start.starts_with("{\"jsonrpc\":\"2.0\",\"id\":1"),
+                    "{start}"
+                );
+            }
+            w => panic!("expected an oversize warning, got {w:?}"),
+        }
+        tap.bytes(
+            Dir::Recv,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}\n",
+        );
+        assert!(rx.try_recv().is_err());
+        assert_eq!(tap.updates_received(), 2);
     }
 }
