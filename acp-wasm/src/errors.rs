@@ -11,7 +11,7 @@
 //!   `"client"`/`"agent"`, a negative `nowMs`, an unknown option) is a plain JS `TypeError`.
 
 use js_sys::JsString;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 /// An `acp_core::Error` as a JS `Error` named after its kind.
 pub fn core_error(e: acp_core::Error) -> JsValue {
@@ -40,5 +40,3 @@ pub fn describe(thrown: &JsValue) -> String {
         .map(String::from)
         .unwrap_or_else(|| "value cannot be converted to JSON".into())
 }
-
-use wasm_bindgen::JsCast;
