@@ -38,11 +38,12 @@ const args = process.argv.slice(2);
 const files = args.length
   ? args
   : [
-      join(root, "acp-wasm/pkg/node/acp_wasm_bg.wasm"),
-      join(root, "acp-wasm/pkg/web/acp_wasm_bg.wasm"),
+      join(process.env.ACP_WASM_OUT ?? join(root, "acp-wasm/pkg"), "node/acp_wasm_bg.wasm"),
+      join(process.env.ACP_WASM_OUT ?? join(root, "acp-wasm/pkg"), "web/acp_wasm_bg.wasm"),
     ];
 if (args.length === 0) {
-  const raw = join(root, "target-wasm/wasm32-unknown-unknown/wasm/acp_wasm.wasm");
+  const targetDir = process.env.ACP_WASM_TARGET_DIR ?? join(root, "target-wasm");
+  const raw = join(targetDir, "wasm32-unknown-unknown", process.env.ACP_WASM_PROFILE ?? "wasm", "acp_wasm.wasm");
   if (existsSync(raw)) files.push(raw);
 }
 
