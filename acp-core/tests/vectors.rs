@@ -149,8 +149,10 @@ impl Runner {
         let params = c.get("params").filter(|p| !p.is_null());
         let outcome: Result<Value, acp_core::Error> = match s("cmd") {
             "sendRequest" => {
-                let mut opts = RequestOptions::default();
-                opts.timeout = c.get("timeoutMs").and_then(Value::as_u64);
+                let opts = RequestOptions {
+                    timeout: c.get("timeoutMs").and_then(Value::as_u64),
+                    data: (),
+                };
                 self.conn
                     .send_request(s("method"), params, opts, self.now)
                     .map(|id| json!(id))
