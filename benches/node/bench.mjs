@@ -226,7 +226,10 @@ async function runTsStdio(sc) {
       },
     );
   } finally {
+    // Reap the child so its CPU time is counted with ours (the driver reads it from wait4).
+    const exited = new Promise((r) => child.once("exit", r));
     child.kill();
+    await exited;
   }
 }
 

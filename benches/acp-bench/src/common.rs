@@ -119,6 +119,10 @@ pub struct Outcome {
     /// Peak RSS of the measuring process, KiB (filled by the driver from wait4 when possible).
     #[serde(default)]
     pub peak_rss_kb: u64,
+    /// CPU time (user + system, all threads) of the measuring process and of the children it
+    /// waited for, seconds (filled by the driver from wait4; includes start-up).
+    #[serde(default)]
+    pub cpu_secs: f64,
     /// Peak RSS of a child agent process, KiB (stdio contestants).
     #[serde(default)]
     pub child_peak_rss_kb: u64,

@@ -187,6 +187,8 @@ fn measure(env: &Env, c: &Contestant, sc: Scenario) -> Outcome {
         }
     };
     o.peak_rss_kb = ru.ru_maxrss as u64;
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    o.cpu_secs = tv(ru.ru_utime) + tv(ru.ru_stime);
     o
 }
 
@@ -211,6 +213,7 @@ struct Summary {
     error: Option<String>,
     not_measurable: Option<String>,
     secs: f64,
+    cpu_secs: f64,
     per_sec: f64,
     p50_us: f64,
     p99_us: f64,
@@ -235,6 +238,7 @@ fn summarize(runs: &[Outcome]) -> Summary {
         error: runs.iter().find_map(|o| o.error.clone()),
         not_measurable: None,
         secs: m(&|o| o.secs),
+        cpu_secs: m(&|o| o.cpu_secs),
         per_sec: m(&|o| o.per_sec),
         p50_us: m(&|o| o.p50_us),
         p99_us: m(&|o| o.p99_us),
@@ -363,9 +367,9 @@ fn table(g: &Group, rows: &[(Contestant, Summary)], md: &mut String) {
         Scenario::Notify(_) | Scenario::RtSeq(_) | Scenario::RtConc(..) => {
             let rt = !matches!(g.scenario, Scenario::Notify(_));
             if rt {
-                md.push_str("| contestant | req/s | p50 | p99 | acp-rs throughput ÷ this | this p50 ÷ acp-rs p50 |\n|---|---:|---:|---:|---:|---:|\n");
+                md.push_str("| contestant | req/s | p50 | p99 | acp-rs throughput ÷ this | this p50 ÷ acp-rs p50 | CPU time |\n|---|---:|---:|---:|---:|---:|---:|\n");
             } else {
-                md.push_str("| contestant | msg/s | time | acp-rs throughput ÷ this |\n|---|---:|---:|---:|\n");
+                md.push_str("| contestant | msg/s | time | acp-rs throughput ÷ this | CPU time |\n|---|---:|---:|---:|---:|\n");
             }
             for (c, s) in rows {
                 if let Some(st) = status(s) {
@@ -379,21 +383,23 @@ fn table(g: &Group, rows: &[(Contestant, Summary)], md: &mut String) {
                 let tag = if me { " (reference)" } else { "" };
                 if rt {
                     md.push_str(&format!(
-                        "| {}{tag} | {} | {} | {} | {} | {} |\n",
+                        "| {}{tag} | {} | {} | {} | {} | {} | {:.2} s |\n",
                         c.label,
                         fmt_rate(s.per_sec),
                         fmt_us(s.p50_us),
                         fmt_us(s.p99_us),
                         fmt_x(ratio),
-                        fmt_x(lat)
+                        fmt_x(lat),
+                        s.cpu_secs
                     ));
                 } else {
                     md.push_str(&format!(
-                        "| {}{tag} | {} | {:.3} s | {} |\n",
+                        "| {}{tag} | {} | {:.3} s | {} | {:.2} s |\n",
                         c.label,
                         fmt_rate(s.per_sec),
                         s.secs,
-                        fmt_x(ratio)
+                        fmt_x(ratio),
+                        s.cpu_secs
                     ));
                 }
             }
@@ -735,11 +741,16 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
         table(g, rows, &mut md);
     }
     goals(&results, &mut md);
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     md.push_str(&format!(
-        "\n({} mode, {} rounds, {:.0} s)\n",
+        "\n({} mode, {} rounds, {:.0} s; load average at the end {})\n",
         if short { "short" } else { "full" },
         rounds,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     ));
     println!("{md}");
     if let Some(p) = md_path {
