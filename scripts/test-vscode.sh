@@ -8,11 +8,14 @@
 # binary (cargo build --release -p acp-native; incremental), code-server + Node 24 + chromium
 # (scripts/install-code-server.sh).
 #
-#   SKIP_E2E=1   stop after packaging (unit tests only)
+#   SKIP_E2E=1              stop after packaging (unit tests only)
+#   ACP_E2E_PROFILE=debug   test with target/debug/acp instead of target/release/acp
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 EXT="$ROOT/vscode-extension"
-ACP_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/acp"
+# The demo agent's build profile: release by default; ACP_E2E_PROFILE=debug reuses `cargo test`'s build.
+PROFILE="${ACP_E2E_PROFILE:-release}"
+ACP_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE/acp"
 say() { echo "test-vscode: $*"; }
 
 # --- prerequisites -------------------------------------------------------------------------------
@@ -31,8 +34,13 @@ if [ ! -f "$WASM_JS" ] || [ -n "$(find "$ROOT/acp-core/src" "$ROOT/acp-wasm/src"
 fi
 
 if [ -z "${SKIP_E2E:-}" ]; then
-  say "building the demo agent (cargo build --release -p acp-native)"
-  (cd "$ROOT" && cargo build --release -p acp-native --locked)
+  say "building the demo agent (cargo build --profile $PROFILE -p acp-native)"
+  case "$PROFILE" in
+    release) cargo_profile=(--release) ;;
+    debug) cargo_profile=() ;;
+    *) cargo_profile=(--profile "$PROFILE") ;;
+  esac
+  (cd "$ROOT" && cargo build "${cargo_profile[@]}" -p acp-native --locked)
   bash "$ROOT/scripts/install-code-server.sh"
 fi
 
