@@ -33,6 +33,7 @@
 pub mod acp;
 pub mod connection;
 pub mod error;
+mod event_json;
 pub mod framing;
 pub mod jsonrpc;
 pub mod pair;

@@ -86,7 +86,9 @@ const TS_SECTION: &'static str = TS_TYPES;
 /// An event as a plain JS object: the core's language-neutral JSON shape
 /// ([`acp_core::Event::to_json`], shared with the conformance vectors), through one `JSON.parse`.
 pub fn event_to_js(event: &Event<()>) -> Result<JsValue, JsValue> {
-    js_sys::JSON::parse(&event.to_json().to_string())
+    // Written straight to JSON text by the core (raw params copied, not re-parsed), then one
+    // `JSON.parse` on the JS side.
+    js_sys::JSON::parse(&event.to_json_string())
 }
 
 #[cfg(test)]
