@@ -66,7 +66,7 @@ fn round_trip_through_js_values() {
     let done = c.poll_event().unwrap();
     assert_eq!(
         stringify(&done),
-        r#"{"method":"session/new","requestId":0,"result":{"sessionId":"s1"},"type":"response"}"#
+        r#"{"type":"response","requestId":0,"method":"session/new","result":{"sessionId":"s1"}}"#
     );
     assert_eq!(c.pending_outgoing(), 0.0);
 }
