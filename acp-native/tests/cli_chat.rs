@@ -102,12 +102,13 @@ fn a_permission_request_with_stdin_closed_is_cancelled_and_the_turn_ends_cancell
     let dir = TempDir::new("eof");
     let r = run(&["chat", "--prompt", "hi"], dir.path(), None);
     assert_eq!(r.code(), 3, "{}", r.dump());
+    // The demo agent's first request is a terminal (`ls`): a permission question too.
     assert!(
-        r.stderr.contains("? Permission requested: Write"),
+        r.stderr.contains("? Permission requested: run `ls` in "),
         "{}",
         r.dump()
     );
-    assert!(r.stderr.contains("1) Allow this write"), "{}", r.dump());
+    assert!(r.stderr.contains("1) Run it"), "{}", r.dump());
     assert!(
         r.stderr.contains("cancelled (end of input)"),
         "{}",
@@ -120,8 +121,14 @@ fn a_permission_request_with_stdin_closed_is_cancelled_and_the_turn_ends_cancell
 #[test]
 fn permission_answers_typed_on_stdin_are_validated_and_re_asked() {
     let dir = TempDir::new("typed");
-    let r = run(&["chat", "--prompt", "hi"], dir.path(), Some("7\nyes\n2\n"));
+    // 1: run the demo agent's `ls` terminal; then the write question.
+    let r = run(
+        &["chat", "--prompt", "hi"],
+        dir.path(),
+        Some("1\n7\nyes\n2\n"),
+    );
     assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stderr.contains("Run it (option 1)"), "{}", r.dump());
     assert!(r.stderr.contains("`7` is not an option"), "{}", r.dump());
     assert!(r.stderr.contains("`yes` is not an option"), "{}", r.dump());
     assert!(r.stderr.contains("Do not write (option 2)"), "{}", r.dump());

@@ -339,7 +339,12 @@ echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","up
 echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
 cat >/dev/null"#,
     );
-    let r = run(&["chat", "--prompt", "hi", "--", &agent], dir.path(), None);
+    // --yes: terminals are permission questions.
+    let r = run(
+        &["chat", "--yes", "--prompt", "hi", "--", &agent],
+        dir.path(),
+        None,
+    );
     assert_eq!(r.code(), 0, "{}", r.dump());
     assert!(r.stdout.contains("Run echo (execute)"), "{}", r.dump());
     assert!(r.stdout.contains("│ from-a-terminal"), "{}", r.dump());
@@ -362,7 +367,16 @@ echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
 cat >/dev/null"#,
     );
     let r = run(
-        &["chat", "--prompt", "hi", "--timeout", "2", "--", &agent],
+        &[
+            "chat",
+            "--yes",
+            "--prompt",
+            "hi",
+            "--timeout",
+            "2",
+            "--",
+            &agent,
+        ],
         dir.path(),
         None,
     );

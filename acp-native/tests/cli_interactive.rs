@@ -135,8 +135,12 @@ fn interactive_chat_in_a_terminal() {
     tmux.keys(&["hello from tmux", "Enter"]);
     tmux.wait_for("choose 1-2:");
     assert!(tmux.pane().contains("You said: \"hello from tmux\""));
+    // The first question is the demo agent's `ls` terminal, the second its file write.
+    assert!(tmux.pane().contains("Permission requested: run `ls`"));
     tmux.keys(&["5", "Enter"]);
     tmux.wait_for("`5` is not an option");
+    tmux.keys(&["1", "Enter"]);
+    tmux.wait_for("Permission requested: Write");
     tmux.keys(&["1", "Enter"]);
     tmux.wait_for("I wrote acp-demo.txt");
     let written = std::fs::read_to_string(dir.join("acp-demo.txt")).expect("file written");

@@ -440,6 +440,7 @@ fn acp_chat_with_ts_agent(cwd: &Path, args: &[&str], trace: &Path) -> Ran {
             .args(["--json", "--timeout", "60", "--cwd"])
             .arg(cwd)
             .args(args)
+            .args(["--env", "ACP_INTEROP_TRACE"])
             .arg("--")
             .arg(node())
             .arg(interop_dir().join("ts-agent.mjs"))
@@ -654,15 +655,26 @@ fn acp_chat_deny_leaves_the_ts_agents_file_unwritten() {
         &["--prompt", "hello", "--deny"],
         &traces.join("ts-agent.trace"),
     );
-    assert!(ran.status.success(), "{}", ran.describe("acp chat --deny"));
     let lines = json_lines(&ran);
-    assert_eq!(lines.last().unwrap()["stopReason"], "end_turn");
     let updates = session_updates(&lines);
     assert_eq!(final_status(&updates, "ts-write-1"), Some("failed"));
     assert!(message_text(&updates).contains("Permission denied (reject); not writing"));
     assert!(!cwd.join(TS_AGENT_FILE).exists(), "written despite --deny");
-    // The rest of the turn still ran.
-    assert_eq!(final_status(&updates, "ts-terminal-1"), Some("completed"));
+    // The terminal is a permission question too: --deny refuses it with an error naming the
+    // command, which this agent passes on as the prompt's error (exit 1).
+    assert!(
+        ran.stderr
+            .contains("permission denied: the user did not allow running echo interop"),
+        "{}",
+        ran.describe("acp chat --deny")
+    );
+    assert_eq!(
+        ran.status.code(),
+        Some(1),
+        "{}",
+        ran.describe("acp chat --deny")
+    );
+    assert_ne!(final_status(&updates, "ts-terminal-1"), Some("completed"));
 }
 
 /// Without --yes/--deny, end of input at the permission question cancels the turn.
@@ -715,6 +727,7 @@ fn acp_chat_sigint_cancels_a_ts_agent_turn() {
                 "--cwd",
             ])
             .arg(cwd.path())
+            .args(["--env", "ACP_INTEROP_TRACE"])
             .arg("--")
             .arg(node())
             .arg(interop_dir().join("ts-agent.mjs"))
@@ -764,6 +777,7 @@ fn acp_chat_timeout_cancels_a_silent_ts_agent_turn() {
             .args(["chat", "--json", "--yes", "--timeout", "6"])
             .args(["--prompt", "wait-for-cancel", "--cwd"])
             .arg(cwd.path())
+            .args(["--env", "ACP_INTEROP_TRACE"])
             .arg("--")
             .arg(node())
             .arg(interop_dir().join("ts-agent.mjs"))
@@ -957,6 +971,7 @@ fn acp_chat_runs_two_interactive_turns_with_the_ts_agent() {
         Command::new(ACP)
             .args(["chat", "--json", "--yes", "--cwd"])
             .arg(cwd.path())
+            .args(["--env", "ACP_INTEROP_TRACE"])
             .arg("--")
             .arg(node())
             .arg(interop_dir().join("ts-agent.mjs"))
@@ -1094,10 +1109,11 @@ fn acp_chat_passes_unknown_update_kinds_from_the_ts_agent_through() {
 #[test]
 fn acp_chat_asks_the_ts_agents_permission_question_on_stdin() {
     npm_deps();
+    // The last answer is for the terminal question that follows (1: run it).
     for (input, allowed, option) in [
-        ("1\n", true, "allow"),
-        ("2\n", false, "reject"),
-        ("x\n9\n1\n", true, "allow"),
+        ("1\n1\n", true, "allow"),
+        ("2\n1\n", false, "reject"),
+        ("x\n9\n1\n1\n", true, "allow"),
     ] {
         let cwd = TempDir::new();
         let traces = TempDir::new();
@@ -1107,6 +1123,7 @@ fn acp_chat_asks_the_ts_agents_permission_question_on_stdin() {
             Command::new(ACP)
                 .args(["chat", "--json", "--prompt", "hello", "--cwd"])
                 .arg(cwd.path())
+                .args(["--env", "ACP_INTEROP_TRACE"])
                 .arg("--")
                 .arg(node())
                 .arg(interop_dir().join("ts-agent.mjs"))

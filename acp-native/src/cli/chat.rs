@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use acp_core::{typed, CallError, ErrorCode, ErrorObject, RawValue, Role};
 use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
-use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy, ExitReport};
+use acp_native::process::{AgentCommand, AgentProcess, ExitReport};
 use acp_native::{ClientSideConnection, DriverConfig, Incoming, Router, RpcError};
 use agent_client_protocol_schema::v1 as s;
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::exit;
 use super::render::Ui;
 use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
-use super::terminals::Terminals;
+use super::terminals::{command_line, Gate, Terminals};
 use super::ChatArgs;
 
 /// Start-up and per-request limit when `--timeout` is not given.
@@ -155,12 +155,13 @@ impl Chat {
         };
         let program = command[0].to_string_lossy().into_owned();
 
-        // The agent runs with the user's whole environment (it is the user's own command,
-        // typically needing API keys), in --cwd, without a shell.
+        // The agent runs in --cwd, without a shell, with an explicit environment: the
+        // allowlist plus what --env passes (its API key...), or everything (--inherit-env).
+        let env = args.env_policy();
         let cmd = AgentCommand::new(command[0].clone())
             .args(command[1..].iter().cloned())
             .cwd(&cwd)
-            .env(EnvPolicy::inherit_all());
+            .env(env.clone());
         let mut process = AgentProcess::spawn(&cmd)
             .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
         let stdin = process.take_stdin().expect("a new process has stdin");
@@ -170,7 +171,7 @@ impl Chat {
         let tap = Tap::new(
             args.log_rpc.as_deref(),
             Some(warn_tx),
-            acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
+            args.max_message_bytes,
         )
         .map_err(|e| {
             Outcome::fail(
@@ -180,14 +181,16 @@ impl Chat {
         })?;
 
         let (event_tx, events) = mpsc::unbounded_channel();
-        let terminals = Terminals::new(cwd.clone());
+        let terminals = Terminals::new(cwd.clone(), env, args.max_terminals);
         ui.set_terminal_output(terminals.output_lookup());
         let activity = Arc::new(Activity::default());
         let router = CountInFlight {
             inner: client_router(event_tx, &cwd, terminals.clone()),
             activity: activity.clone(),
         };
-        let config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
+        let mut config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
+        config.core.max_message_bytes = args.max_message_bytes;
+        config.core.max_incoming_in_flight = args.max_concurrent_requests;
         let conn = ClientSideConnection::connect(
             TapReader::new(stdout, tap.clone()),
             TapWriter::new(stdin, tap.clone()),
@@ -414,6 +417,10 @@ impl Chat {
                     last_activity = Instant::now();
                     match event {
                         Event::Update(params) => self.render_update(params),
+                        Event::Permission(ask) if cancel_sent || session_cancelled => {
+                            self.ui.permission_outcome(&ask.request, "cancelled (the turn was cancelled)");
+                            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+                        }
                         Event::Permission(ask) => {
                             if let Some(ask) = self.auto_answer(*ask) {
                                 asks.push_back(ask);
@@ -474,6 +481,13 @@ impl Chat {
                     cancel_sent = true;
                     self.ui.notice("cancelling the turn… (press Ctrl-C again to quit)");
                     let _ = conn.cancel(s::CancelNotification::new(self.session_id.clone())).await;
+                    // The schema: after `session/cancel`, every pending permission request is
+                    // answered `cancelled` (our own terminal questions too: nothing waits on
+                    // the agent withdrawing them).
+                    for ask in asks.drain(..) {
+                        self.ui.permission_outcome(&ask.request, "withdrawn (the turn was cancelled)");
+                        let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+                    }
                 }
                 _ = tokio::time::sleep_until(idle_deadline.unwrap_or_else(Instant::now)),
                     if idle_deadline.is_some() && asks.is_empty() => {
@@ -851,6 +865,7 @@ fn client_router(
     ));
     let (fs_read, fs_write) = (fs.clone(), fs);
     let updates = events.clone();
+    let gate = terminal_gate(events.clone());
     let router = Router::new()
         .notification_raw(acp_core::acp::client::SESSION_UPDATE, move |params, _cx| {
             let _ = updates.send(Event::Update(params));
@@ -885,7 +900,70 @@ fn client_router(
             let fs = fs_write.clone();
             async move { fs.write_text_file(req).await.map_err(fs_error) }
         });
-    terminals.routes(router)
+    terminals.routes(router, gate)
+}
+
+/// Every `terminal/create` is a permission question (the exact command line and directory),
+/// answered like the agent's own: by the user, `--yes` (runs it) or `--deny` (refuses it);
+/// end of input refuses it and cancels the turn.
+fn terminal_gate(events: mpsc::UnboundedSender<Event>) -> Gate {
+    let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Arc::new(
+        move |req: &s::CreateTerminalRequest, cancel: CancellationToken| {
+            let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let dir = req
+                .cwd
+                .as_ref()
+                .map(|d| format!(" in {}", d.display()))
+                .unwrap_or_default();
+            let env: Vec<&str> = req.env.iter().map(|v| v.name.as_str()).collect();
+            let env = if env.is_empty() {
+                String::new()
+            } else {
+                format!(" with {}", env.join(", "))
+            };
+            let title = format!("run `{}`{dir}{env}", command_line(req));
+            let request = s::RequestPermissionRequest::new(
+                req.session_id.clone(),
+                s::ToolCallUpdate::new(
+                    format!("acp-terminal-{n}"),
+                    s::ToolCallUpdateFields::new()
+                        .title(title)
+                        .kind(s::ToolKind::Execute)
+                        .raw_input(serde_json::json!({
+                            "command": req.command, "args": req.args, "cwd": req.cwd,
+                        })),
+                ),
+                vec![
+                    s::PermissionOption::new("run", "Run it", s::PermissionOptionKind::AllowOnce),
+                    s::PermissionOption::new(
+                        "refuse",
+                        "Do not run it",
+                        s::PermissionOptionKind::RejectOnce,
+                    ),
+                ],
+            );
+            let events = events.clone();
+            Box::pin(async move {
+                let (reply, answer) = oneshot::channel();
+                let ask = PermissionAsk {
+                    request,
+                    reply,
+                    withdrawn: cancel.clone(),
+                };
+                if events.send(Event::Permission(Box::new(ask))).is_err() {
+                    return false;
+                }
+                tokio::select! {
+                    a = answer => matches!(
+                        a,
+                        Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == "run"
+                    ),
+                    _ = cancel.cancelled() => false,
+                }
+            })
+        },
+    )
 }
 
 /// Lines of this process's stdin, read on a thread (stdin cannot be read asynchronously in

@@ -117,9 +117,69 @@ pub struct ChatArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
+    /// Pass an environment variable to the agent and to the commands it runs in terminals
+    /// (repeatable): `NAME` passes this process's value (`NAME_*` every variable with that
+    /// prefix), `NAME=VALUE` sets it. By default they only get PATH, HOME, USER, LOGNAME, SHELL,
+    /// LANG, LANGUAGE, LC_*, TERM, COLORTERM, NO_COLOR, TMPDIR, TZ and XDG_*: pass the agent's
+    /// API key this way, e.g. `--env ANTHROPIC_API_KEY`.
+    #[arg(long = "env", value_name = "NAME[=VALUE]", value_parser = parse_env)]
+    pub env: Vec<String>,
+
+    /// Pass this process's whole environment to the agent and its terminals (API keys, tokens
+    /// and all).
+    #[arg(long)]
+    pub inherit_env: bool,
+
+    /// Largest JSON-RPC message (one line) accepted from the agent, in bytes; a longer one is
+    /// skipped (and answered with an error if it was a request). Default 64 MiB.
+    #[arg(long, value_name = "BYTES", default_value_t = acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=(1u64 << 32)))]
+    pub max_message_bytes: usize,
+
+    /// Most terminals the agent may have open at once (more are refused). Default 16.
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1024))]
+    pub max_terminals: usize,
+
+    /// Most requests from the agent handled at once (more are refused). Default 64.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub max_concurrent_requests: usize,
+
     /// The agent command and its arguments (after `--`). Default: `acp demo-agent`.
     #[arg(last = true, value_name = "AGENT_COMMAND")]
     pub agent: Vec<OsString>,
+}
+
+impl ChatArgs {
+    /// The environment of the agent and its terminals (`--env`, `--inherit-env`).
+    pub fn env_policy(&self) -> acp_native::process::EnvPolicy {
+        use acp_native::process::EnvPolicy;
+        let mut policy = if self.inherit_env {
+            EnvPolicy::inherit_all()
+        } else {
+            EnvPolicy::default()
+        };
+        for item in &self.env {
+            policy = match item.split_once('=') {
+                Some((name, value)) => policy.var(name, value),
+                None => policy.allow(item.as_str()),
+            };
+        }
+        policy
+    }
+}
+
+fn parse_env(s: &str) -> Result<String, String> {
+    let name = s.split_once('=').map_or(s, |(n, _)| n);
+    let pattern = name.strip_suffix('*').unwrap_or(name);
+    if pattern.is_empty() && !name.ends_with('*') || name.is_empty() {
+        return Err(format!("`{s}`: give NAME or NAME=VALUE"));
+    }
+    if pattern.contains(['*', '\0']) || (name.ends_with('*') && s.contains('=')) {
+        return Err(format!("`{s}`: give NAME, NAME_* or NAME=VALUE"));
+    }
+    Ok(s.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +265,41 @@ mod tests {
         assert!(args.yes);
         assert_eq!(args.timeout, Some(Duration::from_millis(2500)));
         assert_eq!(args.agent, ["gemini", "--experimental-acp"]);
+    }
+
+    #[test]
+    fn the_environment_is_an_allowlist_unless_told_otherwise() {
+        use acp_native::process::EnvInherit;
+        let chat = |extra: &[&str]| {
+            let cli = Cli::try_parse_from(["acp", "chat"].iter().chain(extra)).unwrap();
+            let Command::Chat(args) = cli.command else {
+                panic!()
+            };
+            args
+        };
+        let host = [("PATH", "/bin"), ("API_KEY", "secret"), ("AWS_X", "y")];
+        let host = || {
+            host.iter()
+                .map(|(k, v)| (std::ffi::OsString::from(*k), std::ffi::OsString::from(*v)))
+        };
+        let by_default = chat(&[]).env_policy().resolve(host());
+        assert_eq!(by_default.keys().collect::<Vec<_>>(), ["PATH"]);
+        let args = chat(&["--env", "API_KEY", "--env", "AWS_*", "--env", "X=1=2"]);
+        let passed = args.env_policy().resolve(host());
+        assert_eq!(
+            passed.keys().collect::<Vec<_>>(),
+            ["API_KEY", "AWS_X", "PATH", "X"]
+        );
+        assert_eq!(passed[std::ffi::OsStr::new("X")], "1=2");
+        assert_eq!(
+            *chat(&["--inherit-env"]).env_policy().inherit(),
+            EnvInherit::All
+        );
+        assert!(Cli::try_parse_from(["acp", "chat", "--env", "=x"]).is_err());
+        assert!(Cli::try_parse_from(["acp", "chat", "--env", ""]).is_err());
+        let limits = chat(&["--max-message-bytes", "4096", "--max-terminals", "0"]);
+        assert_eq!((limits.max_message_bytes, limits.max_terminals), (4096, 0));
+        assert!(Cli::try_parse_from(["acp", "chat", "--max-message-bytes", "10"]).is_err());
     }
 
     #[test]

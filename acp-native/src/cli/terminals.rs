@@ -1,14 +1,19 @@
 //! `terminal/*` for `acp chat`: the crate's [`TerminalService`] behind the five routes, with
-//! one rule added: a terminal's working directory must lie inside the session's directory
-//! (`--cwd`), like file writes.
+//! two rules added: a terminal's working directory must lie inside the session's directory
+//! (`--cwd`), like file writes; and every `terminal/create` goes through a [`Gate`] (the user's
+//! permission decision) before anything runs; a refusal is a JSON-RPC error saying so.
 //!
-//! Commands run without a shell, in their own process group, with the user's environment (the
-//! agent itself already has it: restricting its commands would protect nothing). Quitting
-//! `acp chat` releases, and so kills, every terminal.
+//! Commands run without a shell (the agent's `command` and `args` as given; a shell only if the
+//! agent names one, which the user sees), in their own process group, with the same explicit
+//! environment as the agent (`--env`, `--inherit-env`) plus the request's `env`. At most
+//! `--max-terminals` at once. Quitting `acp chat` releases, and so kills, every terminal.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use acp_core::{typed, ErrorCode, ErrorObject};
 use acp_native::process::EnvPolicy;
@@ -17,6 +22,49 @@ use acp_native::Router;
 use agent_client_protocol_schema::v1 as s;
 
 use super::render::TerminalOutput;
+
+/// Decides whether a `terminal/create` may run: true to run it. The token fires when the
+/// request is withdrawn (the turn was cancelled, the connection closed).
+pub type Gate = Arc<
+    dyn Fn(&s::CreateTerminalRequest, CancellationToken) -> BoxFuture<'static, bool> + Send + Sync,
+>;
+
+/// The error answered when the user refuses a command.
+pub fn refused(req: &s::CreateTerminalRequest) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::InternalError,
+        format!(
+            "permission denied: the user did not allow running {}",
+            command_line(req)
+        ),
+    )
+    .with_data(serde_json::json!({
+        "reason": "permission_denied",
+        "command": req.command,
+        "args": req.args,
+        "cwd": req.cwd,
+    }))
+}
+
+/// `command arg...` with arguments quoted as a POSIX shell would need (so what is shown is
+/// exactly what runs: no shell is involved).
+pub fn command_line(req: &s::CreateTerminalRequest) -> String {
+    fn quote(a: &str) -> String {
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        if plain {
+            a.to_string()
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        }
+    }
+    std::iter::once(&req.command)
+        .chain(&req.args)
+        .map(|a| quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// The session's terminals. Cheap to clone.
 #[derive(Clone)]
@@ -34,11 +82,13 @@ fn error(e: TerminalError) -> ErrorObject {
 }
 
 impl Terminals {
-    /// Terminals whose working directories must be inside `root` (the default one).
-    pub fn new(root: PathBuf) -> Terminals {
+    /// Terminals whose working directories must be inside `root` (the default one), with
+    /// environment `env`, at most `max_terminals` at once.
+    pub fn new(root: PathBuf, env: EnvPolicy, max_terminals: usize) -> Terminals {
         let config = TerminalConfig {
             default_cwd: Some(root.clone()),
-            env: EnvPolicy::inherit_all(),
+            env,
+            max_terminals,
             ..TerminalConfig::default()
         };
         Terminals {
@@ -70,8 +120,8 @@ impl Terminals {
         }
     }
 
-    /// Adds the five `terminal/*` routes to `router`.
-    pub fn routes(&self, router: Router) -> Router {
+    /// Adds the five `terminal/*` routes to `router`; `gate` decides every `terminal/create`.
+    pub fn routes(&self, router: Router, gate: Gate) -> Router {
         let (a, b, c, d, e) = (
             self.clone(),
             self.clone(),
@@ -80,10 +130,14 @@ impl Terminals {
             self.clone(),
         );
         router
-            .route::<typed::CreateTerminal, _, _>(move |req, _cx| {
+            .route::<typed::CreateTerminal, _, _>(move |req, cx| {
                 let t = a.clone();
+                let allowed = gate(&req, cx.cancel.clone());
                 async move {
                     t.check_cwd(req.cwd.as_deref())?;
+                    if !allowed.await {
+                        return Err(refused(&req));
+                    }
                     t.service.create(req).await.map_err(error)
                 }
             })
@@ -158,7 +212,7 @@ mod tests {
     fn terminal_directories_must_be_inside_the_session_directory() {
         let root = std::env::temp_dir().join(format!("acp-terms-{}", std::process::id()));
         std::fs::create_dir_all(root.join("sub")).unwrap();
-        let t = Terminals::new(root.clone());
+        let t = Terminals::new(root.clone(), EnvPolicy::default(), 16);
         assert!(t.check_cwd(None).is_ok());
         assert!(t.check_cwd(Some(&root.join("sub"))).is_ok());
         assert!(t.check_cwd(Some(&root.join("sub/.."))).is_ok());
@@ -166,5 +220,22 @@ mod tests {
         assert!(t.check_cwd(Some(&root.join("sub/../.."))).is_err());
         assert!(t.check_cwd(Some(Path::new("relative"))).is_err());
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_command_line_shown_is_exactly_what_runs() {
+        let req = s::CreateTerminalRequest::new("s", "sh").args(vec![
+            "-c".into(),
+            "echo it's $HOME".into(),
+            "".into(),
+            "a/b.txt".into(),
+        ]);
+        assert_eq!(
+            command_line(&req),
+            r#"sh -c 'echo it'\''s $HOME' '' a/b.txt"#
+        );
+        let e = refused(&req);
+        assert!(e.message.contains("permission denied"), "{e:?}");
+        assert_eq!(e.data.unwrap()["reason"], "permission_denied");
     }
 }
