@@ -140,20 +140,22 @@ impl Ui {
     /// A notice on stderr (dimmed).
     pub fn notice(&self, text: &str) {
         let mut st = self.lock();
-        let line = styled(st.color_err, "2", text);
+        let line = styled(st.color_err, "2", &sanitize(text));
         st.err_line(&line);
     }
 
-    /// A warning on stderr.
+    /// A warning on stderr (sanitized: it often quotes the agent).
     pub fn warn(&self, text: &str) {
         let mut st = self.lock();
+        let text = sanitize(text);
         let line = styled(st.color_err, "33", &format!("acp: warning: {text}"));
         st.err_line(&line);
     }
 
-    /// An error on stderr.
+    /// An error on stderr (sanitized: it often quotes the agent or its stderr).
     pub fn error(&self, text: &str) {
         let mut st = self.lock();
+        let text = sanitize(text);
         let line = styled(st.color_err, "31", &format!("acp: {text}"));
         st.err_line(&line);
     }
@@ -188,7 +190,8 @@ impl Ui {
         }
     }
 
-    /// Renders one `session/update` (its raw params).
+    /// Renders one `session/update` (its raw params). In the human view every string the agent
+    /// sent goes through [`sanitize`] first (no escape sequence reaches the terminal).
     pub fn session_update(&self, params: Option<&RawValue>) {
         let mut st = self.lock();
         st.last_output = Instant::now();
@@ -203,7 +206,11 @@ impl Ui {
             st.at_line_start = true;
             return;
         }
-        match serde_json::from_str::<s::SessionNotification>(raw) {
+        let clean = serde_json::from_str::<Value>(raw).map(|mut v| {
+            sanitize_json(&mut v);
+            v
+        });
+        match clean.and_then(serde_json::from_value::<s::SessionNotification>) {
             Ok(n) => st.render(n.update),
             Err(_) => {
                 let kind = serde_json::from_str::<Value>(raw)
@@ -222,7 +229,7 @@ impl Ui {
         // The user is being asked: no spinner over the question (restarted after the answer).
         st.clear_spinner();
         st.spinner = None;
-        let title = st.tool_title(&req.tool_call);
+        let title = sanitize(&st.tool_title(&req.tool_call)).into_owned();
         let head = styled(
             st.color_err,
             "1;33",
@@ -234,7 +241,7 @@ impl Ui {
             let line = format!(
                 "  {}) {}  {}",
                 i + 1,
-                opt.name,
+                sanitize(&opt.name),
                 styled(st.color_err, "2", &format!("[{kind}]"))
             );
             st.err_line(&line);
@@ -265,7 +272,7 @@ impl Ui {
         let line = styled(
             st.color_err,
             "2",
-            &format!("  permission for {title}: {outcome}"),
+            &sanitize(&format!("  permission for {title}: {outcome}")),
         );
         st.err_line(&line);
     }
@@ -577,6 +584,7 @@ impl State {
 
     /// Indented tool output, at most [`MAX_CONTENT_LINES`] (the last ones for long output).
     fn text_lines(&mut self, text: &str) {
+        let text = sanitize(text);
         let lines: Vec<&str> = text.lines().collect();
         self.newline();
         let bar = styled(self.color_out, "2", "│");
@@ -698,5 +706,72 @@ mod tests {
                 .unwrap();
         assert_eq!(content_text(&link), "[resource_link file:///x]");
         assert_eq!(content_text(&"hi".into()), "hi");
+    }
+}
+
+/// `text` with every control character that a terminal could act on made visible: ESC as `␛`,
+/// other C0 controls (but `\n` and `\t`), DEL and C1 controls as `�`. What the agent (or a
+/// command it runs) sends is shown, never interpreted: no cursor moves, title or clipboard
+/// changes, no line overwritten with `\r`.
+pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
+    let bad =
+        |c: char| (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c);
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| match c {
+            '\x1b' => '\u{241b}',
+            c if bad(c) => '\u{fffd}',
+            c => c,
+        })
+        .collect::<String>()
+        .into()
+}
+
+/// [`sanitize`] applied to every string (and object key) in `v`.
+pub fn sanitize_json(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(clean) = sanitize(s) {
+                *s = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sanitize_json),
+        Value::Object(map) => {
+            let dirty = map
+                .keys()
+                .any(|k| matches!(sanitize(k), std::borrow::Cow::Owned(_)));
+            if dirty {
+                let old = std::mem::take(map);
+                for (k, mut val) in old {
+                    sanitize_json(&mut val);
+                    map.insert(sanitize(&k).into_owned(), val);
+                }
+            } else {
+                map.values_mut().for_each(sanitize_json);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod sanitize_tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_from_the_agent_are_shown_not_interpreted() {
+        assert_eq!(sanitize("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            sanitize("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m"),
+            "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m"
+        );
+        let mut v = serde_json::json!({"a\x1b": ["\x1b[1m", 1, {"t": "ok\x07"}]});
+        sanitize_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"a\u{241b}": ["\u{241b}[1m", 1, {"t": "ok\u{fffd}"}]})
+        );
     }
 }
