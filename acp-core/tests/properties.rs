@@ -63,6 +63,17 @@ fn message() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// The event as JSON; its two renderings (`to_json`, and the text of `write_json` that the wasm
+/// build uses) must agree.
+fn rendered<T>(e: &Event<T>) -> Value {
+    let v = e.to_json();
+    let mut text = Vec::new();
+    e.write_json(&mut text);
+    let w: Value = serde_json::from_slice(&text).expect("write_json writes JSON");
+    assert_eq!(w, v, "write_json and to_json disagree");
+    v
+}
+
 /// Output of a connection fed a stream: transmitted bytes and rendered events.
 fn run(stream: &[u8], cuts: &[usize], role: Role) -> (Vec<u8>, Vec<Value>) {
     let mut config = Config::new(role);
@@ -79,12 +90,12 @@ fn run(stream: &[u8], cuts: &[usize], role: Role) -> (Vec<u8>, Vec<Value>) {
             out.extend_from_slice(&b);
         }
         while let Some(e) = c.poll_event() {
-            events.push(e.to_json());
+            events.push(rendered(&e));
         }
     }
     c.handle_eof(0);
     while let Some(e) = c.poll_event() {
-        events.push(e.to_json());
+        events.push(rendered(&e));
     }
     (out, events)
 }

@@ -3,7 +3,8 @@
 //! runner (`acp-wasm/tests/`), so the parsing here stays small and obvious.
 //!
 //! Every vector is replayed twice: with its feeds as written, and with every feed split into
-//! single bytes. Both must pass.
+//! single bytes. Both must pass. Every event is rendered both ways (`Event::to_json` and the
+//! text of `Event::write_json`, which the wasm build uses); they must agree.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -231,7 +232,16 @@ impl Runner {
             return Err(format!("transmitted an unterminated line: {:?}", self.out));
         }
         while let Some(e) = self.conn.poll_event() {
-            self.ev.push_back(e.to_json());
+            // The text form (what the wasm build hands to JS) must be the same event.
+            let v = e.to_json();
+            let mut text = Vec::new();
+            e.write_json(&mut text);
+            let w: Value = serde_json::from_slice(&text)
+                .map_err(|err| format!("Event::write_json wrote invalid JSON ({err}): {text:?}"))?;
+            if !json_eq(&v, &w) {
+                return Err(format!("Event::write_json gave {w}, Event::to_json {v}"));
+            }
+            self.ev.push_back(v);
         }
         Ok(())
     }
