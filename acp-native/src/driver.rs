@@ -296,6 +296,11 @@ enum Control {
     Close {
         reason: String,
     },
+    /// Close with this reason once everything the peer sent is read (see
+    /// [`ConnectionHandle::close_at_eof_with_reason`]).
+    CloseAtEof {
+        reason: String,
+    },
     /// A request handler's task ended without answering (it panicked or was aborted).
     Abandoned {
         token: u64,
@@ -439,6 +444,18 @@ impl ConnectionHandle {
     /// Also the way to give an EOF a better reason (see [`DriverConfig::eof_grace`]).
     pub fn close_with_reason(&self, reason: impl Into<String>) {
         let _ = self.ctl.send(Control::Close {
+            reason: reason.into(),
+        });
+    }
+
+    /// Like [`close_with_reason`](Self::close_with_reason), but only once the input has ended:
+    /// everything the peer wrote before is still read and handled (its last updates, its
+    /// answers). For a process owner whose peer exited: the pipe may still hold its last
+    /// messages, which an immediate close would drop. Does not wait for an EOF that never
+    /// comes (a grandchild holding the pipe): follow with a bounded
+    /// [`close_with_reason`](Self::close_with_reason).
+    pub fn close_at_eof_with_reason(&self, reason: impl Into<String>) {
+        let _ = self.ctl.send(Control::CloseAtEof {
             reason: reason.into(),
         });
     }
@@ -676,6 +693,7 @@ where
         closed: false,
         eof_deadline: None,
         answer_deadline: None,
+        eof_reason: None,
         reading: true,
         write_tx: Some(write_tx),
         notif_tx,
@@ -805,6 +823,8 @@ struct Driver {
     /// After EOF: until when requests already received may be answered (see
     /// [`DriverConfig::answer_on_eof`]).
     answer_deadline: Option<Instant>,
+    /// The reason to close with at EOF ([`Control::CloseAtEof`]).
+    eof_reason: Option<String>,
     reading: bool,
     write_tx: Option<mpsc::UnboundedSender<Vec<u8>>>,
     notif_tx: mpsc::Sender<Incoming>,
@@ -923,7 +943,9 @@ impl Driver {
 
     /// The input ended and the requests received are answered: close (after the grace).
     fn input_ended(&mut self) {
-        if self.config.eof_grace.is_zero() {
+        if let Some(reason) = self.eof_reason.take() {
+            self.close_with(reason);
+        } else if self.config.eof_grace.is_zero() {
             let now = self.now();
             self.conn.handle_eof(now);
         } else {
@@ -959,6 +981,14 @@ impl Driver {
                 }
             }
             Control::Close { reason } => self.close_with(reason),
+            Control::CloseAtEof { reason } => {
+                if self.eof_deadline.is_some() {
+                    // The input ended already and waits for a reason: here it is.
+                    self.close_with(reason);
+                } else {
+                    self.eof_reason = Some(reason);
+                }
+            }
             Control::Abandoned { token } => {
                 if self.handlers.remove(&token).is_some() {
                     let e = ErrorObject::internal("the request handler ended without answering");

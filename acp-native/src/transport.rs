@@ -328,6 +328,11 @@ where
     tokio::spawn(async move {
         exit.await;
         let report = process.lock().await.wait().await;
+        // What the agent wrote before it exited is still read; then the connection closes with
+        // the exit report (at once if its stdout already ended; bounded if a grandchild keeps
+        // the pipe open).
+        handle.close_at_eof_with_reason(report.to_string());
+        tokio::time::sleep(AGENT_EXIT_REPORT_GRACE).await;
         handle.close_with_reason(report.to_string());
     });
     Ok((connection, child))

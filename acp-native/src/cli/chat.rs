@@ -36,6 +36,9 @@ use super::ChatArgs;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long the agent gets to exit after its stdin closes (then SIGTERM, then SIGKILL).
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
+/// Longest wait to hand `session/cancel` to a connection whose peer stopped reading (its
+/// write buffer is full): the turn ends anyway.
+const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
 /// After the connection drops, how long to wait for the agent's exit status.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(3);
 
@@ -208,8 +211,12 @@ impl Chat {
             tokio::spawn(async move {
                 exit_status.await;
                 let report = process.lock().await.wait().await;
+                // Its last messages (still in the pipe) are read first (bounded: a grandchild
+                // may hold the pipe open).
+                handle.close_at_eof_with_reason(report.to_string());
+                let _ = exit_tx.send(Some(report.clone()));
+                tokio::time::sleep(EXIT_REPORT_WAIT).await;
                 handle.close_with_reason(report.to_string());
-                let _ = exit_tx.send(Some(report));
             });
         }
 
@@ -480,7 +487,7 @@ impl Chat {
                     }
                     cancel_sent = true;
                     self.ui.notice("cancelling the turn… (press Ctrl-C again to quit)");
-                    let _ = conn.cancel(s::CancelNotification::new(self.session_id.clone())).await;
+                    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, conn.cancel(s::CancelNotification::new(self.session_id.clone()))).await;
                     // The schema: after `session/cancel`, every pending permission request is
                     // answered `cancelled` (our own terminal questions too: nothing waits on
                     // the agent withdrawing them).
@@ -504,7 +511,7 @@ impl Chat {
                             continue;
                         }
                     }
-                    let _ = conn.cancel(s::CancelNotification::new(self.session_id.clone())).await;
+                    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, conn.cancel(s::CancelNotification::new(self.session_id.clone()))).await;
                     let secs = self.idle_limit.unwrap_or_default().as_secs_f64();
                     return Err(Outcome::fail(
                         exit::TIMEOUT,
@@ -526,6 +533,10 @@ impl Chat {
                 }
                 Ok(None) | Err(_) => break,
             }
+        }
+        // Warnings about what came with the turn (an oversize line...) are shown before its end.
+        while let Ok(w) = self.warnings.try_recv() {
+            self.garbage(w);
         }
         // Permission requests still open belong to a finished turn.
         for ask in asks {
@@ -620,9 +631,11 @@ impl Chat {
         }
         if !*session_cancelled {
             *session_cancelled = true;
-            let _ = conn
-                .cancel(s::CancelNotification::new(self.session_id.clone()))
-                .await;
+            let _ = tokio::time::timeout(
+                CANCEL_SEND_LIMIT,
+                conn.cancel(s::CancelNotification::new(self.session_id.clone())),
+            )
+            .await;
         }
         for reply in self.cancelling.drain(..) {
             let _ = reply.send(s::RequestPermissionOutcome::Cancelled);
