@@ -280,7 +280,6 @@ enum Command {
     Notify {
         method: String,
         params: Option<Box<RawValue>>,
-        reply: oneshot::Sender<Result<(), RpcError>>,
     },
     Respond {
         token: u64,
@@ -403,23 +402,36 @@ impl ConnectionHandle {
         decode(M::NAME, &raw)
     }
 
-    /// Sends a notification. Resolves once the engine has queued it for writing (waiting while
-    /// the writer is above its high-water mark).
+    /// Sends a notification. Resolves once it is queued for the connection (waiting while the
+    /// queue is full, which it stays while the writer is above its high-water mark); a later
+    /// close still sends it first.
     pub async fn notify(
         &self,
         method: impl Into<String>,
         params: Option<Box<RawValue>>,
     ) -> Result<(), RpcError> {
-        let (tx, rx) = oneshot::channel();
+        // Fire and forget once queued: the bounded command queue (which the driver stops
+        // draining while its write buffer is above the high-water mark) is the backpressure.
+        // The only refusals a notification can meet are checked here, so no round trip to the
+        // driver is needed per notification.
+        let method = method.into();
+        if method.is_empty() {
+            return Err(RpcError::Refused(acp_core::Error::InvalidMethod(method)));
+        }
+        if let Some(p) = &params {
+            if !matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) {
+                return Err(RpcError::Refused(acp_core::Error::InvalidParams(
+                    "params must serialize to a JSON object or array".into(),
+                )));
+            }
+        }
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
         self.cmd
-            .send(Command::Notify {
-                method: method.into(),
-                params,
-                reply: tx,
-            })
+            .send(Command::Notify { method, params })
             .await
-            .map_err(|_| self.closed_error())?;
-        rx.await.unwrap_or_else(|_| Err(self.closed_error()))
+            .map_err(|_| self.closed_error())
     }
 
     /// Sends a typed notification.
@@ -1029,16 +1041,10 @@ impl Driver {
                     }
                 }
             }
-            Command::Notify {
-                method,
-                params,
-                reply,
-            } => {
-                let r = self
-                    .conn
-                    .notify(&method, params.as_deref())
-                    .map_err(refused);
-                let _ = reply.send(r);
+            Command::Notify { method, params } => {
+                if let Err(e) = self.conn.notify(&method, params.as_deref()) {
+                    tracing::debug!(method, "notification not sent: {e}");
+                }
             }
             Command::Respond { token, result } => {
                 self.handlers.remove(&token);
