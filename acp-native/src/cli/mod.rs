@@ -154,20 +154,25 @@ pub struct ChatArgs {
 impl ChatArgs {
     /// The environment of the agent and its terminals (`--env`, `--inherit-env`).
     pub fn env_policy(&self) -> acp_native::process::EnvPolicy {
-        use acp_native::process::EnvPolicy;
-        let mut policy = if self.inherit_env {
-            EnvPolicy::inherit_all()
-        } else {
-            EnvPolicy::default()
-        };
-        for item in &self.env {
-            policy = match item.split_once('=') {
-                Some((name, value)) => policy.var(name, value),
-                None => policy.allow(item.as_str()),
-            };
-        }
-        policy
+        env_policy(self.inherit_env, &self.env)
     }
+}
+
+/// The allowlist (or everything, `inherit`) plus `--env` items (`NAME`, `NAME_*`, `NAME=VALUE`).
+pub fn env_policy(inherit: bool, items: &[String]) -> acp_native::process::EnvPolicy {
+    use acp_native::process::EnvPolicy;
+    let mut policy = if inherit {
+        EnvPolicy::inherit_all()
+    } else {
+        EnvPolicy::default()
+    };
+    for item in items {
+        policy = match item.split_once('=') {
+            Some((name, value)) => policy.var(name, value),
+            None => policy.allow(item.as_str()),
+        };
+    }
+    policy
 }
 
 fn parse_env(s: &str) -> Result<String, String> {
@@ -204,6 +209,15 @@ pub struct ServeArgs {
     /// Working directory of the agent processes. Default: the current directory.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+
+    /// Pass an environment variable to the agents (repeatable; as `acp chat --env`). By
+    /// default they only get the allowlist (PATH, HOME, USER, LANG, ...).
+    #[arg(long = "env", value_name = "NAME[=VALUE]", value_parser = parse_env)]
+    pub env: Vec<String>,
+
+    /// Pass this process's whole environment to the agents.
+    #[arg(long)]
+    pub inherit_env: bool,
 
     /// The agent command and its arguments (after `--`). Default: `acp demo-agent`.
     #[arg(last = true, value_name = "AGENT_COMMAND")]

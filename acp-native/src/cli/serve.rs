@@ -34,6 +34,8 @@ struct Config {
     command: Vec<OsString>,
     cwd: PathBuf,
     allowed_origins: Vec<String>,
+    /// The agents' environment (`--env`, `--inherit-env`; the allowlist by default).
+    env: EnvPolicy,
 }
 
 /// Runs `acp serve`; returns the exit code (only on Ctrl-C / SIGTERM or a bind failure).
@@ -79,6 +81,7 @@ pub async fn run(args: ServeArgs) -> i32 {
         command,
         cwd,
         allowed_origins: args.allow_origin.clone(),
+        env: super::env_policy(args.inherit_env, &args.env),
     });
     let (mut sigint, mut sigterm) = match (
         signal(SignalKind::interrupt()),
@@ -150,7 +153,7 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<Confi
     let cmd = AgentCommand::new(config.command[0].clone())
         .args(config.command[1..].iter().cloned())
         .cwd(&config.cwd)
-        .env(EnvPolicy::inherit_all());
+        .env(config.env.clone());
     let spawned = AgentProcess::spawn(&cmd);
     let spawn_error = spawned.as_ref().err().map(ToString::to_string);
     let allowed = config.allowed_origins.clone();
