@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../acp-core"
 secs="${FUZZ_SECONDS:-60}"
 if [ $# -gt 0 ]; then targets=("$@"); else targets=(framer batch connection); fi
 
-command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked || cargo install cargo-fuzz
 toolchain=()
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   toolchain=(+nightly)
