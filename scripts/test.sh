@@ -27,6 +27,16 @@ step() {
   fi
 }
 
+# tmux for the interactive `acp chat` test (which would otherwise try to install it itself).
+ensure_tmux() {
+  command -v tmux >/dev/null && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq tmux
+}
+
+step setup ensure_tmux
 step format cargo fmt --all -- --check
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
