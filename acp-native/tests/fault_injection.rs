@@ -124,6 +124,20 @@ elif scenario == "terminal":
         out = call("t3", "terminal/output", {"sessionId": "s-1", "terminalId": tid})
         update("output: " + out["result"]["output"])
     end(pid)
+elif scenario == "concurrency":
+    tid = call("t1", "terminal/create", {"sessionId": "s-1", "command": "sleep", "args": ["1"]})["result"]["terminalId"]
+    for w in ("w1", "w2"):
+        send({"jsonrpc": "2.0", "id": w, "method": "terminal/wait_for_exit",
+              "params": {"sessionId": "s-1", "terminalId": tid}})
+    got = {}
+    while len(got) < 2:
+        m = recv()
+        if m is None:
+            sys.exit(0)
+        if m.get("id") in ("w1", "w2") and "method" not in m:
+            got[m["id"]] = "error" if "error" in m else "ok"
+    update("waits: " + json.dumps(got, sort_keys=True))
+    end(pid)
 elif scenario == "env":
     update("env: " + json.dumps(sorted(k for k in os.environ if k.startswith("ACP_FAULT_"))))
     update(" path-set: %s" % ("PATH" in os.environ))
@@ -365,6 +379,38 @@ fn terminals_need_permission_and_run_without_a_shell() {
     let (r, _) = chat(&dir, "terminal", &["--yes"]);
     assert_eq!(r.code(), 0, "{}", r.dump());
     assert!(r.stdout.contains("output: $HOME; rm -rf /"), "{}", r.dump());
+}
+
+/// `--max-terminals` reaches the terminal service: with 0, even an allowed command is refused
+/// with the limit in the error.
+#[test]
+fn the_terminal_limit_is_configurable() {
+    let dir = TempDir::new("fi-max-terminals");
+    let (r, _) = chat(&dir, "terminal", &["--yes", "--max-terminals", "0"]);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("refused: too many terminals (limit 0)"),
+        "{}",
+        r.dump()
+    );
+}
+
+/// `--max-concurrent-requests` reaches the engine: with 1, a second request while one is being
+/// served is refused at once; the first is answered normally.
+#[test]
+fn the_concurrent_request_limit_is_configurable() {
+    let dir = TempDir::new("fi-max-requests");
+    let (r, _) = chat(
+        &dir,
+        "concurrency",
+        &["--yes", "--max-concurrent-requests", "1"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains(r#"waits: {"w1": "ok", "w2": "error"}"#),
+        "{}",
+        r.dump()
+    );
 }
 
 /// The agent sees the allowlisted environment only, plus what --env passes.
