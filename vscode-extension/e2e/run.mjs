@@ -98,6 +98,9 @@ fs.writeFileSync(
       ],
       "acp.defaultAgent": SLOW_AGENT,
       "acp.trace.raw": true,
+      // The scenarios below are about file permissions; the terminal modal is covered by the
+      // unit tests of the approval decision (test/unit/terminal.test.ts).
+      "acp.terminal.approval": "allow",
       "workbench.startupEditor": "none",
       "files.autoSave": "off",
       "files.hotExit": "off",

@@ -14,18 +14,23 @@ import { AgentConnection, AgentStartError, describeExit } from "./protocol/agent
 import { loadEngine, type EngineModule } from "./protocol/engine";
 import type { TraceSink } from "./protocol/log";
 import type { AgentSpec, ExitInfo } from "./protocol/process";
+import type { EnvPolicy } from "./protocol/env";
 import { CrashBudget } from "./protocol/supervisor";
 import type { SessionNotification, ToolCallContent } from "./protocol/types";
 import { CHAT_VIEW_ID, ChatViewProvider } from "./ui/chatView";
 import { DIFF_SCHEME, DiffContentProvider } from "./ui/diff";
 import { VsCodeDocumentHost } from "./ui/documentHost";
-import { VsCodePermissionPrompter } from "./ui/prompter";
+import { VsCodePermissionPrompter, VsCodeTerminalApprover } from "./ui/prompter";
 import { PseudoterminalFactory } from "./ui/terminalDisplay";
 import type { HostToWebview, SessionInfo, WebviewToHost } from "./webview/messages";
 
 type State = "stopped" | "starting" | "ready" | "crashed" | "failed";
 
 const cfg = () => vscode.workspace.getConfiguration("acp");
+const envPolicy = (): EnvPolicy => ({
+  passthrough: cfg().get<string[]>("env.passthrough", []).filter((n) => typeof n === "string" && n.length > 0),
+  inheritAll: cfg().get<boolean>("env.inheritAll", false),
+});
 
 export class AcpContext implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -66,7 +71,16 @@ export class AcpContext implements vscode.Disposable {
     this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.onWebviewMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
-    this.terminals = new TerminalManager(new PseudoterminalFactory(), () => ({ useShell: cfg().get<boolean>("terminal.useShell", false) }), this.log);
+    this.terminals = new TerminalManager(
+      new PseudoterminalFactory(),
+      () => ({
+        useShell: cfg().get<boolean>("terminal.useShell", false),
+        approval: cfg().get<string>("terminal.approval", "ask") === "allow" ? "allow" : "ask",
+        envPolicy: envPolicy(),
+      }),
+      this.log,
+      new VsCodeTerminalApprover(),
+    );
     this.own({ dispose: () => this.terminals.disposeAll() });
     this.permission = new PermissionBridge(
       new VsCodePermissionPrompter(),
@@ -202,7 +216,7 @@ export class AcpContext implements vscode.Disposable {
       const permissionTimeout = cfg().get<number>("permissions.timeoutSeconds", 600);
       const cwd = spec.cwd ?? this.workspaceCwd();
       const conn = await AgentConnection.start(
-        { ...spec, cwd },
+        { ...spec, cwd, envPolicy: envPolicy() },
         {
           engine,
           engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },

@@ -31,7 +31,7 @@ export class ClientRouter implements IncomingHandler {
       case "fs/write_text_file":
         return this.need(this.b.fs, method).writeTextFile(params);
       case "terminal/create":
-        return this.need(this.b.terminal, method).create(params);
+        return this.need(this.b.terminal, method).create(params, token);
       case "terminal/output":
         return this.need(this.b.terminal, method).output(params);
       case "terminal/wait_for_exit":

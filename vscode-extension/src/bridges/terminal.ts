@@ -9,8 +9,9 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
+import { explicitEnv, type EnvPolicy } from "../protocol/env";
 import { spawn, type ChildProcess } from "node:child_process";
-import { type CancellationToken } from "../protocol/cancellation";
+import { CancellationSource, type CancellationToken } from "../protocol/cancellation";
 import type { Logger } from "../protocol/log";
 import {
   type CreateTerminalRequest,
@@ -57,8 +58,31 @@ export interface TerminalDisplayFactory {
   create(title: string, onInput: (data: string) => void): TerminalDisplay;
 }
 
+/** What the user is asked before an agent's command runs. */
+export interface TerminalApprovalRequest {
+  sessionId: string;
+  command: string;
+  args: string[];
+  cwd?: string;
+  /** Names of the extra variables the request sets (values can be long or secret). */
+  envNames: string[];
+  /** The command line, quoted for reading. */
+  commandLine: string;
+}
+
+/** The UI's side of a terminal permission decision (a modal in VS Code). */
+export interface TerminalApprover {
+  /** Resolves true to run the command; false (or a cancelled token) refuses it. */
+  approve(request: TerminalApprovalRequest, token: CancellationToken): Promise<boolean>;
+}
+
 export interface TerminalSettings {
   useShell: boolean;
+  /** "ask" (default): every terminal/create goes through the approver; "allow": the user
+   *  allowed every command in settings. With "ask" and no approver, commands are refused. */
+  approval?: "ask" | "allow";
+  /** Which host variables commands get (default: the allowlist only). */
+  envPolicy?: EnvPolicy;
   killGraceMs?: number;
 }
 
@@ -80,13 +104,15 @@ export class TerminalManager {
     private readonly displays: TerminalDisplayFactory | undefined,
     private readonly settings: () => TerminalSettings,
     private readonly log: Logger,
+    private readonly approver?: TerminalApprover,
   ) {}
 
   get size(): number {
     return this.terms.size;
   }
 
-  create(params: unknown): Promise<{ terminalId: string }> {
+  /** `terminal/create`: validated at once, then a permission decision, then the process. */
+  create(params: unknown, token?: CancellationToken): Promise<{ terminalId: string }> {
     const req = params as CreateTerminalRequest;
     if (!req || typeof req.command !== "string" || req.command.length === 0) {
       throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: command missing");
@@ -94,8 +120,39 @@ export class TerminalManager {
     if (typeof req.sessionId !== "string") throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: sessionId missing");
     const args = Array.isArray(req.args) ? req.args.map(String) : [];
     const limit = typeof req.outputByteLimit === "number" && req.outputByteLimit >= 0 ? req.outputByteLimit : undefined;
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const v of req.env ?? []) env[v.name] = v.value;
+    const decision = this.decide(req, args, token);
+    return decision.then((ok) => {
+      if (!ok) {
+        const line = [req.command, ...args].map(shellQuote).join(" ");
+        this.log.info(`terminal/create refused by the user: ${line}`);
+        throw new RequestError(ErrorCodes.InternalError, `permission denied: the user did not allow running ${line}`, {
+          reason: "permission_denied",
+        });
+      }
+      return this.start(req, args, limit);
+    });
+  }
+
+  private decide(req: CreateTerminalRequest, args: string[], token?: CancellationToken): Promise<boolean> {
+    if (this.settings().approval === "allow") return Promise.resolve(true);
+    if (!this.approver) return Promise.resolve(false);
+    return this.approver.approve(
+      {
+        sessionId: req.sessionId,
+        command: req.command,
+        args,
+        cwd: req.cwd ?? undefined,
+        envNames: (req.env ?? []).map((v) => v.name),
+        commandLine: [req.command, ...args].map(shellQuote).join(" "),
+      },
+      token ?? new CancellationSource().token,
+    );
+  }
+
+  private start(req: CreateTerminalRequest, args: string[], limit: number | undefined): Promise<{ terminalId: string }> {
+    const extra: Record<string, string> = {};
+    for (const v of req.env ?? []) extra[v.name] = v.value;
+    const env = explicitEnv(process.env, this.settings().envPolicy, extra);
     const useShell = this.settings().useShell;
     const [file, argv] = useShell ? ["/bin/sh", ["-c", [req.command, ...args.map(shellQuote)].join(" ")]] : [req.command, args];
     const id = `term-${this.next++}`;

@@ -4,6 +4,7 @@
 // Architecture Invariant: this file does not import `vscode`.
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { explicitEnv, type EnvPolicy } from "./env";
 
 export interface AgentSpec {
   name: string;
@@ -11,6 +12,8 @@ export interface AgentSpec {
   args: string[];
   env?: Record<string, string>;
   cwd?: string;
+  /** Which host variables the agent gets (default: the allowlist only). */
+  envPolicy?: EnvPolicy;
 }
 
 export interface ExitInfo {
@@ -64,7 +67,7 @@ export class AgentProcess {
     };
     this.child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
-      env: { ...process.env, ...(spec.env ?? {}) },
+      env: explicitEnv(process.env, spec.envPolicy, spec.env),
       shell: false,
       detached: true, // own process group: stop() signals the whole group
       stdio: ["pipe", "pipe", "pipe"],

@@ -4,6 +4,7 @@
 import * as vscode from "vscode";
 import type { PermissionPromptModel, PermissionPrompter } from "../bridges/permission";
 import type { CancellationToken } from "../protocol/cancellation";
+import type { TerminalApprovalRequest, TerminalApprover } from "../bridges/terminal";
 
 interface OptionItem extends vscode.MessageItem {
   optionId: string;
@@ -50,5 +51,25 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
       qp.onDidHide(() => finish(undefined));
       qp.show();
     });
+  }
+}
+
+/** The VS Code face of terminal permission decisions: a modal naming the exact command. */
+export class VsCodeTerminalApprover implements TerminalApprover {
+  async approve(r: TerminalApprovalRequest, token: CancellationToken): Promise<boolean> {
+    const sub = token.onCancellationRequested(() => {
+      void vscode.window.showInformationMessage("ACP: the agent withdrew its command; your answer will be ignored.");
+    });
+    try {
+      const detail = [
+        `Command (run without a shell): ${r.commandLine}`,
+        `Directory: ${r.cwd ?? "(the agent's default)"}`,
+        ...(r.envNames.length ? [`Extra environment variables: ${r.envNames.join(", ")}`] : []),
+      ].join("\n");
+      const picked = await vscode.window.showWarningMessage("The agent wants to run a command", { modal: true, detail }, "Run");
+      return picked === "Run" && !token.isCancellationRequested;
+    } finally {
+      sub.dispose();
+    }
   }
 }

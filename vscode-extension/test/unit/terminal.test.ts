@@ -50,7 +50,7 @@ class RecordingDisplays implements TerminalDisplayFactory {
 }
 
 const mgr = (displays?: TerminalDisplayFactory, useShell = false) =>
-  new TerminalManager(displays, () => ({ useShell, killGraceMs: 200 }), nullLogger);
+  new TerminalManager(displays, () => ({ useShell, killGraceMs: 200, approval: "allow" }), nullLogger);
 
 test("runs a real process without a shell; output, exit code, display", async () => {
   const d = new RecordingDisplays();
@@ -159,4 +159,52 @@ test("input typed in the terminal panel reaches the process", async () => {
   d.created[0]!.input("ping\n");
   await m.waitForExit({ sessionId: "s", terminalId });
   assert.equal(m.output({ sessionId: "s", terminalId }).output, "got ping\n");
+});
+
+test("terminal commands get an explicit environment: no host secrets unless passed through", async () => {
+  process.env.ACP_TEST_SECRET_TOKEN = "do-not-leak";
+  try {
+    const script = "process.stdout.write(JSON.stringify([process.env.ACP_TEST_SECRET_TOKEN ?? null, !!process.env.PATH, process.env.ACP_T]))";
+    const run = async (passthrough: string[]) => {
+      const m = new TerminalManager(undefined, () => ({ useShell: false, approval: "allow", envPolicy: { passthrough, inheritAll: false } }), nullLogger);
+      const { terminalId } = await m.create({ sessionId: "s", command: process.execPath, args: ["-e", script], env: [{ name: "ACP_T", value: "given" }] });
+      await m.waitForExit({ sessionId: "s", terminalId }, new CancellationSource().token);
+      return JSON.parse(m.output({ sessionId: "s", terminalId }).output);
+    };
+    assert.deepEqual(await run([]), [null, true, "given"]);
+    assert.deepEqual(await run(["ACP_TEST_*"]), ["do-not-leak", true, "given"]);
+  } finally {
+    delete process.env.ACP_TEST_SECRET_TOKEN;
+  }
+});
+
+test("terminal/create always goes through a permission decision", async () => {
+  const asked: string[] = [];
+  const approver = (answer: boolean) => ({
+    approve: async (r: { commandLine: string; envNames: string[] }) => {
+      asked.push(`${r.commandLine} [${r.envNames.join(",")}]`);
+      return answer;
+    },
+  });
+  const req = { sessionId: "s", command: process.execPath, args: ["-e", "process.stdout.write('ran')"], env: [{ name: "K", value: "v" }] };
+  // Refused: a permission_denied error, and no process is started.
+  const refused = new TerminalManager(undefined, () => ({ useShell: false }), nullLogger, approver(false));
+  await assert.rejects(refused.create(req), (e: unknown) => {
+    assert.ok(e instanceof RequestError);
+    assert.match(e.message, /permission denied/);
+    assert.deepEqual(e.data, { reason: "permission_denied" });
+    return true;
+  });
+  assert.equal(refused.size, 0);
+  // Allowed: it runs.
+  const allowed = new TerminalManager(undefined, () => ({ useShell: false }), nullLogger, approver(true));
+  const { terminalId } = await allowed.create(req);
+  await allowed.waitForExit({ sessionId: "s", terminalId });
+  assert.equal(allowed.output({ sessionId: "s", terminalId }).output, "ran");
+  assert.equal(asked.length, 2);
+  assert.match(asked[0]!, /-e .*\[K\]$/);
+  // "ask" with nobody to ask refuses; only an explicit "allow" setting skips the question.
+  const nobody = new TerminalManager(undefined, () => ({ useShell: false }), nullLogger);
+  await assert.rejects(nobody.create(req), /permission denied/);
+  allowed.release({ sessionId: "s", terminalId });
 });
