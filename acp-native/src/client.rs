@@ -10,7 +10,6 @@ use tokio_util::sync::CancellationToken;
 use tower::Service;
 
 use crate::driver::{self, ConnectionHandle, DriverConfig, Incoming, RpcError};
-use crate::router::ext_name;
 
 /// A connection to an agent, like the TypeScript SDK's `ClientSideConnection`. Cheap to clone;
 /// [`with_timeout`](Self::with_timeout) gives a clone whose calls have a deadline.
@@ -144,12 +143,7 @@ impl ClientSideConnection {
         method: &str,
         params: serde_json::Value,
     ) -> Result<serde_json::Value, RpcError> {
-        let method = ext_name(method);
-        let raw = self
-            .handle
-            .request(&*method, Some(driver::to_raw(&params)?), self.timeout)
-            .await?;
-        driver::decode(&method, &raw)
+        self.handle.ext_method(method, params, self.timeout).await
     }
 
     /// An extension notification (`method` gets a leading `_` if it lacks one).
@@ -158,9 +152,7 @@ impl ClientSideConnection {
         method: &str,
         params: serde_json::Value,
     ) -> Result<(), RpcError> {
-        self.handle
-            .notify(ext_name(method), Some(driver::to_raw(&params)?))
-            .await
+        self.handle.ext_notification(method, params).await
     }
 
     /// Resolves with the reason once the connection closed.

@@ -442,6 +442,30 @@ impl ConnectionHandle {
         self.notify(N::NAME, Some(to_raw(params)?)).await
     }
 
+    /// An extension request (`method` gets a leading `_` if it lacks one), JSON in and out.
+    pub async fn ext_method(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        timeout: Option<Duration>,
+    ) -> Result<serde_json::Value, RpcError> {
+        let method = crate::router::ext_name(method);
+        let raw = self
+            .request(&*method, Some(to_raw(&params)?), timeout)
+            .await?;
+        decode(&method, &raw)
+    }
+
+    /// An extension notification (`method` gets a leading `_` if it lacks one).
+    pub async fn ext_notification(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<(), RpcError> {
+        self.notify(crate::router::ext_name(method), Some(to_raw(&params)?))
+            .await
+    }
+
     /// The outgoing side as a cloneable `tower::Service`, to stack `timeout`, `retry`,
     /// `concurrency_limit`, `buffer`...
     pub fn client(&self) -> RpcClient {
