@@ -92,7 +92,23 @@ export class AgentProcess {
     this.child.stdin.on("error", () => {
       /* EPIPE when the agent died: its exit is reported through onExit */
     });
-    this.child.on("exit", (code, signal) => finish({ code, signal }));
+    // "exit" can come before the last stderr chunk is read: the exit is reported once stderr
+    // has ended too (bounded, as a grandchild may keep it open), so the stderr tail in a
+    // start-failure report is complete.
+    let stderrEnded = false;
+    let afterStderr: (() => void) | undefined;
+    this.child.stderr.on("end", () => {
+      stderrEnded = true;
+      afterStderr?.();
+    });
+    this.child.on("exit", (code, signal) => {
+      if (stderrEnded) return finish({ code, signal });
+      const timer = setTimeout(() => finish({ code, signal }), 2000);
+      afterStderr = () => {
+        clearTimeout(timer);
+        finish({ code, signal });
+      };
+    });
   }
 
   get pid(): number | undefined {
