@@ -188,10 +188,10 @@ async fn crash_mid_request_restarts_and_resumes_the_session() {
     agent.shutdown().await;
 }
 
-#[tokio::test]
-async fn load_is_used_when_resume_is_not_advertised() {
-    let fx = Fixture::new("load");
-    let agent = SupervisedAgent::start(fx.config("load"), Router::new())
+/// Starts the agent in `mode`, opens `sess-1`, lets its first prompt crash the agent, and
+/// returns once a restarted agent is up, with the events seen on the way.
+async fn crash_and_restart(fx: &Fixture, mode: &str) -> (SupervisedAgent, Vec<SupervisorEvent>) {
+    let agent = SupervisedAgent::start(fx.config(mode), Router::new())
         .await
         .unwrap();
     let mut events = agent.subscribe();
@@ -204,6 +204,13 @@ async fn load_is_used_when_resume_is_not_advertised() {
         matches!(e, SupervisorEvent::Started { .. })
     })
     .await;
+    (agent, skipped)
+}
+
+#[tokio::test]
+async fn load_is_used_when_resume_is_not_advertised() {
+    let fx = Fixture::new("load");
+    let (agent, skipped) = crash_and_restart(&fx, "load").await;
     assert!(
         skipped.contains(&SupervisorEvent::SessionReattached {
             session_id: "sess-1".into(),
@@ -217,19 +224,7 @@ async fn load_is_used_when_resume_is_not_advertised() {
 #[tokio::test]
 async fn sessions_are_reported_lost_when_the_agent_cannot_reattach() {
     let fx = Fixture::new("plain");
-    let agent = SupervisedAgent::start(fx.config("plain"), Router::new())
-        .await
-        .unwrap();
-    let mut events = agent.subscribe();
-    agent
-        .new_session(s::NewSessionRequest::new("/tmp"))
-        .await
-        .unwrap();
-    prompt_fails_with_exit_report(&agent).await;
-    let (_, skipped) = wait_for(&mut events, |e| {
-        matches!(e, SupervisorEvent::Started { .. })
-    })
-    .await;
+    let (agent, skipped) = crash_and_restart(&fx, "plain").await;
     let lost = skipped
         .iter()
         .find_map(|e| match e {
