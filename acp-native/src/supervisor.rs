@@ -155,6 +155,13 @@ struct Shared {
 }
 
 impl Shared {
+    fn forget(&self, id: &s::SessionId) {
+        self.sessions
+            .lock()
+            .expect("not poisoned")
+            .retain(|t| &t.id != id);
+    }
+
     fn emit(&self, e: SupervisorEvent) {
         tracing::info!(target: "acp::supervisor", event = ?e);
         let _ = self.events.send(e);
@@ -267,11 +274,7 @@ impl SupervisedAgent {
 
     /// Forgets a session (closed, deleted, or lost).
     pub fn forget_session(&self, id: &s::SessionId) {
-        self.shared
-            .sessions
-            .lock()
-            .expect("not poisoned")
-            .retain(|t| &t.id != id);
+        self.shared.forget(id);
     }
 
     /// Stops the agent gracefully (stdin closed, grace, SIGTERM, grace, SIGKILL of its group)
@@ -457,11 +460,7 @@ async fn reattach(shared: &Shared, running: &Running) {
                 session_id: t.id.to_string(),
                 reason: "the agent supports neither session/resume nor session/load".into(),
             });
-            shared
-                .sessions
-                .lock()
-                .expect("not poisoned")
-                .retain(|x| x.id != t.id);
+            shared.forget(&t.id);
             continue;
         };
         match outcome {
@@ -474,11 +473,7 @@ async fn reattach(shared: &Shared, running: &Running) {
                     session_id: t.id.to_string(),
                     reason: e.to_string(),
                 });
-                shared
-                    .sessions
-                    .lock()
-                    .expect("not poisoned")
-                    .retain(|x| x.id != t.id);
+                shared.forget(&t.id);
             }
         }
     }

@@ -308,15 +308,20 @@ async fn a_silent_agent_is_found_by_the_probe_and_restarted() {
     agent.shutdown().await;
 }
 
+/// The error of a start that must fail.
+async fn start_error(config: SupervisorConfig) -> String {
+    match SupervisedAgent::start(config, Router::new()).await {
+        Err(e) => e,
+        Ok(_) => panic!("the agent must not start"),
+    }
+}
+
 #[tokio::test]
 async fn a_start_that_never_initializes_fails_at_the_startup_deadline() {
     let fx = Fixture::new("silent");
     let mut config = fx.config("silent-init");
     config.startup_timeout = Duration::from_millis(500);
-    let err = match SupervisedAgent::start(config, Router::new()).await {
-        Err(e) => e,
-        Ok(_) => panic!("a silent agent must not start"),
-    };
+    let err = start_error(config).await;
     assert!(err.contains("did not answer initialize"), "{err}");
 }
 
@@ -324,10 +329,7 @@ async fn a_start_that_never_initializes_fails_at_the_startup_deadline() {
 async fn a_missing_command_is_a_clear_start_error() {
     let mut config = Fixture::new("missing").config("plain");
     config.command = AgentCommand::new("no-such-agent-binary-xyz");
-    let err = match SupervisedAgent::start(config, Router::new()).await {
-        Err(e) => e,
-        Ok(_) => panic!("must not start"),
-    };
+    let err = start_error(config).await;
     assert!(err.contains("no-such-agent-binary-xyz"), "{err}");
 }
 
