@@ -3,8 +3,10 @@
 //! panic message on timeout; nothing sleeps to synchronise.
 #![allow(dead_code)]
 
+#[path = "../common/executable.rs"]
+mod executable;
+
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,8 +48,7 @@ impl TempDir {
     /// Writes an executable `#!/bin/sh` script.
     pub fn script(&self, name: &str, body: &str) -> PathBuf {
         let path = self.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        executable::write_executable(&path, &format!("#!/bin/sh\n{body}\n"));
         path
     }
 }

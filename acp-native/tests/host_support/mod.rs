@@ -1,7 +1,9 @@
 //! Shared helpers for acp-native's host-side integration tests (process, fs, terminal).
 #![allow(dead_code)]
 
-use std::os::unix::fs::PermissionsExt;
+#[path = "../common/executable.rs"]
+mod executable;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -42,8 +44,7 @@ impl TempDir {
     /// Writes an executable `#!/bin/sh` script and returns its path.
     pub fn script(&self, name: &str, body: &str) -> PathBuf {
         let path = self.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        executable::write_executable(&path, &format!("#!/bin/sh\n{body}\n"));
         path
     }
 }
