@@ -214,6 +214,10 @@ pub struct Connection<T = ()> {
     outgoing: HashMap<u64, Outgoing<T>>,
     incoming: HashMap<u64, Incoming>,
     batches: HashMap<u64, BatchReply>,
+    /// Request ids of the batches we sent of which no request has been answered yet, oldest
+    /// first. A peer that refuses a batch as a whole answers it with a single Invalid Request
+    /// error with `id: null` (JSON-RPC 2.0, section 6); that error completes the oldest one.
+    unanswered_batches: VecDeque<Vec<u64>>,
     timers: BinaryHeap<Reverse<(Millis, TimerKey)>>,
     recent: VecDeque<u64>,
     recent_set: HashSet<u64>,
@@ -236,6 +240,7 @@ impl<T> Connection<T> {
             outgoing: HashMap::new(),
             incoming: HashMap::new(),
             batches: HashMap::new(),
+            unanswered_batches: VecDeque::new(),
             timers: BinaryHeap::new(),
             recent: VecDeque::new(),
             recent_set: HashSet::new(),
@@ -465,6 +470,8 @@ impl<T> Connection<T> {
 
     /// Sends several requests and notifications as one JSON-RPC batch. Returns, per entry,
     /// the request id (`None` for notifications). Methods in [`acp::NOT_BATCHABLE`] are refused.
+    /// A peer that refuses the batch as a whole (one -32600 error with `id: null`, as the
+    /// official SDKs do) completes each of its requests with that error.
     pub fn send_batch(
         &mut self,
         entries: Vec<BatchEntry<T>>,
@@ -504,6 +511,15 @@ impl<T> Connection<T> {
         }
         self.out.extend_from_slice(b"]\n");
         self.next_id = next_id;
+        // Batches whose requests all completed otherwise (deadline, cancel) are forgotten, so
+        // a peer that never answers batches cannot make this grow.
+        let outgoing = &self.outgoing;
+        self.unanswered_batches
+            .retain(|b| b.iter().any(|id| outgoing.contains_key(id)));
+        let requests: Vec<u64> = ids.iter().flatten().copied().collect();
+        if !requests.is_empty() {
+            self.unanswered_batches.push_back(requests);
+        }
         for (e, id) in entries.into_iter().zip(&ids) {
             if let (Some(opts), Some(id)) = (e.request, id) {
                 let timeout = opts.timeout.or(self.config.default_request_timeout);
@@ -814,6 +830,7 @@ impl<T> Connection<T> {
             self.out.clear();
         }
         self.batches.clear();
+        self.unanswered_batches.clear();
         let mut ids: Vec<u64> = self.outgoing.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
@@ -1040,7 +1057,9 @@ impl<T> Connection<T> {
                 self.handle_request(id, method, params, batch, now)
             }
             Classified::Notification { method, params } => self.handle_notification(method, params),
-            Classified::Response { id, outcome } => self.handle_response(id, outcome),
+            Classified::Response { id, outcome } => {
+                self.handle_response(id, outcome, batch.is_none())
+            }
             Classified::BadResponse { id, reason } => {
                 match id
                     .as_u64()
@@ -1194,11 +1213,28 @@ impl<T> Connection<T> {
         });
     }
 
-    fn handle_response(&mut self, id: Id, outcome: Result<&RawValue, ErrorObject>) {
+    /// `alone`: the response is a line of its own (not an entry of a batch reply).
+    fn handle_response(&mut self, id: Id, outcome: Result<&RawValue, ErrorObject>, alone: bool) {
         let pending = id
             .as_u64()
             .and_then(|n| self.outgoing.remove(&n).map(|o| (n, o)));
         let Some((n, o)) = pending else {
+            if id == Id::Null && alone && !self.unanswered_batches.is_empty() {
+                if let Err(e) = &outcome {
+                    if e.code == ErrorCode::InvalidRequest.code() {
+                        // The peer refused our oldest unanswered batch as a whole: nothing in
+                        // it was processed, so each of its requests fails with that error now
+                        // rather than at its deadline.
+                        let ids = self.unanswered_batches.pop_front().expect("non-empty");
+                        for n in ids {
+                            if let Some(o) = self.outgoing.remove(&n) {
+                                self.complete(n, o, Err(CallError::Remote(e.clone())));
+                            }
+                        }
+                        return;
+                    }
+                }
+            }
             if id == Id::Null {
                 let message = match &outcome {
                     Err(e) => format!("peer reported an error: {e}"),
@@ -1218,6 +1254,10 @@ impl<T> Connection<T> {
             }
             return;
         };
+        if !self.unanswered_batches.is_empty() {
+            // An answer to one of a batch's requests: the peer took that batch.
+            self.unanswered_batches.retain(|b| !b.contains(&n));
+        }
         let result = match outcome {
             Ok(raw) => {
                 if self.config.role == Role::Client && o.method == acp::agent::INITIALIZE {

@@ -101,29 +101,131 @@ fn refused_batches_send_nothing_and_use_no_ids() {
     assert_eq!(id, 0, "no id was used by the refused batches");
 }
 
-/// FIXME(known gap): a peer that refuses batches as a whole (the official SDKs: one -32600
-/// with `id: null`) leaves the batch's requests pending; the engine cannot tell which requests
-/// that error is about. They complete on their deadline or on close. This test pins today's
-/// behaviour.
+/// A peer that refuses batches as a whole (the official SDKs, or `BatchPolicy::RejectAll`)
+/// answers with one -32600 error with `id: null` (JSON-RPC 2.0, section 6): the requests of
+/// that batch fail at once with it, not at their deadline.
 #[test]
-fn a_batch_refused_as_a_whole_leaves_its_requests_to_their_deadlines() {
+fn a_batch_refused_as_a_whole_fails_its_requests_at_once() {
     let mut agent = Config::new(Role::Agent);
     agent.batch_policy = BatchPolicy::RejectAll;
     let mut p: Pair = Pair::with_configs(Config::new(Role::Client), agent);
     let mut entry = request("x/a", json!({}));
     entry.request = Some(RequestOptions::default().timeout(1_000));
-    p.client.send_batch(vec![entry], 0).unwrap();
+    let note = BatchEntry {
+        method: "x/note".into(),
+        params: raw(json!({})),
+        request: None,
+    };
+    let ids = p
+        .client
+        .send_batch(vec![entry, note, request("x/b", json!({}))], 0)
+        .unwrap();
+    assert_eq!(ids, [Some(0), None, Some(1)]);
     p.pump();
     let events = p.client_events();
-    assert!(
-        matches!(&events[..], [Event::ProtocolError(e)] if e.kind.name() == "errorWithoutId"),
-        "{events:?}"
+    let failed: Vec<(u64, i64, String)> = events
+        .iter()
+        .map(|e| match e {
+            Event::Response {
+                id,
+                result: Err(acp_core::CallError::Remote(e)),
+                ..
+            } => (*id, e.code, e.message.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            (0, -32600, "batches are not accepted".to_string()),
+            (1, -32600, "batches are not accepted".to_string())
+        ]
     );
-    assert_eq!(p.client.pending_outgoing(), 1);
+    assert_eq!(p.client.pending_outgoing(), 0);
     p.advance(1_000);
+    assert!(p.client_events().is_empty(), "no timeout comes later");
+}
+
+/// Two refused batches: each error completes the oldest unanswered one, in order; a request
+/// sent alone in between is not touched.
+#[test]
+fn refusals_complete_unanswered_batches_oldest_first() {
+    let mut agent = Config::new(Role::Agent);
+    agent.batch_policy = BatchPolicy::RejectAll;
+    let mut p: Pair = Pair::with_configs(Config::new(Role::Client), agent);
+    p.client
+        .send_batch(vec![request("x/a", json!({}))], 0)
+        .unwrap();
+    let alone = p
+        .client
+        .send_request("x/alone", Some(&json!({})), RequestOptions::default(), 0)
+        .unwrap();
+    p.client
+        .send_batch(vec![request("x/b", json!({}))], 0)
+        .unwrap();
+    let wire = p.client.poll_transmit().unwrap();
+    p.agent.handle_bytes(&wire, 0);
+    let mut tokens = Vec::new();
+    for e in p.agent_events() {
+        match e {
+            Event::Request { token, method, .. } => {
+                assert_eq!(method, "x/alone");
+                tokens.push(token)
+            }
+            Event::ProtocolError(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    p.agent.respond(tokens[0], &json!({"ok": true})).unwrap();
+    p.pump();
+    let done: Vec<(u64, bool)> = p
+        .client_events()
+        .into_iter()
+        .map(|e| match e {
+            Event::Response { id, result, .. } => (id, result.is_ok()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // The agent refused both batches while reading, before it answered `x/alone`.
+    assert_eq!(done, [(0, false), (2, false), (alone, true)]);
+    assert_eq!(p.client.pending_outgoing(), 0);
+}
+
+/// Only a refusal on a line of its own counts; an id-null entry inside a batch reply, or an
+/// id-null error once any request of the batch was answered, stays a protocol error and leaves
+/// the rest of the batch pending.
+#[test]
+fn id_null_errors_only_complete_batches_nothing_in_which_was_answered() {
+    let mut p: Pair = Pair::new();
+    let error_without_id = |events: Vec<Event<()>>| {
+        assert!(
+            matches!(&events[..], [Event::ProtocolError(e)] if e.kind.name() == "errorWithoutId"),
+            "{events:?}"
+        );
+    };
+    let refusal = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}
+"#;
+    p.client.handle_bytes(refusal, 0);
+    error_without_id(p.client_events());
+
+    p.client
+        .send_batch(
+            vec![request("x/a", json!({})), request("x/b", json!({}))],
+            0,
+        )
+        .unwrap();
+    p.client.poll_transmit().unwrap();
+    p.client.handle_bytes(
+        br#"[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"entry"}},{"jsonrpc":"2.0","id":0,"result":{}}]
+"#,
+        0,
+    );
     let events = p.client_events();
     assert!(
-        matches!(&events[..], [Event::Response { id: 0, result: Err(e), .. }] if e.kind() == "timeout"),
+        matches!(&events[..], [Event::ProtocolError(e), Event::Response { id: 0, result: Ok(_), .. }] if e.kind.name() == "errorWithoutId"),
         "{events:?}"
     );
+    p.client.handle_bytes(refusal, 0);
+    error_without_id(p.client_events());
+    assert_eq!(p.client.pending_outgoing(), 1, "request 1 still waits");
 }
