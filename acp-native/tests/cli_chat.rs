@@ -196,6 +196,44 @@ fn commands_run_in_a_client_terminal() {
 }
 
 #[test]
+fn a_refused_terminal_runs_nothing_and_the_demo_agent_goes_on_to_end_its_turn() {
+    let dir = TempDir::new("term-refused");
+    // 2: do not run the command; 2: do not write.
+    let r = run(
+        &["chat", "--prompt", "do not run `touch refused-marker`"],
+        dir.path(),
+        Some("2\n2\n"),
+    );
+    // Exit code 0: the turn ended with `end_turn`, not an error or a cancel.
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains("Do not run it (option 2)"),
+        "{}",
+        r.dump()
+    );
+    // The agent got the client's error for terminal/create and reported it as a failed call.
+    assert!(
+        r.stdout.contains("Run `touch refused-marker` · failed"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.contains("could not start: ")
+            && r.stdout.contains("permission denied")
+            && r.stdout.contains("(-32603)"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.contains("OK, I did not write acp-demo.txt."),
+        "{}",
+        r.dump()
+    );
+    assert!(!dir.join("refused-marker").exists(), "{}", r.dump());
+    assert!(!dir.join("acp-demo.txt").exists());
+}
+
+#[test]
 fn log_rpc_records_every_message_with_response_times() {
     let dir = TempDir::new("log");
     let log = dir.join("rpc.ndjson");
