@@ -1,7 +1,10 @@
 //! `acp serve --ws`: a WebSocket client (tokio-tungstenite) does a full turn with the demo
 //! agent behind the bridge, answering its permission and file requests itself, as a browser
 //! client would. Also: foreign browser origins are refused, an agent that cannot start fails
-//! the handshake, and Ctrl-C stops the server and kills its agents.
+//! the handshake, Ctrl-C stops the server and kills its agents, an agent crashing mid-turn
+//! closes its WebSocket (the crash report is logged, the server goes on), a client vanishing
+//! mid-turn gets its agent stopped, and bad frames get JSON-RPC errors without ending the
+//! connection.
 
 mod cli_support;
 
@@ -317,4 +320,178 @@ exec sleep 1000"#,
         assert!(Instant::now() < deadline, "agent {pid} outlived acp serve");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The agent's pid, from the server's log line for the `n`th connection (0-based).
+fn agent_pid(server: &Server, n: usize) -> i32 {
+    server.wait_log("the agent's pid", |log| {
+        let rest = log.split("agent pid ").nth(n + 1)?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// Whether `pid` is still running (not gone, not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// The WebSocket ends (a close frame, or the stream's end) within the bound; messages before
+/// that are returned.
+async fn until_closed(ws: &mut Ws) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(remaining, ws.next())
+            .await
+            .expect("the WebSocket stayed open")
+        {
+            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return seen,
+            Some(Ok(Message::Text(t))) => seen.push(serde_json::from_str(t.as_str()).unwrap()),
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_agent_crashing_mid_turn_closes_its_websocket_and_the_server_goes_on() {
+    let dir = TempDir::new("serve-crash");
+    let agent = dir.script(
+        "agent.sh",
+        r#"read -r line
+echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}'
+read -r line
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"half"}}}}'
+echo 'agent: out of memory, giving up' >&2
+exit 3"#,
+    );
+    let server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
+    for round in 0..2 {
+        let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+            .await
+            .unwrap();
+        send(
+            &mut ws,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+        )
+        .await;
+        assert_eq!(next(&mut ws).await["id"], 0);
+        send(
+            &mut ws,
+            json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{
+            "sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}),
+        )
+        .await;
+        let seen = until_closed(&mut ws).await;
+        assert_eq!(seen.len(), 1, "the update sent before the crash: {seen:?}");
+        assert_eq!(seen[0]["params"]["update"]["content"]["text"], "half");
+        // The server says why, with the exit status and the agent's last words.
+        let pid = agent_pid(&server, round);
+        server.wait_log("the crash report", |log| {
+            let report = log.split("the agent closed its stdout").nth(round + 1)?;
+            (report.contains("exited with code 3") && report.contains("out of memory"))
+                .then_some(())
+        });
+        assert!(!alive(pid), "the crashed agent {pid} was reaped");
+    }
+}
+
+#[tokio::test]
+async fn a_client_vanishing_mid_turn_stops_its_agent() {
+    let dir = TempDir::new("serve-vanish");
+    // An agent that never finishes its turn and ignores a closed stdin: only the server's
+    // shutdown (terminate, then kill the group) stops it.
+    let agent = dir.script(
+        "agent.sh",
+        r#"trap '' TERM
+read -r line
+echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}'
+read -r line
+sleep 1000 &
+wait"#,
+    );
+    let server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+        .await
+        .unwrap();
+    send(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+    )
+    .await;
+    assert_eq!(next(&mut ws).await["id"], 0);
+    send(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{
+        "sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}),
+    )
+    .await;
+    let pid = agent_pid(&server, 0);
+    // No close frame: the TCP connection just goes away (a closed laptop lid, a killed tab).
+    drop(ws);
+    server.wait_log("the client's departure", |log| {
+        log.contains("the client closed the connection")
+            .then_some(())
+    });
+    let deadline = Instant::now() + EVENTUALLY;
+    while alive(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "agent {pid} outlived its client; log:\n{}",
+            server.log.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The server still accepts connections.
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+        .await
+        .unwrap();
+    send(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+    )
+    .await;
+    assert_eq!(next(&mut ws).await["id"], 0);
+}
+
+#[tokio::test]
+async fn bad_frames_get_json_rpc_errors_and_the_connection_goes_on() {
+    let dir = TempDir::new("serve-garbage");
+    let server = start_server(dir.path());
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+        .await
+        .unwrap();
+    // Not JSON: a Parse error (id null) from the agent's engine, through the bridge.
+    ws.send(Message::text("this is not json")).await.unwrap();
+    let err = next(&mut ws).await;
+    assert_eq!(err["id"], Value::Null, "{err}");
+    assert_eq!(err["error"]["code"], -32700, "{err}");
+    // JSON but no JSON-RPC message: Invalid Request.
+    send(&mut ws, json!({"hello": "world"})).await;
+    let err = next(&mut ws).await;
+    assert_eq!(err["error"]["code"], -32600, "{err}");
+    // Invalid UTF-8 in a binary frame: a Parse error too.
+    ws.send(Message::binary(vec![0xff, 0xfe, b'{', b'}']))
+        .await
+        .unwrap();
+    let err = next(&mut ws).await;
+    assert_eq!(err["error"]["code"], -32700, "{err}");
+    // A pretty-printed (multi-line) frame is still one message.
+    ws.send(Message::text(
+        "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 7,\n  \"method\": \"initialize\",\n  \"params\": {\"protocolVersion\": 1}\n}",
+    ))
+    .await
+    .unwrap();
+    let init = next(&mut ws).await;
+    assert_eq!(init["id"], 7, "{init}");
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
 }

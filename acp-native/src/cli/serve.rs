@@ -198,13 +198,15 @@ async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<Confi
         let _ = to_client.shutdown().await;
     };
     tokio::pin!(up, down);
-    let who = tokio::select! {
-        _ = &mut up => "the client closed the connection",
-        _ = &mut down => "the agent closed its stdout",
+    let (who, down_done) = tokio::select! {
+        _ = &mut up => ("the client closed the connection", false),
+        _ = &mut down => ("the agent closed its stdout", true),
     };
     let outcome = process.shutdown(SHUTDOWN_GRACE).await;
-    // Let the close frame go out if the agent ended first.
-    let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
+    if !down_done {
+        // The client left first: what the agent still wrote goes out while the socket lasts.
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
+    }
     eprintln!("acp serve: {peer}: {who}; {}", outcome.report);
 }
 
