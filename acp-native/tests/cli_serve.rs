@@ -122,6 +122,20 @@ async fn next(ws: &mut Ws) -> Value {
     }
 }
 
+/// A WebSocket to the server, `initialize`d (id 0).
+async fn connect_initialized(server: &Server) -> Ws {
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+        .await
+        .unwrap();
+    send(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+    )
+    .await;
+    assert_eq!(next(&mut ws).await["id"], 0);
+    ws
+}
+
 #[tokio::test]
 async fn a_websocket_client_runs_a_full_turn_through_the_bridge() {
     let dir = TempDir::new("serve");
@@ -278,19 +292,8 @@ echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":
 exec sleep 1000"#,
     );
     let mut server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
-    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
-        .await
-        .unwrap();
-    send(
-        &mut ws,
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
-    )
-    .await;
-    assert_eq!(next(&mut ws).await["id"], 0);
-    let pid: i32 = server.wait_log("the agent's pid", |log| {
-        let rest = &log[log.find("agent pid ")? + "agent pid ".len()..];
-        rest.split_whitespace().next()?.parse().ok()
-    });
+    let _connected = connect_initialized(&server).await;
+    let pid = agent_pid(&server, 0);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(server.child.id() as i32, libc::SIGINT) };
     let deadline = Instant::now() + EVENTUALLY;
@@ -303,18 +306,6 @@ exec sleep 1000"#,
     };
     assert_eq!(status.code(), Some(0));
     // The agent is gone too (dead, at most a zombie waiting for init to reap it).
-    let alive = |pid: i32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|stat| {
-                !stat
-                    .rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-            .unwrap_or(false)
-    };
     let deadline = Instant::now() + EVENTUALLY;
     while alive(pid) {
         assert!(Instant::now() < deadline, "agent {pid} outlived acp serve");
@@ -376,15 +367,7 @@ exit 3"#,
     );
     let server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
     for round in 0..2 {
-        let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
-            .await
-            .unwrap();
-        send(
-            &mut ws,
-            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
-        )
-        .await;
-        assert_eq!(next(&mut ws).await["id"], 0);
+        let mut ws = connect_initialized(&server).await;
         send(
             &mut ws,
             json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{
@@ -420,15 +403,7 @@ sleep 1000 &
 wait"#,
     );
     let server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
-    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
-        .await
-        .unwrap();
-    send(
-        &mut ws,
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
-    )
-    .await;
-    assert_eq!(next(&mut ws).await["id"], 0);
+    let mut ws = connect_initialized(&server).await;
     send(
         &mut ws,
         json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{
@@ -452,15 +427,7 @@ wait"#,
         std::thread::sleep(Duration::from_millis(20));
     }
     // The server still accepts connections.
-    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
-        .await
-        .unwrap();
-    send(
-        &mut ws,
-        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
-    )
-    .await;
-    assert_eq!(next(&mut ws).await["id"], 0);
+    connect_initialized(&server).await;
 }
 
 #[tokio::test]
