@@ -1,20 +1,33 @@
 //! The driver: the async loop around one [`acp_core::Connection`].
 //!
-//! One task (the *driver*) owns the sans-IO connection. Around it:
+//! One task (the *driver*) owns the sans-IO connection, the transport's reader and its writer:
 //!
-//! * a **reader task** reads the transport and hands chunks to the driver (bounded channel),
-//!   which feeds them to [`Connection::handle_bytes`] with a millisecond clock taken from
-//!   `tokio::time::Instant` (so `tokio::time::pause` works in tests);
-//! * a **writer task** writes what the engine produced. The driver counts bytes handed to the
-//!   writer and not yet written; above [`DriverConfig::write_high_water`] it stops taking local
-//!   commands (requests, notifications, responses), so callers wait in `send`: a peer that does
-//!   not read cannot make this process buffer without bound;
+//! * it **reads** the transport into one reusable buffer and feeds it straight to
+//!   [`Connection::handle_bytes`], with a millisecond clock taken from `tokio::time::Instant`
+//!   (so `tokio::time::pause` works in tests);
+//! * it **writes** what the engine produced from an output queue (small messages coalesced,
+//!   large ones written from the engine's own buffer, never copied), as one more thing it polls
+//!   alongside reading: it never awaits a whole write while not reading, so two peers writing
+//!   large messages to each other at once cannot deadlock. Above
+//!   [`DriverConfig::write_high_water`] unwritten bytes it stops taking local commands
+//!   (requests, notifications, responses), so callers wait in `send`; above
+//!   [`DriverConfig::read_pause_bytes`] it also stops reading: a peer that does not read cannot
+//!   make this process buffer without bound;
 //! * the engine's deadline ([`Connection::poll_timeout`]) is a tokio timer that calls
 //!   [`Connection::handle_timeout`];
-//! * **incoming requests** are each handled on their own spawned task (concurrently), so a slow
-//!   handler, or one awaiting a call to the peer, never blocks the reader;
-//! * **incoming notifications** go, in order, through a bounded queue to a single task that
-//!   calls the service for one at a time.
+//! * **incoming requests** are started on the driver: the service is called and the handler's
+//!   future polled once, inline (panics caught). A handler that answers without waiting is
+//!   answered right there (no task, no channel); one that waits (on the peer, a timer, a lock)
+//!   goes on on its own spawned task, so a slow handler, or one awaiting a call to the peer,
+//!   never blocks reading or other requests. (A handler should still not *compute* for long
+//!   before its first `.await`: that part runs on the driver.)
+//! * **incoming notifications** are handled one at a time, in order: when no earlier one is
+//!   still running, the next is started inline like a request; otherwise it (and, in order, a
+//!   started one that is still pending) goes through a bounded queue to a single task that
+//!   finishes them one at a time.
+//!
+//! A local call (`request`, `notify`) is one hand-off: a bounded command queue to the driver,
+//! which sends it and writes the bytes in the same wake-up.
 //!
 //! ## The notification contract
 //!
@@ -39,6 +52,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -52,7 +66,7 @@ use acp_core::{
 use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, PollSender};
@@ -68,7 +82,8 @@ pub type RpcService = BoxCloneService<Incoming, Box<RawValue>, ErrorObject>;
 pub struct DriverConfig {
     /// The engine's settings (role, timeouts, limits).
     pub core: Config,
-    /// Bytes handed to the writer and not yet written above which local commands wait. 1 MiB.
+    /// Bytes queued for the transport and not yet written above which local commands wait.
+    /// 1 MiB.
     pub write_high_water: usize,
     /// Above this many unwritten bytes the driver also stops reading (bounds what a peer that
     /// floods us without reading our answers can make us buffer). 16 MiB.
@@ -304,17 +319,6 @@ enum Control {
     Abandoned {
         token: u64,
     },
-}
-
-enum WriterMsg {
-    Written(usize),
-    Failed(String),
-}
-
-enum ReadMsg {
-    Bytes(Vec<u8>),
-    Eof,
-    Failed(String),
 }
 
 struct Shared {
@@ -648,6 +652,7 @@ impl Service<RpcRequest> for RpcClient {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ---------------------------------------------------------------------------------------------
 // Spawning
 // ---------------------------------------------------------------------------------------------
 
@@ -699,127 +704,94 @@ where
     };
     let service = RpcService::new(make(handle.clone()));
 
-    let (read_tx, read_rx) = mpsc::channel(4);
-    tokio::spawn(read_loop(
-        reader,
-        read_tx,
-        config.read_chunk.max(1),
-        token.clone(),
-    ));
-    let (write_tx, write_rx) = mpsc::unbounded_channel();
-    let (written_tx, written_rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        write_loop(writer, write_rx, written_tx).await;
-        writer_done_tx.send_replace(true);
-    });
+    let handled = Arc::new(handled_tx);
     let (notif_tx, notif_rx) = mpsc::channel(config.notification_buffer.max(1));
-    tokio::spawn(notification_loop(notif_rx, service.clone(), handled_tx));
+    tokio::spawn(notification_loop(
+        notif_rx,
+        service.clone(),
+        handled.clone(),
+    ));
 
     let driver = Driver {
         conn: Connection::new(config.core.clone()),
         start: Instant::now(),
+        rbuf: vec![0; config.read_chunk.max(1)],
         config,
         handle: handle.clone(),
+        pristine: service.clone(),
         service,
         handlers: HashMap::new(),
         calls: HashMap::new(),
         overflow: VecDeque::new(),
-        unwritten: 0,
-        out: Vec::new(),
         closed: false,
         eof_deadline: None,
         answer_deadline: None,
         eof_reason: None,
         reading: true,
-        write_tx: Some(write_tx),
+        notif_poll: PollSender::new(notif_tx.clone()),
         notif_tx,
+        handled,
         closed_tx,
+        cmd_rx,
+        commands_done: 0,
+        deferred: VecDeque::new(),
+        ctl_rx,
+        reader: Some(reader),
+        writer,
+        out: Output::default(),
+        need_flush: false,
+        write_failed: false,
+        sleep: Box::pin(tokio::time::sleep_until(Instant::now())),
+        sleep_at: None,
     };
-    tokio::spawn(driver.run(read_rx, cmd_rx, ctl_rx, written_rx));
+    tokio::spawn(driver.run(writer_done_tx));
     handle
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(
-    mut reader: R,
-    tx: mpsc::Sender<ReadMsg>,
-    chunk: usize,
-    token: CancellationToken,
-) {
-    let mut buf = vec![0u8; chunk];
-    loop {
-        let r = tokio::select! {
-            _ = token.cancelled() => return,
-            r = reader.read(&mut buf) => r,
-        };
-        let msg = match r {
-            Ok(0) => ReadMsg::Eof,
-            Ok(n) => ReadMsg::Bytes(buf[..n].to_vec()),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => ReadMsg::Failed(format!("reading from the peer failed: {e}")),
-        };
-        let last = !matches!(msg, ReadMsg::Bytes(_));
-        if tx.send(msg).await.is_err() || last {
-            return;
-        }
-    }
-}
+/// A handler's future, as the service returns it.
+type HandlerFuture = BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut writer: W,
-    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    done: mpsc::UnboundedSender<WriterMsg>,
-) {
-    const COALESCE: usize = 64 << 10;
-    let mut failed = false;
-    while let Some(mut buf) = rx.recv().await {
-        if failed {
-            let _ = done.send(WriterMsg::Written(buf.len()));
-            continue;
-        }
-        while buf.len() < COALESCE {
-            match rx.try_recv() {
-                Ok(more) => buf.extend_from_slice(&more),
-                Err(_) => break,
-            }
-        }
-        let r = async {
-            writer.write_all(&buf).await?;
-            writer.flush().await
-        }
-        .await;
-        let _ = done.send(WriterMsg::Written(buf.len()));
-        if let Err(e) = r {
-            failed = true;
-            let _ = done.send(WriterMsg::Failed(format!(
-                "writing to the peer failed: {e}"
-            )));
-        }
-    }
-    if !failed {
-        let _ = writer.shutdown().await;
-    }
+/// Work for the in-order notification task.
+enum NotifWork {
+    /// Not started: the task calls the service.
+    Call(Incoming),
+    /// Started by the driver (polled once inline) and still pending: the task finishes it.
+    Started { method: String, fut: HandlerFuture },
 }
 
 async fn notification_loop(
-    mut rx: mpsc::Receiver<Incoming>,
+    mut rx: mpsc::Receiver<NotifWork>,
     mut service: RpcService,
-    handled: watch::Sender<u64>,
+    handled: Arc<watch::Sender<u64>>,
 ) {
     use futures::FutureExt;
-    while let Some(n) = rx.recv().await {
-        let method = n.method.clone();
-        let call = async {
-            match service.ready().await {
-                Ok(s) => s.call(n).await,
-                Err(e) => Err(e),
+    while let Some(work) = rx.recv().await {
+        let (method, r) = match work {
+            NotifWork::Call(n) => {
+                let method = n.method.clone();
+                let call = async {
+                    match service.ready().await {
+                        Ok(s) => s.call(n).await,
+                        Err(e) => Err(e),
+                    }
+                };
+                (method, AssertUnwindSafe(call).catch_unwind().await)
+            }
+            NotifWork::Started { method, fut } => {
+                (method, AssertUnwindSafe(fut).catch_unwind().await)
             }
         };
-        match std::panic::AssertUnwindSafe(call).catch_unwind().await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::debug!(method = %method, "notification handler failed: {e}"),
-            Err(_) => tracing::error!(method = %method, "notification handler panicked"),
-        }
+        notification_done(&method, r.map_err(|_| ()));
         handled.send_modify(|n| *n += 1);
+    }
+}
+
+/// Logs how a notification handler ended (`Err(())`: it panicked).
+fn notification_done(method: &str, r: Result<Result<Box<RawValue>, ErrorObject>, ()>) {
+    match r {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::debug!(method = %method, "notification handler failed: {e}"),
+        Err(()) => tracing::error!(method = %method, "notification handler panicked"),
     }
 }
 
@@ -837,12 +809,92 @@ impl Drop for AnswerGuard {
     }
 }
 
-struct Driver {
+/// What the first, inline poll of a handler gave.
+enum FirstPoll {
+    /// It finished.
+    Done(Result<Box<RawValue>, ErrorObject>),
+    /// `call` or the first poll panicked.
+    Panicked,
+    /// It waits for something: it goes on elsewhere.
+    Pending(HandlerFuture),
+    /// The service was not ready: the whole call runs elsewhere (on a clone of the service).
+    NotReady(Incoming),
+}
+
+/// Output below this size is appended to the previous unwritten buffer (one write for many
+/// small messages); larger output is queued as its own buffer (never copied).
+const COALESCE: usize = 64 << 10;
+/// A written buffer up to this capacity is kept for the next output; larger ones are freed.
+const RETAIN: usize = 256 << 10;
+/// Rounds of the driver loop per wake-up before it yields to the runtime.
+const ROUNDS_PER_WAKE: usize = 64;
+/// Local commands taken in one round (their output is then written together).
+const COMMANDS_PER_ROUND: usize = 64;
+
+/// Bytes the engine produced and the transport has not taken yet.
+#[derive(Default)]
+struct Output {
+    bufs: VecDeque<Vec<u8>>,
+    /// Bytes of `bufs[0]` already written.
+    pos: usize,
+    /// Unwritten bytes in all of `bufs`.
+    len: usize,
+    /// An empty buffer to swap with the engine's output buffer (no copy).
+    spare: Vec<u8>,
+}
+
+impl Output {
+    /// Takes what the engine has to send.
+    fn take_from(&mut self, conn: &mut Connection<u64>) {
+        if !conn.poll_transmit_into(&mut self.spare) {
+            return;
+        }
+        let fresh = std::mem::take(&mut self.spare);
+        self.len += fresh.len();
+        match self.bufs.back_mut() {
+            Some(back) if fresh.len() < COALESCE && back.len() < COALESCE => {
+                back.extend_from_slice(&fresh);
+                self.recycle(fresh);
+            }
+            _ => self.bufs.push_back(fresh),
+        }
+    }
+
+    fn recycle(&mut self, mut buf: Vec<u8>) {
+        if self.spare.capacity() < buf.capacity() && buf.capacity() <= RETAIN {
+            buf.clear();
+            self.spare = buf;
+        }
+    }
+
+    /// `n` more bytes of the first buffer were written.
+    fn advance(&mut self, n: usize) {
+        self.pos += n;
+        self.len -= n;
+        if self.bufs.front().is_some_and(|b| self.pos >= b.len()) {
+            self.pos = 0;
+            let done = self.bufs.pop_front().expect("checked");
+            self.recycle(done);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.bufs.clear();
+        self.pos = 0;
+        self.len = 0;
+    }
+}
+
+/// The driver task: owns the engine, reads the transport, writes to it, runs the timers, and
+/// starts the handlers.
+struct Driver<R, W> {
     conn: Connection<u64>,
     start: Instant,
     config: DriverConfig,
     handle: ConnectionHandle,
     service: RpcService,
+    /// A clone of the service as built, to start over from if a handler panics inside `call`.
+    pristine: RpcService,
     /// Incoming requests being handled: their cancellation tokens.
     handlers: HashMap<u64, CancellationToken>,
     /// Outgoing requests by caller key: the engine's id and where the result goes. (The
@@ -850,10 +902,7 @@ struct Driver {
     /// and the refusal must still reach the caller.)
     calls: HashMap<u64, (u64, Reply)>,
     /// Notifications the queue had no room for (reading pauses while any).
-    overflow: VecDeque<Incoming>,
-    /// Bytes handed to the writer and not yet written.
-    unwritten: usize,
-    out: Vec<u8>,
+    overflow: VecDeque<NotifWork>,
     closed: bool,
     eof_deadline: Option<Instant>,
     /// After EOF: until when requests already received may be answered (see
@@ -862,29 +911,92 @@ struct Driver {
     /// The reason to close with at EOF ([`Control::CloseAtEof`]).
     eof_reason: Option<String>,
     reading: bool,
-    write_tx: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    notif_tx: mpsc::Sender<Incoming>,
+    notif_tx: mpsc::Sender<NotifWork>,
+    notif_poll: PollSender<NotifWork>,
+    /// How many notifications are done with (by the notification task or inline).
+    handled: Arc<watch::Sender<u64>>,
     closed_tx: watch::Sender<Option<String>>,
+    cmd_rx: mpsc::Receiver<Command>,
+    /// Commands processed so far.
+    commands_done: u64,
+    /// Answers of handlers that finished inline while commands were queued: each waits until
+    /// the commands queued before it are processed (`.0`), so that what a handler sent before
+    /// answering (its `session/update`s) goes out before its answer, as through the queue.
+    deferred: VecDeque<(u64, u64, Result<Box<RawValue>, ErrorObject>)>,
+    ctl_rx: mpsc::UnboundedReceiver<Control>,
+    /// The transport (`None` once closed).
+    reader: Option<R>,
+    rbuf: Vec<u8>,
+    writer: W,
+    out: Output,
+    /// Bytes were written since the last flush.
+    need_flush: bool,
+    /// Writing failed: output is dropped, the transport is not shut down.
+    write_failed: bool,
+    /// The next deadline (engine timer, half-close, EOF grace).
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+    sleep_at: Option<Instant>,
 }
 
-impl Driver {
+impl<R, W> Driver<R, W>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     fn now(&self) -> Millis {
         self.start.elapsed().as_millis() as Millis
     }
 
-    async fn run(
-        mut self,
-        mut read_rx: mpsc::Receiver<ReadMsg>,
-        mut cmd_rx: mpsc::Receiver<Command>,
-        mut ctl_rx: mpsc::UnboundedReceiver<Control>,
-        mut written_rx: mpsc::UnboundedReceiver<WriterMsg>,
-    ) {
-        loop {
-            self.drain();
-            if self.closed {
-                // (Queued notifications are handed over below: a blocked notification handler
-                // must not keep the transport open.)
-                break;
+    async fn run(mut self, writer_done: watch::Sender<bool>) {
+        std::future::poll_fn(|cx| self.poll_run(cx)).await;
+        // Closed: whatever the engine still produced goes out, then the writer shuts down.
+        self.drain();
+        if !self.overflow.is_empty() {
+            // (A blocked notification handler must not keep the transport open.)
+            let tx = self.notif_tx.clone();
+            let rest = std::mem::take(&mut self.overflow);
+            tokio::spawn(async move {
+                for n in rest {
+                    if tx.send(n).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let (mut writer, mut out, failed) = self.into_writer();
+        if !failed {
+            let r = std::future::poll_fn(|cx| {
+                while let Some(front) = out.bufs.front() {
+                    match std::pin::Pin::new(&mut writer).poll_write(cx, &front[out.pos..]) {
+                        Poll::Ready(Ok(0)) => return Poll::Ready(Err(write_zero())),
+                        Poll::Ready(Ok(n)) => out.advance(n),
+                        Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
+                Poll::Ready(Ok(()))
+            })
+            .await;
+            if r.is_ok() && writer.flush().await.is_ok() {
+                let _ = writer.shutdown().await;
+            }
+        }
+        drop(writer);
+        writer_done.send_replace(true);
+    }
+
+    /// Keeps only what writing the rest needs; the reader and everything else is dropped.
+    fn into_writer(self) -> (W, Output, bool) {
+        (self.writer, self.out, self.write_failed)
+    }
+
+    /// One wake-up of the driver: rounds of (control, deadlines, writing, notification queue,
+    /// reading, commands) until nothing makes progress; `Ready` once closed.
+    fn poll_run(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        for _ in 0..ROUNDS_PER_WAKE {
+            if self.settle() {
+                return Poll::Ready(());
             }
             if let Some(until) = self.answer_deadline {
                 // Half-closed: every request received is answered (or the time is up).
@@ -899,73 +1011,203 @@ impl Driver {
                     let _ = reply.send(Err(half_closed()));
                 }
             }
-            let answering = self.answer_deadline;
-            let accept = !self.closed && self.unwritten < self.config.write_high_water;
-            let read = self.reading
-                && !self.closed
-                && self.eof_deadline.is_none()
-                && self.overflow.is_empty()
-                && self.unwritten < self.config.read_pause_bytes;
-            let timer = self
-                .conn
-                .poll_timeout()
-                .map(|ms| self.start + Duration::from_millis(ms));
-            let eof = self.eof_deadline;
-            let notif = (!self.overflow.is_empty()).then(|| self.notif_tx.clone());
-            // Unbiased: neither a peer flooding us nor local senders can starve the other.
-            tokio::select! {
-                Some(c) = ctl_rx.recv() => {
-                    if matches!(c, Control::Close { .. }) {
-                        // What was handed to the connection before the close goes first (an
-                        // answer already given is sent as given, not as "connection closing").
-                        while let Ok(cmd) = cmd_rx.try_recv() {
-                            self.on_command(cmd);
+            let mut progress = false;
+
+            // Local control (not subject to backpressure).
+            if let Poll::Ready(Some(c)) = self.ctl_rx.poll_recv(cx) {
+                if matches!(c, Control::Close { .. }) {
+                    // What was handed to the connection before the close goes first (an
+                    // answer already given is sent as given, not as "connection closing").
+                    while let Ok(cmd) = self.cmd_rx.try_recv() {
+                        self.on_command(cmd);
+                    }
+                }
+                self.on_control(c);
+                progress = true;
+                if self.settle() {
+                    return Poll::Ready(());
+                }
+            }
+
+            // Deadlines.
+            if self.poll_deadline(cx) {
+                progress = true;
+                if self.settle() {
+                    return Poll::Ready(());
+                }
+            }
+
+            // Writing (before reading, so that what we owe goes out first).
+            if self.poll_write(cx) {
+                progress = true;
+                if self.settle() {
+                    return Poll::Ready(());
+                }
+            }
+
+            // Notifications waiting for room in the notification queue.
+            while !self.overflow.is_empty() {
+                match self.notif_poll.poll_reserve(cx) {
+                    Poll::Ready(Ok(())) => {
+                        let n = self.overflow.pop_front().expect("non-empty");
+                        let _ = self.notif_poll.send_item(n);
+                    }
+                    Poll::Ready(Err(_)) => self.overflow.clear(),
+                    Poll::Pending => break,
+                }
+                progress = true;
+            }
+
+            // Reading.
+            if self.may_read() {
+                let reader = self.reader.as_mut().expect("reading");
+                let mut buf = tokio::io::ReadBuf::new(&mut self.rbuf);
+                match std::pin::Pin::new(reader).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) => {
+                        let n = buf.filled().len();
+                        if n == 0 {
+                            self.on_eof();
+                        } else {
+                            let now = self.now();
+                            self.conn.handle_bytes(&self.rbuf[..n], now);
                         }
+                        progress = true;
                     }
-                    self.on_control(c)
-                }
-                Some(w) = written_rx.recv() => match w {
-                    WriterMsg::Written(n) => self.unwritten = self.unwritten.saturating_sub(n),
-                    WriterMsg::Failed(reason) => self.fail(reason),
-                },
-                permit = async { notif.as_ref().expect("checked").reserve().await }, if notif.is_some() => match permit {
-                    Ok(p) => p.send(self.overflow.pop_front().expect("non-empty")),
-                    Err(_) => self.overflow.clear(),
-                },
-                _ = tokio::time::sleep_until(timer.unwrap_or_else(Instant::now)), if timer.is_some() => {
-                    let now = self.now();
-                    self.conn.handle_timeout(now);
-                }
-                _ = tokio::time::sleep_until(answering.unwrap_or_else(Instant::now)), if answering.is_some() => {}
-                _ = tokio::time::sleep_until(eof.unwrap_or_else(Instant::now)), if eof.is_some() => {
-                    let now = self.now();
-                    self.conn.handle_eof(now);
-                }
-                msg = read_rx.recv(), if read => match msg {
-                    Some(ReadMsg::Bytes(b)) => {
-                        let now = self.now();
-                        self.conn.handle_bytes(&b, now);
+                    Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
+                        progress = true;
                     }
-                    Some(ReadMsg::Eof) | None => self.on_eof(),
-                    Some(ReadMsg::Failed(reason)) => self.fail(reason),
-                },
-                Some(c) = cmd_rx.recv(), if accept => self.on_command(c),
+                    Poll::Ready(Err(e)) => {
+                        self.fail(format!("reading from the peer failed: {e}"));
+                        progress = true;
+                    }
+                    Poll::Pending => {}
+                }
+                if progress && self.settle() {
+                    return Poll::Ready(());
+                }
+            }
+
+            // Local commands (requests, notifications, answers), while below the high-water
+            // mark. Their output is written at the start of the next round, in this wake-up.
+            let mut taken = 0;
+            while taken < COMMANDS_PER_ROUND && self.accepting() {
+                match self.cmd_rx.poll_recv(cx) {
+                    Poll::Ready(Some(c)) => {
+                        self.on_command(c);
+                        self.take_output();
+                        taken += 1;
+                    }
+                    _ => break,
+                }
+            }
+            if taken > 0 {
+                progress = true;
+            }
+
+            if !progress {
+                return Poll::Pending;
             }
         }
-        // Closed: whatever the engine still produced goes out, then the writer shuts down.
-        self.flush();
-        drop(self.write_tx.take());
-        if !self.overflow.is_empty() {
-            let tx = self.notif_tx.clone();
-            let rest = std::mem::take(&mut self.overflow);
-            tokio::spawn(async move {
-                for n in rest {
-                    if tx.send(n).await.is_err() {
-                        break;
-                    }
-                }
-            });
+        // Plenty done: let other tasks run, then go on.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// The drain rule; true once closed.
+    fn settle(&mut self) -> bool {
+        self.drain();
+        self.closed
+    }
+
+    fn accepting(&self) -> bool {
+        !self.closed && self.out.len < self.config.write_high_water
+    }
+
+    fn may_read(&self) -> bool {
+        self.reading
+            && !self.closed
+            && self.eof_deadline.is_none()
+            && self.overflow.is_empty()
+            && self.out.len < self.config.read_pause_bytes
+    }
+
+    /// Arms the timer for the next deadline and handles those that passed; true if any did.
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
+        let engine = self
+            .conn
+            .poll_timeout()
+            .map(|ms| self.start + Duration::from_millis(ms));
+        let next = [engine, self.answer_deadline, self.eof_deadline]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(at) = next else {
+            return false;
+        };
+        if self.sleep_at != Some(at) {
+            self.sleep.as_mut().reset(at);
+            self.sleep_at = Some(at);
         }
+        if self.sleep.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        self.sleep_at = None;
+        let now = Instant::now();
+        if engine.is_some_and(|t| t <= now) {
+            let ms = self.now();
+            self.conn.handle_timeout(ms);
+        }
+        if self.eof_deadline.is_some_and(|t| t <= now) {
+            let ms = self.now();
+            self.conn.handle_eof(ms);
+        }
+        // (A passed half-close deadline is seen at the top of the next round.)
+        true
+    }
+
+    /// Writes what it can of the output, then flushes; true if anything moved (or failed).
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> bool {
+        let mut progress = false;
+        while let Some(front) = self.out.bufs.front() {
+            match std::pin::Pin::new(&mut self.writer).poll_write(cx, &front[self.out.pos..]) {
+                Poll::Ready(Ok(0)) => {
+                    self.write_error(write_zero());
+                    return true;
+                }
+                Poll::Ready(Ok(n)) => {
+                    self.out.advance(n);
+                    self.need_flush = true;
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => {
+                    self.write_error(e);
+                    return true;
+                }
+                Poll::Pending => return progress,
+            }
+        }
+        if self.need_flush {
+            match std::pin::Pin::new(&mut self.writer).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {
+                    self.need_flush = false;
+                    progress = true;
+                }
+                Poll::Ready(Err(e)) => {
+                    self.write_error(e);
+                    return true;
+                }
+                Poll::Pending => {}
+            }
+        }
+        progress
+    }
+
+    fn write_error(&mut self, e: std::io::Error) {
+        self.write_failed = true;
+        self.need_flush = false;
+        self.out.clear();
+        self.fail(format!("writing to the peer failed: {e}"));
     }
 
     fn on_eof(&mut self) {
@@ -1035,6 +1277,19 @@ impl Driver {
     }
 
     fn on_command(&mut self, c: Command) {
+        self.run_command(c);
+        self.commands_done += 1;
+        while let Some((after, token, result)) = self.deferred.pop_front() {
+            if after > self.commands_done {
+                self.deferred.push_front((after, token, result));
+                break;
+            }
+            self.handlers.remove(&token);
+            self.answer(token, result);
+        }
+    }
+
+    fn run_command(&mut self, c: Command) {
         match c {
             Command::Request {
                 key,
@@ -1072,14 +1327,19 @@ impl Driver {
             }
             Command::Respond { token, result } => {
                 self.handlers.remove(&token);
-                let r = match result {
-                    Ok(raw) => self.conn.respond(token, &raw),
-                    Err(e) => self.conn.respond_error(token, e),
-                };
-                if let Err(e) = r {
-                    tracing::debug!(token, "response not sent: {e}");
-                }
+                self.answer(token, result);
             }
+        }
+    }
+
+    /// Hands a handler's answer to the engine.
+    fn answer(&mut self, token: u64, result: Result<Box<RawValue>, ErrorObject>) {
+        let r = match result {
+            Ok(raw) => self.conn.respond(token, &raw),
+            Err(e) => self.conn.respond_error(token, e),
+        };
+        if let Err(e) = r {
+            tracing::debug!(token, "response not sent: {e}");
         }
     }
 
@@ -1088,6 +1348,11 @@ impl Driver {
         while let Some(ev) = self.conn.poll_event() {
             self.on_event(ev);
         }
+        self.publish_caps();
+        self.take_output();
+    }
+
+    fn publish_caps(&self) {
         let caps = self.conn.client_capabilities();
         let bits = u8::from(caps.read_text_file)
             | (u8::from(caps.write_text_file) << 1)
@@ -1096,18 +1361,67 @@ impl Driver {
             .shared
             .client_caps
             .store(bits, Ordering::Relaxed);
-        self.flush();
     }
 
-    fn flush(&mut self) {
-        if self.conn.poll_transmit_into(&mut self.out) {
-            let buf = std::mem::take(&mut self.out);
-            if let Some(tx) = &self.write_tx {
-                self.unwritten += buf.len();
-                if tx.send(buf).is_err() {
-                    self.unwritten = 0;
-                }
+    /// Moves what the engine has to send into the output (dropped once writing failed).
+    fn take_output(&mut self) {
+        self.out.take_from(&mut self.conn);
+        if self.write_failed {
+            self.out.clear();
+        }
+    }
+
+    /// Calls the service and polls the handler's future once, here on the driver task
+    /// (panics caught). A handler that answers without waiting costs no task and no channel.
+    fn start_handler(&mut self, incoming: Incoming) -> FirstPoll {
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        let service = &mut self.service;
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            match service.poll_ready(&mut cx) {
+                Poll::Pending => return FirstPoll::NotReady(incoming),
+                Poll::Ready(Err(e)) => return FirstPoll::Done(Err(e)),
+                Poll::Ready(Ok(())) => {}
             }
+            let mut fut = service.call(incoming);
+            // The waker of this poll is a no-op: a pending future moves to a task, whose first
+            // poll registers the real one.
+            match fut.as_mut().poll(&mut cx) {
+                Poll::Ready(r) => FirstPoll::Done(r),
+                Poll::Pending => FirstPoll::Pending(fut),
+            }
+        }));
+        r.unwrap_or_else(|_| {
+            // The service may have been left inside `call`: start over from a fresh clone.
+            self.service = self.pristine.clone();
+            FirstPoll::Panicked
+        })
+    }
+
+    /// Runs a request handler on its own task (it waits for something).
+    fn spawn_request(&self, token: u64, fut: HandlerFuture) {
+        let cmd = self.handle.cmd.clone();
+        let guard = AnswerGuard {
+            token,
+            ctl: Some(self.handle.ctl.clone()),
+        };
+        tokio::spawn(async move {
+            let mut guard = guard; // moved in whole: dropped when the task ends
+            let result = fut.await;
+            if cmd.send(Command::Respond { token, result }).await.is_ok() {
+                guard.ctl = None;
+            }
+        });
+    }
+
+    fn queue_notification(&mut self, n: NotifWork) {
+        if self.overflow.is_empty() {
+            match self.notif_tx.try_send(n) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(n)) => self.overflow.push_back(n),
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        } else {
+            self.overflow.push_back(n);
         }
     }
 
@@ -1128,25 +1442,48 @@ impl Driver {
                     cancel,
                     peer: self.handle.clone(),
                 };
-                let mut service = self.service.clone();
-                let cmd = self.handle.cmd.clone();
-                let guard = AnswerGuard {
-                    token,
-                    ctl: Some(self.handle.ctl.clone()),
-                };
-                tokio::spawn(async move {
-                    let mut guard = guard; // moved in whole: dropped when the task ends
-                    let result = match service.ready().await {
-                        Ok(s) => s.call(incoming).await,
-                        Err(e) => Err(e),
-                    };
-                    if cmd.send(Command::Respond { token, result }).await.is_ok() {
-                        guard.ctl = None;
+                // (What an `initialize` answered just before may be read by this handler.)
+                self.publish_caps();
+                match self.start_handler(incoming) {
+                    FirstPoll::Done(result) => {
+                        // Commands the handler queued (notifications) go out before its answer.
+                        let queued = self.cmd_rx.len() as u64;
+                        if queued == 0 && self.deferred.is_empty() {
+                            if self.handlers.remove(&token).is_some() {
+                                self.answer(token, result);
+                            }
+                        } else {
+                            let after = self.commands_done + queued;
+                            self.deferred.push_back((after, token, result));
+                        }
                     }
-                });
+                    FirstPoll::Panicked => {
+                        // As for a handler task that ends without answering.
+                        if self.handlers.remove(&token).is_some() {
+                            let e = ErrorObject::internal(
+                                "the request handler ended without answering",
+                            );
+                            let _ = self.conn.respond_error(token, e);
+                        }
+                    }
+                    FirstPoll::Pending(fut) => self.spawn_request(token, fut),
+                    FirstPoll::NotReady(incoming) => {
+                        let mut service = self.service.clone();
+                        self.spawn_request(
+                            token,
+                            Box::pin(async move {
+                                match service.ready().await {
+                                    Ok(s) => s.call(incoming).await,
+                                    Err(e) => Err(e),
+                                }
+                            }),
+                        );
+                    }
+                }
             }
             Event::Notification { method, params } => {
-                self.handle
+                let before = self
+                    .handle
                     .shared
                     .notifications_received
                     .fetch_add(1, Ordering::AcqRel);
@@ -1158,14 +1495,26 @@ impl Driver {
                     cancel: self.handle.shared.token.clone(),
                     peer: self.handle.clone(),
                 };
-                if self.overflow.is_empty() {
-                    match self.notif_tx.try_send(n) {
-                        Ok(()) => {}
-                        Err(mpsc::error::TrySendError::Full(n)) => self.overflow.push_back(n),
-                        Err(mpsc::error::TrySendError::Closed(_)) => {}
+                // In order: run it here only if every earlier one is done.
+                let idle = self.overflow.is_empty() && *self.handled.borrow() == before;
+                if !idle {
+                    self.queue_notification(NotifWork::Call(n));
+                    return;
+                }
+                let method = n.method.clone();
+                match self.start_handler(n) {
+                    FirstPoll::Done(r) => {
+                        notification_done(&method, Ok(r));
+                        self.handled.send_modify(|n| *n += 1);
                     }
-                } else {
-                    self.overflow.push_back(n);
+                    FirstPoll::Panicked => {
+                        notification_done(&method, Err(()));
+                        self.handled.send_modify(|n| *n += 1);
+                    }
+                    FirstPoll::Pending(fut) => {
+                        self.queue_notification(NotifWork::Started { method, fut })
+                    }
+                    FirstPoll::NotReady(n) => self.queue_notification(NotifWork::Call(n)),
                 }
             }
             Event::Response {
@@ -1209,9 +1558,18 @@ impl Driver {
                 }
                 self.closed_tx.send_replace(Some(reason));
                 self.handle.shared.token.cancel();
+                // Stop reading at once (the peer's writes to us fail instead of blocking).
+                self.reader = None;
             }
         }
     }
+}
+
+fn write_zero() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::WriteZero,
+        "failed to write whole buffer",
+    )
 }
 
 /// A call made (or pending) after the peer closed its end: no answer can come.
