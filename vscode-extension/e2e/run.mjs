@@ -5,7 +5,9 @@
 // wasm engine inside the .vsix.
 //
 // Scenarios: allow (file written, answer shown, diff opens), deny, dismiss (Escape answers the
-// reject option), cancel mid-stream, cancel while the permission dialog is open.
+// reject option), cancel mid-stream, cancel while the permission dialog is open, the agent
+// killed and restarted, the terminal approval modal (`acp.terminal.approval: ask`: Run, Cancel,
+// Escape), modes and config options, an agent that fails to start.
 // Screenshots and logs go to artifacts/vscode-e2e/ (gitignored). Exit code 0 only if all pass.
 //
 // Waiting is on events or bounded polling with a clear timeout error; never a bare sleep.
@@ -84,8 +86,9 @@ fs.writeFileSync(path.join(workspace, "README.md"), "# e2e workspace\n");
 const SLOW_AGENT = "demo (e2e, slow)";
 const BROKEN_AGENT = "broken (e2e)";
 const FIXTURE_AGENT = "fixture (modes)";
+const settingsFile = path.join(userData, "User", "settings.json");
 fs.writeFileSync(
-  path.join(userData, "User", "settings.json"),
+  settingsFile,
   JSON.stringify(
     {
       "acp.demoAgentPath": ACP_BIN,
@@ -98,9 +101,13 @@ fs.writeFileSync(
       ],
       "acp.defaultAgent": SLOW_AGENT,
       "acp.trace.raw": true,
-      // The scenarios below are about file permissions; the terminal modal is covered by the
-      // unit tests of the approval decision (test/unit/terminal.test.ts).
+      // The first scenarios are about file permissions: their terminal step runs unasked. The
+      // terminal scenarios switch this to "ask" (the default) with setTerminalApproval.
       "acp.terminal.approval": "allow",
+      // xterm's DOM renderer, so the terminal panel's text can be read from the page.
+      "terminal.integrated.gpuAcceleration": "off",
+      // The Settings editor (setTerminalApproval) as a plain tab, not a modal over the chat.
+      "workbench.editor.useModal": "off",
       "workbench.startupEditor": "none",
       "files.autoSave": "off",
       "files.hotExit": "off",
@@ -276,6 +283,40 @@ async function dialogButton(name) {
   return dialog.locator(".dialog-buttons .monaco-button", { hasText: name });
 }
 
+/** Sets `acp.terminal.approval` as a user does, in the Settings editor, and waits until the
+ *  workbench has written it to settings.json. (A settings.json edited behind the workbench's
+ *  back was not picked up by code-server in this test.) */
+async function setTerminalApproval(value) {
+  await runCommand("Preferences: Open Settings (UI)");
+  const editor = page.locator(".settings-editor");
+  await editor.waitFor({ timeout: 15_000 });
+  await editor.locator(".settings-header .suggest-input-container").click();
+  await page.keyboard.press("Control+A");
+  await page.keyboard.type("@id:acp.terminal.approval");
+  const select = editor.locator(".setting-item-contents select");
+  await until("the acp.terminal.approval setting in the Settings editor", async () => (await select.count()) === 1, 30_000);
+  await select.selectOption(value);
+  // (The default, "ask", is written by removing the key.)
+  await until(`acp.terminal.approval = ${value} in settings.json and the Settings editor`, async () =>
+    (JSON.parse(fs.readFileSync(settingsFile, "utf8"))["acp.terminal.approval"] ?? "ask") === value && (await select.inputValue()) === value, 15_000);
+  const tab = page.locator(".tabs-container .tab", { hasText: "Settings" });
+  await tab.locator(".tab-actions .action-label").click();
+  await until("the Settings editor to close", async () => (await tab.count()) === 0, 10_000);
+}
+
+/** The terminal approval modal (not the file-write permission one), once it is open. */
+async function terminalModal(commandLine) {
+  await dialog.waitFor({ state: "visible", timeout: 60_000 });
+  const text = (await dialog.textContent()) ?? "";
+  if (!text.includes("The agent wants to run a command")) throw new Error(`expected the terminal approval modal, got: ${text}`);
+  if (!text.includes(`Command (run without a shell): ${commandLine}`)) throw new Error(`the modal does not name the command line: ${text}`);
+  if (!text.includes(`Directory: ${workspace}`)) throw new Error(`the modal does not name the directory: ${text}`);
+  return text;
+}
+
+const acpLog = async () => fs.readFileSync(await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000), "utf8");
+const acpTrace = async () => fs.readFileSync(await until("the ACP raw trace file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP Trace\.log$/), 10_000), "utf8");
+
 const demoFile = path.join(workspace, DEMO_FILE);
 const results = [];
 async function scenario(name, fn) {
@@ -429,6 +470,65 @@ try {
     if (!fs.existsSync(demoFile)) throw new Error("the restarted agent did not write the file");
     await screenshot("restarted-after-crash");
   });
+
+  await scenario("terminal approval (ask): the modal, Run, the command runs in the terminal panel", async () => {
+    await setTerminalApproval("ask");
+    fs.rmSync(demoFile, { force: true });
+    await newSession();
+    await sendPrompt("Run this after I approve it: `echo e2e-approved-output`");
+    await terminalModal("echo e2e-approved-output");
+    for (const b of ["Run", "Cancel"]) if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: b }).count())) throw new Error(`the terminal modal has no ${b} button`);
+    if ((await chat.locator(".tool", { hasText: "e2e-approved-output" }).filter({ hasText: "exit code" }).count()) !== 0) throw new Error("the command ran before it was approved");
+    await screenshot("terminal-approval-modal");
+    await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Run" }).click();
+    // The process's output reaches the agent (it reports it in the tool call) and the panel.
+    await until("the terminal tool call to complete with the output", async () => (await chat.locator(".tool.status-completed", { hasText: "e2e-approved-output" }).filter({ hasText: "[exit code 0]" }).count()) === 1, 30_000);
+    await until("the output in the terminal panel", async () => (await page.locator(".xterm-rows", { hasText: "e2e-approved-output" }).filter({ hasText: "process exited with code 0" }).count()) > 0, 15_000);
+    // Then the turn goes on to the file-write permission.
+    await (await dialogButton("Do not write")).click();
+    await turnEnds("end_turn");
+    const t = await transcriptText();
+    if (!t.includes(`OK, I did not write ${DEMO_FILE}`)) throw new Error(`the turn did not finish normally: ${t}`);
+    await until("the started terminal in the ACP log", async () => /terminal term-\d+: \["echo","e2e-approved-output"\]/.test(await acpLog()), 10_000);
+    await screenshot("terminal-approved-ran");
+  });
+
+  // Cancel and Escape both refuse: the agent gets an error for terminal/create, nothing runs.
+  for (const [how, refuse] of [
+    ["Cancel", () => dialog.locator(".dialog-buttons .monaco-button", { hasText: "Cancel" }).click()],
+    ["Escape", () => page.keyboard.press("Escape")],
+  ]) {
+    await scenario(`terminal approval (ask): ${how} refuses; no process, the agent gets an error, the turn ends`, async () => {
+      const marker = `e2e-refused-${how.toLowerCase()}.txt`;
+      fs.rmSync(path.join(workspace, marker), { force: true });
+      await newSession();
+      await sendPrompt(`Do not let me run \`touch ${marker}\``);
+      await terminalModal(`touch ${marker}`);
+      if (how === "Cancel") await screenshot("terminal-approval-refuse");
+      await refuse();
+      // The agent reports the refused call as a failed tool call, then goes on to the write.
+      const failed = chat.locator(".tool.status-failed", { hasText: `touch ${marker}` });
+      await until("the terminal tool call to fail", async () => (await failed.count()) === 1, 30_000);
+      const toolText = (await failed.textContent()) ?? "";
+      if (!toolText.includes("could not start") || !toolText.includes("permission denied")) throw new Error(`the tool call does not carry the client's error: ${toolText}`);
+      await (await dialogButton("Do not write")).click();
+      await turnEnds("end_turn");
+      if (fs.existsSync(path.join(workspace, marker))) throw new Error(`${marker} exists: the refused command ran`);
+      // The extension's log: the refusal and the -32603 answer, and no process for the command.
+      const answered = new RegExp(`→ #\\d+ terminal/create error -32603 .*permission denied: the user did not allow running touch ${marker.replace(/\./g, "\\.")}`);
+      const logText = await until("the refusal and the -32603 answer in the ACP log", async () => {
+        const l = await acpLog();
+        return l.includes(`terminal/create refused by the user: touch ${marker}`) && answered.test(l) && l;
+      }, 10_000);
+      if (new RegExp(`terminal term-\\d+: \\["touch"`).test(logText)) throw new Error("a terminal was started for the refused command");
+      // What the agent received (the raw trace): a JSON-RPC error answering its terminal/create.
+      await until("the error response in the raw trace", async () =>
+        (await acpTrace()).split("\n").some((l) => l.startsWith("→") && l.includes('"error"') && l.includes(`permission denied: the user did not allow running touch ${marker}`)), 10_000);
+      if ((await page.locator(".xterm-rows", { hasText: marker }).count()) !== 0) throw new Error("a terminal panel shows the refused command");
+      if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
+      if (how === "Cancel") await screenshot("terminal-refused");
+    });
+  }
 
   async function selectAgent(name) {
     await runCommand("ACP: Select Agent");
