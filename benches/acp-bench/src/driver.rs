@@ -95,6 +95,36 @@ const CONTESTANTS: &[Contestant] = &[
         acp_rs: false,
         stdio: true,
     },
+    Contestant {
+        key: "pipe-tokio",
+        label: "bare pipe ping-pong, both ends on tokio (the runtime's floor)",
+        host: Host::Rust,
+        acp_rs: false,
+        stdio: true,
+    },
+    // The same on tokio's current_thread runtime in both processes (`-ct`: the key without
+    // the suffix, run with ACP_BENCH_SDK_RT=ct): no cross-thread wake-ups.
+    Contestant {
+        key: "native-stdio-ct",
+        label: "acp-native (subprocess stdio), current_thread runtime",
+        host: Host::Rust,
+        acp_rs: true,
+        stdio: true,
+    },
+    Contestant {
+        key: "sdk-stdio-ct",
+        label: "official Rust SDK 5.x (subprocess stdio), current_thread runtime",
+        host: Host::Rust,
+        acp_rs: false,
+        stdio: true,
+    },
+    Contestant {
+        key: "pipe-tokio-ct",
+        label: "bare pipe ping-pong on tokio, current_thread runtime (its floor)",
+        host: Host::Rust,
+        acp_rs: false,
+        stdio: true,
+    },
 ];
 
 struct Env {
@@ -107,9 +137,10 @@ struct Env {
 
 impl Env {
     fn why_not(&self, key: &str) -> Option<&str> {
+        let base = key.strip_suffix("-ct").unwrap_or(key);
         self.unavailable
             .iter()
-            .find(|(k, _)| *k == key)
+            .find(|(k, _)| *k == key || *k == base)
             .map(|(_, w)| w.as_str())
     }
 
@@ -117,7 +148,14 @@ impl Env {
         let mut cmd = match c.host {
             Host::Rust => {
                 let mut cmd = Command::new(&self.exe);
-                cmd.arg("one").arg(c.key);
+                match c.key.strip_suffix("-ct") {
+                    Some(base) => {
+                        cmd.arg("one").arg(base).env("ACP_BENCH_SDK_RT", "ct");
+                    }
+                    None => {
+                        cmd.arg("one").arg(c.key).env_remove("ACP_BENCH_SDK_RT");
+                    }
+                }
                 cmd
             }
             Host::Node => {
@@ -488,6 +526,7 @@ fn goals(results: &[(Group, Vec<(Contestant, Summary)>)], md: &mut String) {
                     ("native", "ts", 10.0),
                     ("wasm", "ts", 10.0),
                     ("native-stdio", "sdk-stdio", 1.5),
+                    ("native-stdio-ct", "sdk-stdio-ct", 1.5),
                     ("core-stdio", "sdk-stdio", 1.5),
                     ("core-stdio", "ts-stdio", 10.0),
                     ("native-stdio", "ts-stdio", 10.0),
@@ -525,6 +564,44 @@ fn goals(results: &[(Group, Vec<(Contestant, Summary)>)], md: &mut String) {
                                 "×",
                             );
                         }
+                    }
+                    // What the async runtime alone costs: the same ping-pong on tokio.
+                    if let (Some(t), Some(p)) = (find(rows, "pipe-tokio"), find(rows, "pipe")) {
+                        md.push_str(&format!(
+                            "| {}: (floor) tokio pipe p50 ÷ bare pipe p50 | {:.2}× | info |\n",
+                            g.name,
+                            t.p50_us / p.p50_us
+                        ));
+                    }
+                    if let (Some(x), Some(p)) = (find(rows, "native-stdio-ct"), find(rows, "pipe"))
+                    {
+                        goal_line(
+                            md,
+                            format!(
+                                "{}: native-stdio-ct p50 latency ÷ bare pipe p50 ≤ 1.5×",
+                                g.name
+                            ),
+                            Some(x.p50_us / p.p50_us),
+                            1.5,
+                            false,
+                            "×",
+                        );
+                    }
+                    if let (Some(t), Some(p)) = (find(rows, "pipe-tokio-ct"), find(rows, "pipe")) {
+                        md.push_str(&format!(
+                            "| {}: (floor) tokio current_thread pipe p50 ÷ bare pipe p50 | {:.2}× | info |\n",
+                            g.name,
+                            t.p50_us / p.p50_us
+                        ));
+                    }
+                    if let (Some(x), Some(t)) =
+                        (find(rows, "native-stdio"), find(rows, "pipe-tokio"))
+                    {
+                        md.push_str(&format!(
+                            "| {}: native-stdio p50 ÷ tokio pipe p50 (the host's own cost) | {:.2}× | info |\n",
+                            g.name,
+                            x.p50_us / t.p50_us
+                        ));
                     }
                 }
             }
@@ -675,6 +752,7 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
     let mut rt_keys = all_mem.clone();
     rt_keys.extend(all_stdio.iter().copied());
     rt_keys.push("pipe");
+    rt_keys.push("pipe-tokio");
     // Over stdio the two ends are separate processes; the measuring client reaps its agent,
     // so wait4 gives the larger of the two peaks.
     let mut large_keys = all_mem.clone();
@@ -703,7 +781,11 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
             name: "rt-seq".into(),
             title: format!("2a. Request round trips, sequential ({n_seq} `session/new`)"),
             scenario: Scenario::RtSeq(n_seq),
-            keys: rt_keys.clone(),
+            keys: rt_keys
+                .iter()
+                .copied()
+                .chain(["native-stdio-ct", "sdk-stdio-ct", "pipe-tokio-ct"])
+                .collect(),
             rounds,
         },
         Group {

@@ -2,7 +2,7 @@
 //!
 //!   acp-bench drive [--short] [--rounds N] [--node-dir DIR] [--md FILE] [--only GROUP,...]
 //!   acp-bench one CONTESTANT SCENARIO ARGS...     one measurement, prints one JSON line
-//!   acp-bench serve (core|sdk|pipe) SCENARIO ARGS... child side of the stdio contestants
+//!   acp-bench serve (core|sdk|native|pipe|pipe-tokio) SCENARIO ARGS... child side of the stdio contestants
 
 mod common;
 mod core;
@@ -30,6 +30,7 @@ fn main() {
             let what = args.get(1).cloned().unwrap_or_default();
             let res = match what.as_str() {
                 "pipe" => stdio::serve_echo(),
+                "pipe-tokio" => stdio::serve_echo_tokio(),
                 _ => match Scenario::parse(&args[2..]) {
                     Err(e) => Err(e),
                     Ok(sc) => match what.as_str() {
@@ -59,6 +60,7 @@ fn run_one(contestant: &str, sc: Scenario, exe: &std::path::Path) -> Result<Outc
         "core" => core::run(sc),
         "core-stdio" => stdio::run_core(sc, exe),
         "pipe" => stdio::run_pipe(sc, exe),
+        "pipe-tokio" => stdio::run_pipe_tokio(sc, exe),
         "sdk" => sdk::run_duplex(sc),
         "sdk-stdio" => sdk::run_stdio(sc, exe),
         #[cfg(feature = "native")]

@@ -108,6 +108,85 @@ pub fn run_pipe(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
     })
 }
 
+// ----- the floor on tokio's reactor -----
+
+/// Child: echo stdin to stdout until EOF, both pipes driven by tokio's reactor (as
+/// `acp_native::transport::stdio()` drives them), on the runtime the acp-native contestants use.
+pub fn serve_echo_tokio() -> R<()> {
+    use std::os::fd::AsFd;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::unix::pipe;
+    crate::sdk::runtime().block_on(async {
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().map_err(err)?;
+        let mut i = pipe::Receiver::from_owned_fd(fd).map_err(err)?;
+        let fd = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(err)?;
+        let mut o = pipe::Sender::from_owned_fd(fd).map_err(err)?;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = i.read(&mut buf).await.map_err(err)?;
+            if n == 0 {
+                return Ok(());
+            }
+            o.write_all(&buf[..n]).await.map_err(err)?;
+        }
+    })
+}
+
+/// The bare ping-pong with both ends on tokio (a spawned `tokio::process` child): what the
+/// runtime alone costs per round trip, the floor for any tokio-based stdio host.
+pub fn run_pipe_tokio(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    crate::sdk::runtime().block_on(async move {
+        let mut child = tokio::process::Command::new(exe)
+            .args(["serve", "pipe-tokio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(err)?;
+        let mut to = child.stdin.take().unwrap();
+        let mut from = child.stdout.take().unwrap();
+        let line = request_line();
+        let mut buf = vec![0u8; 64 * 1024];
+        let base = rss_kb();
+        let (n, c) = match sc {
+            Scenario::RtSeq(n) => (n, 1),
+            Scenario::RtConc(n, c) => (n, c),
+            _ => return Err("the pipe floor only measures round trips".into()),
+        };
+        // Windows of C lines, as `run_pipe` does (C = 1: sequential).
+        let window: Vec<u8> = line.repeat(c);
+        let mut lat = Vec::with_capacity(n);
+        let t0 = Instant::now();
+        let mut done = 0;
+        while done < n {
+            let k = c.min(n - done);
+            let t = Instant::now();
+            to.write_all(&window[..k * line.len()]).await.map_err(err)?;
+            let mut got = 0;
+            while got < k {
+                let r = from.read(&mut buf).await.map_err(err)?;
+                if r == 0 {
+                    return Err("echo child closed".into());
+                }
+                got += memchr_count(&buf[..r]);
+            }
+            let e = t.elapsed();
+            lat.extend(std::iter::repeat(e).take(k));
+            done += k;
+        }
+        let out = Outcome::from_latencies(lat, t0.elapsed().as_secs_f64());
+        drop(to);
+        child.wait().await.map_err(err)?;
+        Ok(Outcome {
+            base_rss_kb: base,
+            ..out
+        })
+    })
+}
+
 fn memchr_count(b: &[u8]) -> usize {
     b.iter().filter(|&&c| c == b'\n').count()
 }
