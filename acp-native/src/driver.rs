@@ -53,7 +53,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -67,7 +67,7 @@ use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, PollSender};
 use tower::util::BoxCloneService;
@@ -322,6 +322,8 @@ enum Control {
 }
 
 struct Shared {
+    cmd: mpsc::Sender<Command>,
+    ctl: mpsc::UnboundedSender<Control>,
     role: Role,
     next_key: AtomicU64,
     /// Client capabilities as the engine read them (agent side), as bits.
@@ -330,8 +332,8 @@ struct Shared {
     token: CancellationToken,
     /// Notifications received from the peer (counted by the driver as they arrive).
     notifications_received: AtomicU64,
-    /// Notifications the notification handler is done with.
-    notifications_handled: watch::Receiver<u64>,
+    /// Notifications the handlers are done with.
+    notifications_handled: HandledCounter,
     /// True once the writer wrote everything and shut the transport down (or failed).
     writer_done: watch::Receiver<bool>,
 }
@@ -339,9 +341,56 @@ struct Shared {
 /// A cloneable handle to a driven connection: send requests and notifications, watch it end.
 #[derive(Clone)]
 pub struct ConnectionHandle {
-    cmd: mpsc::Sender<Command>,
-    ctl: mpsc::UnboundedSender<Control>,
+    // One `Arc`: every incoming message carries a clone (`Incoming::peer`).
     shared: Arc<Shared>,
+}
+
+/// How many notifications the handlers are done with; wakes
+/// [`ConnectionHandle::notifications_handled`] (only when someone waits: counting is on the
+/// path of every notification).
+#[derive(Default)]
+struct HandledCounter {
+    count: AtomicU64,
+    waiters: AtomicUsize,
+    /// No more notifications will be handled (the notification task ended).
+    ended: AtomicBool,
+    changed: Notify,
+}
+
+impl HandledCounter {
+    fn add_one(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.changed.notify_waiters();
+        }
+    }
+
+    fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    async fn wait_for(&self, target: u64) {
+        if self.count.load(Ordering::SeqCst) >= target {
+            return;
+        }
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiters);
+        loop {
+            // Created before the check: a `notify_waiters` after it wakes this one.
+            let changed = self.changed.notified();
+            if self.count.load(Ordering::SeqCst) >= target || self.ended.load(Ordering::SeqCst) {
+                return;
+            }
+            changed.await;
+        }
+    }
 }
 
 impl fmt::Debug for ConnectionHandle {
@@ -376,7 +425,11 @@ impl ConnectionHandle {
             timeout,
             reply: tx,
         };
-        self.cmd.send(cmd).await.map_err(|_| self.closed_error())?;
+        self.shared
+            .cmd
+            .send(cmd)
+            .await
+            .map_err(|_| self.closed_error())?;
         self.await_reply(key, rx).await
     }
 
@@ -387,7 +440,7 @@ impl ConnectionHandle {
     ) -> Result<Box<RawValue>, RpcError> {
         let mut guard = CancelOnDrop {
             key,
-            ctl: Some(&self.ctl),
+            ctl: Some(&self.shared.ctl),
         };
         let out = rx.await;
         guard.ctl = None;
@@ -432,7 +485,8 @@ impl ConnectionHandle {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        self.cmd
+        self.shared
+            .cmd
             .send(Command::Notify { method, params })
             .await
             .map_err(|_| self.closed_error())
@@ -475,7 +529,7 @@ impl ConnectionHandle {
     pub fn client(&self) -> RpcClient {
         RpcClient {
             handle: self.clone(),
-            sender: PollSender::new(self.cmd.clone()),
+            sender: PollSender::new(self.shared.cmd.clone()),
         }
     }
 
@@ -483,7 +537,7 @@ impl ConnectionHandle {
     /// fail with [`CallError::Closed`] carrying `reason`, the transport is flushed and shut.
     /// Also the way to give an EOF a better reason (see [`DriverConfig::eof_grace`]).
     pub fn close_with_reason(&self, reason: impl Into<String>) {
-        let _ = self.ctl.send(Control::Close {
+        let _ = self.shared.ctl.send(Control::Close {
             reason: reason.into(),
         });
     }
@@ -495,7 +549,7 @@ impl ConnectionHandle {
     /// comes (a grandchild holding the pipe): follow with a bounded
     /// [`close_with_reason`](Self::close_with_reason).
     pub fn close_at_eof_with_reason(&self, reason: impl Into<String>) {
-        let _ = self.ctl.send(Control::CloseAtEof {
+        let _ = self.shared.ctl.send(Control::CloseAtEof {
             reason: reason.into(),
         });
     }
@@ -530,7 +584,7 @@ impl ConnectionHandle {
     }
 
     pub fn is_closed(&self) -> bool {
-        self.shared.closed.borrow().is_some() || self.cmd.is_closed()
+        self.shared.closed.borrow().is_some() || self.shared.cmd.is_closed()
     }
 
     /// Resolves once every notification received so far has been handled. Responses are
@@ -538,11 +592,9 @@ impl ConnectionHandle {
     /// the peer), which means a `session/prompt` result can reach its caller while the turn's
     /// last `session/update`s are still being handled: await this to be sure they were.
     pub fn notifications_handled(&self) -> impl Future<Output = ()> + Send + 'static {
-        let target = self.shared.notifications_received.load(Ordering::Acquire);
-        let mut rx = self.shared.notifications_handled.clone();
-        async move {
-            let _ = rx.wait_for(|n| *n >= target).await;
-        }
+        let target = self.shared.notifications_received.load(Ordering::SeqCst);
+        let shared = self.shared.clone();
+        async move { shared.notifications_handled.wait_for(target).await }
     }
 
     /// Why it closed, once it has.
@@ -686,30 +738,28 @@ where
     let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
     let (closed_tx, closed_rx) = watch::channel(None);
     let token = CancellationToken::new();
-    let (handled_tx, handled_rx) = watch::channel(0);
     let (writer_done_tx, writer_done_rx) = watch::channel(false);
     let handle = ConnectionHandle {
-        cmd: cmd_tx,
-        ctl: ctl_tx,
         shared: Arc::new(Shared {
+            cmd: cmd_tx,
+            ctl: ctl_tx,
             role: config.core.role,
             next_key: AtomicU64::new(0),
             client_caps: AtomicU8::new(0),
             closed: closed_rx,
             token: token.clone(),
             notifications_received: AtomicU64::new(0),
-            notifications_handled: handled_rx,
+            notifications_handled: HandledCounter::default(),
             writer_done: writer_done_rx,
         }),
     };
     let service = RpcService::new(make(handle.clone()));
 
-    let handled = Arc::new(handled_tx);
     let (notif_tx, notif_rx) = mpsc::channel(config.notification_buffer.max(1));
     tokio::spawn(notification_loop(
         notif_rx,
         service.clone(),
-        handled.clone(),
+        handle.shared.clone(),
     ));
 
     let driver = Driver {
@@ -730,7 +780,6 @@ where
         reading: true,
         notif_poll: PollSender::new(notif_tx.clone()),
         notif_tx,
-        handled,
         closed_tx,
         cmd_rx,
         commands_done: 0,
@@ -762,9 +811,17 @@ enum NotifWork {
 async fn notification_loop(
     mut rx: mpsc::Receiver<NotifWork>,
     mut service: RpcService,
-    handled: Arc<watch::Sender<u64>>,
+    shared: Arc<Shared>,
 ) {
     use futures::FutureExt;
+    /// Waiters of `notifications_handled` stop waiting once no more will be handled.
+    struct Ended(Arc<Shared>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            self.0.notifications_handled.end();
+        }
+    }
+    let shared = Ended(shared);
     while let Some(work) = rx.recv().await {
         let (method, r) = match work {
             NotifWork::Call(n) => {
@@ -782,7 +839,7 @@ async fn notification_loop(
             }
         };
         notification_done(&method, r.map_err(|_| ()));
-        handled.send_modify(|n| *n += 1);
+        shared.0.notifications_handled.add_one();
     }
 }
 
@@ -913,8 +970,6 @@ struct Driver<R, W> {
     reading: bool,
     notif_tx: mpsc::Sender<NotifWork>,
     notif_poll: PollSender<NotifWork>,
-    /// How many notifications are done with (by the notification task or inline).
-    handled: Arc<watch::Sender<u64>>,
     closed_tx: watch::Sender<Option<String>>,
     cmd_rx: mpsc::Receiver<Command>,
     /// Commands processed so far.
@@ -1399,10 +1454,10 @@ where
 
     /// Runs a request handler on its own task (it waits for something).
     fn spawn_request(&self, token: u64, fut: HandlerFuture) {
-        let cmd = self.handle.cmd.clone();
+        let cmd = self.handle.shared.cmd.clone();
         let guard = AnswerGuard {
             token,
-            ctl: Some(self.handle.ctl.clone()),
+            ctl: Some(self.handle.shared.ctl.clone()),
         };
         tokio::spawn(async move {
             let mut guard = guard; // moved in whole: dropped when the task ends
@@ -1482,11 +1537,8 @@ where
                 }
             }
             Event::Notification { method, params } => {
-                let before = self
-                    .handle
-                    .shared
-                    .notifications_received
-                    .fetch_add(1, Ordering::AcqRel);
+                let shared = &self.handle.shared;
+                let before = shared.notifications_received.fetch_add(1, Ordering::SeqCst);
                 let n = Incoming {
                     method,
                     params,
@@ -1496,7 +1548,8 @@ where
                     peer: self.handle.clone(),
                 };
                 // In order: run it here only if every earlier one is done.
-                let idle = self.overflow.is_empty() && *self.handled.borrow() == before;
+                let idle = self.overflow.is_empty()
+                    && shared.notifications_handled.count.load(Ordering::SeqCst) == before;
                 if !idle {
                     self.queue_notification(NotifWork::Call(n));
                     return;
@@ -1505,11 +1558,11 @@ where
                 match self.start_handler(n) {
                     FirstPoll::Done(r) => {
                         notification_done(&method, Ok(r));
-                        self.handled.send_modify(|n| *n += 1);
+                        self.handle.shared.notifications_handled.add_one();
                     }
                     FirstPoll::Panicked => {
                         notification_done(&method, Err(()));
-                        self.handled.send_modify(|n| *n += 1);
+                        self.handle.shared.notifications_handled.add_one();
                     }
                     FirstPoll::Pending(fut) => {
                         self.queue_notification(NotifWork::Started { method, fut })
