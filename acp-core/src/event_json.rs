@@ -110,10 +110,43 @@ impl<T> Event<T> {
 
     /// The event as JSON text (see [`Event::write_json`]).
     pub fn to_json_string(&self) -> String {
-        let mut out = Vec::with_capacity(128);
+        let mut out = Vec::with_capacity(self.json_len_hint());
         self.write_json(&mut out);
         String::from_utf8(out).expect("JSON written from str and valid raw JSON is UTF-8")
     }
+
+    /// About how many bytes [`Event::write_json`] writes (exact up to the short fields), so a
+    /// large message's text is allocated once instead of grown by doubling.
+    fn json_len_hint(&self) -> usize {
+        let (method, raw) = match self {
+            Event::Request { method, params, .. } | Event::Notification { method, params } => {
+                (method.len(), params.as_deref())
+            }
+            Event::Response {
+                method,
+                result: Ok(r),
+                ..
+            } => (method.len(), Some(&**r)),
+            _ => (0, None),
+        };
+        128 + method + raw.map_or(0, |r| r.get().len())
+    }
+}
+
+/// Events as one JSON array text (`[]` when there is none), each element written by
+/// [`Event::write_json`]: what the wasm build hands to one `JSON.parse` per batch of events.
+pub fn events_to_json_array<T>(events: impl IntoIterator<Item = Event<T>>) -> String {
+    let mut out = Vec::new();
+    out.push(b'[');
+    for (i, e) in events.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.reserve(e.json_len_hint());
+        e.write_json(&mut out);
+    }
+    out.push(b']');
+    String::from_utf8(out).expect("JSON written from str and valid raw JSON is UTF-8")
 }
 
 #[cfg(test)]
@@ -220,5 +253,21 @@ nonsense
         }
         seen += check_all(events);
         assert!(seen >= 14, "only {seen} events checked");
+    }
+
+    #[test]
+    fn array_of_events_is_the_events_in_order() {
+        assert_eq!(super::events_to_json_array(Vec::<Event<()>>::new()), "[]");
+        let mut c: Connection = Connection::new(Config::new(Role::Client));
+        c.handle_bytes(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{\"x\":[1,\"\\n\"]}}\nnonsense\n{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"b\"}\n",
+            0,
+        );
+        let events: Vec<Event<()>> = std::iter::from_fn(|| c.poll_event()).collect();
+        let expected: Vec<serde_json::Value> = events.iter().map(Event::to_json).collect();
+        assert_eq!(expected.len(), 3);
+        let text = super::events_to_json_array(events);
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed, serde_json::Value::Array(expected), "{text}");
     }
 }

@@ -46,5 +46,6 @@ pub use connection::{
     AutoAnswerReason, BatchEntry, BatchPolicy, Config, Connection, Event, Millis, RequestOptions,
 };
 pub use error::{CallError, Error, PeerError, PeerErrorKind};
+pub use event_json::events_to_json_array;
 pub use jsonrpc::{ErrorCode, ErrorObject, Id};
 pub use serde_json::value::RawValue;
