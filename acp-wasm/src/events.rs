@@ -91,6 +91,18 @@ pub fn event_to_js(event: &Event<()>) -> Result<JsValue, JsValue> {
     js_sys::JSON::parse(&event.to_json_string())
 }
 
+/// Events as one JS array: written by the core into one JSON array text (each element exactly
+/// what [`event_to_js`] hands over), then one `JSON.parse`.
+pub fn events_to_js(events: impl Iterator<Item = Event<()>>) -> Result<JsValue, JsValue> {
+    let mut events = events.peekable();
+    if events.peek().is_none() {
+        // The common "nothing new" poll: no text to decode.
+        return Ok(js_sys::Array::new().into());
+    }
+    let text = acp_core::events_to_json_array(events);
+    js_sys::JSON::parse(&text)
+}
+
 #[cfg(test)]
 mod tests {
     //! The TypeScript above is written by hand: these tests keep it in step with the core's

@@ -16,6 +16,7 @@ mod events;
 use acp_core::{BatchPolicy, Config, Connection, ErrorObject, RawValue, RequestOptions, Role};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
 use crate::errors::{core_error, describe, invalid_params, type_error};
 
@@ -29,7 +30,28 @@ use crate::errors::{core_error, describe, invalid_params, type_error};
 #[wasm_bindgen]
 pub struct AcpConnection {
     inner: Connection<()>,
+    /// Bytes taken from the core and not handed out yet start at `tx_pos` (`pollTransmitInto`
+    /// may hand out part of them). Once handed out the buffer is kept, so it goes back to the
+    /// core for the next messages (`poll_transmit_into` swaps buffers) instead of being
+    /// regrown each time.
+    tx: Vec<u8>,
+    tx_pos: usize,
 }
+
+#[wasm_bindgen]
+extern "C" {
+    /// A `Uint8Array`, for the one method bound below.
+    #[wasm_bindgen(js_name = Uint8Array)]
+    type JsBytes;
+
+    /// `target.set(bytes)`: copies a slice of wasm memory into a JS array at offset 0, without
+    /// allocating a JS array for it (the target must be at least as long).
+    #[wasm_bindgen(method, js_name = set)]
+    fn set_from_wasm(this: &JsBytes, bytes: &[u8]);
+}
+
+/// A transmit buffer larger than this is released after use rather than kept.
+const RETAINED_TX_BYTES: usize = 1024 * 1024;
 
 /// `ConnectionOptions` as read from JSON.
 #[derive(Deserialize, Default)]
@@ -92,6 +114,8 @@ impl AcpConnection {
         }
         Ok(AcpConnection {
             inner: Connection::new(config),
+            tx: Vec::new(),
+            tx_pos: 0,
         })
     }
 
@@ -194,6 +218,57 @@ impl AcpConnection {
         self.inner.respond(token, &*raw).map_err(core_error)
     }
 
+    /// Like `sendRequest`, with the params already serialized: `paramsJson` is the JSON text of
+    /// an object or array (what `JSON.stringify(params)` returns), or `undefined` for none. The
+    /// text is checked (invalid JSON or another kind of value throws `InvalidParams`) and sent
+    /// as written (newlines outside strings become spaces), which saves the wrapper calling back
+    /// into JS to stringify.
+    #[wasm_bindgen(js_name = sendRequestRaw)]
+    pub fn send_request_raw(
+        &mut self,
+        method: &str,
+        #[wasm_bindgen(js_name = paramsJson)] params_json: Option<String>,
+        #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
+        #[wasm_bindgen(js_name = timeoutMs)] timeout_ms: Option<f64>,
+    ) -> Result<f64, JsValue> {
+        let now = millis(now_ms, "nowMs")?;
+        let mut opts = RequestOptions::default();
+        if let Some(t) = timeout_ms {
+            opts = opts.timeout(millis(t, "timeoutMs")?);
+        }
+        let params = params_json.map(raw_json).transpose()?;
+        self.inner
+            .send_request(method, params.as_deref(), opts, now)
+            .map(|id| id as f64)
+            .map_err(core_error)
+    }
+
+    /// Like `notify`, with the params already serialized (see `sendRequestRaw`).
+    #[wasm_bindgen(js_name = notifyRaw)]
+    pub fn notify_raw(
+        &mut self,
+        method: &str,
+        #[wasm_bindgen(js_name = paramsJson)] params_json: Option<String>,
+    ) -> Result<(), JsValue> {
+        let params = params_json.map(raw_json).transpose()?;
+        self.inner
+            .notify(method, params.as_deref())
+            .map_err(core_error)
+    }
+
+    /// Like `respond`, with the result already serialized: `resultJson` is the JSON text of any
+    /// value (`JSON.stringify(result)`); invalid JSON throws `InvalidParams`.
+    #[wasm_bindgen(js_name = respondRaw)]
+    pub fn respond_raw(
+        &mut self,
+        token: f64,
+        #[wasm_bindgen(js_name = resultJson)] result_json: String,
+    ) -> Result<(), JsValue> {
+        let token = integer(token, "token")?;
+        let raw = raw_json(result_json)?;
+        self.inner.respond(token, &*raw).map_err(core_error)
+    }
+
     /// Answers the incoming request `token` with a JSON-RPC error.
     #[wasm_bindgen(js_name = respondError)]
     pub fn respond_error(
@@ -248,17 +323,48 @@ impl AcpConnection {
 
     /// NDJSON bytes to write to the peer (complete lines, possibly many), or `undefined`.
     #[wasm_bindgen(js_name = pollTransmit)]
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.inner.poll_transmit()
+    pub fn poll_transmit(&mut self) -> Option<js_sys::Uint8Array> {
+        let pending = self.pending_tx();
+        if pending.is_empty() {
+            return None;
+        }
+        // One copy into a JS-owned array; the wasm buffer stays with us for reuse.
+        let n = pending.len();
+        let bytes = js_sys::Uint8Array::new_from_slice(pending);
+        self.consume_tx(n);
+        Some(bytes)
+    }
+
+    /// Copies bytes to write to the peer into `buffer` (from its start, at most its length)
+    /// and returns how many; bytes that do not fit stay queued for the next call. 0 when
+    /// nothing is pending. Unlike `pollTransmit`, allocates no JS array: write
+    /// `buffer.subarray(0, n)` out before reusing the buffer.
+    #[wasm_bindgen(js_name = pollTransmitInto)]
+    pub fn poll_transmit_into(&mut self, buffer: &js_sys::Uint8Array) -> f64 {
+        let room = buffer.length() as usize;
+        let pending = self.pending_tx();
+        let n = pending.len().min(room);
+        if n == 0 {
+            return 0.0;
+        }
+        buffer
+            .unchecked_ref::<JsBytes>()
+            .set_from_wasm(&pending[..n]);
+        self.consume_tx(n);
+        n as f64
     }
 
     /// Like `pollTransmit`, as a string.
     #[wasm_bindgen(js_name = pollTransmitString)]
     pub fn poll_transmit_string(&mut self) -> Option<String> {
-        self.inner.poll_transmit().map(|bytes| {
-            String::from_utf8(bytes)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-        })
+        let pending = self.pending_tx();
+        if pending.is_empty() {
+            return None;
+        }
+        let n = pending.len();
+        let text = String::from_utf8_lossy(pending).into_owned();
+        self.consume_tx(n);
+        Some(text)
     }
 
     /// The next event, or `undefined`.
@@ -268,6 +374,14 @@ impl AcpConnection {
             Some(event) => events::event_to_js(&event),
             None => Ok(JsValue::UNDEFINED),
         }
+    }
+
+    /// Every pending event at once, oldest first (an empty array when there is none): the
+    /// same objects as `pollEvent()`, written as one JSON array and handed over with one
+    /// `JSON.parse`, so a burst of events costs one crossing of the wasm boundary.
+    #[wasm_bindgen(js_name = pollEvents, unchecked_return_type = "AcpEvent[]")]
+    pub fn poll_events(&mut self) -> Result<JsValue, JsValue> {
+        events::events_to_js(std::iter::from_fn(|| self.inner.poll_event()))
     }
 
     /// The next deadline (absolute, on the caller's `nowMs` clock), or `undefined`.
@@ -298,6 +412,32 @@ impl AcpConnection {
     #[wasm_bindgen(getter = isClosed)]
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
+    }
+}
+
+impl AcpConnection {
+    /// The bytes not handed out yet: what is left of `tx`, then whatever the core has queued.
+    fn pending_tx(&mut self) -> &[u8] {
+        if self.tx_pos == self.tx.len() {
+            self.tx.clear();
+            self.tx_pos = 0;
+        }
+        // Swaps buffers when `tx` is empty, appends otherwise (bytes stay in order).
+        self.inner.poll_transmit_into(&mut self.tx);
+        &self.tx[self.tx_pos..]
+    }
+
+    /// `n` bytes of `pending_tx` were handed out.
+    fn consume_tx(&mut self, n: usize) {
+        self.tx_pos += n;
+        if self.tx_pos == self.tx.len() {
+            self.tx.clear();
+            self.tx_pos = 0;
+            if self.tx.capacity() > RETAINED_TX_BYTES {
+                // A large message's buffer goes back to the allocator, not to the core.
+                self.tx = Vec::new();
+            }
+        }
     }
 }
 

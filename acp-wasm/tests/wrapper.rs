@@ -45,7 +45,7 @@ fn round_trip_through_js_values() {
         )
         .unwrap();
     assert_eq!(id, 0.0);
-    let wire = c.poll_transmit().expect("a request line");
+    let wire = c.poll_transmit().expect("a request line").to_vec();
     assert_eq!(
         String::from_utf8(wire.clone()).unwrap(),
         "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/new\",\"params\":{\"cwd\":\"/tmp\",\"mcpServers\":[]}}\n"
