@@ -241,6 +241,12 @@ async function serveTs(sc) {
 }
 
 // ---------- acp-wasm (acp-core compiled to wasm), in-memory pair ----------
+//
+// Uses acp-wasm's fastest public API (acp-wasm/API.md): params and results are stringified in
+// JS (`JSON.stringify`, as the TS SDK does) and handed over with sendRequestRaw / notifyRaw /
+// respondRaw, and events are drained with pollEvents() (one JSON.parse per batch of events,
+// every event a plain object whose fields are checked, as the TS contestant's handlers do).
+// Bytes cross JS between the two connections (pollTransmit -> feed), as with a real transport.
 
 function loadWasm() {
   const p = path.resolve(here, "../../acp-wasm/pkg/node/acp_wasm.js");
@@ -254,54 +260,69 @@ async function runWasm(sc) {
   const opts = { maxIncomingInFlight: 1 << 20 }; // scale holds 10,000+ in flight (default 1024)
   const client = new AcpConnection("client", opts);
   const agentConn = new AcpConnection("agent", opts);
-  const pump = () => {
+  // Moves bytes from the connection just used (`from`) to the other, and whatever that
+  // answers back, until the side just fed has nothing to send (the other was drained just
+  // before it was fed, so both are then idle). Bytes go through one reused 64 KiB buffer
+  // (pollTransmitInto), like writes through a pipe; `pumpWhole` hands each flush over as one
+  // array (pollTransmit), which the large-message scenario uses so the receiver gets the
+  // message in one piece, as the TS contestant's streams deliver it.
+  const wire = new Uint8Array(64 * 1024);
+  const pump = (from) => {
+    let a = from;
+    let b = from === client ? agentConn : client;
     for (;;) {
-      let any = false;
-      const c = client.pollTransmit();
-      if (c !== undefined) { agentConn.feed(c, 0); any = true; }
-      const a = agentConn.pollTransmit();
-      if (a !== undefined) { client.feed(a, 0); any = true; }
-      if (!any) return;
+      let n = a.pollTransmitInto(wire);
+      if (n === 0) return;
+      b.feed(wire.subarray(0, n), 0);
+      while (n === wire.length && (n = a.pollTransmitInto(wire)) > 0) b.feed(wire.subarray(0, n), 0);
+      [a, b] = [b, a];
     }
   };
-  const agentRequest = () => {
-    const ev = agentConn.pollEvent();
-    if (!ev || ev.type !== "request") throw new Error(`agent expected a request, got ${JSON.stringify(ev)}`);
-    return ev;
+  const pumpWhole = (from) => {
+    let a = from;
+    let b = from === client ? agentConn : client;
+    for (let bytes; (bytes = a.pollTransmit()) !== undefined; ) {
+      b.feed(bytes, 0);
+      [a, b] = [b, a];
+    }
   };
-  const clientResponse = () => {
-    const ev = client.pollEvent();
-    if (!ev || ev.type !== "response") throw new Error(`client expected a response, got ${JSON.stringify(ev)?.slice(0, 300)}`);
-    return ev;
+  const only = (evs, type, who) => {
+    if (evs.length !== 1 || evs[0].type !== type) {
+      throw new Error(`${who} expected one ${type}, got ${JSON.stringify(evs)?.slice(0, 300)}`);
+    }
+    return evs[0];
   };
+  const agentRequest = () => only(agentConn.pollEvents(), "request", "agent");
+  const clientResponse = () => only(client.pollEvents(), "response", "client");
+  const newSessionJson = () => JSON.stringify(newSessionRequest());
   const answerNewSessions = () => {
-    for (let ev; (ev = agentConn.pollEvent()) !== undefined; ) {
+    for (const ev of agentConn.pollEvents()) {
       if (ev.type !== "request" || ev.params.cwd.length !== CWD.length) throw new Error("bad request");
-      agentConn.respond(ev.token, newSessionResponse());
+      agentConn.respondRaw(ev.token, JSON.stringify(newSessionResponse()));
     }
   };
-  client.sendRequest("initialize", initializeRequest(), 0);
-  pump();
-  agentConn.respond(agentRequest().token, initializeResponse());
-  pump();
+  client.sendRequestRaw("initialize", JSON.stringify(initializeRequest()), 0);
+  pump(client);
+  agentConn.respondRaw(agentRequest().token, JSON.stringify(initializeResponse()));
+  pump(agentConn);
   clientResponse();
   let out;
   if (sc.kind === "notify") {
     const t0 = nowUs();
-    client.sendRequest("session/prompt", promptRequest(), 0);
-    pump();
+    client.sendRequestRaw("session/prompt", JSON.stringify(promptRequest()), 0);
+    pump(client);
     const tok = agentRequest().token;
     let count = 0;
     for (let i = 0; i < sc.n; i++) {
-      agentConn.notify("session/update", chunkNotification());
-      pump();
-      for (let ev; (ev = client.pollEvent()) !== undefined; ) {
+      agentConn.notifyRaw("session/update", JSON.stringify(chunkNotification()));
+      pump(agentConn);
+      for (const ev of client.pollEvents()) {
         if (ev.type !== "notification" || !checkChunk(ev.params)) throw new Error("bad notification");
         count++;
       }
     }
-    agentConn.respond(tok, promptResponse());
-    pump();
+    agentConn.respondRaw(tok, JSON.stringify(promptResponse()));
+    pump(agentConn);
     clientResponse();
     const secs = (nowUs() - t0) / 1e6;
     if (count !== sc.n) throw new Error(`got ${count} of ${sc.n}`);
@@ -311,10 +332,10 @@ async function runWasm(sc) {
     const t0 = nowUs();
     for (let i = 0; i < sc.n; i++) {
       const t = nowUs();
-      client.sendRequest("session/new", newSessionRequest(), 0);
-      pump();
+      client.sendRequestRaw("session/new", newSessionJson(), 0);
+      pump(client);
       answerNewSessions();
-      pump();
+      pump(agentConn);
       if (clientResponse().result.sessionId !== SESSION_ID) throw new Error("wrong response");
       lat.push(nowUs() - t);
     }
@@ -326,15 +347,15 @@ async function runWasm(sc) {
     const t0 = nowUs();
     while (lat.length < sc.n) {
       while (sent < sc.n && sent - lat.length < sc.c) {
-        const id = client.sendRequest("session/new", newSessionRequest(), 0);
+        const id = client.sendRequestRaw("session/new", newSessionJson(), 0);
         sentAt.set(id, nowUs());
         sent++;
-        pump();
+        pump(client);
       }
       answerNewSessions();
-      pump();
-      for (let ev; (ev = client.pollEvent()) !== undefined; ) {
-        if (ev.type !== "response") throw new Error("bad response");
+      pump(agentConn);
+      for (const ev of client.pollEvents()) {
+        if (ev.type !== "response" || ev.result.sessionId !== SESSION_ID) throw new Error("bad response");
         lat.push(nowUs() - sentAt.get(ev.requestId));
         sentAt.delete(ev.requestId);
       }
@@ -344,22 +365,22 @@ async function runWasm(sc) {
     const b = rssKb();
     const t0 = nowUs();
     for (let i = 0; i < sc.n; i++) {
-      client.sendRequest("session/new", newSessionRequest(), 0);
-      pump();
+      client.sendRequestRaw("session/new", newSessionJson(), 0);
+      pump(client);
     }
     const tokens = [];
-    for (let ev; (ev = agentConn.pollEvent()) !== undefined; ) {
+    for (const ev of agentConn.pollEvents()) {
       if (ev.type !== "request") throw new Error(`unexpected ${JSON.stringify(ev)}`);
       tokens.push(ev.token);
     }
     if (tokens.length !== sc.n) throw new Error(`${tokens.length} of ${sc.n} pending`);
     const point = rssKb();
     for (const t of tokens) {
-      agentConn.respond(t, newSessionResponse());
-      pump();
+      agentConn.respondRaw(t, JSON.stringify(newSessionResponse()));
+      pump(agentConn);
     }
     let done = 0;
-    for (let ev; (ev = client.pollEvent()) !== undefined; ) done++;
+    for (const ev of client.pollEvents()) if (ev.type === "response") done++;
     const secs = (nowUs() - t0) / 1e6;
     if (done !== sc.n) throw new Error(`${done} of ${sc.n} answered`);
     return { ok: true, secs, per_sec: sc.n / secs, base_rss_kb: b, point_rss_kb: point };
@@ -367,22 +388,25 @@ async function runWasm(sc) {
     const b = rssKb();
     let content = fileContent(sc.n);
     const t0 = nowUs();
-    client.sendRequest("session/prompt", promptRequest(), 0);
-    pump();
+    client.sendRequestRaw("session/prompt", JSON.stringify(promptRequest()), 0);
+    pumpWhole(client);
     const tok = agentRequest().token;
-    agentConn.sendRequest("fs/write_text_file", { sessionId: SESSION_ID, path: WRITE_PATH, content }, 0);
+    agentConn.sendRequestRaw(
+      "fs/write_text_file",
+      JSON.stringify({ sessionId: SESSION_ID, path: WRITE_PATH, content }),
+      0,
+    );
     content = null;
-    pump();
-    const ev = client.pollEvent();
-    if (!ev || ev.type !== "request" || ev.params.content.length !== Math.max(0, sc.n - 1024)) {
+    pumpWhole(agentConn);
+    const ev = only(client.pollEvents(), "request", "client");
+    if (ev.params.content.length !== Math.max(0, sc.n - 1024)) {
       throw new Error(`client expected the write request, got ${JSON.stringify(ev)?.slice(0, 300)}`);
     }
-    client.respond(ev.token, {});
-    pump();
-    const done = agentConn.pollEvent();
-    if (!done || done.type !== "response") throw new Error(`agent expected the response, got ${JSON.stringify(done)?.slice(0, 300)}`);
-    agentConn.respond(tok, promptResponse());
-    pump();
+    client.respondRaw(ev.token, "{}");
+    pumpWhole(client);
+    only(agentConn.pollEvents(), "response", "agent");
+    agentConn.respondRaw(tok, JSON.stringify(promptResponse()));
+    pumpWhole(agentConn);
     clientResponse();
     const secs = (nowUs() - t0) / 1e6;
     return { ok: true, secs, per_sec: sc.n / secs, base_rss_kb: b };
