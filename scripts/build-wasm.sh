@@ -3,7 +3,7 @@
 #   pkg/node/  wasm-bindgen --target nodejs (CommonJS; what node and VS Code load)
 #   pkg/web/   wasm-bindgen --target web    (ES module; call the default export init() first)
 #   pkg/package.json  (from acp-wasm/js/package.json; exports map node -> node/, browser/default -> web/)
-# with the workspace [profile.wasm] (opt-level z, LTO, panic=abort, strip) and wasm-opt -Oz.
+# with the workspace [profile.wasm] (opt-level s, LTO, panic=abort, strip) and wasm-opt -Oz.
 # Prints the size (raw and gzip -9) of every .wasm it builds.
 # Environment: ACP_WASM_PROFILE (default wasm), ACP_WASM_OUT (default acp-wasm/pkg),
 # ACP_WASM_TARGET_DIR (default target-wasm), ACP_WASM_ENFORCE_SIZE=1 (fail over 250 KB), and
