@@ -281,3 +281,43 @@ async fn what_an_inline_handler_sent_goes_out_before_its_answer() {
         assert_eq!(*seen.lock().unwrap(), (0..n).collect::<Vec<_>>());
     }
 }
+
+/// A peer that floods requests and never reads the answers: the answers given inline pile up
+/// only until `read_pause_bytes`, then the driver stops reading and the peer's writes block
+/// (instead of this process buffering without bound).
+#[tokio::test(start_paused = true)]
+async fn a_peer_that_does_not_read_its_answers_is_paused() {
+    use tokio::io::AsyncWriteExt;
+    let answer = "a".repeat(4 << 10);
+    let router = Router::new().ext_method("big_answer", move |_v, _cx| {
+        let answer = answer.clone();
+        async move { Ok(json!(answer)) }
+    });
+    let ((ar, aw), (_pr, mut pw)) = transport::duplex(16 << 10);
+    let mut config = DriverConfig::new(Role::Agent);
+    config.read_pause_bytes = 256 << 10;
+    config.read_chunk = 4 << 10;
+    let _agent = driver::spawn(ar, aw, router, config);
+    let sent = Arc::new(AtomicUsize::new(0));
+    let flood = tokio::spawn({
+        let sent = sent.clone();
+        async move {
+            for id in 0u64.. {
+                let line = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"_big_answer\",\"params\":{{}}}}\n"
+                );
+                pw.write_all(line.as_bytes()).await.unwrap();
+                sent.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    // Paused time only advances when every task is idle: this elapses iff the flood is stuck.
+    let r = tokio::time::timeout(Duration::from_secs(3600), flood).await;
+    assert!(r.is_err(), "the flooding peer must be blocked");
+    let n = sent.load(Ordering::SeqCst);
+    // ~4 KiB per answer, ~70 bytes per request: the reads (4 KiB, ~58 requests each) that
+    // took the answers past 256 KiB, plus what the 16 KiB inbound pipe holds (~230): about
+    // 400 (without the pause it would never stop).
+    assert!(n >= 60, "it answered until the pause ({n})");
+    assert!(n <= 600, "bounded buffering ({n} requests accepted)");
+}
