@@ -263,9 +263,8 @@ async function runWasm(sc) {
   // Moves bytes from the connection just used (`from`) to the other, and whatever that
   // answers back, until the side just fed has nothing to send (the other was drained just
   // before it was fed, so both are then idle). Bytes go through one reused 64 KiB buffer
-  // (pollTransmitInto), like writes through a pipe; `pumpWhole` hands each flush over as one
-  // array (pollTransmit), which the large-message scenario uses so the receiver gets the
-  // message in one piece, as the TS contestant's streams deliver it.
+  // (pollTransmitInto), like writes through a pipe: a large message reaches the receiver in
+  // 64 KiB pieces, as over stdio.
   const wire = new Uint8Array(64 * 1024);
   const pump = (from) => {
     let a = from;
@@ -275,14 +274,6 @@ async function runWasm(sc) {
       if (n === 0) return;
       b.feed(wire.subarray(0, n), 0);
       while (n === wire.length && (n = a.pollTransmitInto(wire)) > 0) b.feed(wire.subarray(0, n), 0);
-      [a, b] = [b, a];
-    }
-  };
-  const pumpWhole = (from) => {
-    let a = from;
-    let b = from === client ? agentConn : client;
-    for (let bytes; (bytes = a.pollTransmit()) !== undefined; ) {
-      b.feed(bytes, 0);
       [a, b] = [b, a];
     }
   };
@@ -389,7 +380,7 @@ async function runWasm(sc) {
     let content = fileContent(sc.n);
     const t0 = nowUs();
     client.sendRequestRaw("session/prompt", JSON.stringify(promptRequest()), 0);
-    pumpWhole(client);
+    pump(client);
     const tok = agentRequest().token;
     agentConn.sendRequestRaw(
       "fs/write_text_file",
@@ -397,16 +388,16 @@ async function runWasm(sc) {
       0,
     );
     content = null;
-    pumpWhole(agentConn);
+    pump(agentConn);
     const ev = only(client.pollEvents(), "request", "client");
     if (ev.params.content.length !== Math.max(0, sc.n - 1024)) {
       throw new Error(`client expected the write request, got ${JSON.stringify(ev)?.slice(0, 300)}`);
     }
     client.respondRaw(ev.token, "{}");
-    pumpWhole(client);
+    pump(client);
     only(agentConn.pollEvents(), "response", "agent");
     agentConn.respondRaw(tok, JSON.stringify(promptResponse()));
-    pumpWhole(agentConn);
+    pump(agentConn);
     clientResponse();
     const secs = (nowUs() - t0) / 1e6;
     return { ok: true, secs, per_sec: sc.n / secs, base_rss_kb: b };
