@@ -126,7 +126,7 @@ impl std::error::Error for SupervisorError {}
 
 #[derive(Clone)]
 enum State {
-    Running(Running),
+    Running(Box<Running>),
     Restarting,
     Failed(String),
     Stopped,
@@ -188,7 +188,7 @@ impl SupervisedAgent {
         let running = launch(&config, service.clone(), 1).await?;
         let (events, _) = broadcast::channel(256);
         let shared = Arc::new(Shared {
-            state: watch::channel(State::Running(running.clone())).0,
+            state: watch::channel(State::Running(Box::new(running.clone()))).0,
             sessions: Mutex::new(Vec::new()),
             events,
             stop: CancellationToken::new(),
@@ -418,7 +418,9 @@ where
             }
         }
         reattach(&shared, &running).await;
-        shared.state.send_replace(State::Running(running.clone()));
+        shared
+            .state
+            .send_replace(State::Running(Box::new(running.clone())));
         shared.emit(SupervisorEvent::Started {
             pid: running.child.pid(),
             generation: running.generation,

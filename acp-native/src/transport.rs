@@ -13,12 +13,9 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_core::{ErrorObject, RawValue, Role};
+use acp_core::{ErrorCode, ErrorObject, Id, RawValue, Role};
 use futures::{SinkExt, StreamExt};
-use tokio::io::{
-    AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream, ReadHalf,
-    WriteHalf,
-};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio_tungstenite::tungstenite::Message;
@@ -173,7 +170,43 @@ fn frame_to_lines(text: String) -> Vec<u8> {
 /// UTF-8) frame becomes one line, or the lines it holds (see `frame_to_lines`); each line
 /// written becomes one text frame. A close frame or error
 /// is EOF; EOF on the writer sends a close frame. Spawns the bridge task (needs a runtime).
+///
+/// Lines written are framed by acp-core's decoder with its default 64 MiB limit, so a peer
+/// writing without newlines cannot make the bridge buffer without bound. A longer line is
+/// skipped; if it was a response (its id read from its first bytes), the WebSocket side gets
+/// an Internal error for that id in its place, so the caller is not left waiting.
 pub fn ws_bridge<S>(ws: WebSocketStream<S>) -> DuplexHalves
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    ws_bridge_limited(ws, acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES)
+}
+
+/// What replaces a line over the bridge's limit on the WebSocket: an error for the response's
+/// id, or nothing (logged) for anything else.
+fn oversize_reply(limit: usize, prefix: &[u8]) -> Option<Message> {
+    let sniffed = acp_core::sniff::sniff(prefix);
+    match sniffed.id {
+        Some(id) if sniffed.has_result_or_error && !sniffed.has_method && id != Id::Null => {
+            tracing::warn!(%id, limit, "a response over the WebSocket bridge's limit was replaced by an error");
+            let error = ErrorObject::new(
+                ErrorCode::InternalError,
+                format!("the response was larger than the WebSocket bridge's {limit}-byte limit and was dropped"),
+            );
+            let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+            Some(Message::text(msg.to_string()))
+        }
+        _ => {
+            tracing::warn!(
+                limit,
+                "a message over the WebSocket bridge's limit was dropped"
+            );
+            None
+        }
+    }
+}
+
+fn ws_bridge_limited<S>(ws: WebSocketStream<S>, max_line: usize) -> DuplexHalves
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -203,25 +236,34 @@ where
     });
     // Lines -> WebSocket.
     tokio::spawn(async move {
-        let mut lines = BufReader::new(bridge_read);
-        let mut line = Vec::new();
+        use acp_core::framing::{is_blank, Decoder, Frame};
+        use tokio::io::AsyncReadExt;
+        let mut reader = bridge_read;
+        let mut decoder = Decoder::new(max_line);
+        let mut buf = vec![0u8; 64 << 10];
+        let mut frames: Vec<Message> = Vec::new();
         loop {
-            line.clear();
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    while matches!(line.last(), Some(b'\n' | b'\r')) {
-                        line.pop();
-                    }
-                    if line.iter().all(|b| b.is_ascii_whitespace()) {
-                        continue;
-                    }
-                    let text = String::from_utf8_lossy(&line).into_owned();
-                    if let Err(e) = sink.send(Message::text(text)).await {
-                        tracing::debug!("websocket write failed: {e}");
-                        return;
-                    }
+            let n = reader.read(&mut buf).await.unwrap_or(0);
+            let mut sink_frame = |f: Frame<'_>| match f {
+                Frame::Line(line) if !is_blank(line) => {
+                    frames.push(Message::text(String::from_utf8_lossy(line).into_owned()));
                 }
+                Frame::Line(_) => {}
+                Frame::Oversize { limit, prefix } => frames.extend(oversize_reply(limit, prefix)),
+            };
+            if n == 0 {
+                decoder.finish(&mut sink_frame);
+            } else {
+                decoder.decode(&buf[..n], &mut sink_frame);
+            }
+            for m in frames.drain(..) {
+                if let Err(e) = sink.send(m).await {
+                    tracing::debug!("websocket write failed: {e}");
+                    return;
+                }
+            }
+            if n == 0 {
+                break;
             }
         }
         let _ = sink.send(Message::Close(None)).await;
@@ -340,7 +382,71 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::frame_to_lines;
+    use super::*;
+
+    /// The lines side of a bridge over an in-memory WebSocket, and the WebSocket's other end.
+    async fn bridged(max_line: usize) -> (DuplexHalves, WebSocketStream<DuplexStream>) {
+        use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let server = WebSocketStream::from_raw_socket(a, WsRole::Server, None).await;
+        let client = WebSocketStream::from_raw_socket(b, WsRole::Client, None).await;
+        (ws_bridge_limited(server, max_line), client)
+    }
+
+    async fn next_text(ws: &mut WebSocketStream<DuplexStream>) -> String {
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("a frame in time")
+            .expect("open")
+            .expect("a frame");
+        match msg {
+            Message::Text(t) => t.as_str().to_owned(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_over_the_limit_are_dropped_and_a_response_among_them_answered() {
+        let ((_r, mut w), mut ws) = bridged(1024).await;
+        let big = "x".repeat(4096);
+        let input = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"a\"}}\r\n\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{{\"text\":\"{big}\"}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{{\"text\":\"{big}\"}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{{}}}}\n"
+        );
+        // In small pieces, as a pipe delivers them.
+        for piece in input.as_bytes().chunks(100) {
+            w.write_all(piece).await.unwrap();
+        }
+        assert_eq!(
+            next_text(&mut ws).await,
+            r#"{"jsonrpc":"2.0","method":"a"}"#
+        );
+        let replaced: serde_json::Value = serde_json::from_str(&next_text(&mut ws).await).unwrap();
+        assert_eq!(replaced["id"], 7, "{replaced}");
+        assert_eq!(replaced["error"]["code"], -32603, "{replaced}");
+        assert!(
+            replaced["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("1024-byte limit"),
+            "{replaced}"
+        );
+        // The oversize notification is dropped; the stream goes on.
+        assert_eq!(
+            next_text(&mut ws).await,
+            r#"{"jsonrpc":"2.0","id":8,"result":{}}"#
+        );
+        // A final line without a newline still goes out, then EOF closes the WebSocket.
+        w.write_all(br#"{"last":true}"#).await.unwrap();
+        w.shutdown().await.unwrap();
+        assert_eq!(next_text(&mut ws).await, r#"{"last":true}"#);
+        let end = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .unwrap();
+        assert!(matches!(end, Some(Ok(Message::Close(_))) | None), "{end:?}");
+    }
 
     #[test]
     fn a_frame_is_one_message_or_the_lines_it_holds() {
