@@ -102,6 +102,13 @@ impl AgentSideConnection {
         self.handle.request_typed::<M>(params, self.timeout).await
     }
 
+    /// Any typed request, params by value (not held while the answer is awaited).
+    pub async fn call_owned<M: Method>(&self, params: M::Params) -> Result<M::Result, RpcError> {
+        self.handle
+            .request_typed_owned::<M>(params, self.timeout)
+            .await
+    }
+
     /// `session/update`: streams progress of a prompt turn. Resolves once queued for writing.
     pub async fn session_update(&self, params: s::SessionNotification) -> Result<(), RpcError> {
         self.handle
@@ -115,7 +122,7 @@ impl AgentSideConnection {
         &self,
         params: s::RequestPermissionRequest,
     ) -> Result<s::RequestPermissionResponse, RpcError> {
-        self.call::<typed::RequestPermission>(&params).await
+        self.call_owned::<typed::RequestPermission>(params).await
     }
 
     /// `fs/read_text_file` (needs the client's `fs.readTextFile` capability).
@@ -123,7 +130,7 @@ impl AgentSideConnection {
         &self,
         params: s::ReadTextFileRequest,
     ) -> Result<s::ReadTextFileResponse, RpcError> {
-        self.call::<typed::ReadTextFile>(&params).await
+        self.call_owned::<typed::ReadTextFile>(params).await
     }
 
     /// `fs/write_text_file` (needs `fs.writeTextFile`).
@@ -131,7 +138,7 @@ impl AgentSideConnection {
         &self,
         params: s::WriteTextFileRequest,
     ) -> Result<s::WriteTextFileResponse, RpcError> {
-        self.call::<typed::WriteTextFile>(&params).await
+        self.call_owned::<typed::WriteTextFile>(params).await
     }
 
     /// `terminal/create` (needs `terminal`): returns a handle that releases the terminal when
@@ -141,7 +148,7 @@ impl AgentSideConnection {
         params: s::CreateTerminalRequest,
     ) -> Result<TerminalHandle, RpcError> {
         let session_id = params.session_id.clone();
-        let r = self.call::<typed::CreateTerminal>(&params).await?;
+        let r = self.call_owned::<typed::CreateTerminal>(params).await?;
         Ok(TerminalHandle {
             id: r.terminal_id,
             session_id,

@@ -26,7 +26,7 @@ macro_rules! calls {
             &self,
             params: <$m as Method>::Params,
         ) -> Result<<$m as Method>::Result, RpcError> {
-            self.call::<$m>(&params).await
+            self.call_owned::<$m>(params).await
         }
     )*};
 }
@@ -107,6 +107,13 @@ impl ClientSideConnection {
     /// Any typed request.
     pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, RpcError> {
         self.handle.request_typed::<M>(params, self.timeout).await
+    }
+
+    /// Any typed request, params by value (not held while the answer is awaited).
+    pub async fn call_owned<M: Method>(&self, params: M::Params) -> Result<M::Result, RpcError> {
+        self.handle
+            .request_typed_owned::<M>(params, self.timeout)
+            .await
     }
 
     calls! {

@@ -459,6 +459,20 @@ impl ConnectionHandle {
         decode(M::NAME, &raw)
     }
 
+    /// Like [`request_typed`](Self::request_typed), taking the params by value: they are
+    /// serialized and dropped before the call waits for its answer, so a large request (a
+    /// 64 MiB `fs/write_text_file`) is not held twice meanwhile.
+    pub async fn request_typed_owned<M: acp_core::typed::Method>(
+        &self,
+        params: M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, RpcError> {
+        let raw = to_raw(&params)?;
+        drop(params);
+        let raw = self.request(M::NAME, Some(raw), timeout).await?;
+        decode(M::NAME, &raw)
+    }
+
     /// Sends a notification. Resolves once it is queued for the connection (waiting while the
     /// queue is full, which it stays while the writer is above its high-water mark); a later
     /// close still sends it first.
