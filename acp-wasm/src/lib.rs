@@ -227,7 +227,11 @@ impl AcpConnection {
     pub fn send_request_raw(
         &mut self,
         method: &str,
-        #[wasm_bindgen(js_name = paramsJson)] params_json: Option<String>,
+        #[wasm_bindgen(
+            js_name = paramsJson,
+            unchecked_param_type = "string | null | undefined"
+        )]
+        params_json: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
         #[wasm_bindgen(js_name = timeoutMs)] timeout_ms: Option<f64>,
     ) -> Result<f64, JsValue> {
@@ -236,7 +240,9 @@ impl AcpConnection {
         if let Some(t) = timeout_ms {
             opts = opts.timeout(millis(t, "timeoutMs")?);
         }
-        let params = params_json.map(raw_json).transpose()?;
+        let params = optional_text(&params_json, "paramsJson")?
+            .map(raw_json)
+            .transpose()?;
         self.inner
             .send_request(method, params.as_deref(), opts, now)
             .map(|id| id as f64)
@@ -248,9 +254,15 @@ impl AcpConnection {
     pub fn notify_raw(
         &mut self,
         method: &str,
-        #[wasm_bindgen(js_name = paramsJson)] params_json: Option<String>,
+        #[wasm_bindgen(
+            js_name = paramsJson,
+            unchecked_optional_param_type = "string | null"
+        )]
+        params_json: JsValue,
     ) -> Result<(), JsValue> {
-        let params = params_json.map(raw_json).transpose()?;
+        let params = optional_text(&params_json, "paramsJson")?
+            .map(raw_json)
+            .transpose()?;
         self.inner
             .notify(method, params.as_deref())
             .map_err(core_error)
@@ -262,10 +274,13 @@ impl AcpConnection {
     pub fn respond_raw(
         &mut self,
         token: f64,
-        #[wasm_bindgen(js_name = resultJson)] result_json: String,
+        #[wasm_bindgen(js_name = resultJson, unchecked_param_type = "string")] result_json: JsValue,
     ) -> Result<(), JsValue> {
         let token = integer(token, "token")?;
-        let raw = raw_json(result_json)?;
+        let text = result_json
+            .as_string()
+            .ok_or_else(|| type_error("resultJson must be a string"))?;
+        let raw = raw_json(text)?;
         self.inner.respond(token, &*raw).map_err(core_error)
     }
 
@@ -472,6 +487,18 @@ fn to_json(value: &JsValue) -> Result<String, JsValue> {
             .as_string()
             .ok_or_else(|| invalid_params("value has no JSON representation")),
         Err(thrown) => Err(invalid_params(describe(&thrown))),
+    }
+}
+
+/// JSON text passed as a JS string: `undefined`/`null` for none; any other non-string is a
+/// `TypeError` (checked here: the glue would otherwise hand wasm a non-string).
+fn optional_text(value: &JsValue, what: &str) -> Result<Option<String>, JsValue> {
+    match value.as_string() {
+        Some(text) => Ok(Some(text)),
+        None if value.is_undefined() || value.is_null() => Ok(None),
+        None => Err(type_error(&format!(
+            "{what} must be a string (JSON text), null or undefined"
+        ))),
     }
 }
 

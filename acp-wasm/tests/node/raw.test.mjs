@@ -148,6 +148,28 @@ test("raw params that are not valid JSON, or not an object/array, throw InvalidP
   assert.deepEqual(JSON.parse(agent.pollTransmitString()), { jsonrpc: "2.0", id: 0, result: null });
 });
 
+test("raw JSON text that is not a string is a TypeError and sends nothing", () => {
+  const client = new AcpConnection("client");
+  const agent = new AcpConnection("agent");
+  for (const notText of [{}, 42, true, ["{}"], 10n, Symbol("x"), () => "{}"]) {
+    assert.throws(() => client.sendRequestRaw("a/b", notText, 0), TypeError);
+    assert.throws(() => client.notifyRaw("a/b", notText), TypeError);
+  }
+  client.sendRequestRaw("_x/q", "{}", 0);
+  agent.feed(client.pollTransmit(), 0);
+  const [req] = agent.pollEvents();
+  for (const notText of [undefined, null, {}, 42, ["null"]]) {
+    assert.throws(() => agent.respondRaw(req.token, notText), TypeError);
+  }
+  assert.equal(agent.pendingIncoming, 1);
+  assert.equal(agent.pollTransmit(), undefined);
+  assert.equal(client.pendingOutgoing, 1);
+  // Both still work.
+  agent.respondRaw(req.token, "[]");
+  client.feed(agent.pollTransmit(), 0);
+  assert.deepEqual(client.pollEvents().map((e) => e.result), [[]]);
+});
+
 test("the raw methods report the core's errors and argument errors like the others", () => {
   const client = new AcpConnection("client");
   const agent = new AcpConnection("agent");
