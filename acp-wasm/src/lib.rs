@@ -78,12 +78,12 @@ impl AcpConnection {
     /// A new connection playing `role` ("client" or "agent").
     #[wasm_bindgen(constructor)]
     pub fn new(
-        #[wasm_bindgen(unchecked_param_type = "Role")] role: &str,
+        #[wasm_bindgen(unchecked_param_type = "Role")] role: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "ConnectionOptions")] options: JsValue,
     ) -> Result<AcpConnection, JsValue> {
-        let role = match role {
-            "client" => Role::Client,
-            "agent" => Role::Agent,
+        let role = match role.as_string().as_deref() {
+            Some("client") => Role::Client,
+            Some("agent") => Role::Agent,
             _ => return Err(type_error("role must be \"client\" or \"agent\"")),
         };
         let opts: Options = if options.is_undefined() || options.is_null() {
@@ -124,11 +124,12 @@ impl AcpConnection {
     /// Feeds bytes of the peer's NDJSON stream (any chunking).
     pub fn feed(
         &mut self,
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &[u8],
+        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
     ) -> Result<(), JsValue> {
+        let bytes = bytes_arg(&bytes)?;
         let now = millis(now_ms, "nowMs")?;
-        self.inner.handle_bytes(bytes, now);
+        self.inner.handle_bytes(&bytes, now);
         Ok(())
     }
 
@@ -136,9 +137,10 @@ impl AcpConnection {
     #[wasm_bindgen(js_name = feedString)]
     pub fn feed_string(
         &mut self,
-        text: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
     ) -> Result<(), JsValue> {
+        let text = string_arg(&text, "text")?;
         let now = millis(now_ms, "nowMs")?;
         self.inner.handle_bytes(text.as_bytes(), now);
         Ok(())
@@ -174,11 +176,12 @@ impl AcpConnection {
     #[wasm_bindgen(js_name = sendRequest)]
     pub fn send_request(
         &mut self,
-        method: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
         #[wasm_bindgen(unchecked_param_type = "unknown")] params: JsValue,
         #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
         #[wasm_bindgen(js_name = timeoutMs)] timeout_ms: Option<f64>,
     ) -> Result<f64, JsValue> {
+        let method = string_arg(&method, "method")?;
         let now = millis(now_ms, "nowMs")?;
         let mut opts = RequestOptions::default();
         if let Some(t) = timeout_ms {
@@ -186,7 +189,7 @@ impl AcpConnection {
         }
         let params = optional_raw(&params)?;
         self.inner
-            .send_request(method, params.as_deref(), opts, now)
+            .send_request(&method, params.as_deref(), opts, now)
             .map(|id| id as f64)
             .map_err(core_error)
     }
@@ -194,12 +197,13 @@ impl AcpConnection {
     /// Sends a notification. `params` must be an object or array, or `undefined`/`null`.
     pub fn notify(
         &mut self,
-        method: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "unknown")] params: JsValue,
     ) -> Result<(), JsValue> {
+        let method = string_arg(&method, "method")?;
         let params = optional_raw(&params)?;
         self.inner
-            .notify(method, params.as_deref())
+            .notify(&method, params.as_deref())
             .map_err(core_error)
     }
 
@@ -226,7 +230,7 @@ impl AcpConnection {
     #[wasm_bindgen(js_name = sendRequestRaw)]
     pub fn send_request_raw(
         &mut self,
-        method: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
         #[wasm_bindgen(
             js_name = paramsJson,
             unchecked_param_type = "string | null | undefined"
@@ -235,6 +239,7 @@ impl AcpConnection {
         #[wasm_bindgen(js_name = nowMs)] now_ms: f64,
         #[wasm_bindgen(js_name = timeoutMs)] timeout_ms: Option<f64>,
     ) -> Result<f64, JsValue> {
+        let method = string_arg(&method, "method")?;
         let now = millis(now_ms, "nowMs")?;
         let mut opts = RequestOptions::default();
         if let Some(t) = timeout_ms {
@@ -244,7 +249,7 @@ impl AcpConnection {
             .map(raw_json)
             .transpose()?;
         self.inner
-            .send_request(method, params.as_deref(), opts, now)
+            .send_request(&method, params.as_deref(), opts, now)
             .map(|id| id as f64)
             .map_err(core_error)
     }
@@ -253,18 +258,19 @@ impl AcpConnection {
     #[wasm_bindgen(js_name = notifyRaw)]
     pub fn notify_raw(
         &mut self,
-        method: &str,
+        #[wasm_bindgen(unchecked_param_type = "string")] method: JsValue,
         #[wasm_bindgen(
             js_name = paramsJson,
             unchecked_optional_param_type = "string | null"
         )]
         params_json: JsValue,
     ) -> Result<(), JsValue> {
+        let method = string_arg(&method, "method")?;
         let params = optional_text(&params_json, "paramsJson")?
             .map(raw_json)
             .transpose()?;
         self.inner
-            .notify(method, params.as_deref())
+            .notify(&method, params.as_deref())
             .map_err(core_error)
     }
 
@@ -290,10 +296,11 @@ impl AcpConnection {
         &mut self,
         token: f64,
         code: f64,
-        message: String,
+        #[wasm_bindgen(unchecked_param_type = "string")] message: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "unknown")] data: JsValue,
     ) -> Result<(), JsValue> {
         let token = integer(token, "token")?;
+        let message = string_arg(&message, "message")?;
         if !(code.is_finite() && code.fract() == 0.0 && code.abs() <= MAX_SAFE_INTEGER) {
             return Err(type_error("code must be an integer"));
         }
@@ -329,9 +336,18 @@ impl AcpConnection {
 
     /// Closes the connection: pending incoming requests are answered, pending outgoing ones
     /// fail with kind "closed", and a "closed" event is emitted. Idempotent.
-    pub fn close(&mut self, reason: Option<String>) {
+    pub fn close(
+        &mut self,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] reason: JsValue,
+    ) -> Result<(), JsValue> {
+        let reason = if reason.is_undefined() || reason.is_null() {
+            None
+        } else {
+            Some(string_arg(&reason, "reason")?)
+        };
         self.inner
             .close(reason.as_deref().unwrap_or("closed by the local side"));
+        Ok(())
     }
 
     // ----- outputs -----
@@ -500,6 +516,23 @@ fn optional_text(value: &JsValue, what: &str) -> Result<Option<String>, JsValue>
             "{what} must be a string (JSON text), null or undefined"
         ))),
     }
+}
+
+/// A JS string argument. (A `&str` parameter would let the glue pass any value on: a number
+/// or an object made wasm trap with "memory access out of bounds".)
+fn string_arg(value: &JsValue, what: &str) -> Result<String, JsValue> {
+    value
+        .as_string()
+        .ok_or_else(|| type_error(&format!("{what} must be a string")))
+}
+
+/// A `Uint8Array` (a node `Buffer` is one) argument, copied into wasm memory. (A `&[u8]`
+/// parameter would take a string or a number too and feed garbage bytes.)
+fn bytes_arg(value: &JsValue) -> Result<Vec<u8>, JsValue> {
+    value
+        .dyn_ref::<js_sys::Uint8Array>()
+        .map(js_sys::Uint8Array::to_vec)
+        .ok_or_else(|| type_error("bytes must be a Uint8Array"))
 }
 
 fn raw_json(text: String) -> Result<Box<RawValue>, JsValue> {

@@ -25,11 +25,11 @@ fn error_name(e: &JsValue) -> String {
 }
 
 fn client() -> AcpConnection {
-    AcpConnection::new("client", JsValue::UNDEFINED).unwrap()
+    AcpConnection::new("client".into(), JsValue::UNDEFINED).unwrap()
 }
 
 fn agent() -> AcpConnection {
-    AcpConnection::new("agent", JsValue::UNDEFINED).unwrap()
+    AcpConnection::new("agent".into(), JsValue::UNDEFINED).unwrap()
 }
 
 #[wasm_bindgen_test]
@@ -38,7 +38,7 @@ fn round_trip_through_js_values() {
     let mut a = agent();
     let id = c
         .send_request(
-            "session/new",
+            "session/new".into(),
             json(r#"{"cwd":"/tmp","mcpServers":[]}"#),
             0.0,
             None,
@@ -50,7 +50,8 @@ fn round_trip_through_js_values() {
         String::from_utf8(wire.clone()).unwrap(),
         "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/new\",\"params\":{\"cwd\":\"/tmp\",\"mcpServers\":[]}}\n"
     );
-    a.feed(&wire, 1.0).unwrap();
+    a.feed(js_sys::Uint8Array::from(&wire[..]).into(), 1.0)
+        .unwrap();
     let ev = a.poll_event().unwrap();
     assert_eq!(get(&ev, "type"), "request");
     assert_eq!(get(&ev, "method"), "session/new");
@@ -61,7 +62,7 @@ fn round_trip_through_js_values() {
     assert!(a.poll_event().unwrap().is_undefined());
     let token = get(&ev, "token").as_f64().unwrap();
     a.respond(token, json(r#"{"sessionId":"s1"}"#)).unwrap();
-    c.feed_string(&a.poll_transmit_string().unwrap(), 2.0)
+    c.feed_string(a.poll_transmit_string().unwrap().into(), 2.0)
         .unwrap();
     let done = c.poll_event().unwrap();
     assert_eq!(
@@ -79,18 +80,18 @@ fn errors_are_named_after_the_core_error_kind() {
     let e = c.cancel_request(9.0, 0.0).unwrap_err();
     assert_eq!(error_name(&e), "UnknownRequest");
     let e = c
-        .send_request("", JsValue::UNDEFINED, 0.0, None)
+        .send_request("".into(), JsValue::UNDEFINED, 0.0, None)
         .unwrap_err();
     assert_eq!(error_name(&e), "InvalidMethod");
     let e = c
-        .send_request("a/b", JsValue::from_str("x"), 0.0, None)
+        .send_request("a/b".into(), JsValue::from_str("x"), 0.0, None)
         .unwrap_err();
     assert_eq!(error_name(&e), "InvalidParams");
-    c.close(None);
-    let e = c.notify("a/b", JsValue::UNDEFINED).unwrap_err();
+    c.close(JsValue::UNDEFINED).unwrap();
+    let e = c.notify("a/b".into(), JsValue::UNDEFINED).unwrap_err();
     assert_eq!(error_name(&e), "ConnectionClosed");
     assert!(get(&e, "message").as_string().unwrap().contains("closed"));
-    let e = AcpConnection::new("server", JsValue::UNDEFINED)
+    let e = AcpConnection::new("server".into(), JsValue::UNDEFINED)
         .err()
         .unwrap();
     assert!(e.is_instance_of::<js_sys::TypeError>());
@@ -99,11 +100,11 @@ fn errors_are_named_after_the_core_error_kind() {
 #[wasm_bindgen_test]
 fn options_reach_the_core_config() {
     let mut c = AcpConnection::new(
-        "client",
+        "client".into(),
         json(r#"{"requestTimeoutMs":40,"batchPolicy":"rejectAll"}"#),
     )
     .unwrap();
-    c.send_request("a/b", JsValue::UNDEFINED, 10.0, None)
+    c.send_request("a/b".into(), JsValue::UNDEFINED, 10.0, None)
         .unwrap();
     assert_eq!(c.poll_timeout(), Some(50.0));
     c.handle_timeout(50.0).unwrap();
@@ -114,7 +115,7 @@ fn options_reach_the_core_config() {
         .unwrap()
         .contains("$/cancel_request"));
     // rejectAll: any array gets one Invalid Request.
-    c.feed_string("[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n", 60.0)
+    c.feed_string("[{\"jsonrpc\":\"2.0\",\"method\":\"x\"}]\n".into(), 60.0)
         .unwrap();
     let out = c.poll_transmit_string().unwrap();
     assert!(
@@ -125,7 +126,7 @@ fn options_reach_the_core_config() {
     let ev = c.poll_event().unwrap();
     assert_eq!(get(&ev, "type"), "protocolError");
     assert_eq!(get(&ev, "kind"), "invalidRequest");
-    let bad = AcpConnection::new("client", json(r#"{"requestTimeout":40}"#))
+    let bad = AcpConnection::new("client".into(), json(r#"{"requestTimeout":40}"#))
         .err()
         .unwrap();
     assert!(bad.is_instance_of::<js_sys::TypeError>());
@@ -133,10 +134,10 @@ fn options_reach_the_core_config() {
 
 #[wasm_bindgen_test]
 fn events_for_every_outcome_kind() {
-    let mut c = AcpConnection::new("client", JsValue::UNDEFINED).unwrap();
-    c.send_request("a/b", JsValue::UNDEFINED, 0.0, Some(5.0))
+    let mut c = AcpConnection::new("client".into(), JsValue::UNDEFINED).unwrap();
+    c.send_request("a/b".into(), JsValue::UNDEFINED, 0.0, Some(5.0))
         .unwrap();
-    c.send_request("c/d", JsValue::UNDEFINED, 0.0, None)
+    c.send_request("c/d".into(), JsValue::UNDEFINED, 0.0, None)
         .unwrap();
     c.poll_transmit().unwrap();
     c.handle_timeout(5.0).unwrap();
