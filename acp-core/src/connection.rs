@@ -588,8 +588,23 @@ impl<T> Connection<T> {
         if !self.incoming.contains_key(&token) {
             return Err(self.unknown_token(token));
         }
-        let mut msg = Vec::with_capacity(64);
         let inc = &self.incoming[&token];
+        if inc.batch.is_none() {
+            // Alone: written straight into the output (a large result is not built aside and
+            // copied, which held it twice).
+            let start = self.out.len();
+            self.out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+            write_json(&mut self.out, &inc.id).expect("ids serialize");
+            self.out.extend_from_slice(b",\"result\":");
+            if let Err(e) = write_json(&mut self.out, result) {
+                self.out.truncate(start);
+                return Err(Error::InvalidParams(e.to_string()));
+            }
+            self.out.extend_from_slice(b"}\n");
+            self.incoming.remove(&token);
+            return Ok(());
+        }
+        let mut msg = Vec::with_capacity(64);
         msg.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         write_json(&mut msg, &inc.id).expect("ids serialize");
         msg.extend_from_slice(b",\"result\":");
@@ -1381,6 +1396,36 @@ impl<T> Event<T> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A result that cannot be serialized is refused without a byte of it in the output, and
+    /// the request can still be answered.
+    #[test]
+    fn a_result_that_fails_to_serialize_leaves_nothing_behind() {
+        struct Fails;
+        impl Serialize for Fails {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{Error as _, SerializeMap};
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("partial", "output")?;
+                Err(S::Error::custom("no JSON form"))
+            }
+        }
+        let mut agent: Connection = Connection::new(Config::new(Role::Agent));
+        agent.handle_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"x/y\"}\n", 0);
+        let Some(Event::Request { token, .. }) = agent.poll_event() else {
+            panic!("request expected")
+        };
+        assert!(matches!(
+            agent.respond(token, &Fails),
+            Err(Error::InvalidParams(m)) if m.contains("no JSON form")
+        ));
+        assert!(agent.poll_transmit().is_none(), "nothing half-written");
+        agent.respond(token, &json!({"ok": true})).unwrap();
+        assert_eq!(
+            agent.poll_transmit().unwrap(),
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"ok\":true}}\n"
+        );
+    }
 
     /// Requests answered long before their deadlines do not pile up in the timer heap.
     #[test]
