@@ -2,8 +2,8 @@
 //
 // The engine does all protocol work; this class only moves bytes and events between the engine
 // and the application, following the drain rule of acp-wasm/API.md: after any call that mutates
-// the connection, drain pollTransmit() and pollEvent() until empty, then re-arm one timer for
-// pollTimeout(). Outgoing requests become Promises; incoming requests go to an async handler
+// the connection, drain pollTransmit() until empty and the events with pollEvents(), then re-arm
+// one timer for pollTimeout(). Outgoing requests become Promises; incoming requests go to an async handler
 // with a cancellation token that fires when the engine answers the request itself (timeout,
 // session/cancel, close) or the agent sends $/cancel_request.
 //
@@ -187,10 +187,15 @@ export class AcpClient {
             this.log.warn(`write to agent failed: ${(e as Error).message}`);
           }
         }
-        for (let ev = this.engine.pollEvent(); ev !== undefined; ev = this.engine.pollEvent()) {
+        // One crossing for the whole queue (acp-wasm/API.md "Fast paths"): the same events, in
+        // the same order, as a pollEvent() loop. Events that dispatching queues (a handler that
+        // calls notify/request re-enters pump, which sets pumpAgain) come in the next round.
+        for (const ev of this.engine.pollEvents()) {
+          // A handler disposed the client: the engine is gone, the rest is not delivered.
+          if (this.freed) return;
           this.dispatch(ev);
         }
-      } while (this.pumpAgain);
+      } while (this.pumpAgain && !this.freed);
       this.armTimer();
     } finally {
       this.pumping = false;

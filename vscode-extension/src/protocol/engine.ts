@@ -56,6 +56,8 @@ export interface EngineConnection {
   pollTransmit(): Uint8Array | undefined;
   pollTransmitString(): string | undefined;
   pollEvent(): AcpEvent | undefined;
+  /** Every pending event at once, oldest first ([] when none); shares the queue with pollEvent(). */
+  pollEvents(): AcpEvent[];
   pollTimeout(): number | undefined;
 
   readonly role: Role;
