@@ -11,7 +11,7 @@
 
 import { CancellationSource, type CancellationToken } from "./cancellation";
 import type { EngineConnection, AcpEvent, RpcErrorObject } from "./engine";
-import { type Logger, type TraceSink, nullTrace, truncateJson } from "./log";
+import { type Logger, type TraceSink, nullTrace, truncateJson, truncateText } from "./log";
 import { ErrorCodes, RequestError } from "./types";
 
 export interface Clock {
@@ -123,8 +123,12 @@ export class AcpClient {
   request<T = unknown>(method: string, params: unknown, timeoutMs?: number): Promise<T> {
     if (this.freed) return Promise.reject(new RpcError(method, "closed", { code: -32603, message: "connection disposed" }));
     let id: number;
+    const json = params === undefined || params === null ? undefined : jsonText(params);
     try {
-      id = this.engine.sendRequest(method, params, this.clock.now(), timeoutMs);
+      id =
+        json !== undefined
+          ? this.engine.sendRequestRaw(method, json, this.clock.now(), timeoutMs)
+          : this.engine.sendRequest(method, params, this.clock.now(), timeoutMs);
     } catch (e) {
       this.pump();
       const err = e as Error;
@@ -134,15 +138,17 @@ export class AcpClient {
     const promise = new Promise<T>((resolve, reject) => {
       this.outgoing.set(id, { method, started, resolve: resolve as (v: unknown) => void, reject });
     });
-    this.log.info(`→ #${id} ${method} ${truncateJson(params)}`);
+    this.log.info(`→ #${id} ${method} ${json !== undefined ? truncateText(json) : truncateJson(params)}`);
     this.pump();
     return promise;
   }
 
   notify(method: string, params: unknown): void {
     if (this.freed) return;
-    this.engine.notify(method, params);
-    this.log.info(`→ ${method} (notification) ${truncateJson(params)}`);
+    const json = params === undefined || params === null ? undefined : jsonText(params);
+    if (json !== undefined) this.engine.notifyRaw(method, json);
+    else this.engine.notify(method, params);
+    this.log.info(`→ ${method} (notification) ${json !== undefined ? truncateText(json) : truncateJson(params)}`);
     this.pump();
   }
 
@@ -313,8 +319,12 @@ export class AcpClient {
         this.engine.respondError(token, code, message, e instanceof RequestError ? e.data : undefined);
         this.log.warn(`→ #${String(id)} ${entry.method} error ${code} in ${took}: ${message}`);
       } else {
-        this.engine.respond(token, outcome.result ?? null);
-        this.log.info(`→ #${String(id)} ${entry.method} ok in ${took} ${truncateJson(outcome.result)}`);
+        const result = outcome.result ?? null;
+        const json = jsonText(result);
+        if (json !== undefined) this.engine.respondRaw(token, json);
+        else this.engine.respond(token, result);
+        const shown = outcome.result === undefined ? "" : json !== undefined ? truncateText(json) : truncateJson(outcome.result);
+        this.log.info(`→ #${String(id)} ${entry.method} ok in ${took} ${shown}`);
       }
     } catch (e) {
       const err = e as Error;
@@ -322,6 +332,22 @@ export class AcpClient {
       this.log.warn(`→ #${String(id)} ${entry.method}: answer not sent: ${err.name}: ${err.message}`);
     }
     this.pump();
+  }
+}
+
+/**
+ * `JSON.stringify(value)` for the engine's *Raw commands, done once and shared with the log line
+ * (the plain commands stringify inside the engine, so the log stringified a second time).
+ * `undefined` when the value has no JSON text or stringify throws: the caller then uses the plain
+ * command, which stringifies again and reports exactly the error it always did (`InvalidParams`).
+ * For any text this returns, the *Raw command does what the plain one does with the value.
+ */
+function jsonText(value: unknown): string | undefined {
+  try {
+    const s: unknown = JSON.stringify(value);
+    return typeof s === "string" ? s : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -50,6 +50,10 @@ export interface EngineConnection {
   notify(method: string, params: unknown): void;
   respond(token: number, result: unknown): void;
   respondError(token: number, code: number, message: string, data?: unknown): void;
+  /** The same commands with params/result given as JSON text (`JSON.stringify(value)`). */
+  sendRequestRaw(method: string, paramsJson: string | null | undefined, nowMs: number, timeoutMs?: number): number;
+  notifyRaw(method: string, paramsJson?: string | null): void;
+  respondRaw(token: number, resultJson: string): void;
   cancelRequest(requestId: number, nowMs: number): void;
   close(reason?: string): void;
 

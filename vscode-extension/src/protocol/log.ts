@@ -25,6 +25,11 @@ export function truncateJson(value: unknown, max = 200): string {
   } catch {
     s = String(value);
   }
+  return truncateText(s, max);
+}
+
+/** Text (e.g. JSON already stringified) for a log line, cut like truncateJson. */
+export function truncateText(s: string, max = 200): string {
   if (s.length <= max) return s;
   return `${s.slice(0, max)}… (${s.length} chars)`;
 }
