@@ -429,12 +429,38 @@ pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
 /// Appends a serialized value. Raw JSON may legally contain newlines as whitespace; the
 /// engine never emits one, so they are replaced by spaces (inside JSON strings a newline is
 /// always escaped, so only whitespace can be hit).
+/// Appends to a `Vec` keeping a little room after each piece: a large value written in one
+/// piece (raw params) would otherwise grow the buffer to exactly its size, and the `}` and
+/// newline that close the message would then reallocate it, copying the whole message (in wasm,
+/// whose allocator cannot remap, that is a second copy of a 64 MiB message and memory that is
+/// never returned).
+struct Slack<'a>(&'a mut Vec<u8>);
+
+impl std::io::Write for Slack<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.0.capacity() - self.0.len() < bytes.len() {
+            self.0.reserve(bytes.len() + 64);
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 pub(crate) fn write_json<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     v: &T,
 ) -> Result<(), serde_json::Error> {
     let start = out.len();
-    if let Err(e) = serde_json::to_writer(&mut *out, v) {
+    if let Err(e) = serde_json::to_writer(Slack(out), v) {
         out.truncate(start);
         return Err(e);
     }
