@@ -245,12 +245,17 @@ pub fn run_stdio(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
         let base = rss_kb();
         let mut args = vec!["serve".to_string(), "native".to_string()];
         args.extend(sc.args());
-        let cmd = AgentCommand::new(exe.as_os_str()).args(args);
+        // The agent inherits the whole environment, as the other stdio contestants' children
+        // do (so allocator tunables and ACP_BENCH_* reach it).
+        let cmd = AgentCommand::new(exe.as_os_str())
+            .args(args)
+            .env(acp_native::process::EnvPolicy::inherit_all());
         let count = Arc::new(AtomicUsize::new(0));
         let (client, child) =
             transport::spawn_agent(&cmd, client_router(sc, count.clone()), config(Role::Client))
                 .map_err(err)?;
         let out = measure(client.clone(), sc, &count, &Probe::default(), base).await;
+        debug_hwm("client");
         client.close("done");
         let _ = child.shutdown(Duration::from_secs(2)).await;
         out
@@ -267,6 +272,25 @@ pub fn serve(sc: Scenario) -> R<()> {
                 agent_router(sc, Arc::new(Probe::default()))
             });
         conn.closed().await;
+        debug_hwm("agent");
         Ok(())
     })
+}
+
+/// With ACP_BENCH_DEBUG_HWM=FILE, appends this process's peak RSS (VmHWM) to FILE: which end
+/// of a stdio pair peaks (wait4 only gives the larger of the two).
+fn debug_hwm(who: &str) {
+    if let Ok(path) = std::env::var("ACP_BENCH_DEBUG_HWM") {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        if let Some(line) = status.lines().find(|l| l.starts_with("VmHWM")) {
+            use std::io::Write;
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                let _ = writeln!(f, "{who} {line}");
+            }
+        }
+    }
 }
