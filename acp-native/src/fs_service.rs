@@ -39,7 +39,7 @@ use agent_client_protocol_schema::v1::{
     ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 /// JSON-RPC "Invalid params".
 pub const INVALID_PARAMS: i32 = -32602;
@@ -380,7 +380,7 @@ impl FsService {
 
     async fn write(
         &self,
-        req: WriteTextFileRequest,
+        mut req: WriteTextFileRequest,
         confined: bool,
     ) -> Result<WriteTextFileResponse, FsError> {
         let path = req.path.as_path();
@@ -389,7 +389,7 @@ impl FsService {
         if confined {
             self.check_within_roots(path, &target).await?;
         }
-        atomic_write(path, &target, req.content.as_bytes()).await?;
+        atomic_write(path, &target, std::mem::take(&mut req.content)).await?;
         Ok(WriteTextFileResponse::new())
     }
 
@@ -533,9 +533,49 @@ async fn resolve_physical(path: &Path) -> Result<PathBuf, FsError> {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Writes `bytes` to `target` atomically: temp file in the same directory, fsync, rename,
-/// fsync the directory. `path` (as requested) is used in errors.
-async fn atomic_write(path: &Path, target: &Path, bytes: &[u8]) -> Result<(), FsError> {
+/// Writes under way: each runs to its end (renamed, or its temporary file removed) even when
+/// its request is abandoned, so a process about to exit can wait for them.
+static WRITES: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+/// One write under way (counted in `WRITES` while it lives).
+struct WriteInFlight;
+
+impl WriteInFlight {
+    fn start() -> WriteInFlight {
+        *WRITES.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        WriteInFlight
+    }
+}
+
+impl Drop for WriteInFlight {
+    fn drop(&mut self) {
+        let mut n = WRITES.0.lock().unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        if *n == 0 {
+            WRITES.1.notify_all();
+        }
+    }
+}
+
+/// Blocks until every `fs/write_text_file` under way in this process has finished (the file
+/// replaced, or left as it was with no temporary file behind), or `timeout` passed; returns
+/// whether they all finished. Call it before the process exits (`std::process::exit` or a
+/// runtime shutdown would cut a write short and leave its temporary file).
+pub fn wait_for_writes(timeout: std::time::Duration) -> bool {
+    let n = WRITES.0.lock().unwrap_or_else(|e| e.into_inner());
+    let (n, _) = WRITES
+        .1
+        .wait_timeout_while(n, timeout, |n| *n > 0)
+        .unwrap_or_else(|e| e.into_inner());
+    *n == 0
+}
+
+/// Writes `content` to `target` atomically: temp file in the same directory, fsync, rename,
+/// fsync the directory. `path` (as requested) is used in errors. The file work runs as one
+/// blocking job that always finishes (see [`wait_for_writes`]): dropping this future (the
+/// request cancelled, the connection closed) cannot leave a temporary file behind.
+async fn atomic_write(path: &Path, target: &Path, content: String) -> Result<(), FsError> {
     let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
         return Err(FsError::IsADirectory {
             path: path.to_path_buf(),
@@ -558,67 +598,98 @@ async fn atomic_write(path: &Path, target: &Path, bytes: &[u8]) -> Result<(), Fs
             op: "create the directory of",
             source: e,
         })?;
-
     let tmp = dir.join(format!(
         ".{}.acp-{}-{}.tmp",
         name.to_string_lossy(),
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    let result = async {
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .await
-            .map_err(|e| FsError::Io {
-                path: path.to_path_buf(),
-                op: "create a temporary file for",
-                source: e,
-            })?;
-        if let Some(perms) = existing {
-            file.set_permissions(perms).await.map_err(|e| FsError::Io {
-                path: path.to_path_buf(),
-                op: "copy permissions to",
-                source: e,
-            })?;
-        }
-        file.write_all(bytes).await.map_err(|e| FsError::Io {
+    let job = WriteJob {
+        path: path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        target: target.to_path_buf(),
+        tmp,
+        existing,
+    };
+    let in_flight = WriteInFlight::start();
+    tokio::task::spawn_blocking(move || {
+        let _in_flight = in_flight;
+        job.run(content.as_bytes())
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(FsError::Io {
             path: path.to_path_buf(),
             op: "write",
-            source: e,
-        })?;
-        file.sync_all().await.map_err(|e| FsError::Io {
-            path: path.to_path_buf(),
-            op: "sync",
-            source: e,
-        })?;
-        drop(file);
-        tokio::fs::rename(&tmp, target)
-            .await
-            .map_err(|e| match e.kind() {
+            source: io::Error::other(e.to_string()),
+        })
+    })
+}
+
+/// The blocking part of [`atomic_write`].
+struct WriteJob {
+    path: PathBuf,
+    dir: PathBuf,
+    target: PathBuf,
+    tmp: PathBuf,
+    existing: Option<std::fs::Permissions>,
+}
+
+impl WriteJob {
+    fn run(self, bytes: &[u8]) -> Result<(), FsError> {
+        use std::io::Write as _;
+        let path = &self.path;
+        let result = (|| {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&self.tmp)
+                .map_err(|e| FsError::Io {
+                    path: path.clone(),
+                    op: "create a temporary file for",
+                    source: e,
+                })?;
+            if let Some(perms) = &self.existing {
+                file.set_permissions(perms.clone())
+                    .map_err(|e| FsError::Io {
+                        path: path.clone(),
+                        op: "copy permissions to",
+                        source: e,
+                    })?;
+            }
+            file.write_all(bytes).map_err(|e| FsError::Io {
+                path: path.clone(),
+                op: "write",
+                source: e,
+            })?;
+            file.sync_all().map_err(|e| FsError::Io {
+                path: path.clone(),
+                op: "sync",
+                source: e,
+            })?;
+            drop(file);
+            std::fs::rename(&self.tmp, &self.target).map_err(|e| match e.kind() {
                 io::ErrorKind::IsADirectory | io::ErrorKind::DirectoryNotEmpty => {
-                    FsError::IsADirectory {
-                        path: path.to_path_buf(),
-                    }
+                    FsError::IsADirectory { path: path.clone() }
                 }
                 _ => FsError::Io {
-                    path: path.to_path_buf(),
+                    path: path.clone(),
                     op: "replace",
                     source: e,
                 },
             })
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+            return result;
+        }
+        // Make the rename itself durable. Best effort: some file systems refuse to fsync a
+        // directory.
+        if let Ok(d) = std::fs::File::open(&self.dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
     }
-    .await;
-    if result.is_err() {
-        let _ = tokio::fs::remove_file(&tmp).await;
-        return result;
-    }
-    // Make the rename itself durable. Best effort: some file systems refuse to fsync a directory.
-    if let Ok(d) = tokio::fs::File::open(dir).await {
-        let _ = d.sync_all().await;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

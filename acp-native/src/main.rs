@@ -27,6 +27,9 @@ fn main() {
         }
     };
     let code = runtime.block_on(cli::run(args));
+    // A file write the agent asked for finishes (replaced, or untouched with no temporary file
+    // left) even if the agent died meanwhile; bounded.
+    acp_native::fs_service::wait_for_writes(std::time::Duration::from_secs(10));
     // Do not wait for blocked stdin readers or lingering tasks.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     std::process::exit(code);

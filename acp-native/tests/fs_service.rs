@@ -400,3 +400,34 @@ async fn writes_are_atomic_for_concurrent_readers() {
     assert!(reads > 0);
     assert_eq!(listing(&fx.proj("")), ["big.txt"]);
 }
+
+/// A write abandoned part-way (its request cancelled, the connection closed, the future
+/// dropped) still ends cleanly: the file is complete or untouched, never a temporary file left
+/// behind; and `wait_for_writes` lets a process about to exit wait for it. (Before, dropping
+/// the future between creating and renaming the temporary file left it there; a fresh-clone CI
+/// run of `fault_injection::a_write_interrupted_by_the_agents_crash_is_all_or_nothing` hit it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_write_finishes_or_leaves_nothing() {
+    let fx = Fixture::new();
+    let size = 32 << 20;
+    let content = "w".repeat(size);
+    for (i, after) in [0u64, 1, 3, 10, 30].into_iter().enumerate() {
+        let f = fx.proj(&format!("abandoned-{i}.txt"));
+        let write = fx.write(&f, &content);
+        // Dropped after `after` ms, most likely in the middle of writing 32 MiB.
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(after), write).await;
+        assert!(
+            acp_native::fs_service::wait_for_writes(std::time::Duration::from_secs(30)),
+            "the write never finished"
+        );
+        match std::fs::metadata(&f) {
+            Ok(m) => assert_eq!(m.len() as usize, size, "a partial file"),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
+        }
+    }
+    let names = listing(&fx.proj(""));
+    assert!(
+        names.iter().all(|n| !n.ends_with(".tmp")),
+        "temporary files left: {names:?}"
+    );
+}
