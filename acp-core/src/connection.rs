@@ -1336,59 +1336,10 @@ fn itoa_u64(mut n: u64, buf: &mut [u8; 20]) -> &str {
 impl<T> Event<T> {
     /// The event as a JSON object in the language-neutral shape shared by the conformance
     /// vectors and the wasm build (`type`, then the fields; see `acp-wasm/API.md`). Caller
-    /// data is not included.
+    /// data is not included. It is [`Event::write_json`]'s text, parsed: one definition of the
+    /// shape, pinned field by field by the vectors in `tests/vectors/`.
     pub fn to_json(&self) -> serde_json::Value {
-        use serde_json::{json, Value};
-        fn raw(p: &Option<Box<RawValue>>) -> Option<Value> {
-            p.as_ref()
-                .map(|p| serde_json::from_str(p.get()).expect("raw values are valid JSON"))
-        }
-        let mut v = match self {
-            Event::Request {
-                token,
-                id,
-                method,
-                params,
-            } => {
-                json!({ "type": "request", "token": token, "id": id, "method": method, "params": raw(params) })
-            }
-            Event::Notification { method, params } => {
-                json!({ "type": "notification", "method": method, "params": raw(params) })
-            }
-            Event::Response {
-                id, method, result, ..
-            } => match result {
-                Ok(r) => json!({
-                    "type": "response", "requestId": id, "method": method,
-                    "result": serde_json::from_str::<Value>(r.get()).expect("valid JSON"),
-                }),
-                Err(e) => json!({
-                    "type": "requestFailed", "requestId": id, "method": method,
-                    "kind": e.kind(), "error": e.to_error_object(),
-                }),
-            },
-            Event::AutoAnswered {
-                token,
-                method,
-                reason,
-            } => {
-                json!({ "type": "autoAnswered", "token": token, "method": method, "reason": reason.name() })
-            }
-            Event::CancelRequested { token } => {
-                json!({ "type": "cancelRequested", "token": token })
-            }
-            Event::ProtocolError(e) => {
-                json!({ "type": "protocolError", "kind": e.kind.name(), "message": e.message })
-            }
-            Event::Closed { reason } => json!({ "type": "closed", "reason": reason }),
-        };
-        // Absent params are absent, not null.
-        if let Some(obj) = v.as_object_mut() {
-            if obj.get("params") == Some(&Value::Null) {
-                obj.remove("params");
-            }
-        }
-        v
+        serde_json::from_str(&self.to_json_string()).expect("Event::write_json writes valid JSON")
     }
 }
 
