@@ -302,6 +302,11 @@ fn check_demo_common(run: &DemoRun, prompt: &str) {
         .updates
         .iter()
         .any(|n| matches!(n.update, s::SessionUpdate::Plan(_))));
+    assert!(run
+        .seen
+        .updates
+        .iter()
+        .any(|n| matches!(n.update, s::SessionUpdate::AgentThoughtChunk(_))));
     // The permission request: one, for the demo file, with the agent's two options.
     assert_eq!(run.seen.permissions.len(), 1, "{:?}", run.seen.permissions);
     let p = &run.seen.permissions[0];
@@ -352,6 +357,28 @@ async fn sdk_client_runs_a_turn_with_the_demo_agent_allowed() {
 
     // The write: the path and the content, through the SDK client's handler.
     let expected = format!("The acp demo agent was asked:\n\n{prompt}\n");
+    // Its tool call, announced first with the diff (decoded by the SDK).
+    let diff = run
+        .seen
+        .updates
+        .iter()
+        .find_map(|n| match &n.update {
+            s::SessionUpdate::ToolCall(c) if c.kind == s::ToolKind::Edit => {
+                c.content.iter().find_map(|c| match c {
+                    s::ToolCallContent::Diff(d) => Some(d.clone()),
+                    _ => None,
+                })
+            }
+            _ => None,
+        })
+        .expect("an edit tool call with a diff");
+    assert_eq!(diff.path, dir.0.join("acp-demo.txt"));
+    assert_eq!(diff.new_text, expected);
+    assert!(run.seen.updates.iter().any(|n| matches!(
+        &n.update,
+        s::SessionUpdate::ToolCall(c) if c.kind == s::ToolKind::Read
+            && c.locations.iter().any(|l| l.path == dir.0.join("notes.txt"))
+    )));
     assert_eq!(run.seen.writes.len(), 1);
     let w = &run.seen.writes[0];
     assert_eq!(w.session_id, run.session.session_id);
@@ -393,6 +420,101 @@ async fn sdk_client_denies_the_demo_agent_and_nothing_is_written() {
             if u.tool_call_id.0.starts_with("write-")
                 && u.fields.status == Some(s::ToolCallStatus::Failed)
     )));
+}
+
+/// The SDK client cancels turns of `acp demo-agent --delay-ms 200`: with `session/cancel`
+/// (the turn must end `cancelled`), then with `$/cancel_request` for the prompt request itself
+/// (the SDK's `SentRequest::cancel`: a `cancelled` stop reason or a -32800 error are both
+/// allowed answers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_client_cancels_demo_agent_turns() {
+    let dir = TempDir::new("demo-cancel");
+    let updates = Arc::new(tokio::sync::Notify::new());
+    let count = Arc::new(AtomicUsize::new(0));
+    let (u1, c1) = (updates.clone(), count.clone());
+    let permissions = Arc::new(AtomicUsize::new(0));
+    let p1 = permissions.clone();
+    let agent = AcpAgent::new(
+        AcpAgentConfig::new(acp_bin())
+            .arg("demo-agent")
+            .arg("--delay-ms")
+            .arg("200"),
+    );
+    let cwd = dir.0.clone();
+    let wait_for_update = async move |count: &AtomicUsize, after: usize| {
+        while count.load(Ordering::SeqCst) <= after {
+            let _ = tokio::time::timeout(Duration::from_millis(50), updates.notified()).await;
+        }
+    };
+    let out = bounded(
+        "SDK client cancelling acp demo-agent turns",
+        Client
+            .v1()
+            .name("acp-rs-interop-sdk-client")
+            .on_receive_notification(
+                async move |_n: s::SessionNotification, _cx| {
+                    c1.fetch_add(1, Ordering::SeqCst);
+                    u1.notify_waiters();
+                    Ok(())
+                },
+                sdk::on_receive_notification!(),
+            )
+            .on_receive_request(
+                async move |_r: s::RequestPermissionRequest, responder, _cx| {
+                    // Not reached: the turns are cancelled long before.
+                    p1.fetch_add(1, Ordering::SeqCst);
+                    responder.respond(s::RequestPermissionResponse::new(
+                        s::RequestPermissionOutcome::Cancelled,
+                    ))
+                },
+                sdk::on_receive_request!(),
+            )
+            .connect_with(agent, async move |cx| {
+                cx.send_request(
+                    s::InitializeRequest::new(ProtocolVersion::V1).client_capabilities(fs_caps()),
+                )
+                .block_task()
+                .await?;
+                let session = cx
+                    .send_request(s::NewSessionRequest::new(cwd))
+                    .block_task()
+                    .await?;
+                let sid = session.session_id;
+
+                let before = count.load(Ordering::SeqCst);
+                let turn = cx.send_request(s::PromptRequest::new(sid.clone(), vec!["one".into()]));
+                wait_for_update(&count, before).await;
+                cx.send_notification(s::CancelNotification::new(sid.clone()))?;
+                let by_session_cancel = turn.block_task().await?;
+
+                let before = count.load(Ordering::SeqCst);
+                let turn = cx.send_request(s::PromptRequest::new(sid.clone(), vec!["two".into()]));
+                wait_for_update(&count, before).await;
+                turn.cancel()?;
+                let by_cancel_request = turn.block_task().await;
+
+                // The session still works afterwards: a third turn is answered (cancelled
+                // again, quickly, to keep the test short).
+                let before = count.load(Ordering::SeqCst);
+                let turn =
+                    cx.send_request(s::PromptRequest::new(sid.clone(), vec!["three".into()]));
+                wait_for_update(&count, before).await;
+                cx.send_notification(s::CancelNotification::new(sid))?;
+                let third = turn.block_task().await?;
+                Ok((by_session_cancel, by_cancel_request, third))
+            }),
+    )
+    .await;
+    let (by_session_cancel, by_cancel_request, third) = out.expect("SDK client run failed");
+    eprintln!("$/cancel_request of a prompt was answered: {by_cancel_request:?}");
+    assert_eq!(by_session_cancel.stop_reason, s::StopReason::Cancelled);
+    match by_cancel_request {
+        Ok(r) => assert_eq!(r.stop_reason, s::StopReason::Cancelled),
+        Err(e) => assert_eq!(e.code, sdk::ErrorCode::REQUEST_CANCELLED, "{e:?}"),
+    }
+    assert_eq!(third.stop_reason, s::StopReason::Cancelled);
+    assert_eq!(permissions.load(Ordering::SeqCst), 0);
+    assert!(!dir.0.join("acp-demo.txt").exists());
 }
 
 // ---------------------------------------------------------------------------------------------
