@@ -517,6 +517,85 @@ async fn sdk_client_cancels_demo_agent_turns() {
     assert!(!dir.0.join("acp-demo.txt").exists());
 }
 
+/// The SDK's high-level session API (`build_session` / `ActiveSession::read_to_string`, then
+/// `load_session`, which the demo agent answers by replaying the conversation first) against
+/// `acp demo-agent`, with no client capabilities (so the agent asks nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_session_api_with_the_demo_agent_and_load_replay() {
+    let dir = TempDir::new("demo-session-api");
+    let agent = AcpAgent::new(AcpAgentConfig::new(acp_bin()).arg("demo-agent"));
+    let cwd = dir.0.clone();
+    let prompt = "hello via the SDK session API";
+    let out = bounded(
+        "SDK session API + acp demo-agent",
+        Client
+            .v1()
+            .name("acp-rs-interop-sdk-client")
+            .connect_with(agent, async move |cx| {
+                let init = cx
+                    .send_request(s::InitializeRequest::new(ProtocolVersion::V1))
+                    .block_task()
+                    .await?;
+                assert!(init.agent_capabilities.load_session);
+                let sdk::v1::SessionSetup { mut session, .. } =
+                    cx.build_session(&cwd).block_task().start_session().await?;
+                session.send_prompt(prompt)?;
+                let answer = session.read_to_string().await?;
+                let sid = session.session_id().clone();
+                drop(session);
+
+                // Reload it: every update of the turn (plus the user's message) is replayed
+                // before the answer, onto the restored session's stream.
+                let sdk::v1::SessionSetup { mut session, .. } = cx
+                    .load_session(sid.clone(), &cwd)
+                    .block_task()
+                    .start_session()
+                    .await?;
+                let mut user = String::new();
+                let mut replayed = String::new();
+                let mut count = 0;
+                while let Ok(update) =
+                    tokio::time::timeout(Duration::from_millis(300), session.read_update()).await
+                {
+                    let sdk::v1::SessionMessage::Message(dispatch) = update? else {
+                        panic!("a prompt response while nothing was prompted");
+                    };
+                    sdk::util::MatchDispatch::new(dispatch.into_raw())
+                        .if_notification(async |n: s::SessionNotification| {
+                            assert_eq!(n.session_id, sid);
+                            count += 1;
+                            match &n.update {
+                                s::SessionUpdate::UserMessageChunk(c) => {
+                                    user.push_str(text_of(&c.content).unwrap_or_default())
+                                }
+                                s::SessionUpdate::AgentMessageChunk(c) => {
+                                    replayed.push_str(text_of(&c.content).unwrap_or_default())
+                                }
+                                _ => {}
+                            }
+                            Ok(())
+                        })
+                        .await
+                        .otherwise_ignore()?;
+                }
+                Ok((answer, user, replayed, count))
+            }),
+    )
+    .await;
+    let (answer, user, replayed, count) = out.expect("SDK client run failed");
+    assert!(
+        answer.contains(&format!("You said: \"{prompt}\"")),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with("(The client cannot write files, so I wrote nothing.)"),
+        "{answer}"
+    );
+    assert_eq!(user, prompt);
+    assert_eq!(replayed, answer);
+    assert!(count > 5, "only {count} updates replayed");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. acp-native's client against an agent built with the SDK.
 
