@@ -183,10 +183,7 @@ impl AcpConnection {
     ) -> Result<f64, JsValue> {
         let method = string_arg(&method, "method")?;
         let now = millis(now_ms, "nowMs")?;
-        let mut opts = RequestOptions::default();
-        if let Some(t) = timeout_ms {
-            opts = opts.timeout(millis(t, "timeoutMs")?);
-        }
+        let opts = request_options(timeout_ms)?;
         let params = optional_raw(&params)?;
         self.inner
             .send_request(&method, params.as_deref(), opts, now)
@@ -241,13 +238,8 @@ impl AcpConnection {
     ) -> Result<f64, JsValue> {
         let method = string_arg(&method, "method")?;
         let now = millis(now_ms, "nowMs")?;
-        let mut opts = RequestOptions::default();
-        if let Some(t) = timeout_ms {
-            opts = opts.timeout(millis(t, "timeoutMs")?);
-        }
-        let params = optional_text(&params_json, "paramsJson")?
-            .map(raw_json)
-            .transpose()?;
+        let opts = request_options(timeout_ms)?;
+        let params = optional_raw_text(&params_json)?;
         self.inner
             .send_request(&method, params.as_deref(), opts, now)
             .map(|id| id as f64)
@@ -266,9 +258,7 @@ impl AcpConnection {
         params_json: JsValue,
     ) -> Result<(), JsValue> {
         let method = string_arg(&method, "method")?;
-        let params = optional_text(&params_json, "paramsJson")?
-            .map(raw_json)
-            .transpose()?;
+        let params = optional_raw_text(&params_json)?;
         self.inner
             .notify(&method, params.as_deref())
             .map_err(core_error)
@@ -533,6 +523,22 @@ fn bytes_arg(value: &JsValue) -> Result<Vec<u8>, JsValue> {
         .dyn_ref::<js_sys::Uint8Array>()
         .map(js_sys::Uint8Array::to_vec)
         .ok_or_else(|| type_error("bytes must be a Uint8Array"))
+}
+
+/// Request options from an optional `timeoutMs`.
+fn request_options(timeout_ms: Option<f64>) -> Result<RequestOptions<()>, JsValue> {
+    let opts = RequestOptions::default();
+    Ok(match timeout_ms {
+        Some(t) => opts.timeout(millis(t, "timeoutMs")?),
+        None => opts,
+    })
+}
+
+/// Params given as JSON text (`paramsJson`): `undefined`/`null` for none, else checked JSON.
+fn optional_raw_text(params_json: &JsValue) -> Result<Option<Box<RawValue>>, JsValue> {
+    optional_text(params_json, "paramsJson")?
+        .map(raw_json)
+        .transpose()
 }
 
 fn raw_json(text: String) -> Result<Box<RawValue>, JsValue> {
