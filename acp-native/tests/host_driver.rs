@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_core::typed;
-use acp_core::{CallError, ErrorObject, RawValue, Role};
+use acp_core::{CallError, ErrorObject, Role};
 use acp_native::layers::{LifecycleLayer, MethodTimeoutLayer};
 use acp_native::{
     driver, transport, AgentSideConnection, ClientSideConnection, DriverConfig, Router, RpcError,
@@ -20,16 +20,6 @@ use rpc_support::*;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tower::{Service, ServiceBuilder, ServiceExt};
-
-fn raw(v: serde_json::Value) -> Option<Box<RawValue>> {
-    Some(serde_json::value::to_raw_value(&v).unwrap())
-}
-
-fn remote(e: RpcError) -> ErrorObject {
-    e.remote()
-        .cloned()
-        .unwrap_or_else(|| panic!("expected a remote error, got {e:?}"))
-}
 
 /// A client and an agent (with `service`) over an in-memory pipe.
 fn pair(service: RpcService) -> (ClientSideConnection, AgentSideConnection, Arc<Seen>) {

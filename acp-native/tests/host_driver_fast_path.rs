@@ -10,19 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_core::{ErrorObject, RawValue, Role};
-use acp_native::{driver, transport, DriverConfig, Incoming, Router, RpcError};
+use acp_native::{driver, transport, DriverConfig, Incoming, Router};
 use rpc_support::*;
 use serde_json::json;
-
-fn raw(v: serde_json::Value) -> Option<Box<RawValue>> {
-    Some(serde_json::value::to_raw_value(&v).unwrap())
-}
-
-fn remote(e: RpcError) -> ErrorObject {
-    e.remote()
-        .cloned()
-        .unwrap_or_else(|| panic!("expected a remote error, got {e:?}"))
-}
 
 /// A raw client end (`driver::spawn`) against an agent end with `service`.
 fn pair<S>(

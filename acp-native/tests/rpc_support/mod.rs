@@ -6,15 +6,28 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_core::typed;
-use acp_core::{ErrorObject, Role};
+use acp_core::{ErrorObject, RawValue, Role};
 use acp_native::layers::{CatchPanicLayer, LifecycleLayer, TraceLayer};
 use acp_native::{
-    AgentSideConnection, ClientSideConnection, DriverConfig, RequestContext, Router, RpcService,
+    AgentSideConnection, ClientSideConnection, DriverConfig, RequestContext, Router, RpcError,
+    RpcService,
 };
 use agent_client_protocol_schema::v1 as s;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
 use tower::ServiceBuilder;
+
+/// `v` as raw params.
+pub fn raw(v: serde_json::Value) -> Option<Box<RawValue>> {
+    Some(serde_json::value::to_raw_value(&v).unwrap())
+}
+
+/// The peer's error object of a failed call (panics on any other failure).
+pub fn remote(e: RpcError) -> ErrorObject {
+    e.remote()
+        .cloned()
+        .unwrap_or_else(|| panic!("expected a remote error, got {e:?}"))
+}
 
 /// Bound for "this must happen" waits (a hang fails instead of blocking CI). Never a
 /// synchronisation sleep: tests await the event itself.
