@@ -588,30 +588,22 @@ impl<T> Connection<T> {
         if !self.incoming.contains_key(&token) {
             return Err(self.unknown_token(token));
         }
+        let invalid = |e: serde_json::Error| Error::InvalidParams(e.to_string());
         let inc = &self.incoming[&token];
-        if inc.batch.is_none() {
-            // Alone: written straight into the output (a large result is not built aside and
-            // copied, which held it twice).
-            let start = self.out.len();
-            self.out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            write_json(&mut self.out, &inc.id).expect("ids serialize");
-            self.out.extend_from_slice(b",\"result\":");
-            if let Err(e) = write_json(&mut self.out, result) {
-                self.out.truncate(start);
-                return Err(Error::InvalidParams(e.to_string()));
+        match inc.batch {
+            None => {
+                // Alone: written straight into the output (a large result is not built aside
+                // and copied, which held it twice).
+                write_result_response(&mut self.out, &inc.id, result).map_err(invalid)?;
+                self.out.push(b'\n');
             }
-            self.out.extend_from_slice(b"}\n");
-            self.incoming.remove(&token);
-            return Ok(());
+            Some(b) => {
+                let mut msg = Vec::with_capacity(64);
+                write_result_response(&mut msg, &inc.id, result).map_err(invalid)?;
+                self.emit_response(Some(b), msg);
+            }
         }
-        let mut msg = Vec::with_capacity(64);
-        msg.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        write_json(&mut msg, &inc.id).expect("ids serialize");
-        msg.extend_from_slice(b",\"result\":");
-        write_json(&mut msg, result).map_err(|e| Error::InvalidParams(e.to_string()))?;
-        msg.push(b'}');
-        let inc = self.incoming.remove(&token).expect("checked above");
-        self.emit_response(inc.batch, msg);
+        self.incoming.remove(&token);
         Ok(())
     }
 
@@ -802,7 +794,7 @@ impl<T> Connection<T> {
         if inc.method == acp::client::SESSION_REQUEST_PERMISSION {
             let raw: &RawValue =
                 serde_json::from_str(acp::PERMISSION_CANCELLED_RESULT).expect("valid JSON");
-            write_result_response(&mut msg, &inc.id, raw);
+            write_result_response(&mut msg, &inc.id, raw).expect("raw values serialize");
         } else {
             let error = match reason {
                 AutoAnswerReason::Timeout => {

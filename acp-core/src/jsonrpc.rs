@@ -485,11 +485,21 @@ pub(crate) fn write_error_response(out: &mut Vec<u8>, id: &Id, error: &ErrorObje
     out.push(b'}');
 }
 
-/// Appends `{"jsonrpc":"2.0","id":ID,"result":RESULT}` (no newline).
-pub(crate) fn write_result_response(out: &mut Vec<u8>, id: &Id, result: &RawValue) {
+/// Appends `{"jsonrpc":"2.0","id":ID,"result":RESULT}` (no newline). If `result` fails to
+/// serialize, nothing is appended.
+pub(crate) fn write_result_response<R: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: &Id,
+    result: &R,
+) -> Result<(), serde_json::Error> {
+    let start = out.len();
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     write_json(out, id).expect("ids serialize");
     out.extend_from_slice(b",\"result\":");
-    write_json(out, result).expect("raw values serialize");
+    if let Err(e) = write_json(out, result) {
+        out.truncate(start);
+        return Err(e);
+    }
     out.push(b'}');
+    Ok(())
 }
