@@ -1,0 +1,27 @@
+//! # acp-client
+//!
+//! What an ACP *client* decides, written once and shared by every face: `acp chat` (native),
+//! the VS Code extension and the browser client (both through `acp-wasm`). The faces only ask
+//! and show; the decisions are here, as plain functions over plain data, so the same case
+//! tables (`tests/client/*.json`) are replayed by the Rust tests and by the extension's unit
+//! tests through the wasm build.
+//!
+//! Like `acp-core`, this crate has no async runtime, no clock, no IO and no threads: a face
+//! gathers the facts (a path's place under the root, whether the file is executable, the
+//! user's environment) and gets back a decision.
+//!
+//! - [`permission`]: which option an automatic answer picks, what a request with no options
+//!   or a dismissed question answers, and whether that cancels the turn.
+//! - [`writes`]: which file writes need the user's question (files that git, shells, editors
+//!   or build tools execute or obey, and executables), whatever the agent asked before.
+//! - [`display`]: how agent-supplied text is put on one line (a command line quoted so what is
+//!   shown is exactly what runs, control and bidi characters escaped).
+//! - [`env`]: the environment allowlist, valid variable names, and what an agent's `env`
+//!   changes from the user's.
+//! - [`terminal`]: the `terminal/create` question: checks and the text every face shows.
+
+pub mod display;
+pub mod env;
+pub mod permission;
+pub mod terminal;
+pub mod writes;

@@ -1,0 +1,72 @@
+//! Replays the language-neutral case tables in `tests/client/` (the extension replays the same
+//! files through the wasm build).
+
+use std::collections::HashMap;
+
+use acp_client::permission::{self, AutoMode, PermissionOption};
+use acp_client::terminal::{self, CommandRequest};
+use acp_client::writes::{self, FileFacts};
+use serde_json::{json, Value};
+
+fn table(name: &str) -> Vec<Value> {
+    let path = format!("{}/../tests/client/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let cases = v["cases"].as_array().expect("a cases array").clone();
+    assert!(!cases.is_empty(), "{path} has no cases");
+    cases
+}
+
+fn check(file: &str, case: &Value, got: Value) {
+    assert_eq!(
+        got, case["expect"],
+        "{file}: case {:?}\n  got:    {got}\n  expect: {}",
+        case["name"], case["expect"]
+    );
+}
+
+#[test]
+fn permission_cases() {
+    for case in table("permission.json") {
+        let options: Vec<PermissionOption> =
+            serde_json::from_value(case["options"].clone()).expect("options");
+        let on = &case["on"];
+        let decision = if let Some(mode) = on.get("auto") {
+            let mode: AutoMode = serde_json::from_value(mode.clone()).expect("mode");
+            Some(permission::decide(&options, mode))
+        } else if let Some(text) = on.get("typed") {
+            permission::chosen(&options, text.as_str().expect("typed text"))
+        } else if on == "dismissed" {
+            Some(permission::dismissed(&options))
+        } else if on == "unanswerable" {
+            Some(permission::unanswerable())
+        } else {
+            panic!("unknown `on` {on}")
+        };
+        check("permission.json", &case, json!(decision));
+    }
+}
+
+#[test]
+fn write_cases() {
+    for case in table("writes.json") {
+        let facts: FileFacts = serde_json::from_value(case["facts"].clone()).expect("facts");
+        let class = writes::classify(case["path"].as_str().expect("path"), facts);
+        check("writes.json", &case, json!(class));
+    }
+}
+
+#[test]
+fn terminal_cases() {
+    for case in table("terminal.json") {
+        let request: CommandRequest =
+            serde_json::from_value(case["request"].clone()).expect("request");
+        let user: HashMap<String, String> =
+            serde_json::from_value(case["userEnv"].clone()).expect("userEnv");
+        let got = match terminal::question(&request, |n| user.get(n).cloned()) {
+            Ok(q) => json!({ "question": q }),
+            Err(e) => json!({ "invalid": e }),
+        };
+        check("terminal.json", &case, got);
+    }
+}
