@@ -48,6 +48,16 @@ pub fn escape_line(text: &str) -> String {
     out
 }
 
+/// `text` as it is when it holds no hidden character, else [`escape_line`]: the last check
+/// before a line that should already be escaped is shown (idempotent on escaped text).
+pub fn ensure_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(is_hidden) {
+        escape_line(text).into()
+    } else {
+        text.into()
+    }
+}
+
 /// An argument as a POSIX shell would need it, on one line: plain words as they are,
 /// otherwise `'…'`; an argument holding hidden characters uses `$'…'` (bash, zsh, ksh) with
 /// `\n`, `\e`, `\xHH`, `\uHHHH` escapes. Pasting the result into such a shell gives back the

@@ -16,6 +16,8 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::Duration;
 
+use acp_client::display::escape_line;
+use acp_client::permission::{self, AutoMode, Decision};
 use acp_core::{typed, CallError, ErrorCode, ErrorObject, RawValue, Role};
 use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
 use acp_native::process::{AgentCommand, AgentProcess, ExitReport};
@@ -29,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::exit;
 use super::render::Ui;
 use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
-use super::terminals::{command_line, Gate, Terminals};
+use super::terminals::{Gate, Terminals};
 use super::ChatArgs;
 
 /// Start-up and per-request limit when `--timeout` is not given.
@@ -41,6 +43,14 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
 const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
 /// After the connection drops, how long to wait for the agent's exit status.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(3);
+/// Events between the connection's handlers and the UI loop. When it is full (the UI is
+/// blocked writing to a stdout nobody reads, or holds events back while a question is open),
+/// the handlers wait, the connection's notification queue fills and it stops reading the
+/// agent: memory stays bounded and the agent is slowed down instead.
+const EVENT_QUEUE: usize = 64;
+/// Most events held back while a question is open (shown in order after the answer); past
+/// that the UI stops taking events, with the same effect as a full queue.
+const HELD_EVENTS: usize = 256;
 
 /// How the command ends: an exit code and, for failures, what to tell the user.
 #[derive(Debug)]
@@ -75,17 +85,94 @@ enum Event {
 
 struct PermissionAsk {
     request: s::RequestPermissionRequest,
+    /// Our own questions (a command, a sensitive write): the title and detail lines to show,
+    /// already escaped. `None`: the agent's request, titled from its tool call.
+    shown: Option<(String, Vec<String>)>,
+    /// Only the user may approve it: `--yes` does not answer it (writes that change what
+    /// runs); with no one to answer, it is refused.
+    user_only: bool,
     reply: oneshot::Sender<s::RequestPermissionOutcome>,
     /// Fires when the engine answered it already (we sent `session/cancel`, or it closed).
     withdrawn: CancellationToken,
 }
 
-/// How permission requests are answered.
+/// A turn's questions: the one on screen, and what arrived after it.
+#[derive(Default)]
+struct TurnState {
+    open: Option<PermissionAsk>,
+    held: VecDeque<Event>,
+    /// Ctrl-C sent `session/cancel`.
+    cancel_sent: bool,
+    /// `session/cancel` sent for a question answered `cancelled`.
+    session_cancelled: bool,
+    /// The prompt was answered: questions still arriving are answered `cancelled`.
+    over: bool,
+}
+
+/// The signals that interrupt or end `acp chat`.
+struct Signals {
+    int: Signal,
+    hup: Signal,
+    term: Signal,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum PermissionMode {
-    Ask,
-    Allow,
-    Deny,
+enum Interrupt {
+    /// Ctrl-C: cancel the turn (a second one quits).
+    Int,
+    /// The terminal went away (SIGHUP) or we were told to stop (SIGTERM): quit at once,
+    /// stopping the agent's and the terminals' process groups.
+    Hangup,
+    Term,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    async fn recv(&mut self) -> Interrupt {
+        tokio::select! {
+            _ = self.int.recv() => Interrupt::Int,
+            _ = self.hup.recv() => Interrupt::Hangup,
+            _ = self.term.recv() => Interrupt::Term,
+        }
+    }
+}
+
+/// How a SIGHUP / SIGTERM ends the chat.
+fn quit(sig: Interrupt) -> Outcome {
+    match sig {
+        Interrupt::Hangup => Outcome::fail(exit::HANGUP, "hung up (SIGHUP): stopped the agent"),
+        Interrupt::Term => Outcome::fail(exit::TERMINATED, "terminated (SIGTERM): stopped the agent"),
+        Interrupt::Int => Outcome::fail(exit::INTERRUPTED, "interrupted"),
+    }
+}
+
+/// Whether an outcome ends the whole chat (not just a turn).
+fn ends_chat(outcome: &Outcome) -> bool {
+    matches!(
+        outcome.code,
+        exit::INTERRUPTED | exit::HANGUP | exit::TERMINATED
+    )
+}
+
+/// The agent's options as the shared policy reads them.
+fn policy_options(options: &[s::PermissionOption]) -> Vec<permission::PermissionOption> {
+    options
+        .iter()
+        .map(|o| permission::PermissionOption {
+            option_id: o.option_id.0.to_string(),
+            name: o.name.clone(),
+            kind: serde_json::to_value(o.kind)
+                .and_then(serde_json::from_value)
+                .unwrap_or_else(|_| permission::OptionKind::Other(enum_name(&o.kind))),
+        })
+        .collect()
 }
 
 /// Runs `acp chat`; returns the exit code.
@@ -112,12 +199,12 @@ struct Chat {
     process: Arc<Mutex<AgentProcess>>,
     /// The agent's exit report, once it exited.
     exited: watch::Receiver<Option<ExitReport>>,
-    events: mpsc::UnboundedReceiver<Event>,
+    events: mpsc::Receiver<Event>,
     warnings: mpsc::UnboundedReceiver<Warning>,
     tap: Arc<Tap>,
-    sigint: Signal,
+    signals: Signals,
     stdin: Stdin,
-    mode: PermissionMode,
+    mode: AutoMode,
     timeout: Duration,
     idle_limit: Option<Duration>,
     session_id: s::SessionId,
@@ -149,8 +236,9 @@ impl Chat {
                 format!("--cwd {} is not a directory", cwd.display()),
             ));
         }
-        let sigint = signal(SignalKind::interrupt())
-            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle Ctrl-C: {e}")))?;
+        // Before the agent starts: a hang-up from now on stops it instead of orphaning it.
+        let signals = Signals::new()
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle signals: {e}")))?;
         let command: Vec<OsString> = if args.agent.is_empty() {
             super::default_agent()
         } else {
@@ -183,7 +271,7 @@ impl Chat {
             )
         })?;
 
-        let (event_tx, events) = mpsc::unbounded_channel();
+        let (event_tx, events) = mpsc::channel(EVENT_QUEUE);
         let terminals = Terminals::new(cwd.clone(), env, args.max_terminals);
         ui.set_terminal_output(terminals.output_lookup());
         let activity = Arc::new(Activity::default());
@@ -220,12 +308,14 @@ impl Chat {
             });
         }
 
-        let mode = if args.yes {
-            PermissionMode::Allow
+        let mode = if args.yes_always {
+            AutoMode::AllowAlways
+        } else if args.yes {
+            AutoMode::AllowOnce
         } else if args.deny {
-            PermissionMode::Deny
+            AutoMode::Deny
         } else {
-            PermissionMode::Ask
+            AutoMode::Ask
         };
         let mut chat = Chat {
             ui,
@@ -235,7 +325,7 @@ impl Chat {
             events,
             warnings,
             tap,
-            sigint,
+            signals,
             stdin: Stdin::new(),
             mode,
             timeout: args.timeout.unwrap_or(DEFAULT_TIMEOUT),
@@ -355,7 +445,10 @@ impl Chat {
             }
             let line = tokio::select! {
                 line = self.stdin.next_line() => line,
-                _ = self.sigint.recv() => {
+                sig = self.signals.recv() => {
+                    if sig != Interrupt::Int {
+                        return quit(sig);
+                    }
                     if interrupted_once {
                         return Outcome::code(exit::INTERRUPTED);
                     }
@@ -387,7 +480,7 @@ impl Chat {
             match self.turn(text.to_string()).await {
                 Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
                 // Quitting or a dead agent ends the chat; a failed turn does not.
-                Err(o) if o.code == exit::INTERRUPTED || self.conn.is_closed() => return o,
+                Err(o) if ends_chat(&o) || self.conn.is_closed() => return o,
                 Err(o) => {
                     if let Some(m) = &o.message {
                         self.ui.error(m);
@@ -404,100 +497,84 @@ impl Chat {
     }
 
     /// One prompt turn: sends `session/prompt`, renders what comes until its response.
+    ///
+    /// One question is on screen at a time. While it is open, nothing else from the agent is
+    /// shown (it could push the question off screen or print a fake one): updates and further
+    /// questions are held back, in order, and shown after the answer. At most
+    /// [`HELD_EVENTS`] are held; then the loop stops taking events and the agent is no longer
+    /// read until the user answers.
     async fn turn(&mut self, text: String) -> Result<s::StopReason, Outcome> {
         self.ui.spinner_start("thinking…");
         let request = s::PromptRequest::new(self.session_id.clone(), vec![text.into()]);
         let conn = self.conn.without_timeout();
         let prompt = conn.prompt(request);
         tokio::pin!(prompt);
-        let mut cancel_sent = false;
-        // `session/cancel` sent for a permission request answered `cancelled`.
-        let mut session_cancelled = false;
+        let mut turn = TurnState::default();
         let mut last_activity = Instant::now();
-        let mut asks: VecDeque<PermissionAsk> = VecDeque::new();
         let result = loop {
             let idle_deadline = self.idle_limit.map(|d| last_activity + d);
-            let withdrawn = asks.front().map(|a| a.withdrawn.clone());
+            let withdrawn = turn.open.as_ref().map(|a| a.withdrawn.clone());
             tokio::select! {
                 result = &mut prompt => break result,
-                Some(event) = self.events.recv() => {
+                Some(event) = self.events.recv(), if turn.held.len() < HELD_EVENTS => {
                     last_activity = Instant::now();
-                    match event {
-                        Event::Update(params) => self.render_update(params),
-                        Event::Permission(ask) if cancel_sent || session_cancelled => {
-                            self.ui.permission_outcome(&ask.request, "cancelled (the turn was cancelled)");
-                            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
-                        }
-                        Event::Permission(ask) => {
-                            if let Some(ask) = self.auto_answer(*ask) {
-                                asks.push_back(ask);
-                                if asks.len() == 1 {
-                                    self.ui.permission_dialog(&asks[0].request);
-                                }
-                            }
-                            self.send_cancelled(&conn, &mut session_cancelled).await;
-                        }
-                    }
+                    turn.held.push_back(event);
+                    self.show_held(&conn, &mut turn).await;
                 }
-                Some(line) = self.warnings.recv() => self.garbage(line),
-                line = self.stdin.next_line(), if !asks.is_empty() => {
+                Some(line) = self.warnings.recv(), if turn.open.is_none() => self.garbage(line),
+                line = self.stdin.next_line(), if turn.open.is_some() => {
                     last_activity = Instant::now();
-                    let ask = &asks[0];
-                    let count = ask.request.options.len();
-                    let choice = match &line {
-                        None => None,
-                        Some(l) => match l.trim().parse::<usize>() {
-                            Ok(n) if (1..=count).contains(&n) => Some(n - 1),
-                            _ => {
-                                self.ui.permission_reask(count, l);
+                    let ask = turn.open.as_ref().expect("guarded");
+                    let options = policy_options(&ask.request.options);
+                    let decision = match &line {
+                        None => {
+                            self.ui.end_input_line();
+                            permission::unanswerable()
+                        }
+                        Some(l) => match permission::chosen(&options, l) {
+                            Some(d) => d,
+                            None => {
+                                self.ui.permission_reask(options.len(), &escape_line(l));
                                 continue;
                             }
                         },
                     };
-                    let ask = asks.pop_front().expect("checked non-empty");
-                    match choice {
-                        Some(i) => {
-                            let opt = &ask.request.options[i];
-                            self.ui.permission_outcome(&ask.request, &format!("{} (option {})", opt.name, i + 1));
-                            let _ = ask.reply.send(s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(opt.option_id.clone())));
-                        }
-                        None => {
-                            self.ui.end_input_line();
-                            self.ui.permission_outcome(&ask.request, "cancelled (end of input)");
-                            self.cancelling.push(ask.reply);
-                            self.send_cancelled(&conn, &mut session_cancelled).await;
-                        }
-                    }
-                    match asks.front() {
-                        Some(next) => self.ui.permission_dialog(&next.request),
-                        None => self.ui.spinner_start("thinking…"),
-                    }
+                    let ask = turn.open.take().expect("guarded");
+                    let how = match &line {
+                        None => "end of input".to_string(),
+                        Some(l) => format!("option {}", l.trim()),
+                    };
+                    self.answer(ask, decision, &how);
+                    self.show_held(&conn, &mut turn).await;
                 }
                 _ = async { withdrawn.expect("guarded").cancelled().await }, if withdrawn.is_some() => {
-                    let ask = asks.pop_front().expect("checked non-empty");
-                    self.ui.permission_outcome(&ask.request, "withdrawn (the turn was cancelled)");
-                    match asks.front() {
-                        Some(next) => self.ui.permission_dialog(&next.request),
-                        None => self.ui.spinner_start("thinking…"),
-                    }
+                    let ask = turn.open.take().expect("guarded");
+                    let title = self.ask_title(&ask);
+                    self.ui.permission_outcome(&title, "withdrawn (the turn was cancelled)");
+                    self.show_held(&conn, &mut turn).await;
                 }
-                _ = self.sigint.recv() => {
-                    if cancel_sent {
+                sig = self.signals.recv() => {
+                    if sig != Interrupt::Int {
+                        return Err(quit(sig));
+                    }
+                    if turn.cancel_sent {
                         return Err(Outcome::fail(exit::INTERRUPTED, "interrupted"));
                     }
-                    cancel_sent = true;
+                    turn.cancel_sent = true;
                     self.ui.notice("cancelling the turn… (press Ctrl-C again to quit)");
                     let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, conn.cancel(s::CancelNotification::new(self.session_id.clone()))).await;
                     // The schema: after `session/cancel`, every pending permission request is
-                    // answered `cancelled` (our own terminal questions too: nothing waits on
-                    // the agent withdrawing them).
-                    for ask in asks.drain(..) {
-                        self.ui.permission_outcome(&ask.request, "withdrawn (the turn was cancelled)");
+                    // answered `cancelled` (our own questions too: nothing waits on the agent
+                    // withdrawing them); held ones are answered as they are reached.
+                    if let Some(ask) = turn.open.take() {
+                        let title = self.ask_title(&ask);
+                        self.ui.permission_outcome(&title, "withdrawn (the turn was cancelled)");
                         let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
                     }
+                    self.show_held(&conn, &mut turn).await;
                 }
                 _ = tokio::time::sleep_until(idle_deadline.unwrap_or_else(Instant::now)),
-                    if idle_deadline.is_some() && asks.is_empty() => {
+                    if idle_deadline.is_some() && turn.open.is_none() => {
                     // Not silent if the agent wrote anything since, or waits on a request of
                     // its own that we are still serving (a long command in a terminal...).
                     let heard = self.tap.last_received().map(Instant::from_std);
@@ -521,6 +598,15 @@ impl Chat {
                 }
             }
         };
+        // The turn is over: a question still open belongs to it (answered `cancelled`, which
+        // the engine already did if the agent ended the turn); what was held is shown now.
+        turn.over = true;
+        if let Some(ask) = turn.open.take() {
+            let title = self.ask_title(&ask);
+            self.ui.permission_outcome(&title, "cancelled (the turn ended)");
+            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+        }
+        self.show_held(&conn, &mut turn).await;
         // Updates sent before the response may still be on their way to us: the tap has
         // counted them all, so render until that many have been shown.
         let expected = self.tap.updates_received();
@@ -538,10 +624,6 @@ impl Chat {
         while let Ok(w) = self.warnings.try_recv() {
             self.garbage(w);
         }
-        // Permission requests still open belong to a finished turn.
-        for ask in asks {
-            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
-        }
         match result {
             Ok(response) => {
                 let reason = response.stop_reason;
@@ -552,6 +634,85 @@ impl Chat {
                 self.ui.spinner_stop();
                 Err(self.explain("session/prompt", e).await)
             }
+        }
+    }
+
+    /// Shows held events in order until one of them opens a question (or none is left), then
+    /// sends `session/cancel` if an answer needs it.
+    async fn show_held(&mut self, conn: &ClientSideConnection, turn: &mut TurnState) {
+        loop {
+            if !self.cancelling.is_empty() {
+                self.send_cancelled(conn, &mut turn.session_cancelled).await;
+            }
+            if turn.open.is_some() {
+                break;
+            }
+            let Some(event) = turn.held.pop_front() else {
+                break;
+            };
+            match event {
+                Event::Update(params) => self.render_update(params),
+                Event::Permission(ask) => {
+                    let title = self.ask_title(&ask);
+                    if ask.withdrawn.is_cancelled() {
+                        self.ui
+                            .permission_outcome(&title, "withdrawn (the turn was cancelled)");
+                    } else if turn.over || turn.cancel_sent || turn.session_cancelled {
+                        self.ui
+                            .permission_outcome(&title, "cancelled (the turn was cancelled)");
+                        let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+                    } else if let Some(ask) = self.auto_answer(*ask) {
+                        let (title, detail) = match &ask.shown {
+                            Some((t, d)) => (t.clone(), d.clone()),
+                            None => (title, Vec::new()),
+                        };
+                        self.ui
+                            .permission_dialog(&title, &detail, &ask.request.options);
+                        turn.open = Some(ask);
+                    }
+                }
+            }
+        }
+        if turn.open.is_none() && !turn.over {
+            self.ui.spinner_start("thinking…");
+        }
+    }
+
+    /// The one-line title of a question.
+    fn ask_title(&self, ask: &PermissionAsk) -> String {
+        match &ask.shown {
+            Some((title, _)) => title.clone(),
+            None => self.ui.question_title(&ask.request.tool_call),
+        }
+    }
+
+    /// Carries out a decision of the shared policy for `ask` (`how`: what decided it).
+    fn answer(&mut self, ask: PermissionAsk, decision: Decision, how: &str) {
+        let title = self.ask_title(&ask);
+        match decision {
+            Decision::Select { option_id, .. } => {
+                let name = ask
+                    .request
+                    .options
+                    .iter()
+                    .find(|o| *o.option_id.0 == *option_id)
+                    .map(|o| escape_line(&o.name))
+                    .unwrap_or_default();
+                self.ui
+                    .permission_outcome(&title, &format!("{name} ({how})"));
+                let _ = ask.reply.send(s::RequestPermissionOutcome::Selected(
+                    s::SelectedPermissionOutcome::new(option_id),
+                ));
+            }
+            Decision::Cancel { reason } => {
+                let why = match reason {
+                    permission::CancelReason::Unanswerable => format!("cancelled ({how})"),
+                    _ => format!("cancelled ({how}: {})", reason.describe()),
+                };
+                self.ui.permission_outcome(&title, &why);
+                self.cancelling.push(ask.reply);
+            }
+            Decision::Ask => unreachable!("answer() is given decisions"),
         }
     }
 
@@ -566,61 +727,48 @@ impl Chat {
         match event {
             Event::Update(params) => self.render_update(params),
             Event::Permission(ask) => {
+                let title = self.ask_title(&ask);
                 self.ui
-                    .permission_outcome(&ask.request, "cancelled (no turn is running)");
+                    .permission_outcome(&title, "cancelled (no turn is running)");
                 let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
             }
         }
     }
 
-    /// Answers a permission request at once under `--yes` / `--deny`; returns it otherwise.
-    /// A `cancelled` answer is only queued in `self.cancelling`: the turn sends
-    /// `session/cancel` before it (the schema's order).
+    /// Answers a question at once when the shared policy decides it (`--yes`, `--deny`, no
+    /// options); returns it when the user must be asked. A `cancelled` answer is only queued
+    /// in `self.cancelling`: the turn sends `session/cancel` before it (the schema's order).
     fn auto_answer(&mut self, ask: PermissionAsk) -> Option<PermissionAsk> {
-        if ask.request.options.is_empty() {
-            self.ui
-                .permission_outcome(&ask.request, "cancelled (the agent offered no options)");
-            self.cancelling.push(ask.reply);
-            return None;
-        }
-        let wanted: &[s::PermissionOptionKind] = match self.mode {
-            PermissionMode::Ask => return Some(ask),
-            PermissionMode::Allow => &[
-                s::PermissionOptionKind::AllowOnce,
-                s::PermissionOptionKind::AllowAlways,
-            ],
-            PermissionMode::Deny => &[
-                s::PermissionOptionKind::RejectOnce,
-                s::PermissionOptionKind::RejectAlways,
-            ],
+        let flag = match self.mode {
+            AutoMode::Ask => "",
+            AutoMode::AllowOnce => "--yes",
+            AutoMode::AllowAlways => "--yes-always",
+            AutoMode::Deny => "--deny",
         };
-        let flag = if self.mode == PermissionMode::Allow {
-            "--yes"
+        // Our own questions about writes that change what runs are never answered by --yes:
+        // the user sees them (they are refused when no one can answer).
+        let mode = if ask.user_only && self.mode != AutoMode::Deny {
+            AutoMode::Ask
         } else {
-            "--deny"
+            self.mode
         };
-        let chosen = ask
-            .request
-            .options
-            .iter()
-            .find(|o| wanted.contains(&o.kind));
-        match chosen {
-            Some(opt) => {
-                self.ui
-                    .permission_outcome(&ask.request, &format!("{} ({flag})", opt.name));
-                let _ = ask.reply.send(s::RequestPermissionOutcome::Selected(
-                    s::SelectedPermissionOutcome::new(opt.option_id.clone()),
-                ));
+        match permission::decide(&policy_options(&ask.request.options), mode) {
+            Decision::Ask => {
+                if mode != self.mode {
+                    self.ui.notice(&format!("{flag} does not answer this question: it changes what runs"));
+                } else if self.mode != AutoMode::Ask {
+                    self.ui.notice(&format!(
+                        "{flag}: the agent offers no option {flag} may choose; asking"
+                    ));
+                }
+                Some(ask)
             }
-            None => {
-                self.ui.permission_outcome(
-                    &ask.request,
-                    &format!("cancelled ({flag}: the agent offered no such option)"),
-                );
-                self.cancelling.push(ask.reply);
+            decision => {
+                let how = if flag.is_empty() { "automatic" } else { flag };
+                self.answer(ask, decision, how);
+                None
             }
         }
-        None
     }
 
     /// Answers the queued `cancelled` outcomes, after sending `session/cancel` for the turn
@@ -680,7 +828,7 @@ impl Chat {
             tokio::select! {
                 r = &mut call => return Ok(r),
                 Some(line) = self.warnings.recv() => self.garbage(line),
-                _ = self.sigint.recv() => return Err(Outcome::fail(exit::INTERRUPTED, "interrupted")),
+                sig = self.signals.recv() => return Err(quit(sig)),
             }
         }
     }
@@ -866,7 +1014,7 @@ where
 
 /// The client side's handlers: everything the agent may ask of us.
 fn client_router(
-    events: mpsc::UnboundedSender<Event>,
+    events: mpsc::Sender<Event>,
     cwd: &std::path::Path,
     terminals: Terminals,
 ) -> Router {
@@ -881,8 +1029,11 @@ fn client_router(
     let gate = terminal_gate(events.clone());
     let router = Router::new()
         .notification_raw(acp_core::acp::client::SESSION_UPDATE, move |params, _cx| {
-            let _ = updates.send(Event::Update(params));
-            std::future::ready(())
+            // Waits while the UI is behind: the connection then stops reading the agent.
+            let updates = updates.clone();
+            async move {
+                let _ = updates.send(Event::Update(params)).await;
+            }
         })
         .route::<typed::RequestPermission, _, _>(move |request, cx| {
             let events = events.clone();
@@ -890,10 +1041,12 @@ fn client_router(
                 let (reply, answer) = oneshot::channel();
                 let ask = PermissionAsk {
                     request,
+                    shown: None,
+                    user_only: false,
                     reply,
                     withdrawn: cx.cancel.clone(),
                 };
-                let outcome = if events.send(Event::Permission(Box::new(ask))).is_ok() {
+                let outcome = if events.send(Event::Permission(Box::new(ask))).await.is_ok() {
                     tokio::select! {
                         a = answer => a.unwrap_or(s::RequestPermissionOutcome::Cancelled),
                         // Answered by the engine already; this answer is dropped.
@@ -916,32 +1069,23 @@ fn client_router(
     terminals.routes(router, gate)
 }
 
-/// Every `terminal/create` is a permission question (the exact command line and directory),
-/// answered like the agent's own: by the user, `--yes` (runs it) or `--deny` (refuses it);
-/// end of input refuses it and cancels the turn.
-fn terminal_gate(events: mpsc::UnboundedSender<Event>) -> Gate {
+/// Every `terminal/create` is a permission question (the exact command line, directory and
+/// environment changes, on one line, from acp-client's question), answered like the agent's
+/// own: by the user, `--yes` (runs it) or `--deny` (refuses it); end of input refuses it and
+/// cancels the turn.
+fn terminal_gate(events: mpsc::Sender<Event>) -> Gate {
     let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
     Arc::new(
-        move |req: &s::CreateTerminalRequest, cancel: CancellationToken| {
+        move |req: &s::CreateTerminalRequest,
+              question: acp_client::terminal::CommandQuestion,
+              cancel: CancellationToken| {
             let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            let dir = req
-                .cwd
-                .as_ref()
-                .map(|d| format!(" in {}", d.display()))
-                .unwrap_or_default();
-            let env: Vec<&str> = req.env.iter().map(|v| v.name.as_str()).collect();
-            let env = if env.is_empty() {
-                String::new()
-            } else {
-                format!(" with {}", env.join(", "))
-            };
-            let title = format!("run `{}`{dir}{env}", command_line(req));
             let request = s::RequestPermissionRequest::new(
                 req.session_id.clone(),
                 s::ToolCallUpdate::new(
                     format!("acp-terminal-{n}"),
                     s::ToolCallUpdateFields::new()
-                        .title(title)
+                        .title(question.title.clone())
                         .kind(s::ToolKind::Execute)
                         .raw_input(serde_json::json!({
                             "command": req.command, "args": req.args, "cwd": req.cwd,
@@ -956,15 +1100,18 @@ fn terminal_gate(events: mpsc::UnboundedSender<Event>) -> Gate {
                     ),
                 ],
             );
+            let detail = question.warnings.iter().map(|w| format!("⚠ {w}")).collect();
             let events = events.clone();
             Box::pin(async move {
                 let (reply, answer) = oneshot::channel();
                 let ask = PermissionAsk {
                     request,
+                    shown: Some((question.title, detail)),
+                    user_only: false,
                     reply,
                     withdrawn: cancel.clone(),
                 };
-                if events.send(Event::Permission(Box::new(ask))).is_err() {
+                if events.send(Event::Permission(Box::new(ask))).await.is_err() {
                     return false;
                 }
                 tokio::select! {

@@ -34,6 +34,10 @@ pub mod exit {
     pub const TIMEOUT: i32 = 7;
     /// Quit with a second Ctrl-C (128 + SIGINT, as shells report it).
     pub const INTERRUPTED: i32 = 130;
+    /// SIGHUP (the terminal was closed).
+    pub const HANGUP: i32 = 129;
+    /// SIGTERM.
+    pub const TERMINATED: i32 = 143;
 }
 
 /// Talk to Agent Client Protocol (ACP) agents from a terminal.
@@ -74,7 +78,9 @@ Exit codes:
   5    stop reason max_turn_requests
   6    stop reason refusal
   7    the agent did not answer in time (--timeout)
-  130  quit with a second Ctrl-C";
+  129  the terminal hung up (SIGHUP): the agent and its commands were stopped
+  130  quit with a second Ctrl-C
+  143  terminated (SIGTERM): the agent and its commands were stopped";
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -82,11 +88,21 @@ pub struct ChatArgs {
     #[arg(short, long, value_name = "TEXT")]
     pub prompt: Option<String>,
 
-    /// Answer every permission request with the agent's first "allow" option.
+    /// Approve each permission request once: the agent's `allow_once` option. Never its
+    /// "always" options (they persist a rule in the agent or the project): when the agent
+    /// offers no `allow_once`, you are asked. Writes that change what runs (`.git/`,
+    /// `.vscode/`, shell rc files, executables…) are always asked.
     #[arg(short, long, conflicts_with = "deny")]
     pub yes: bool,
 
-    /// Answer every permission request with the agent's first "reject" option.
+    /// Like --yes, but choose the agent's `allow_always` option when it offers one (the agent
+    /// may then stop asking, for this session or for good).
+    #[arg(long, conflicts_with = "deny")]
+    pub yes_always: bool,
+
+    /// Refuse each permission request once: the agent's `reject_once` option; when it offers
+    /// none, the turn is cancelled (nothing is persisted). Writes that change what runs are
+    /// refused.
     #[arg(long)]
     pub deny: bool,
 

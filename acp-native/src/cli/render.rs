@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_core::RawValue;
+use acp_client::display::{ensure_line, escape_line};
 use agent_client_protocol_schema::v1 as s;
 use serde_json::Value;
 
@@ -223,30 +224,41 @@ impl Ui {
         }
     }
 
-    /// Shows a permission request and its numbered options (on stderr).
-    pub fn permission_dialog(&self, req: &s::RequestPermissionRequest) {
+    /// The one-line title of a question about `call` (the agent's title and kind, every
+    /// control, bidi and line-breaking character escaped: nothing it sent can start a line).
+    pub fn question_title(&self, call: &s::ToolCallUpdate) -> String {
+        escape_line(&self.lock().tool_title(call))
+    }
+
+    /// Shows a question and its numbered options (on stderr): `title` and `detail` are one
+    /// line each, already escaped ([`Ui::question_title`], acp-client's question texts); the
+    /// agent's option names are escaped here.
+    pub fn permission_dialog(&self, title: &str, detail: &[String], options: &[s::PermissionOption]) {
         let mut st = self.lock();
         // The user is being asked: no spinner over the question (restarted after the answer).
         st.clear_spinner();
         st.spinner = None;
-        let title = sanitize(&st.tool_title(&req.tool_call)).into_owned();
         let head = styled(
             st.color_err,
             "1;33",
-            &format!("? Permission requested: {title}"),
+            &format!("? Permission requested: {}", ensure_line(title)),
         );
         st.err_line(&head);
-        for (i, opt) in req.options.iter().enumerate() {
+        for line in detail {
+            let line = format!("  {}", ensure_line(line));
+            st.err_line(&line);
+        }
+        for (i, opt) in options.iter().enumerate() {
             let kind = enum_name(&opt.kind);
             let line = format!(
                 "  {}) {}  {}",
                 i + 1,
-                sanitize(&opt.name),
+                escape_line(&opt.name),
                 styled(st.color_err, "2", &format!("[{kind}]"))
             );
             st.err_line(&line);
         }
-        st.permission_ask(req.options.len());
+        st.permission_ask(options.len());
     }
 
     /// Ends the line of an unanswered question (at end of input).
@@ -265,14 +277,14 @@ impl Ui {
         st.permission_ask(count);
     }
 
-    /// Reports the outcome of a permission request (answered automatically or by the user).
-    pub fn permission_outcome(&self, req: &s::RequestPermissionRequest, outcome: &str) {
+    /// Reports the outcome of a question (answered automatically or by the user); `title` as
+    /// for [`Ui::permission_dialog`].
+    pub fn permission_outcome(&self, title: &str, outcome: &str) {
         let mut st = self.lock();
-        let title = st.tool_title(&req.tool_call);
         let line = styled(
             st.color_err,
             "2",
-            &sanitize(&format!("  permission for {title}: {outcome}")),
+            &ensure_line(&format!("  permission for {title}: {outcome}")),
         );
         st.err_line(&line);
     }

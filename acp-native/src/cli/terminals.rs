@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use acp_client::terminal::{CommandQuestion, CommandRequest, EnvVariable, Invalid};
 use acp_core::{typed, ErrorCode, ErrorObject};
 use acp_native::process::EnvPolicy;
 use acp_native::terminal_service::{TerminalConfig, TerminalError, TerminalService};
@@ -23,11 +24,31 @@ use agent_client_protocol_schema::v1 as s;
 
 use super::render::TerminalOutput;
 
-/// Decides whether a `terminal/create` may run: true to run it. The token fires when the
-/// request is withdrawn (the turn was cancelled, the connection closed).
+/// Decides whether a `terminal/create` may run: true to run it. It gets the question to show
+/// (built by [`acp_client::terminal::question`]: every field on one line, escaped). The token
+/// fires when the request is withdrawn (the turn was cancelled, the connection closed).
 pub type Gate = Arc<
-    dyn Fn(&s::CreateTerminalRequest, CancellationToken) -> BoxFuture<'static, bool> + Send + Sync,
+    dyn Fn(&s::CreateTerminalRequest, CommandQuestion, CancellationToken) -> BoxFuture<'static, bool>
+        + Send
+        + Sync,
 >;
+
+/// The parts of a request the shared policy looks at.
+pub fn command_request(req: &s::CreateTerminalRequest) -> CommandRequest {
+    CommandRequest {
+        command: req.command.clone(),
+        args: req.args.clone(),
+        cwd: req.cwd.as_ref().map(|d| d.to_string_lossy().into_owned()),
+        env: req
+            .env
+            .iter()
+            .map(|v| EnvVariable {
+                name: v.name.clone(),
+                value: v.value.clone(),
+            })
+            .collect(),
+    }
+}
 
 /// The error answered when the user refuses a command.
 pub fn refused(req: &s::CreateTerminalRequest) -> ErrorObject {
@@ -46,24 +67,18 @@ pub fn refused(req: &s::CreateTerminalRequest) -> ErrorObject {
     }))
 }
 
-/// `command arg...` with arguments quoted as a POSIX shell would need (so what is shown is
-/// exactly what runs: no shell is involved).
+/// The error answered, before anyone is asked, for a request that cannot be shown or run
+/// faithfully (an invalid env name, a NUL byte, an empty command).
+pub fn invalid(e: &Invalid) -> ErrorObject {
+    ErrorObject::new(ErrorCode::InvalidParams, e.message())
+        .with_data(serde_json::to_value(e).unwrap_or_default())
+}
+
+/// `command arg...` on one line, quoted as a POSIX shell would need (so what is shown is
+/// exactly what runs: no shell is involved), control characters escaped
+/// ([`acp_client::display::command_line`]).
 pub fn command_line(req: &s::CreateTerminalRequest) -> String {
-    fn quote(a: &str) -> String {
-        let plain = !a.is_empty()
-            && a.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-        if plain {
-            a.to_string()
-        } else {
-            format!("'{}'", a.replace('\'', "'\\''"))
-        }
-    }
-    std::iter::once(&req.command)
-        .chain(&req.args)
-        .map(|a| quote(a))
-        .collect::<Vec<_>>()
-        .join(" ")
+    acp_client::display::command_line(&req.command, &req.args)
 }
 
 /// The session's terminals. Cheap to clone.
@@ -71,6 +86,8 @@ pub fn command_line(req: &s::CreateTerminalRequest) -> String {
 pub struct Terminals {
     service: TerminalService,
     root: PathBuf,
+    /// What a command gets without the request's `env` (to show what the request changes).
+    base_env: Arc<HashMap<String, String>>,
     /// Output of terminals that finished or were released, for the UI (by terminal id).
     finished: Arc<Mutex<HashMap<String, String>>>,
 }
@@ -85,6 +102,16 @@ impl Terminals {
     /// Terminals whose working directories must be inside `root` (the default one), with
     /// environment `env`, at most `max_terminals` at once.
     pub fn new(root: PathBuf, env: EnvPolicy, max_terminals: usize) -> Terminals {
+        let base_env = env
+            .resolve_from_host()
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
         let config = TerminalConfig {
             default_cwd: Some(root.clone()),
             env,
@@ -94,6 +121,7 @@ impl Terminals {
         Terminals {
             service: TerminalService::new(config),
             root,
+            base_env: Arc::new(base_env),
             finished: Arc::default(),
         }
     }
@@ -132,8 +160,13 @@ impl Terminals {
         router
             .route::<typed::CreateTerminal, _, _>(move |req, cx| {
                 let t = a.clone();
-                let allowed = gate(&req, cx.cancel.clone());
+                // Checked before anyone is asked; the question shows the request as it is.
+                let allowed = acp_client::terminal::question(&command_request(&req), |name| {
+                    t.base_env.get(name).cloned()
+                })
+                .map(|question| gate(&req, question, cx.cancel.clone()));
                 async move {
+                    let allowed = allowed.map_err(|e| invalid(&e))?;
                     t.check_cwd(req.cwd.as_deref())?;
                     if !allowed.await {
                         return Err(refused(&req));
@@ -237,5 +270,10 @@ mod tests {
         let e = refused(&req);
         assert!(e.message.contains("permission denied"), "{e:?}");
         assert_eq!(e.data.unwrap()["reason"], "permission_denied");
+        // A newline cannot start a line of its own in what is shown.
+        let req = s::CreateTerminalRequest::new("s", "sh")
+            .args(vec!["-c".into(), "echo x > y\nrun `ls -la`".into()]);
+        assert_eq!(command_line(&req), r#"sh -c $'echo x > y\nrun `ls -la`'"#);
+        assert!(!refused(&req).message.contains('\n'));
     }
 }
