@@ -9,7 +9,10 @@
 //! * **Explicit environment.** The child gets [`TerminalConfig::env`] (an [`EnvPolicy`];
 //!   default: allowlist, no host secrets) plus the request's `env` variables.
 //! * **Own process group.** Kill and release signal the whole group, so `sh -c 'a & b'` leaves
-//!   nothing behind.
+//!   nothing behind, even once the shell (the group's leader) has exited: the leader is not
+//!   reaped until the terminal is released, so its exited process keeps the group's id
+//!   reserved (no other process or group can get it) and the group can always be signalled.
+//!   Its exit is observed without reaping it (`waitid` with `WNOWAIT`).
 //! * **One output buffer.** stdout and stderr are the *same* pipe (as in a terminal), so their
 //!   interleaving is the order the process wrote in. `outputByteLimit` keeps the newest bytes: the
 //!   front is dropped and the start moved forward to a UTF-8 character boundary
@@ -42,7 +45,7 @@ use agent_client_protocol_schema::v1::{
     WaitForTerminalExitResponse,
 };
 use serde_json::json;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use crate::process::{
     prepare_command, signal_group, signal_name, EnvPolicy, SpawnError, Termination,
@@ -58,6 +61,8 @@ pub const RESOURCE_NOT_FOUND: i32 = -32002;
 /// After the process exits, how long to wait for its output pipe to reach EOF before reporting
 /// the exit anyway (a background grandchild may hold the pipe open indefinitely).
 const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// How often a running command is checked for exit besides on `SIGCHLD` (a backstop).
+const EXIT_POLL_BACKSTOP: Duration = Duration::from_secs(2);
 
 /// Configuration of a [`TerminalService`].
 #[derive(Clone, Debug)]
@@ -322,11 +327,15 @@ fn incomplete_utf8_suffix(bytes: &[u8]) -> usize {
 
 struct Terminal {
     session_id: SessionId,
+    /// The process group (the leader's pid). Reserved until the leader is reaped, which the
+    /// waiter task does only once this terminal is gone (`_release` dropped).
     pgid: u32,
     output: Arc<Mutex<OutputBuffer>>,
     output_rx: watch::Receiver<u64>,
     exit_rx: watch::Receiver<Option<TerminalExitStatus>>,
-    eof_rx: watch::Receiver<bool>,
+    /// Dropped with the terminal: tells the waiter task that the group was killed and the
+    /// leader may now be reaped.
+    _release: oneshot::Sender<()>,
 }
 
 impl Terminal {
@@ -343,15 +352,11 @@ impl Terminal {
 }
 
 impl Terminal {
-    /// `SIGKILL` to the process group, unless every process that held the output pipe is known
-    /// to be gone (leader reaped *and* pipe at EOF): then the group id may already be free for
-    /// reuse, and signalling it could hit an unrelated group.
+    /// `SIGKILL` to the whole process group: the command and everything it started that
+    /// stayed in its group (background jobs), even after the command itself exited. Safe
+    /// because the leader is not reaped while the terminal exists: its pid, which is the
+    /// group's id, cannot have been reused.
     fn kill_group(&self) {
-        let exited = self.exit_rx.borrow().is_some();
-        let drained = *self.eof_rx.borrow();
-        if exited && drained {
-            return;
-        }
         if let Err(e) = signal_group(self.pgid, libc::SIGKILL) {
             tracing::warn!(
                 pgid = self.pgid,
@@ -363,7 +368,8 @@ impl Terminal {
 
 impl Drop for Terminal {
     fn drop(&mut self) {
-        // Released, or the service is gone: nothing of this terminal may keep running.
+        // Released, or the service is gone: nothing of this terminal may keep running. (The
+        // group is killed before `_release` is dropped, so before the leader can be reaped.)
         self.kill_group();
     }
 }
@@ -502,7 +508,7 @@ impl TerminalService {
         // The command holds our copies of the pipe's write end: drop them now, or the reader
         // never sees EOF.
         drop(command);
-        let mut child = spawned.map_err(|source| SpawnError::Io {
+        let child = spawned.map_err(|source| SpawnError::Io {
             command: prepared.display.clone(),
             source,
         })?;
@@ -517,21 +523,14 @@ impl TerminalService {
         tokio::spawn(read_output(rx, Arc::clone(&output), output_tx, eof_tx));
 
         let (exit_tx, exit_rx) = watch::channel(None);
-        let log_id = Arc::clone(&id);
-        let mut drained_rx = eof_rx.clone();
-        tokio::spawn(async move {
-            let termination = match child.wait().await {
-                Ok(status) => Termination::from(status),
-                Err(e) => {
-                    tracing::warn!(terminal = %log_id, "waiting for terminal command failed: {e}");
-                    Termination::Unknown
-                }
-            };
-            let _ = tokio::time::timeout(OUTPUT_DRAIN_AFTER_EXIT, drained_rx.wait_for(|eof| *eof))
-                .await;
-            tracing::debug!(terminal = %log_id, "terminal command {termination}");
-            exit_tx.send_replace(Some(exit_status_of(termination)));
-        });
+        let (release_tx, release_rx) = oneshot::channel();
+        tokio::spawn(wait_for_leader(
+            child,
+            Arc::clone(&id),
+            eof_rx,
+            exit_tx,
+            release_rx,
+        ));
 
         inner.terminals.insert(
             Arc::clone(&id),
@@ -541,7 +540,7 @@ impl TerminalService {
                 output,
                 output_rx,
                 exit_rx,
-                eof_rx,
+                _release: release_tx,
             }),
         );
         tracing::debug!(terminal = %id, command = %prepared.display, pid = pgid, "terminal created");
@@ -659,6 +658,120 @@ fn exit_status_of(t: Termination) -> TerminalExitStatus {
             .signal(signal_name(signal).map_or_else(|| format!("SIG{signal}"), str::to_owned)),
         Termination::Unknown => TerminalExitStatus::new(),
     }
+}
+
+/// Follows a terminal's command (the group leader): reports its exit status once it exited
+/// and its output is drained (bounded), **without reaping it**, then reaps it only when the
+/// terminal is gone (`release` fires, after the group was killed). Until then the exited
+/// leader keeps its pid, the group's id, from being reused, so killing the group can never hit
+/// another one.
+async fn wait_for_leader(
+    mut child: tokio::process::Child,
+    id: Arc<str>,
+    mut drained: watch::Receiver<bool>,
+    exit_tx: watch::Sender<Option<TerminalExitStatus>>,
+    mut release: oneshot::Receiver<()>,
+) {
+    let pid = child.id().expect("not reaped yet");
+    // Registered before the first look, so an exit after it is not missed.
+    let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()).ok();
+    let mut released = false;
+    let exited = loop {
+        match peek_exit(pid) {
+            Ok(Some(t)) => break Some(t),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(terminal = %id, "watching the terminal command failed: {e}");
+                break None;
+            }
+        }
+        tokio::select! {
+            _ = async {
+                match sigchld.as_mut() {
+                    Some(s) => { s.recv().await; }
+                    None => std::future::pending().await,
+                }
+            } => {}
+            // A backstop only (a SIGCHLD after the registration above is never missed).
+            _ = tokio::time::sleep(EXIT_POLL_BACKSTOP) => {}
+            // Released (and the group killed) while it runs.
+            _ = &mut release => {
+                released = true;
+                break None;
+            }
+        }
+    };
+    let termination = match exited {
+        Some(t) => t,
+        // Reap it now (it was killed, or watching failed).
+        None => match child.wait().await {
+            Ok(status) => Termination::from(status),
+            Err(e) => {
+                tracing::warn!(terminal = %id, "waiting for terminal command failed: {e}");
+                Termination::Unknown
+            }
+        },
+    };
+    let _ = tokio::time::timeout(OUTPUT_DRAIN_AFTER_EXIT, drained.wait_for(|eof| *eof)).await;
+    tracing::debug!(terminal = %id, "terminal command {termination}");
+    exit_tx.send_replace(Some(exit_status_of(termination)));
+    // Keep the exited leader unreaped until the terminal is gone; dropping the child then
+    // reaps it.
+    if !released {
+        let _ = release.await;
+    }
+    drop(child);
+}
+
+/// The exit of child `pid`, if it has exited, **without reaping it** (`waitid` with `WNOWAIT`).
+fn peek_exit(pid: u32) -> io::Result<Option<Termination>> {
+    loop {
+        // SAFETY: an all-zero siginfo_t is valid (plain data); waitid writes into it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid with a valid pointer to a siginfo_t; WNOWAIT leaves the child as is.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let (si_pid, status) = siginfo_pid_status(&info);
+        if si_pid == 0 {
+            return Ok(None); // WNOHANG: still running
+        }
+        return Ok(Some(match info.si_code {
+            libc::CLD_EXITED => Termination::Exited(status),
+            libc::CLD_KILLED => Termination::Signaled {
+                signal: status,
+                core_dumped: false,
+            },
+            libc::CLD_DUMPED => Termination::Signaled {
+                signal: status,
+                core_dumped: true,
+            },
+            _ => Termination::Unknown,
+        }));
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn siginfo_pid_status(info: &libc::siginfo_t) -> (libc::pid_t, i32) {
+    // SAFETY: filled by waitid for a child event (the SIGCHLD layout).
+    unsafe { (info.si_pid(), info.si_status()) }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn siginfo_pid_status(info: &libc::siginfo_t) -> (libc::pid_t, i32) {
+    (info.si_pid, info.si_status)
 }
 
 async fn read_output(

@@ -398,3 +398,87 @@ async fn dropping_the_service_kills_running_commands() {
         .await
         .expect("command outlived its service");
 }
+
+/// Whether `pid` is still running (not a zombie: an orphan is reaped by init).
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+}
+
+/// Runs `sh -c SCRIPT sh PIDFILE` (the script starts a background job and writes its pid to
+/// PIDFILE), waits until the shell itself has exited, and returns the terminal and the job's
+/// pid (still running).
+async fn background_job(svc: &TerminalService, tmp: &TempDir, script: &str) -> (TerminalId, u32) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let pidfile = tmp.join(format!("job-{n}.pid"));
+    let pidfile = pidfile.to_str().unwrap().to_owned();
+    let id = create(svc, cmd("sh", &["-c", script, "sh", &pidfile])).await;
+    // The leader (sh) has exited once its exit status is known.
+    let status = wait_exit(svc, &id).await;
+    assert_eq!(status.exit_code, Some(0), "{script}");
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        alive(pid),
+        "the background job of {script:?} is not running"
+    );
+    (id, pid)
+}
+
+/// The scripts: a background job that keeps the terminal's output pipe, and one that does not
+/// (the pipe reaches EOF once the shell exits, so "every process that held the pipe is gone"
+/// is no proof that the group is empty).
+const BACKGROUND_JOBS: [&str; 2] = [
+    "sleep 1000 & echo $! > \"$1\"",
+    "sleep 1000 >/dev/null 2>&1 & echo $! > \"$1\"",
+];
+
+/// `sh -c 'sleep 1000 & …'`: the shell (the group leader) exits at once, its background job
+/// stays in the terminal's process group; releasing the terminal kills it.
+#[tokio::test]
+async fn release_kills_background_jobs_whose_leader_already_exited() {
+    let tmp = TempDir::new();
+    let svc = svc();
+    for script in BACKGROUND_JOBS {
+        let (id, job) = background_job(&svc, &tmp, script).await;
+        svc.release(ReleaseTerminalRequest::new(S, id))
+            .await
+            .unwrap();
+        timeout(EVENTUALLY, wait_dead(job))
+            .await
+            .unwrap_or_else(|_| panic!("the background job of {script:?} outlived release"));
+    }
+}
+
+/// The same when the service goes away (acp exits) or releases everything (end of the chat).
+#[tokio::test]
+async fn dropping_the_service_kills_background_jobs_whose_leader_already_exited() {
+    let tmp = TempDir::new();
+    let svc = svc();
+    let mut jobs = Vec::new();
+    for script in BACKGROUND_JOBS {
+        jobs.push(background_job(&svc, &tmp, script).await.1);
+    }
+    drop(svc);
+    for job in jobs {
+        timeout(EVENTUALLY, wait_dead(job))
+            .await
+            .expect("a background job outlived its terminal service");
+    }
+
+    let svc = TerminalService::new(TerminalConfig::default());
+    let mut jobs = Vec::new();
+    for script in BACKGROUND_JOBS {
+        jobs.push(background_job(&svc, &tmp, script).await.1);
+    }
+    assert_eq!(svc.release_all(), 2);
+    for job in jobs {
+        timeout(EVENTUALLY, wait_dead(job))
+            .await
+            .expect("a background job outlived release_all");
+    }
+}
