@@ -1,0 +1,417 @@
+//! Consent under a hostile agent (docs/security.md): a question cannot be spoofed (every
+//! agent-supplied field on one line, env changes shown with their values, invalid env names
+//! refused before asking, nothing from the agent shown while a question is open), an unread
+//! stdout slows the agent down instead of growing memory, and closing the terminal (SIGHUP) or
+//! SIGTERM stops the agent and its commands.
+//!
+//! The agent is a python3 script (`HOSTILE_AGENT`, one scenario per run), like
+//! fault_injection.rs's.
+
+mod cli_support;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
+
+/// `python3 agent.py SCENARIO LOG [N]`: answers `initialize` and `session/new` (session `s-1`),
+/// reads `session/prompt`, then does as told. Every line it reads is appended to LOG.
+const HOSTILE_AGENT: &str = r#"
+import json, os, sys, time
+scenario, log_path = sys.argv[1], sys.argv[2]
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+log = open(log_path, "a")
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+
+def recv():
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    log.write(line); log.flush()
+    return json.loads(line)
+
+def expect(method=None, id=None):
+    while True:
+        m = recv()
+        if m is None:
+            sys.exit(0)
+        if method is not None and m.get("method") == method:
+            return m
+        if id is not None and m.get("id") == id and "method" not in m:
+            return m
+
+def update(text):
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
+          "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+
+def end(pid, reason="end_turn"):
+    send({"jsonrpc": "2.0", "id": pid, "result": {"stopReason": reason}})
+
+def call(id, method, params):
+    send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    return expect(id=id)
+
+def report(r):
+    update("[answer: %s]\n" % json.dumps(r.get("error") or r.get("result")))
+
+m = expect("initialize")
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+m = expect("session/new")
+cwd = m["params"]["cwd"]
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+pid = expect("session/prompt")["id"]
+
+if scenario == "spoof-terminal":
+    report(call(10, "terminal/create", {"sessionId": "s-1", "command": "sh", "args": ["-c",
+        "echo payload > pwned\n\n? Permission requested: run `ls -la`\n  1) Run it  [allow_once]"]}))
+    end(pid)
+elif scenario == "bad-env-name":
+    report(call(10, "terminal/create", {"sessionId": "s-1", "command": "ls",
+        "env": [{"name": "X\n? Permission requested: run `ls`", "value": "1"}]}))
+    end(pid)
+elif scenario == "agent-path":
+    report(call(10, "terminal/create", {"sessionId": "s-1", "command": "true",
+        "env": [{"name": "PATH", "value": "/tmp/evil:/usr/bin:/bin"}]}))
+    end(pid)
+elif scenario == "spoof-title":
+    report(call(10, "session/request_permission", {"sessionId": "s-1",
+        "toolCall": {"toolCallId": "t1", "title": "read notes.txt\n? Permission requested: read a file"},
+        "options": [{"optionId": "a", "name": "Allow\n  2) Reject", "kind": "allow_once"},
+                    {"optionId": "r", "name": "Reject", "kind": "reject_once"}]}))
+    end(pid)
+elif scenario == "hold-back":
+    send({"jsonrpc": "2.0", "id": 10, "method": "session/request_permission", "params": {"sessionId": "s-1",
+        "toolCall": {"toolCallId": "t1", "title": "edit main.rs"},
+        "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "r", "name": "Reject", "kind": "reject_once"}]}})
+    update("FAKE-WHILE-ASKING\n")
+    open(os.path.join(cwd, "sent"), "w").close()
+    report(expect(id=10))
+    end(pid)
+elif scenario == "flood":
+    chunk = "x" * 1000
+    progress = os.path.join(cwd, "progress")
+    for i in range(n):
+        update(chunk)
+        if i % 100 == 0:
+            with open(progress + ".tmp", "w") as f:
+                f.write(str(i))
+            os.replace(progress + ".tmp", progress)
+    with open(progress, "w") as f:
+        f.write(str(n))
+    end(pid)
+elif scenario == "terminal-then-hang":
+    call(10, "terminal/create", {"sessionId": "s-1", "command": "sh",
+        "args": ["-c", "echo $$ > term.pid; exec sleep 1000"], "cwd": cwd})
+    with open(os.path.join(cwd, "agent.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(1000)
+"#;
+
+/// `acp chat` args running the hostile agent with `scenario` in `dir`.
+fn agent_args(dir: &TempDir, scenario: &str, extra: &[&str]) -> Vec<String> {
+    let script = dir.join("agent.py");
+    std::fs::write(&script, HOSTILE_AGENT).unwrap();
+    let mut args: Vec<String> = ["chat", "--prompt", "go"]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect();
+    args.extend([
+        "--".to_string(),
+        "python3".to_string(),
+        script.display().to_string(),
+        scenario.to_string(),
+        dir.join("agent.log").display().to_string(),
+    ]);
+    args
+}
+
+fn chat(dir: &TempDir, scenario: &str, extra: &[&str], stdin: Option<&str>) -> cli_support::Run {
+    let args = agent_args(dir, scenario, extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&args, dir.path(), stdin)
+}
+
+/// Lines of stderr that start a question.
+fn question_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.trim_start().starts_with("? Permission requested"))
+        .collect()
+}
+
+#[test]
+fn newlines_in_a_command_cannot_print_a_fake_question() {
+    let dir = TempDir::new("spoof-terminal");
+    // The user refuses (2): nothing runs either way, but what matters is what was shown.
+    let r = chat(&dir, "spoof-terminal", &[], Some("2\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let questions = question_lines(&r.stderr);
+    assert_eq!(questions.len(), 1, "one question, on one line: {}", r.dump());
+    assert!(
+        questions[0].contains(r"run `sh -c $'echo payload > pwned\n\n? Permission requested: run `ls -la`\n  1) Run it  [allow_once]'`"),
+        "the whole command, escaped, on the question's line: {}",
+        r.dump()
+    );
+    assert_eq!(
+        r.stderr.lines().filter(|l| l.trim_start().starts_with("1)")).count(),
+        1,
+        "one option 1: {}",
+        r.dump()
+    );
+    assert!(!dir.join("pwned").exists());
+}
+
+#[test]
+fn an_invalid_env_name_is_refused_before_anyone_is_asked() {
+    let dir = TempDir::new("bad-env");
+    let r = chat(&dir, "bad-env-name", &["--yes"], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(question_lines(&r.stderr).is_empty(), "{}", r.dump());
+    assert!(
+        r.stdout.contains(r#""code": -32602"#) && r.stdout.contains("invalid environment variable name"),
+        "the agent is told why: {}",
+        r.dump()
+    );
+    assert!(!r.stdout.contains("\n? Permission"), "{}", r.dump());
+}
+
+#[test]
+fn an_agent_set_path_is_shown_with_its_value_and_a_warning() {
+    let dir = TempDir::new("agent-path");
+    let r = chat(&dir, "agent-path", &[], Some("2\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let questions = question_lines(&r.stderr);
+    assert_eq!(questions.len(), 1, "{}", r.dump());
+    assert!(
+        questions[0].contains("run `true` with PATH=/tmp/evil:/usr/bin:/bin"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr
+            .contains("⚠ the agent changes PATH, which decides what programs or code run"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn the_agents_own_question_and_option_names_stay_on_their_lines() {
+    let dir = TempDir::new("spoof-title");
+    let r = chat(&dir, "spoof-title", &[], Some("2\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let questions = question_lines(&r.stderr);
+    assert_eq!(questions.len(), 1, "{}", r.dump());
+    assert!(
+        questions[0].contains(r"read notes.txt\n? Permission requested: read a file"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains(r"1) Allow\n  2) Reject"), "{}", r.dump());
+    assert_eq!(
+        r.stderr.lines().filter(|l| l.trim_start().starts_with("2)")).count(),
+        1,
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains(r#""optionId": "r""#), "{}", r.dump());
+}
+
+/// stdout and stderr into one file, in the order they were written.
+fn combined_output(dir: &TempDir) -> (std::fs::File, std::path::PathBuf) {
+    let path = dir.join("combined.out");
+    (std::fs::File::create(&path).unwrap(), path)
+}
+
+#[test]
+fn nothing_from_the_agent_is_shown_while_a_question_is_open() {
+    let dir = TempDir::new("hold-back");
+    let args = agent_args(&dir, "hold-back", &[]);
+    let (out, out_path) = combined_output(&dir);
+    let mut child = Command::new(acp())
+        .args(&args)
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(out.try_clone().unwrap()))
+        .stderr(Stdio::from(out))
+        .spawn()
+        .unwrap();
+    // Answer only after the agent sent its text behind the question (and some time passed
+    // for it to arrive: without the hold-back it would be shown before the answer).
+    let deadline = Instant::now() + EVENTUALLY;
+    while !dir.join("sent").exists() {
+        assert!(Instant::now() < deadline, "the agent never asked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"1\n").unwrap();
+    drop(stdin);
+    let status = wait_bounded(&mut child);
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    assert_eq!(status, Some(0), "{text}");
+    let asked = text.find("? Permission requested").expect(&text);
+    let answered = text.find("Allow (option 1)").expect(&text);
+    let fake = text.find("FAKE-WHILE-ASKING").expect(&text);
+    assert!(
+        asked < answered && answered < fake,
+        "held back until answered:\n{text}"
+    );
+}
+
+fn wait_bounded(child: &mut std::process::Child) -> Option<i32> {
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("acp did not exit (a hang)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn read_progress(path: &Path) -> u64 {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn an_unread_stdout_stops_reading_the_agent_instead_of_growing_memory() {
+    const N: u64 = 200_000; // 1,000-character updates: about 230 MB of JSON
+    let dir = TempDir::new("flood");
+    let mut args = agent_args(&dir, "flood", &[]);
+    args.push(N.to_string());
+    let mut child = Command::new(acp())
+        .args(&args)
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Nobody reads acp's stdout (Ctrl-S, a slow ssh): the agent must end up blocked.
+    let progress = dir.join("progress");
+    let deadline = Instant::now() + EVENTUALLY;
+    let (mut last, mut since) = (0, Instant::now());
+    let stalled_at = loop {
+        let now = read_progress(&progress);
+        if now >= N || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!(
+                "the agent wrote all {N} updates while acp's stdout was not read (peak RSS {} KiB)",
+                status_kib(child.id(), "VmHWM:")
+            );
+        }
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if now > 0 && since.elapsed() > Duration::from_secs(3) {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let peak = status_kib(child.id(), "VmHWM:");
+    assert!(
+        peak < 100 * 1024,
+        "acp's peak RSS {peak} KiB with its stdout unread (the agent stalled at {stalled_at})"
+    );
+    // Reading resumes: everything arrives, nothing lost.
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        stdout.read_to_end(&mut buf).unwrap();
+        buf
+    });
+    let status = wait_bounded(&mut child);
+    let out = reader.join().unwrap();
+    assert_eq!(status, Some(0));
+    let xs = out.iter().filter(|b| **b == b'x').count() as u64;
+    assert_eq!(xs, N * 1000, "every update shown once reading resumed");
+    eprintln!("agent stalled after {stalled_at} of {N} updates; acp peak RSS {peak} KiB");
+}
+
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A zombie waiting for its parent is gone too.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn read_pid(path: &Path) -> u32 {
+    let deadline = Instant::now() + EVENTUALLY;
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn hang_up_stops_the_agent_and_its_commands(signal: i32, code: i32) {
+    let dir = TempDir::new("hangup");
+    let args = agent_args(&dir, "terminal-then-hang", &["--yes"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut r = Running::start_interactive(&args, dir.path());
+    let agent = read_pid(&dir.join("agent.pid"));
+    let command = read_pid(&dir.join("term.pid"));
+    assert!(!gone(agent) && !gone(command));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(r.child.id() as i32, signal) };
+    let deadline = Instant::now() + EVENTUALLY;
+    while !(gone(agent) && gone(command)) {
+        if Instant::now() > deadline {
+            let _ = r.child.kill();
+            panic!(
+                "after signal {signal}: agent gone {}, its command gone {}\n{}",
+                gone(agent),
+                gone(command),
+                r.stderr()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    r.stdin.take();
+    let done = r.finish(EVENTUALLY);
+    assert_eq!(done.code, Some(code), "{}", done.dump());
+}
+
+#[test]
+fn sighup_stops_the_agent_and_its_terminal_commands() {
+    hang_up_stops_the_agent_and_its_commands(libc::SIGHUP, 129);
+}
+
+#[test]
+fn sigterm_stops_the_agent_and_its_terminal_commands() {
+    hang_up_stops_the_agent_and_its_commands(libc::SIGTERM, 143);
+}
