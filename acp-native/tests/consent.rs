@@ -152,14 +152,22 @@ fn newlines_in_a_command_cannot_print_a_fake_question() {
     let r = chat(&dir, "spoof-terminal", &[], Some("2\n"));
     assert_eq!(r.code(), 0, "{}", r.dump());
     let questions = question_lines(&r.stderr);
-    assert_eq!(questions.len(), 1, "one question, on one line: {}", r.dump());
+    assert_eq!(
+        questions.len(),
+        1,
+        "one question, on one line: {}",
+        r.dump()
+    );
     assert!(
         questions[0].contains(r"run `sh -c $'echo payload > pwned\n\n? Permission requested: run `ls -la`\n  1) Run it  [allow_once]'`"),
         "the whole command, escaped, on the question's line: {}",
         r.dump()
     );
     assert_eq!(
-        r.stderr.lines().filter(|l| l.trim_start().starts_with("1)")).count(),
+        r.stderr
+            .lines()
+            .filter(|l| l.trim_start().starts_with("1)"))
+            .count(),
         1,
         "one option 1: {}",
         r.dump()
@@ -174,7 +182,8 @@ fn an_invalid_env_name_is_refused_before_anyone_is_asked() {
     assert_eq!(r.code(), 0, "{}", r.dump());
     assert!(question_lines(&r.stderr).is_empty(), "{}", r.dump());
     assert!(
-        r.stdout.contains(r#""code": -32602"#) && r.stdout.contains("invalid environment variable name"),
+        r.stdout.contains(r#""code": -32602"#)
+            && r.stdout.contains("invalid environment variable name"),
         "the agent is told why: {}",
         r.dump()
     );
@@ -215,7 +224,10 @@ fn the_agents_own_question_and_option_names_stay_on_their_lines() {
     );
     assert!(r.stderr.contains(r"1) Allow\n  2) Reject"), "{}", r.dump());
     assert_eq!(
-        r.stderr.lines().filter(|l| l.trim_start().starts_with("2)")).count(),
+        r.stderr
+            .lines()
+            .filter(|l| l.trim_start().starts_with("2)"))
+            .count(),
         1,
         "{}",
         r.dump()
@@ -373,7 +385,11 @@ fn read_pid(path: &Path) -> u32 {
         {
             return pid;
         }
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

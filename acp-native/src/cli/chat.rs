@@ -148,7 +148,9 @@ impl Signals {
 fn quit(sig: Interrupt) -> Outcome {
     match sig {
         Interrupt::Hangup => Outcome::fail(exit::HANGUP, "hung up (SIGHUP): stopped the agent"),
-        Interrupt::Term => Outcome::fail(exit::TERMINATED, "terminated (SIGTERM): stopped the agent"),
+        Interrupt::Term => {
+            Outcome::fail(exit::TERMINATED, "terminated (SIGTERM): stopped the agent")
+        }
         Interrupt::Int => Outcome::fail(exit::INTERRUPTED, "interrupted"),
     }
 }
@@ -603,7 +605,8 @@ impl Chat {
         turn.over = true;
         if let Some(ask) = turn.open.take() {
             let title = self.ask_title(&ask);
-            self.ui.permission_outcome(&title, "cancelled (the turn ended)");
+            self.ui
+                .permission_outcome(&title, "cancelled (the turn ended)");
             let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
         }
         self.show_held(&conn, &mut turn).await;
@@ -755,7 +758,9 @@ impl Chat {
         match permission::decide(&policy_options(&ask.request.options), mode) {
             Decision::Ask => {
                 if mode != self.mode {
-                    self.ui.notice(&format!("{flag} does not answer this question: it changes what runs"));
+                    self.ui.notice(&format!(
+                        "{flag} does not answer this question: it changes what runs"
+                    ));
                 } else if self.mode != AutoMode::Ask {
                     self.ui.notice(&format!(
                         "{flag}: the agent offers no option {flag} may choose; asking"

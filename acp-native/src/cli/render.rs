@@ -11,8 +11,8 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use acp_core::RawValue;
 use acp_client::display::{ensure_line, escape_line};
+use acp_core::RawValue;
 use agent_client_protocol_schema::v1 as s;
 use serde_json::Value;
 
@@ -233,7 +233,12 @@ impl Ui {
     /// Shows a question and its numbered options (on stderr): `title` and `detail` are one
     /// line each, already escaped ([`Ui::question_title`], acp-client's question texts); the
     /// agent's option names are escaped here.
-    pub fn permission_dialog(&self, title: &str, detail: &[String], options: &[s::PermissionOption]) {
+    pub fn permission_dialog(
+        &self,
+        title: &str,
+        detail: &[String],
+        options: &[s::PermissionOption],
+    ) {
         let mut st = self.lock();
         // The user is being asked: no spinner over the question (restarted after the answer).
         st.clear_spinner();

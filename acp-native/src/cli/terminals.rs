@@ -28,7 +28,11 @@ use super::render::TerminalOutput;
 /// (built by [`acp_client::terminal::question`]: every field on one line, escaped). The token
 /// fires when the request is withdrawn (the turn was cancelled, the connection closed).
 pub type Gate = Arc<
-    dyn Fn(&s::CreateTerminalRequest, CommandQuestion, CancellationToken) -> BoxFuture<'static, bool>
+    dyn Fn(
+            &s::CreateTerminalRequest,
+            CommandQuestion,
+            CancellationToken,
+        ) -> BoxFuture<'static, bool>
         + Send
         + Sync,
 >;
