@@ -17,12 +17,19 @@ use cli_support::{acp, TempDir, EVENTUALLY};
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::handshake::client::Request;
 use tokio_tungstenite::tungstenite::Message;
 
-/// `acp serve --ws 127.0.0.1:0`, killed on drop.
+/// The token the test servers are started with (`ACP_SERVE_TOKEN`).
+const TOKEN: &str = "test-token-5f0c9e2a7b1d4c3e8f6a";
+
+/// `acp serve`, stopped on drop (SIGTERM, then SIGKILL if it lingers).
 struct Server {
     child: Child,
+    /// `ws://ADDR` as printed.
     url: String,
+    /// The token clients must present.
+    token: String,
     /// Everything it printed on stderr so far.
     log: Arc<Mutex<String>>,
 }
@@ -43,10 +50,55 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// `host:port` of the listener.
+    fn addr(&self) -> &str {
+        self.url.strip_prefix("ws://").unwrap()
+    }
+
+    /// A handshake request carrying the token as `Authorization: Bearer`.
+    fn request(&self) -> Request {
+        let mut req = self.url.as_str().into_client_request().unwrap();
+        req.headers_mut().insert(
+            "Authorization",
+            format!("Bearer {}", self.token).parse().unwrap(),
+        );
+        req
+    }
+
+    /// Waits for the server to exit by itself (bounded).
+    fn wait_exit(&mut self, what: &str) -> std::process::ExitStatus {
+        let deadline = Instant::now() + EVENTUALLY;
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "acp serve did not exit after {what}; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // SIGTERM first, so it stops its agents; then make sure.
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -57,13 +109,21 @@ fn start_server(cwd: &std::path::Path) -> Server {
 }
 
 fn start_server_with(cwd: &std::path::Path, agent: &[&str]) -> Server {
-    let mut args = vec!["serve", "--ws", "127.0.0.1:0"];
+    serve(cwd, &["--ws", "127.0.0.1:0"], agent, Some(TOKEN))
+}
+
+/// `acp serve ARGS -- AGENT`, with `ACP_SERVE_TOKEN=token` (or none set), once it listens.
+fn serve(cwd: &std::path::Path, args: &[&str], agent: &[&str], token: Option<&str>) -> Server {
+    let mut cmd = Command::new(acp());
+    cmd.arg("serve").args(args);
     if !agent.is_empty() {
-        args.push("--");
-        args.extend_from_slice(agent);
+        cmd.arg("--").args(agent);
     }
-    let mut child = Command::new(acp())
-        .args(&args)
+    cmd.env_remove("ACP_SERVE_TOKEN");
+    if let Some(t) = token {
+        cmd.env("ACP_SERVE_TOKEN", t);
+    }
+    let mut child = cmd
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -88,6 +148,7 @@ fn start_server_with(cwd: &std::path::Path, agent: &[&str]) -> Server {
     let mut server = Server {
         child,
         url: String::new(),
+        token: token.unwrap_or_default().to_string(),
         log,
     };
     server.url = server.wait_log("its address", |log| {
@@ -124,7 +185,7 @@ async fn next(ws: &mut Ws) -> Value {
 
 /// A WebSocket to the server, `initialize`d (id 0).
 async fn connect_initialized(server: &Server) -> Ws {
-    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.request())
         .await
         .unwrap();
     send(
@@ -140,7 +201,7 @@ async fn connect_initialized(server: &Server) -> Ws {
 async fn a_websocket_client_runs_a_full_turn_through_the_bridge() {
     let dir = TempDir::new("serve");
     let server = start_server(dir.path());
-    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.request())
         .await
         .unwrap();
 
@@ -237,33 +298,476 @@ async fn a_websocket_client_runs_a_full_turn_through_the_bridge() {
 }
 
 #[tokio::test]
-async fn foreign_browser_origins_are_refused_and_local_ones_accepted() {
+async fn foreign_browser_origins_are_refused_even_with_the_token_and_local_ones_accepted() {
     let dir = TempDir::new("origin");
-    let server = start_server(dir.path());
-    let mut req = server.url.as_str().into_client_request().unwrap();
-    req.headers_mut()
-        .insert("Origin", "https://evil.example".parse().unwrap());
-    let err = tokio_tungstenite::connect_async(req).await.unwrap_err();
-    assert!(err.to_string().contains("403"), "{err}");
+    let started = dir.join("started");
+    let agent = counting_agent(&dir, &started);
+    let server = serve(
+        dir.path(),
+        &[
+            "--ws",
+            "127.0.0.1:0",
+            "--allow-origin",
+            "https://app.example",
+        ],
+        &[agent.to_str().unwrap()],
+        Some(TOKEN),
+    );
+    for origin in [
+        "https://evil.example",
+        "null",
+        "http://localhost.evil.example",
+    ] {
+        let mut req = server.request();
+        req.headers_mut().insert("Origin", origin.parse().unwrap());
+        let err = tokio_tungstenite::connect_async(req).await.unwrap_err();
+        assert_eq!(http_status(&err), Some(403), "{origin}: {err}");
+    }
+    assert_eq!(starts(&started), 0, "a refused origin started an agent");
 
+    // Local pages, listed origins and clients sending no Origin (with the token) get through.
+    for origin in [
+        Some("http://localhost:5173"),
+        Some("https://app.example"),
+        None,
+    ] {
+        let mut req = server.request();
+        if let Some(origin) = origin {
+            req.headers_mut().insert("Origin", origin.parse().unwrap());
+        }
+        let (mut ws, _) = tokio_tungstenite::connect_async(req)
+            .await
+            .unwrap_or_else(|e| panic!("{origin:?}: {e}"));
+        send(
+            &mut ws,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+        )
+        .await;
+        assert_eq!(next(&mut ws).await["result"]["protocolVersion"], 1);
+        let _ = tokio::time::timeout(Duration::from_secs(5), ws.close(None)).await;
+    }
+    assert_eq!(starts(&started), 3);
+}
+
+/// The HTTP status a refused handshake got.
+fn http_status(err: &tokio_tungstenite::tungstenite::Error) -> Option<u16> {
+    match err {
+        tokio_tungstenite::tungstenite::Error::Http(resp) => Some(resp.status().as_u16()),
+        _ => None,
+    }
+}
+
+/// The demo agent behind a script that appends a line to `marker` each time it starts.
+fn counting_agent(dir: &TempDir, marker: &std::path::Path) -> std::path::PathBuf {
+    dir.script(
+        "counting-agent.sh",
+        &format!(
+            "echo started >> '{}'\nexec '{}' demo-agent",
+            marker.display(),
+            acp()
+        ),
+    )
+}
+
+/// How many agents a [`counting_agent`] started so far.
+fn starts(marker: &std::path::Path) -> usize {
+    std::fs::read_to_string(marker)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn every_connection_needs_the_token_and_a_refused_one_starts_no_agent() {
+    let dir = TempDir::new("serve-token");
+    let started = dir.join("started");
+    let agent = counting_agent(&dir, &started);
+    let server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
+    let refused = |req: Request| async move {
+        let err = tokio_tungstenite::connect_async(req).await.unwrap_err();
+        http_status(&err).unwrap_or_else(|| panic!("expected an HTTP refusal, got {err}"))
+    };
+    // No token at all.
+    assert_eq!(
+        refused(server.url.as_str().into_client_request().unwrap()).await,
+        401
+    );
+    // A wrong token, in each place one is accepted.
+    let wrong = format!("{}x", &TOKEN[..TOKEN.len() - 1]);
     let mut req = server.url.as_str().into_client_request().unwrap();
     req.headers_mut()
-        .insert("Origin", "http://localhost:5173".parse().unwrap());
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+        .insert("Authorization", format!("Bearer {wrong}").parse().unwrap());
+    assert_eq!(refused(req).await, 401);
+    let mut req = server.url.as_str().into_client_request().unwrap();
+    req.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        format!("acp.token.{wrong}").parse().unwrap(),
+    );
+    assert_eq!(refused(req).await, 401);
+    let query = format!("{}/?token={wrong}", server.url);
+    assert_eq!(
+        refused(query.as_str().into_client_request().unwrap()).await,
+        401
+    );
+    // A prefix of the right token is not the token.
+    let query = format!("{}/?token={}", server.url, &TOKEN[..TOKEN.len() - 1]);
+    assert_eq!(
+        refused(query.as_str().into_client_request().unwrap()).await,
+        401
+    );
+    // The refusal says how to authenticate.
+    let err = tokio_tungstenite::connect_async(server.url.as_str())
+        .await
+        .unwrap_err();
+    let tokio_tungstenite::tungstenite::Error::Http(resp) = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(resp.headers()["WWW-Authenticate"], "Bearer");
+    assert_eq!(starts(&started), 0, "a refused connection started an agent");
+
+    // The right token: as a bearer header, a subprotocol (echoed) and a query parameter.
+    let mut by_protocol = server.url.as_str().into_client_request().unwrap();
+    by_protocol.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        format!("acp.token.{TOKEN}").parse().unwrap(),
+    );
+    let by_query = format!("{}/?session=x&token={TOKEN}", server.url)
+        .into_client_request()
+        .unwrap();
+    for (how, req) in [
+        ("header", server.request()),
+        ("subprotocol", by_protocol),
+        ("query", by_query),
+    ] {
+        let (mut ws, resp) = tokio_tungstenite::connect_async(req)
+            .await
+            .unwrap_or_else(|e| panic!("{how}: {e}"));
+        if how == "subprotocol" {
+            assert_eq!(
+                resp.headers()["Sec-WebSocket-Protocol"],
+                format!("acp.token.{TOKEN}").as_str()
+            );
+        } else {
+            assert!(resp.headers().get("Sec-WebSocket-Protocol").is_none());
+        }
+        send(
+            &mut ws,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+        )
+        .await;
+        assert_eq!(next(&mut ws).await["id"], 0, "{how}");
+        let _ = tokio::time::timeout(Duration::from_secs(5), ws.close(None)).await;
+    }
+    assert_eq!(starts(&started), 3);
+    assert!(
+        !server.log().contains(TOKEN),
+        "the log shows the token:\n{}",
+        server.log()
+    );
+}
+
+/// The token `acp serve` printed at start.
+fn printed_token(server: &Server) -> String {
+    server.wait_log("its token", |log| {
+        let rest = &log[log.find("token: ")? + "token: ".len()..];
+        Some(rest.split_whitespace().next()?.to_string())
+    })
+}
+
+#[tokio::test]
+async fn a_random_token_is_printed_unless_one_is_given_in_a_file_or_the_environment() {
+    let dir = TempDir::new("serve-token-source");
+    let mut generated = Vec::new();
+    for _ in 0..2 {
+        let mut server = serve(dir.path(), &["--ws", "127.0.0.1:0"], &[], None);
+        let token = printed_token(&server);
+        assert!(
+            token.len() >= 32 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{token}"
+        );
+        server.token = token.clone();
+        // Printed with a URL that carries it.
+        server.wait_log("a URL with the token", |log| {
+            log.contains(&format!("{}/?token={token}", server.url))
+                .then_some(())
+        });
+        connect_initialized(&server).await;
+        generated.push(token);
+    }
+    assert_ne!(generated[0], generated[1], "two servers, one token");
+
+    // From a file (surrounding whitespace ignored); not printed.
+    let file = dir.join("token");
+    std::fs::write(&file, "  file-token-0123456789abcdef\n").unwrap();
+    let mut server = serve(
+        dir.path(),
+        &[
+            "--ws",
+            "127.0.0.1:0",
+            "--token-file",
+            file.to_str().unwrap(),
+        ],
+        &[],
+        Some("the-environment-loses-to-the-file"),
+    );
+    server.token = "file-token-0123456789abcdef".into();
+    connect_initialized(&server).await;
+    server.token = "the-environment-loses-to-the-file".into();
+    let err = tokio_tungstenite::connect_async(server.request())
+        .await
+        .unwrap_err();
+    assert_eq!(http_status(&err), Some(401), "{err}");
+    assert!(!server.log().contains("file-token"), "{}", server.log());
+
+    // From the environment: not printed either.
+    let server = start_server(dir.path());
+    connect_initialized(&server).await;
+    assert!(!server.log().contains(TOKEN), "{}", server.log());
+
+    // A token too short to be a secret, or an empty file, is refused at start.
+    for (bad, what) in [("short", "too short"), ("", "empty")] {
+        std::fs::write(&file, bad).unwrap();
+        let run = cli_support::Running::start(
+            &[
+                "serve",
+                "--ws",
+                "127.0.0.1:0",
+                "--token-file",
+                file.to_str().unwrap(),
+            ],
+            dir.path(),
+            None,
+        )
+        .finish(EVENTUALLY);
+        assert_eq!(run.code(), 1, "{what}: {}", run.dump());
+        assert!(run.stderr.contains("token"), "{what}: {}", run.dump());
+    }
+}
+
+#[tokio::test]
+async fn idle_sockets_start_no_agent_and_are_closed_after_the_handshake_timeout() {
+    use std::io::Write;
+    let dir = TempDir::new("serve-idle");
+    let started = dir.join("started");
+    let agent = counting_agent(&dir, &started);
+    let server = serve(
+        dir.path(),
+        &["--ws", "127.0.0.1:0", "--handshake-timeout", "1"],
+        &[agent.to_str().unwrap()],
+        Some(TOKEN),
+    );
+    let opened = Instant::now();
+    let mut idle: Vec<std::net::TcpStream> = (0..8)
+        .map(|_| std::net::TcpStream::connect(server.addr()).unwrap())
+        .collect();
+    // One more that starts a request and never finishes it (slowloris).
+    let mut slow = std::net::TcpStream::connect(server.addr()).unwrap();
+    slow.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n")
+        .unwrap();
+    idle.push(slow);
+    for (n, socket) in idle.iter_mut().enumerate() {
+        socket.set_read_timeout(Some(EVENTUALLY)).unwrap();
+        let mut buf = [0u8; 256];
+        match socket.read(&mut buf) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("socket {n} was not closed: {other:?}"),
+        }
+    }
+    assert!(opened.elapsed() >= Duration::from_secs(1));
+    assert_eq!(starts(&started), 0, "an idle socket started an agent");
+    server.wait_log("the handshake timeouts", |log| {
+        (log.matches("no WebSocket handshake within 1s").count() == 9).then_some(())
+    });
+    // A real client still gets its agent.
+    connect_initialized(&server).await;
+    assert_eq!(starts(&started), 1);
+}
+
+/// Reads what the server answers on a raw socket until it closes it (bounded).
+fn raw_answer(socket: &mut std::net::TcpStream) -> String {
+    socket.set_read_timeout(Some(EVENTUALLY)).unwrap();
+    let mut got = Vec::new();
+    let _ = socket.read_to_end(&mut got);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_are_refused_with_503_and_it_is_said_once() {
+    let dir = TempDir::new("serve-limit");
+    let started = dir.join("started");
+    let agent = counting_agent(&dir, &started);
+    let server = serve(
+        dir.path(),
+        &[
+            "--ws",
+            "127.0.0.1:0",
+            "--max-connections",
+            "2",
+            "--handshake-timeout",
+            "600",
+        ],
+        &[agent.to_str().unwrap()],
+        Some(TOKEN),
+    );
+    // Two connections: one working client and one socket that never handshakes.
+    let _working = connect_initialized(&server).await;
+    let idle = std::net::TcpStream::connect(server.addr()).unwrap();
+    // The third is refused at once, whether it sends anything or not.
+    let mut third = std::net::TcpStream::connect(server.addr()).unwrap();
+    let answer = raw_answer(&mut third);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+    let err = tokio_tungstenite::connect_async(server.request())
+        .await
+        .unwrap_err();
+    assert_eq!(http_status(&err), Some(503), "{err}");
+    server.wait_log("the limit", |log| {
+        log.contains("--max-connections").then_some(())
+    });
+    assert_eq!(
+        server.log().matches("--max-connections").count(),
+        1,
+        "said once:\n{}",
+        server.log()
+    );
+    assert_eq!(starts(&started), 1);
+    // When the idle socket goes, a client gets in again.
+    drop(idle);
+    let deadline = Instant::now() + EVENTUALLY;
+    let mut ws = loop {
+        match tokio_tungstenite::connect_async(server.request()).await {
+            Ok((ws, _)) => break ws,
+            Err(e) => {
+                assert_eq!(http_status(&e), Some(503), "{e}");
+                assert!(Instant::now() < deadline, "the freed slot never came back");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
     send(
         &mut ws,
         json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
     )
     .await;
-    assert_eq!(next(&mut ws).await["result"]["protocolVersion"], 1);
-    let _ = tokio::time::timeout(Duration::from_secs(5), ws.close(None)).await;
+    assert_eq!(next(&mut ws).await["id"], 0);
+    assert_eq!(starts(&started), 2);
+}
+
+#[tokio::test]
+async fn it_listens_on_loopback_by_default_and_warns_about_other_addresses() {
+    let dir = TempDir::new("serve-bind");
+    // A bare port is a loopback port.
+    let server = serve(dir.path(), &["--ws", "0"], &[], Some(TOKEN));
+    assert!(server.url.starts_with("ws://127.0.0.1:"), "{}", server.url);
+    connect_initialized(&server).await;
+    assert!(!server.log().contains("WARNING"), "{}", server.log());
+    drop(server);
+    // Every interface: said loudly.
+    let server = serve(dir.path(), &["--ws", "0.0.0.0:0"], &[], Some(TOKEN));
+    server.wait_log("a warning about the address", |log| {
+        (log.contains("WARNING") && log.contains("not a loopback address")).then_some(())
+    });
+}
+
+#[tokio::test]
+async fn the_agents_stderr_is_shown_without_terminal_escapes() {
+    let dir = TempDir::new("serve-escapes");
+    let agent = dir.script(
+        "agent.sh",
+        r#"read -r line
+printf '\033]0;pwned\007\033[2Jboom\r\n' >&2
+exit 3"#,
+    );
+    let server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
+    let mut ws = connect_initialized_or_closed(&server).await;
+    until_closed(&mut ws).await;
+    server.wait_log("the crash report", |log| {
+        log.contains("exited with code 3").then_some(())
+    });
+    let log = server.log();
+    assert!(
+        log.contains("\u{241b}]0;pwned\u{fffd}\u{241b}[2Jboom"),
+        "not shown sanitised:\n{log:?}"
+    );
+    assert!(
+        !log.contains(['\x1b', '\x07', '\r']),
+        "raw control characters reached the terminal:\n{log:?}"
+    );
+}
+
+/// A WebSocket that sent `initialize` (the agent may die before answering).
+async fn connect_initialized_or_closed(server: &Server) -> Ws {
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.request())
+        .await
+        .unwrap();
+    send(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+    )
+    .await;
+    ws
+}
+
+/// Kills the pids left in it on drop (cleanup after a failed test).
+struct Reap(Vec<i32>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            // SAFETY: plain syscall; the pid is one our test started (through acp serve).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+#[tokio::test]
+async fn sighup_and_sigterm_stop_the_server_and_its_agents() {
+    for signal in [libc::SIGHUP, libc::SIGTERM] {
+        let dir = TempDir::new("serve-hangup");
+        let pids = dir.join("pids");
+        // An agent that records its pid and its child's, then outlives a closed stdin.
+        let agent = dir.script(
+            "agent.sh",
+            &format!(
+                r#"sleep 1000 &
+echo $$ $! > '{}'
+read -r line
+echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}'
+wait"#,
+                pids.display()
+            ),
+        );
+        let mut server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
+        let _ws = connect_initialized(&server).await;
+        let recorded: Vec<i32> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect();
+        let _reap = Reap(recorded.clone());
+        assert!(recorded.iter().all(|&p| alive(p)));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(server.child.id() as i32, signal) };
+        let status = server.wait_exit(&format!("signal {signal}"));
+        assert_eq!(status.code(), Some(0), "signal {signal}: {}", server.log());
+        let deadline = Instant::now() + EVENTUALLY;
+        for &pid in &recorded {
+            while alive(pid) {
+                assert!(
+                    Instant::now() < deadline,
+                    "after signal {signal}, {pid} outlived acp serve; log:\n{}",
+                    server.log()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
 }
 
 #[tokio::test]
 async fn an_agent_that_cannot_start_fails_the_handshake_with_the_reason() {
     let dir = TempDir::new("serve-missing");
     let server = start_server_with(dir.path(), &["acp-no-such-agent-xyz"]);
-    let err = tokio_tungstenite::connect_async(server.url.as_str())
+    let err = tokio_tungstenite::connect_async(server.request())
         .await
         .unwrap_err();
     let shown = match &err {
@@ -434,7 +938,7 @@ wait"#,
 async fn bad_frames_get_json_rpc_errors_and_the_connection_goes_on() {
     let dir = TempDir::new("serve-garbage");
     let server = start_server(dir.path());
-    let (mut ws, _) = tokio_tungstenite::connect_async(server.url.as_str())
+    let (mut ws, _) = tokio_tungstenite::connect_async(server.request())
         .await
         .unwrap();
     // Not JSON: a Parse error (id null) from the agent's engine, through the bridge.

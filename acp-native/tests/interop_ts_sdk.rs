@@ -1490,11 +1490,16 @@ fn ts_client_meta_and_newer_capabilities_are_ignored_by_acp_demo_agent() {
 // ---------------------------------------------------------------------------------------------
 // Their client over WebSocket (the SDK's experimental ws-client) to `acp serve --ws`.
 
-/// Starts `acp serve --ws 127.0.0.1:0 -- AGENT...` and returns it with its `ws://` URL.
+/// The token `acp serve` is started with (`ACP_SERVE_TOKEN`).
+const SERVE_TOKEN: &str = "interop-token-9c41d7e0b2a6";
+
+/// Starts `acp serve --ws 127.0.0.1:0 -- AGENT...` and returns it with a `ws://` URL carrying
+/// its token (`?token=`, which any WebSocket client can send).
 fn acp_serve(agent: &[&OsStr]) -> (Running, String) {
     let mut serve = Running::start(
         "acp serve --ws",
         Command::new(ACP)
+            .env("ACP_SERVE_TOKEN", SERVE_TOKEN)
             .args(["serve", "--ws", "127.0.0.1:0", "--"])
             .args(agent),
     );
@@ -1506,9 +1511,8 @@ fn acp_serve(agent: &[&OsStr]) -> (Running, String) {
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("ws://"))
-        .unwrap()
-        .to_owned();
-    (serve, url)
+        .unwrap();
+    (serve, format!("{url}/?token={SERVE_TOKEN}"))
 }
 
 /// Stops `acp serve` with Ctrl-C and returns what it printed.

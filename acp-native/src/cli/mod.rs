@@ -212,15 +212,35 @@ pub struct DemoAgentArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on, e.g. 127.0.0.1:8765 (port 0 picks a free port; the address is
-    /// printed on stderr).
-    #[arg(long, value_name = "ADDR")]
+    /// Address to listen on: IP:PORT, HOST:PORT, or a bare PORT (loopback, 127.0.0.1). Port 0
+    /// picks a free port; the address is printed on stderr. Any non-loopback address is warned
+    /// about: ws:// is unencrypted.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
     pub ws: String,
 
     /// Also accept browser connections from this Origin (repeatable; `*` for any). Pages on
-    /// localhost, 127.0.0.1 and [::1] and clients sending no Origin are always accepted.
+    /// localhost, 127.0.0.1 and [::1] are always accepted; clients sending no Origin
+    /// (non-browser programs) need only the token.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+
+    /// Read the token every client must present from FILE (surrounding whitespace ignored; at
+    /// least 16 characters of A-Z a-z 0-9 - . _ ~). Default: the ACP_SERVE_TOKEN environment
+    /// variable, else a random token printed on stderr at start. Clients send it as
+    /// `Authorization: Bearer TOKEN`, the WebSocket subprotocol `acp.token.TOKEN` (browsers),
+    /// or `?token=TOKEN` in the URL.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// Seconds a connection has to complete its WebSocket handshake before it is closed.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
+    pub handshake_timeout: Duration,
+
+    /// Most connections served at once, handshaking or connected (each connected one runs an
+    /// agent); more are answered HTTP 503.
+    #[arg(long, value_name = "N", default_value_t = 64,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536))]
+    pub max_connections: usize,
 
     /// Working directory of the agent processes. Default: the current directory.
     #[arg(long, value_name = "DIR")]
@@ -231,7 +251,7 @@ pub struct ServeArgs {
     #[arg(long = "env", value_name = "NAME[=VALUE]", value_parser = parse_env)]
     pub env: Vec<String>,
 
-    /// Pass this process's whole environment to the agents.
+    /// Pass this process's whole environment to the agents (ACP_SERVE_TOKEN blanked).
     #[arg(long)]
     pub inherit_env: bool,
 

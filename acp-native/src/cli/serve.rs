@@ -6,29 +6,63 @@
 //! into NDJSON lines for the agent's stdin and the agent's stdout lines into frames. Bytes are
 //! copied as they are: the client speaks ACP to the agent end to end.
 //!
-//! Safety: it binds only the address it is given, and it refuses WebSocket handshakes from
-//! browser pages whose `Origin` is not local (localhost, 127.0.0.1, [::1]) or listed with
-//! `--allow-origin`, so a web site the user visits cannot drive a local agent. Clients that send
-//! no `Origin` (non-browser programs) are accepted.
+//! Safety (docs/security.md, "`acp serve`"):
+//!
+//! * **A token for every connection.** Random (32 bytes from `/dev/urandom`, printed on stderr
+//!   at start), or read from `--token-file` / `ACP_SERVE_TOKEN`. Accepted as
+//!   `Authorization: Bearer TOKEN`, as the WebSocket subprotocol `acp.token.TOKEN` (echoed, as
+//!   RFC 6455 wants: browsers cannot set headers) or as `?token=TOKEN`; compared in constant
+//!   time. Missing or wrong: HTTP 401.
+//! * **Origins.** A handshake carrying an `Origin` (a browser page) must come from a local page
+//!   (localhost, 127.0.0.1, [::1]) or one listed with `--allow-origin` (else 403), so a web site
+//!   the user visits cannot drive a local agent even if it learnt the token. Non-browser
+//!   clients send no `Origin` and need only the token.
+//! * **No agent before authorisation.** An agent starts only once a handshake request has
+//!   passed both checks (so a failure to start is still the handshake's answer, 502). The
+//!   handshake must complete within `--handshake-timeout` (10 s); at most `--max-connections`
+//!   (64) connections, handshaking or not, are served at once, more are answered 503.
+//! * **Loopback by default** (a bare port is `127.0.0.1:PORT`); any other address is warned
+//!   about on stderr.
+//! * Everything printed that came from outside (the agents' stderr in their exit reports,
+//!   handshake errors) goes through [`render::sanitize`](super::render::sanitize).
+//! * Ctrl-C, SIGTERM and SIGHUP (the terminal closing) stop every agent (its whole process
+//!   group), then exit; a second signal stops at once (the agents' groups are killed).
 
 use std::ffi::OsString;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy};
 use acp_native::transport;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http;
+use tokio_util::sync::CancellationToken;
 
 use super::exit;
+use super::render::sanitize;
 use super::ServeArgs;
 
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
+
+/// The environment variable a token can be given in.
+pub const TOKEN_ENV: &str = "ACP_SERVE_TOKEN";
+/// The subprotocol prefix of a token offered by a browser (`acp.token.TOKEN`).
+const TOKEN_PROTOCOL_PREFIX: &str = "acp.token.";
+/// The shortest token accepted from a file or the environment.
+const MIN_TOKEN_LEN: usize = 16;
+/// Port used when `--ws` is not given.
+const DEFAULT_PORT: u16 = 8765;
+/// Refusals (503) being written at once; beyond that an excess connection is just closed.
+const MAX_REFUSALS_IN_FLIGHT: usize = 32;
+/// How long a refused connection is kept to deliver its 503.
+const REFUSAL_LINGER: Duration = Duration::from_secs(2);
 
 struct Config {
     command: Vec<OsString>,
@@ -36,22 +70,32 @@ struct Config {
     allowed_origins: Vec<String>,
     /// The agents' environment (`--env`, `--inherit-env`; the allowlist by default).
     env: EnvPolicy,
+    /// What clients must present.
+    token: String,
+    handshake_timeout: Duration,
 }
 
-/// Runs `acp serve`; returns the exit code (only on Ctrl-C / SIGTERM or a bind failure).
+/// Writes one line on stderr, sanitised (ESC and other controls cannot reach the terminal),
+/// ignoring write errors (a closed terminal must not stop the shutdown).
+fn say(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "acp serve: {}", sanitize(line));
+}
+
+/// Runs `acp serve`; returns the exit code (only on a signal or a start-up failure).
 pub async fn run(args: ServeArgs) -> i32 {
     let cwd = match &args.cwd {
         Some(d) => d.clone(),
         None => match std::env::current_dir() {
             Ok(d) => d,
             Err(e) => {
-                eprintln!("acp: no current directory: {e}");
+                say(&format!("no current directory: {e}"));
                 return exit::ERROR;
             }
         },
     };
     if !cwd.is_dir() {
-        eprintln!("acp: --cwd {} is not a directory", cwd.display());
+        say(&format!("--cwd {} is not a directory", cwd.display()));
         return exit::ERROR;
     }
     let command = if args.agent.is_empty() {
@@ -59,61 +103,303 @@ pub async fn run(args: ServeArgs) -> i32 {
     } else {
         args.agent.clone()
     };
-    let listener = match TcpListener::bind(&args.ws).await {
-        Ok(l) => l,
+    let token = match choose_token(args.token_file.as_deref(), std::env::var_os(TOKEN_ENV)) {
+        Ok(t) => t,
         Err(e) => {
-            eprintln!("acp: cannot listen on {}: {e}", args.ws);
+            say(&e);
             return exit::ERROR;
         }
     };
-    let local = listener
-        .local_addr()
-        .map_or_else(|_| args.ws.clone(), |a| a.to_string());
+    let addr = listen_address(&args.ws);
+    let listener = match TcpListener::bind(&addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            say(&format!("cannot listen on {addr}: {e}"));
+            return exit::ERROR;
+        }
+    };
+    let local = listener.local_addr().ok();
+    let shown_addr = local.map_or_else(|| addr.clone(), |a| a.to_string());
     let shown: Vec<String> = command
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    eprintln!(
-        "acp serve: listening on ws://{local} (one `{}` per connection)",
+    say(&format!(
+        "listening on ws://{shown_addr} (one `{}` per connection)",
         shown.join(" ")
-    );
+    ));
+    let how = "clients send `Authorization: Bearer TOKEN`, the WebSocket subprotocol \
+               `acp.token.TOKEN`, or ?token=TOKEN";
+    match &token.source {
+        TokenSource::Generated => {
+            say(&format!("token: {} ({how})", token.value));
+            say(&format!(
+                "connect to ws://{shown_addr}/?token={}",
+                token.value
+            ));
+        }
+        TokenSource::File(path) => say(&format!("token: from {} ({how})", path.display())),
+        TokenSource::Env => say(&format!("token: from {TOKEN_ENV} ({how})")),
+    }
+    if let Some(local) = local.filter(|a| !a.ip().is_loopback()) {
+        say(&format!(
+            "WARNING: {} is not a loopback address: other machines can reach this server, and \
+             ws:// is unencrypted, so anyone on the path can read the token and the traffic, \
+             then run agents as you. Listen on 127.0.0.1 unless you mean it (a tunnel or a \
+             TLS proxy in front).",
+            local.ip()
+        ));
+    }
+    let mut env = super::env_policy(args.inherit_env, &args.env);
+    // The token is not the agents' business (it lets its holder start more agents).
+    if args.inherit_env
+        && std::env::var_os(TOKEN_ENV).is_some()
+        && !args
+            .env
+            .iter()
+            .any(|e| e.split('=').next() == Some(TOKEN_ENV))
+    {
+        env.set_var(TOKEN_ENV, "");
+    }
     let config = Arc::new(Config {
         command,
         cwd,
         allowed_origins: args.allow_origin.clone(),
-        env: super::env_policy(args.inherit_env, &args.env),
+        env,
+        token: token.value,
+        handshake_timeout: args.handshake_timeout,
     });
-    let (mut sigint, mut sigterm) = match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(a), Ok(b)) => (a, b),
-        _ => {
-            eprintln!("acp: cannot handle signals");
+    let mut signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            say(&format!("cannot handle signals: {e}"));
             return exit::ERROR;
         }
     };
+    let slots = Arc::new(Semaphore::new(args.max_connections));
+    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
+    let stop = CancellationToken::new();
     let mut connections = tokio::task::JoinSet::new();
-    loop {
+    let mut said_full = false;
+    let signal = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    connections.spawn(serve_connection(stream, peer, config.clone()));
+                Ok((stream, peer)) => match slots.clone().try_acquire_owned() {
+                    Ok(slot) => {
+                        said_full = false;
+                        connections.spawn(serve_connection(
+                            stream, peer, config.clone(), slot, stop.clone(),
+                        ));
+                    }
+                    Err(_) => {
+                        if !said_full {
+                            said_full = true;
+                            say(&format!(
+                                "{} connections open (--max-connections): refusing more \
+                                 with HTTP 503 until one closes",
+                                args.max_connections
+                            ));
+                        }
+                        if let Ok(permit) = refusals.clone().try_acquire_owned() {
+                            tokio::spawn(refuse_busy(stream, permit));
+                        }
+                    }
+                },
+                Err(e) => {
+                    say(&format!("accept failed: {e}"));
+                    // E.g. out of file descriptors: do not spin.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
-                Err(e) => eprintln!("acp serve: accept failed: {e}"),
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            _ = sigint.recv() => break,
-            _ = sigterm.recv() => break,
+            name = signals.next() => break name,
         }
-    }
-    eprintln!(
-        "acp serve: stopping ({} connection(s) open)",
+    };
+    say(&format!(
+        "{signal}: stopping ({} connection(s) open)",
         connections.len()
-    );
-    // Dropping the tasks drops their AgentProcess values, which kill the agents' groups.
+    ));
+    drop(listener);
+    // Each connection stops its agent (stdin closed, SIGTERM, SIGKILL of its group), bounded.
+    stop.cancel();
+    let drained = async { while connections.join_next().await.is_some() {} };
+    tokio::select! {
+        _ = tokio::time::timeout(3 * SHUTDOWN_GRACE + Duration::from_secs(2), drained) => {}
+        name = signals.next() => say(&format!("{name}: stopping now")),
+    }
+    // Whatever is left: dropping the tasks drops their AgentProcess values, which SIGKILL the
+    // agents' groups.
     connections.shutdown().await;
     exit::OK
+}
+
+/// SIGINT, SIGTERM and SIGHUP.
+struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next signal's name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.int.recv() => "SIGINT",
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.hup.recv() => "SIGHUP",
+        }
+    }
+}
+
+/// `--ws`: a bare port (`8765`, `:8765`) means loopback; anything else is used as given.
+fn listen_address(given: &str) -> String {
+    let port = given.strip_prefix(':').unwrap_or(given);
+    match port.parse::<u16>() {
+        Ok(p) => format!("127.0.0.1:{p}"),
+        Err(_) if given.is_empty() => format!("127.0.0.1:{DEFAULT_PORT}"),
+        Err(_) => given.to_string(),
+    }
+}
+
+enum TokenSource {
+    Generated,
+    File(PathBuf),
+    Env,
+}
+
+struct Token {
+    value: String,
+    source: TokenSource,
+}
+
+/// `--token-file`, else `ACP_SERVE_TOKEN`, else a fresh random token.
+fn choose_token(file: Option<&Path>, env: Option<OsString>) -> Result<Token, String> {
+    if let Some(path) = file {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(4096).read_to_string(&mut text))
+            .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?;
+        warn_if_readable_by_others(path);
+        let value = check_token(text.trim(), &format!("the token in {}", path.display()))?;
+        return Ok(Token {
+            value,
+            source: TokenSource::File(path.to_path_buf()),
+        });
+    }
+    if let Some(v) = env {
+        let v = v
+            .into_string()
+            .map_err(|_| format!("{TOKEN_ENV} is not UTF-8"))?;
+        let value = check_token(v.trim(), TOKEN_ENV)?;
+        return Ok(Token {
+            value,
+            source: TokenSource::Env,
+        });
+    }
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| format!("cannot read /dev/urandom for a token: {e}"))?;
+    Ok(Token {
+        value: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        source: TokenSource::Generated,
+    })
+}
+
+/// A token must be long enough to be a secret, and made of characters that travel unchanged
+/// in a header, a subprotocol name and a URL.
+fn check_token(token: &str, what: &str) -> Result<String, String> {
+    if token.is_empty() {
+        return Err(format!("{what} is empty"));
+    }
+    if token.len() < MIN_TOKEN_LEN {
+        return Err(format!(
+            "{what} is too short ({} characters; at least {MIN_TOKEN_LEN})",
+            token.len()
+        ));
+    }
+    if !token
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b))
+    {
+        return Err(format!(
+            "{what} may only contain letters, digits and - . _ ~"
+        ));
+    }
+    Ok(token.to_string())
+}
+
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.mode() & 0o044 != 0 {
+            say(&format!(
+                "warning: {} is readable by other users (chmod 600 it)",
+                path.display()
+            ));
+        }
+    }
+}
+
+/// Equal, in time independent of where they differ (only the length shows).
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    if given.len() != expected.len() {
+        return false;
+    }
+    let diff = given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    std::hint::black_box(diff) == 0
+}
+
+/// How a handshake request presented the right token.
+#[derive(Debug, PartialEq, Eq)]
+enum Credential {
+    /// `Authorization: Bearer TOKEN` or `?token=TOKEN`.
+    Plain,
+    /// The subprotocol `acp.token.TOKEN` (to be echoed in the response).
+    Protocol(http::HeaderValue),
+}
+
+/// Finds the right token in the request, if it is there.
+fn credential(req: &Request, token: &str) -> Option<Credential> {
+    let token = token.as_bytes();
+    // A browser offering the token as a subprotocol needs it echoed, whatever else it sent.
+    for value in req.headers().get_all(http::header::SEC_WEBSOCKET_PROTOCOL) {
+        for offered in value.to_str().unwrap_or("").split(',').map(str::trim) {
+            if let Some(given) = offered.strip_prefix(TOKEN_PROTOCOL_PREFIX) {
+                if same_secret(given.as_bytes(), token) {
+                    return http::HeaderValue::from_str(offered)
+                        .ok()
+                        .map(Credential::Protocol);
+                }
+            }
+        }
+    }
+    for value in req.headers().get_all(http::header::AUTHORIZATION) {
+        let value = value.to_str().unwrap_or("");
+        if let Some((scheme, given)) = value.split_once(' ') {
+            if scheme.eq_ignore_ascii_case("bearer") && same_secret(given.trim().as_bytes(), token)
+            {
+                return Some(Credential::Plain);
+            }
+        }
+    }
+    let query = req.uri().query().unwrap_or("");
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .any(|(name, given)| name == "token" && same_secret(given.as_bytes(), token))
+        .then_some(Credential::Plain)
 }
 
 /// Whether a browser page from `origin` may connect.
@@ -145,69 +431,152 @@ fn reject(status: u16, body: String) -> ErrorResponse {
     r
 }
 
+/// The handshake's checks, in order: Origin (403), token (401). On success, the header to echo
+/// for a token offered as a subprotocol.
+// The error type is tungstenite's; its size is not ours to choose.
+#[allow(clippy::result_large_err)]
+fn authorize(req: &Request, config: &Config) -> Result<Option<http::HeaderValue>, ErrorResponse> {
+    if let Some(origin) = req.headers().get(http::header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !origin_allowed(origin, &config.allowed_origins) {
+            return Err(reject(
+                403,
+                format!("origin {origin} is not allowed (acp serve --allow-origin)"),
+            ));
+        }
+    }
+    match credential(req, &config.token) {
+        Some(Credential::Protocol(p)) => Ok(Some(p)),
+        Some(Credential::Plain) => Ok(None),
+        None => {
+            let mut r = reject(
+                401,
+                "missing or wrong token: send `Authorization: Bearer TOKEN`, the WebSocket \
+                 subprotocol `acp.token.TOKEN` or ?token=TOKEN (acp serve prints the token \
+                 at start)"
+                    .into(),
+            );
+            r.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Bearer"),
+            );
+            Err(r)
+        }
+    }
+}
+
+/// Answers a connection over `--max-connections` with 503, bounded in time.
+async fn refuse_busy(mut stream: TcpStream, _permit: OwnedSemaphorePermit) {
+    let body = "acp serve: too many connections (--max-connections); try again later\n";
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
+         Content-Length: {}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        // Read what the client sent until it closes, so closing does not reset the connection
+        // before it has read the answer.
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    })
+    .await;
+}
+
 // The handshake callback's error type is tungstenite's; its size is not ours to choose.
 #[allow(clippy::result_large_err)]
-async fn serve_connection(stream: TcpStream, peer: SocketAddr, config: Arc<Config>) {
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    config: Arc<Config>,
+    _slot: OwnedSemaphorePermit,
+    stop: CancellationToken,
+) {
     let _ = stream.set_nodelay(true);
-    // Start the agent first, so a failure can be the handshake's answer.
-    let cmd = AgentCommand::new(config.command[0].clone())
-        .args(config.command[1..].iter().cloned())
-        .cwd(&config.cwd)
-        .env(config.env.clone());
-    let spawned = AgentProcess::spawn(&cmd);
-    let spawn_error = spawned.as_ref().err().map(ToString::to_string);
-    let allowed = config.allowed_origins.clone();
-    let check = move |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
-        if let Some(origin) = req.headers().get(http::header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("");
-            if !origin_allowed(origin, &allowed) {
-                return Err(reject(
-                    403,
-                    format!("origin {origin} is not allowed (acp serve --allow-origin)"),
-                ));
+    let mut agent: Option<AgentProcess> = None;
+    let handshake = {
+        let agent = &mut agent;
+        let config = &config;
+        // The agent starts only once the request passed the checks, so a failure to start is
+        // still the handshake's answer.
+        let check = move |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
+            let protocol = authorize(req, config)?;
+            let cmd = AgentCommand::new(config.command[0].clone())
+                .args(config.command[1..].iter().cloned())
+                .cwd(&config.cwd)
+                .env(config.env.clone());
+            match AgentProcess::spawn(&cmd) {
+                Ok(p) => *agent = Some(p),
+                Err(e) => return Err(reject(502, format!("cannot start the agent: {e}"))),
             }
-        }
-        if let Some(e) = spawn_error {
-            return Err(reject(502, format!("cannot start the agent: {e}")));
-        }
-        Ok(resp)
-    };
-    let ws = tokio_tungstenite::accept_hdr_async(stream, check).await;
-    let (mut process, ws) = match (spawned, ws) {
-        (Ok(p), Ok(ws)) => (p, ws),
-        (Err(e), _) => {
-            eprintln!("acp serve: {peer}: cannot start the agent: {e}");
-            return;
-        }
-        (Ok(_), Err(e)) => {
-            eprintln!("acp serve: {peer}: WebSocket handshake failed: {e}");
-            return;
+            if let Some(p) = protocol {
+                resp.headers_mut()
+                    .insert(http::header::SEC_WEBSOCKET_PROTOCOL, p);
+            }
+            Ok(resp)
+        };
+        let accept = tokio_tungstenite::accept_hdr_async(stream, check);
+        tokio::select! {
+            r = tokio::time::timeout(config.handshake_timeout, accept) => Some(r),
+            _ = stop.cancelled() => None,
         }
     };
-    eprintln!("acp serve: {peer}: connected; agent pid {}", process.pid());
+    let ws = match handshake {
+        None => return,
+        Some(Err(_)) => {
+            say(&format!(
+                "{peer}: no WebSocket handshake within {:?}; closed",
+                config.handshake_timeout
+            ));
+            return;
+        }
+        Some(Ok(Err(tokio_tungstenite::tungstenite::Error::Http(resp)))) => {
+            let body = resp.body().as_deref().unwrap_or_default();
+            say(&format!(
+                "{peer}: refused ({}): {}",
+                resp.status(),
+                String::from_utf8_lossy(body)
+            ));
+            return;
+        }
+        Some(Ok(Err(e))) => {
+            say(&format!("{peer}: WebSocket handshake failed: {e}"));
+            return;
+        }
+        Some(Ok(Ok(ws))) => ws,
+    };
+    let Some(mut process) = agent else {
+        say(&format!("{peer}: handshake without an agent"));
+        return;
+    };
+    say(&format!("{peer}: connected; agent pid {}", process.pid()));
     let (mut from_client, mut to_client) = transport::ws_bridge(ws);
     let mut agent_in = process.take_stdin().expect("a new process has stdin");
     let mut agent_out = process.take_stdout().expect("a new process has stdout");
-    let up = async move {
+    let mut up = Box::pin(async move {
         let _ = tokio::io::copy(&mut from_client, &mut agent_in).await;
         // Dropping stdin gives the agent EOF.
-    };
-    let down = async move {
+    });
+    let mut down = Box::pin(async move {
         let _ = tokio::io::copy(&mut agent_out, &mut to_client).await;
         // EOF on the bridge sends a close frame.
         let _ = to_client.shutdown().await;
-    };
-    tokio::pin!(up, down);
+    });
     let (who, down_done) = tokio::select! {
         _ = &mut up => ("the client closed the connection", false),
         _ = &mut down => ("the agent closed its stdout", true),
+        _ = stop.cancelled() => ("acp serve is stopping", false),
     };
+    // The agent's stdin closes (if the client has not closed it already): its cue to exit.
+    drop(up);
     let outcome = process.shutdown(SHUTDOWN_GRACE).await;
     if !down_done {
-        // The client left first: what the agent still wrote goes out while the socket lasts.
+        // What the agent still wrote goes out while the socket lasts.
         let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
     }
-    eprintln!("acp serve: {peer}: {who}; {}", outcome.report);
+    say(&format!("{peer}: {who}; {}", outcome.report));
 }
 
 #[cfg(test)]
@@ -226,5 +595,98 @@ mod tests {
         let listed = vec!["https://app.example".to_string()];
         assert!(origin_allowed("https://app.example", &listed));
         assert!(origin_allowed("https://anything", &["*".to_string()]));
+    }
+
+    #[test]
+    fn a_bare_port_is_a_loopback_port() {
+        use clap::Parser;
+        assert_eq!(listen_address("8765"), "127.0.0.1:8765");
+        assert_eq!(listen_address(":0"), "127.0.0.1:0");
+        assert_eq!(listen_address("0.0.0.0:80"), "0.0.0.0:80");
+        assert_eq!(listen_address("[::1]:80"), "[::1]:80");
+        assert_eq!(listen_address("localhost:80"), "localhost:80");
+        let cli = super::super::Cli::try_parse_from(["acp", "serve"]).unwrap();
+        let super::super::Command::Serve(args) = cli.command else {
+            panic!()
+        };
+        assert_eq!(listen_address(&args.ws), "127.0.0.1:8765");
+        assert_eq!(args.handshake_timeout, Duration::from_secs(10));
+        assert_eq!(args.max_connections, 64);
+    }
+
+    fn request(headers: &[(&str, &str)], uri: &str) -> Request {
+        let mut req = http::Request::builder().uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        req.body(()).unwrap()
+    }
+
+    #[test]
+    fn the_token_is_found_in_a_header_a_subprotocol_or_the_query() {
+        let t = "0123456789abcdef0123";
+        let find = |h: &[(&str, &str)], uri: &str| credential(&request(h, uri), t);
+        assert_eq!(find(&[], "/"), None);
+        assert_eq!(
+            find(&[("Authorization", "Bearer 0123456789abcdef0123")], "/"),
+            Some(Credential::Plain)
+        );
+        assert_eq!(
+            find(&[("authorization", "bearer  0123456789abcdef0123 ")], "/"),
+            Some(Credential::Plain)
+        );
+        assert_eq!(
+            find(&[("Authorization", "Basic 0123456789abcdef0123")], "/"),
+            None
+        );
+        assert_eq!(
+            find(&[("Authorization", "Bearer 0123456789abcdef012")], "/"),
+            None
+        );
+        assert_eq!(
+            find(
+                &[(
+                    "Sec-WebSocket-Protocol",
+                    "chat, acp.token.0123456789abcdef0123"
+                )],
+                "/"
+            ),
+            Some(Credential::Protocol(http::HeaderValue::from_static(
+                "acp.token.0123456789abcdef0123"
+            )))
+        );
+        assert_eq!(
+            find(&[("Sec-WebSocket-Protocol", "acp.token.nope")], "/"),
+            None
+        );
+        assert_eq!(
+            find(&[], "/?a=1&token=0123456789abcdef0123"),
+            Some(Credential::Plain)
+        );
+        assert_eq!(find(&[], "/?token=0123456789abcdef0123x"), None);
+        assert_eq!(find(&[], "/?xtoken=0123456789abcdef0123"), None);
+    }
+
+    #[test]
+    fn secrets_compare_equal_only_when_identical() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abd", b"abc"));
+        assert!(!same_secret(b"ab", b"abc"));
+        assert!(!same_secret(b"", b"abc"));
+    }
+
+    #[test]
+    fn tokens_come_from_the_file_the_environment_or_the_random_source() {
+        let generated = choose_token(None, None).unwrap();
+        assert!(matches!(generated.source, TokenSource::Generated));
+        assert_eq!(generated.value.len(), 64);
+        assert!(generated.value.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(generated.value, choose_token(None, None).unwrap().value);
+        let env = choose_token(None, Some(" from-the-environment-1 \n".into())).unwrap();
+        assert_eq!(env.value, "from-the-environment-1");
+        assert!(choose_token(None, Some("short".into())).is_err());
+        assert!(choose_token(None, Some("with space in the middle".into())).is_err());
+        assert!(choose_token(None, Some("".into())).is_err());
+        assert!(choose_token(Some(Path::new("/nonexistent/acp-token")), None).is_err());
     }
 }
