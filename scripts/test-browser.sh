@@ -5,9 +5,10 @@
 #   2. the example's npm packages (npm ci) and its bundle (npm run build: tsc + esbuild);
 #   3. Chromium (apt-get install chromium, only if /usr/bin/chromium is missing);
 #   4. `acp serve --ws 127.0.0.1:0` in its own process group (killed, whole group, on exit), in
-#      a temporary project directory;
-#   5. node --test acp-wasm/examples/browser/test/browser.test.mjs: serves the page, drives
-#      Chromium through full turns (allow, deny, cancel); screenshot at artifacts/browser-client.png.
+#      a temporary project directory, with a fresh random token (ACP_SERVE_TOKEN);
+#   5. node --test acp-wasm/examples/browser/test/browser.test.mjs: serves the page (the token in
+#      its #token=), drives Chromium through full turns (allow, deny, cancel) and refused
+#      connections (no token, a wrong one); screenshot at artifacts/browser-client.png.
 # Environment: ACP_BIN=path to use an already built `acp` instead of cargo build.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -70,6 +71,9 @@ mkdir -p "$WORK/project"
 # On disk only so the demo agent names it; the page serves its own notes.txt (the test checks).
 echo "ON DISK: the page should never show this" > "$WORK/project/notes.txt"
 mkfifo "$WORK/serve.err"
+# The token every connection must present; the page gets it in its address (#token=).
+ACP_SERVE_TOKEN="$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
+export ACP_SERVE_TOKEN
 # setsid: a new session and process group, led by acp (the script is no group leader, so setsid
 # execs in place and $! is acp's pid).
 setsid "$ACP" serve --ws 127.0.0.1:0 --cwd "$WORK/project" 2>"$WORK/serve.err" &
@@ -91,4 +95,11 @@ say "acp serve (pid $SERVE_PID) on $WS_URL"
 mkdir -p "$ROOT/artifacts"
 ACP_WS_URL="$WS_URL" ACP_PROJECT_DIR="$WORK/project" ACP_SCREENSHOT="$ROOT/artifacts/browser-client.png" \
   node --test --test-reporter=spec test/browser.test.mjs
+# The refused connections were refused by acp serve for their token (401), not lost on the way.
+for _ in $(seq 100); do
+  [ "$(grep -c 'refused (401 Unauthorized)' "$WORK/serve.log")" -ge 2 ] && break
+  sleep 0.1
+done
+[ "$(grep -c 'refused (401 Unauthorized)' "$WORK/serve.log")" -ge 2 ] ||
+  { say "error: acp serve did not log two refusals for a missing or wrong token"; exit 1; }
 say "ok; screenshot: artifacts/browser-client.png"

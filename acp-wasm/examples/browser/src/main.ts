@@ -1,6 +1,12 @@
 // A small ACP client in a web page: the protocol engine is acp-wasm (the `web` build), the
 // transport a WebSocket to `acp serve --ws`, which runs one agent process per connection.
 //
+// `acp serve` wants its token with every connection. A browser's WebSocket cannot set an
+// `Authorization` header, so the page offers the token as the subprotocol `acp.token.TOKEN`
+// (the server echoes it back). The token comes from the page's address, `#token=TOKEN`
+// (a fragment: never sent to the server that serves this page), or is already in the WebSocket
+// URL as `?token=TOKEN` (the "connect to" URL `acp serve` prints).
+//
 // The page is the *client* of ACP: it sends initialize, session/new and session/prompt, and it
 // answers the agent's requests: fs/read_text_file and fs/write_text_file from a virtual file
 // map kept in the page (shown on the right), and session/request_permission with buttons.
@@ -43,6 +49,8 @@ function setStatus(state: string, text: string) {
 const params = new URLSearchParams(location.search);
 urlInput.value = params.get("url") ?? `ws://127.0.0.1:${params.get("port") ?? "8765"}`;
 cwdInput.value = params.get("cwd") ?? "/virtual/project";
+/** The token `acp serve` printed (or was given), from `#token=...`. */
+const token = new URLSearchParams(location.hash.slice(1)).get("token") ?? undefined;
 
 const files = new Map<string, string>([
   [`${cwdInput.value}/notes.txt`, "These notes live in the page, not on disk.\nEdit me from the agent!\n"],
@@ -151,7 +159,15 @@ function handleEvent(event: AcpEvent) {
 
 function connect() {
   disconnect();
-  const socket = new WebSocket(urlInput.value);
+  let socket: WebSocket;
+  try {
+    // The token as a subprotocol, the one way a browser can send it other than in the URL.
+    socket = token ? new WebSocket(urlInput.value, [`acp.token.${token}`]) : new WebSocket(urlInput.value);
+  } catch (e) {
+    // A malformed URL, or a token that is no valid subprotocol name.
+    setStatus("error", `cannot connect: ${(e as Error).message}`);
+    return;
+  }
   ws = socket;
   conn = new AcpConnection("client");
   setStatus("connecting", `connecting to ${urlInput.value}…`);
@@ -160,13 +176,18 @@ function connect() {
     conn?.feedString(e.data + "\n", now()); // one message per frame; the engine wants lines
     pump();
   };
+  let opened = false;
   socket.onclose = (e) => {
     if (ws !== socket) return;
     conn?.feedEof(now());
     pump();
-    setStatus("disconnected", `disconnected (WebSocket code ${e.code}${e.reason ? `: ${e.reason}` : ""})`);
+    // A refused handshake (wrong token: 401, page origin not allowed: 403) looks like any
+    // unreachable server to a page: the browser only reports code 1006.
+    const hint = opened ? "" : token ? "; is acp serve running there, and is #token= its token?"
+      : "; is acp serve running there? Add its token to this page's address: #token=TOKEN";
+    setStatus("disconnected", `disconnected (WebSocket code ${e.code}${e.reason ? `: ${e.reason}` : ""})${hint}`);
   };
-  socket.onopen = () => void startSession(socket);
+  socket.onopen = () => { opened = true; void startSession(socket); };
 }
 
 async function startSession(socket: WebSocket) {

@@ -5,6 +5,7 @@
 //
 // Environment (set by scripts/test-browser.sh):
 //   ACP_WS_URL         ws:// address of `acp serve --ws`
+//   ACP_SERVE_TOKEN    the token it was started with (the page gets it as #token=)
 //   ACP_PROJECT_DIR    the agents' cwd (`acp serve --cwd`); also the page's session cwd
 //   ACP_SCREENSHOT     where to save a screenshot of the finished allow turn
 //   CHROMIUM           the browser (default /usr/bin/chromium)
@@ -20,6 +21,7 @@ import { chromium } from "playwright-core";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), ".."); // examples/browser
 const WS_URL = need("ACP_WS_URL");
+const TOKEN = need("ACP_SERVE_TOKEN");
 const PROJECT = need("ACP_PROJECT_DIR");
 const SCREENSHOT = need("ACP_SCREENSHOT");
 const WAIT_MS = 30_000;
@@ -87,8 +89,8 @@ async function waitFor(page, selector, what, state = "visible") {
   }
 }
 
-/** A fresh page (and so a fresh connection and agent process), connected, session open. */
-async function openClient() {
+/** A fresh page with the client loaded (not connected); `token` (null: none) goes in its #token=. */
+async function loadClient(token = TOKEN) {
   const page = await context.newPage();
   const problems = [];
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
@@ -96,8 +98,15 @@ async function openClient() {
     if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()} (${m.location().url})`);
   });
   const query = new URLSearchParams({ url: WS_URL, cwd: PROJECT });
-  await page.goto(`${base}/index.html?${query}`);
+  const hash = token === null ? "" : `#${new URLSearchParams({ token })}`;
+  await page.goto(`${base}/index.html?${query}${hash}`);
   await page.locator("#connect:enabled").waitFor({ timeout: WAIT_MS }); // acp-wasm loaded
+  return { page, problems };
+}
+
+/** A fresh page (and so a fresh connection and agent process), connected, session open. */
+async function openClient() {
+  const { page, problems } = await loadClient();
   await page.click("#connect");
   await waitFor(page, '#status[data-state="ready"]', "the session to start (initialize, session/new)");
   return { page, problems };
@@ -204,4 +213,17 @@ test("no agent at the URL: the page says so and cannot send", { timeout: 60_000 
   assert.match(await page.locator("#status").textContent(), /disconnected \(WebSocket code 1006\)/);
   assert.ok(await page.isDisabled("#send"));
   await page.close();
+});
+
+test("no token or a wrong one: acp serve refuses the connection, the page says so", { timeout: 60_000 }, async () => {
+  for (const [token, hint] of [[null, /Add its token to this page's address/], [`${TOKEN}x`, /is #token= its token/]]) {
+    const { page } = await loadClient(token);
+    await page.click("#connect");
+    await waitFor(page, '#status[data-state="disconnected"]', `the refused connection (token ${token}) to be reported`);
+    const status = await page.locator("#status").textContent();
+    assert.match(status, /disconnected \(WebSocket code 1006\)/);
+    assert.match(status, hint);
+    assert.ok(await page.isDisabled("#send"));
+    await page.close();
+  }
 });
