@@ -19,9 +19,12 @@
 //! - [`env`]: the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
 //! - [`terminal`]: the `terminal/create` question: checks and the text every face shows.
+//! - [`thread`]: the conversation: `session/update`s folded into a saved, versioned thread
+//!   that every face renders from.
 
 pub mod display;
 pub mod env;
 pub mod permission;
 pub mod terminal;
+pub mod thread;
 pub mod writes;

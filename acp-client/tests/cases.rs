@@ -70,3 +70,58 @@ fn terminal_cases() {
         check("terminal.json", &case, got);
     }
 }
+
+/// `ACP_BLESS=1` writes the results into `expect` (review the diff before committing).
+#[test]
+fn thread_cases() {
+    use acp_client::thread::{Block, Limits, Thread};
+    let file = "thread.json";
+    let mut cases = table(file);
+    let bless = std::env::var_os("ACP_BLESS").is_some();
+    for case in &mut cases {
+        let mut t = Thread::new(Limits::default());
+        let mut applied = Vec::new();
+        for step in case["steps"].as_array().expect("steps") {
+            let got = if let Some(u) = step.get("update") {
+                match t.apply_json(&u.to_string()) {
+                    Ok(a) => json!(a),
+                    Err(e) => {
+                        json!({ "error": e.to_string().starts_with("unreadable session/update") })
+                    }
+                }
+            } else if let Some(p) = step.get("beginTurn") {
+                let blocks: Vec<Block> = serde_json::from_value(p.clone()).expect("blocks");
+                json!({ "entry": t.begin_turn(blocks) })
+            } else if let Some(r) = step.get("endTurn") {
+                t.end_turn(r.as_str().expect("stop reason"));
+                Value::Null
+            } else if let Some(m) = step.get("failTurn") {
+                t.fail_turn(m.as_str().expect("message"));
+                Value::Null
+            } else {
+                panic!("unknown step {step}")
+            };
+            applied.push(got);
+        }
+        let saved: Value = serde_json::from_str(&t.to_json()).expect("saved form");
+        let got = json!({ "applied": applied, "thread": saved });
+        // The saved form reads back to the same thread.
+        let back = Thread::from_json(&t.to_json(), Limits::default()).expect("reads back");
+        assert_eq!(
+            back.to_json(),
+            t.to_json(),
+            "{file}: {:?} round trip",
+            case["name"]
+        );
+        if bless {
+            case["expect"] = got;
+        } else {
+            check(file, case, got);
+        }
+    }
+    if bless {
+        let path = format!("{}/../tests/client/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = serde_json::to_string_pretty(&json!({ "cases": cases })).unwrap();
+        std::fs::write(path, text + "\n").unwrap();
+    }
+}

@@ -1,0 +1,1167 @@
+//! The conversation as every face shows it: `session/update` notifications folded into a
+//! thread (messages, thoughts, tool calls with their content, diffs and locations, the plan,
+//! modes, config options, commands, usage, title) plus the turn's state, in a versioned,
+//! serializable form a face can save and show again.
+//!
+//! Faces feed it what arrives ([`Thread::apply_json`], [`Thread::begin_turn`],
+//! [`Thread::end_turn`], [`Thread::fail_turn`]) and render from it: a streaming renderer
+//! reads the [`Applied`] an update returns (what was appended to which entry); a view that
+//! redraws pulls coalesced changes with [`Thread::take_delta`] (each changed entry once, however
+//! many chunks changed it). `tests/client/thread.json` is the case table.
+//!
+//! Memory: updates are parsed into typed structs holding only what is shown (unknown fields
+//! are skipped without being built; tool input and output are kept as JSON text), and the
+//! thread keeps at most [`Limits::max_bytes`] of content: past it the oldest entries are
+//! dropped (counted in `droppedEntries`), and one entry larger than the limit keeps its end.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// The saved form's version. A thread saved with another version is refused by
+/// [`Thread::from_json`] with a message saying so.
+pub const FORMAT: u32 = 1;
+
+/// How much a thread keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of entry content (text, tool input/output, diffs) kept; older entries go first.
+    pub max_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_bytes: 32 << 20,
+        }
+    }
+}
+
+/// A content block (`ContentBlock`): text, image, audio, resource link or embedded resource,
+/// with the fields a face shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Block {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64 data of an image or audio block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<Resource>,
+}
+
+/// An embedded resource's contents.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    #[serde(default)]
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+impl Block {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Block {
+        Block {
+            kind: "text".into(),
+            text: Some(text.into()),
+            ..Block::default()
+        }
+    }
+
+    fn is_text(&self) -> bool {
+        self.kind == "text"
+    }
+
+    fn bytes(&self) -> usize {
+        let r = self.resource.as_ref().map_or(0, |r| {
+            r.text.as_ref().map_or(0, String::len) + r.blob.as_ref().map_or(0, String::len)
+        });
+        self.text.as_ref().map_or(0, String::len) + self.data.as_ref().map_or(0, String::len) + r
+    }
+}
+
+/// What a tool call shows besides its title (`ToolCallContent`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolContent {
+    Content {
+        content: Block,
+    },
+    #[serde(rename_all = "camelCase")]
+    Diff {
+        path: String,
+        #[serde(default)]
+        old_text: Option<String>,
+        new_text: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    Terminal {
+        terminal_id: String,
+    },
+    /// A kind this version does not know (shown as its name).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ToolContent {
+    fn bytes(&self) -> usize {
+        match self {
+            ToolContent::Content { content } => content.bytes(),
+            ToolContent::Diff {
+                old_text, new_text, ..
+            } => old_text.as_ref().map_or(0, String::len) + new_text.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// A file a tool call touches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+}
+
+/// A tool call as it stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub tool_call_id: String,
+    pub title: String,
+    /// `read`, `edit`, `execute`… (`other` when the agent said nothing).
+    pub kind: String,
+    /// `pending`, `in_progress`, `completed`, `failed`; `cancelled` when the turn ended
+    /// before it finished.
+    pub status: String,
+    #[serde(default)]
+    pub content: Vec<ToolContent>,
+    #[serde(default)]
+    pub locations: Vec<Location>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<RawJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<RawJson>,
+}
+
+/// JSON kept as text, as the agent sent it (compared by text). Read from the wire as raw
+/// text; read back from a saved thread through a `Value` (raw text cannot be taken from the
+/// buffered form serde uses inside a tagged entry).
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct RawJson(pub Box<RawValue>);
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        serde_json::value::to_raw_value(&v)
+            .map(RawJson)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl RawJson {
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl Eq for RawJson {}
+
+impl ToolCall {
+    fn bytes(&self) -> usize {
+        self.title.len()
+            + self.content.iter().map(ToolContent::bytes).sum::<usize>()
+            + self.raw_input.as_ref().map_or(0, |r| r.get().len())
+            + self.raw_output.as_ref().map_or(0, |r| r.get().len())
+    }
+
+    fn finished(&self) -> bool {
+        matches!(self.status.as_str(), "completed" | "failed" | "cancelled")
+    }
+}
+
+/// One entry of the conversation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    #[serde(rename_all = "camelCase")]
+    User {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        content: Vec<Block>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Agent {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        content: Vec<Block>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Thought {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_id: Option<String>,
+        content: Vec<Block>,
+    },
+    Tool(ToolCall),
+    /// Something the face reports in the conversation (a crash, an error, a cancelled turn).
+    Notice {
+        level: NoticeLevel,
+        text: String,
+    },
+}
+
+/// How a notice is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Entry {
+    fn bytes(&self) -> usize {
+        match self {
+            Entry::User { content, .. }
+            | Entry::Agent { content, .. }
+            | Entry::Thought { content, .. } => content.iter().map(Block::bytes).sum(),
+            Entry::Tool(t) => t.bytes(),
+            Entry::Notice { text, .. } => text.len(),
+        }
+    }
+}
+
+/// A plan entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    pub content: String,
+    #[serde(default)]
+    pub priority: String,
+    #[serde(default)]
+    pub status: String,
+}
+
+/// A command the agent offers (`/name`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The input hint, when the command takes input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// A session mode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mode {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Context window use and cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub used: u64,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+/// A cost (`amount` in `currency`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub amount: f64,
+    pub currency: String,
+}
+
+/// Where the turn is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Turn {
+    #[default]
+    Idle,
+    Running,
+}
+
+/// The conversation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Thread {
+    pub format: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    pub entries: Vec<Entry>,
+    /// Entries dropped from the front to stay within [`Limits::max_bytes`].
+    #[serde(default)]
+    pub dropped_entries: u64,
+    #[serde(default)]
+    pub plan: Vec<PlanEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_mode: Option<String>,
+    #[serde(default)]
+    pub modes: Vec<Mode>,
+    /// The agent's config options (`SessionConfigOption`s), as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_options: Option<RawJson>,
+    #[serde(default)]
+    pub commands: Vec<Command>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub turn: Turn,
+    /// How the last turn ended (`end_turn`, `cancelled`… or `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stop: Option<String>,
+    #[serde(skip)]
+    limits: Limits,
+    /// Bytes of the kept entries' content ([`Entry::bytes`]).
+    #[serde(skip)]
+    bytes: usize,
+    #[serde(skip)]
+    tools: HashMap<String, u64>,
+    #[serde(skip)]
+    changed: BTreeSet<u64>,
+    #[serde(skip)]
+    meta_changed: bool,
+}
+
+impl PartialEq for Thread {
+    fn eq(&self, other: &Self) -> bool {
+        serde_json::to_string(self).ok() == serde_json::to_string(other).ok()
+    }
+}
+
+/// What one update did, for a streaming renderer. Entry numbers count from the start of the
+/// conversation (dropped entries included), so they stay valid as old entries are dropped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "applied", rename_all = "snake_case")]
+pub enum Applied {
+    /// A message or thought chunk: `block` was appended to entry `entry` (a new entry when
+    /// `started`); text chunks come as text blocks holding just the new text.
+    Chunk {
+        entry: u64,
+        started: bool,
+        block: Block,
+    },
+    /// A tool call was added (`started`) or changed.
+    Tool {
+        entry: u64,
+        started: bool,
+    },
+    Plan,
+    Commands,
+    Mode,
+    ConfigOptions,
+    Info,
+    Usage,
+    /// An update this version does not show (its `sessionUpdate` kind).
+    Ignored {
+        kind: String,
+    },
+}
+
+/// Changes since the last [`Thread::take_delta`]: each changed entry once, with its number,
+/// and the thread's other fields when any of them changed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delta<'a> {
+    pub entries: Vec<(u64, &'a Entry)>,
+    /// Entries before this number are gone (dropped for the memory limit).
+    pub first_entry: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta<'a>>,
+}
+
+/// The thread without its entries.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta<'a> {
+    pub title: &'a Option<String>,
+    pub plan: &'a [PlanEntry],
+    pub current_mode: &'a Option<String>,
+    pub modes: &'a [Mode],
+    pub config_options: &'a Option<RawJson>,
+    pub commands: &'a [Command],
+    pub usage: &'a Option<Usage>,
+    pub turn: Turn,
+    pub last_stop: &'a Option<String>,
+}
+
+/// A `session/update` that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadUpdate(pub String);
+
+impl std::fmt::Display for BadUpdate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unreadable session/update: {}", self.0)
+    }
+}
+
+// --- the wire forms read (only the fields shown; the rest is skipped unbuilt) ---------------
+
+// Internally tagged enums are not used for what the agent sends: serde buffers such an
+// object whole (junk fields included) before it looks at the tag. The tag is read first (other
+// fields skipped unbuilt), then the variant's own struct.
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Notification<'a> {
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(borrow)]
+    update: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct UpdateTag {
+    session_update: String,
+}
+
+enum Update {
+    UserMessageChunk(Chunk),
+    AgentMessageChunk(Chunk),
+    AgentThoughtChunk(Chunk),
+    ToolCall(WireTool),
+    Plan(WirePlan),
+    AvailableCommandsUpdate(WireCommands),
+    CurrentModeUpdate(WireMode),
+    ConfigOptionUpdate(WireConfig),
+    SessionInfoUpdate(WireInfo),
+    UsageUpdate(Usage),
+    Unknown(String),
+}
+
+#[derive(Deserialize)]
+struct WirePlan {
+    entries: Vec<PlanEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireCommands {
+    available_commands: Vec<WireCommand>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireMode {
+    current_mode_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireConfig {
+    config_options: Box<RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireInfo {
+    #[serde(default, deserialize_with = "present")]
+    title: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    updated_at: Option<Option<String>>,
+}
+
+fn parse_update(raw: &str) -> Result<Update, serde_json::Error> {
+    use serde_json::from_str as read;
+    let tag: UpdateTag = read(raw)?;
+    Ok(match tag.session_update.as_str() {
+        "user_message_chunk" => Update::UserMessageChunk(read(raw)?),
+        "agent_message_chunk" => Update::AgentMessageChunk(read(raw)?),
+        "agent_thought_chunk" => Update::AgentThoughtChunk(read(raw)?),
+        "tool_call" | "tool_call_update" => Update::ToolCall(read(raw)?),
+        "plan" => Update::Plan(read(raw)?),
+        "available_commands_update" => Update::AvailableCommandsUpdate(read(raw)?),
+        "current_mode_update" => Update::CurrentModeUpdate(read(raw)?),
+        "config_option_update" => Update::ConfigOptionUpdate(read(raw)?),
+        "session_info_update" => Update::SessionInfoUpdate(read(raw)?),
+        "usage_update" => Update::UsageUpdate(read(raw)?),
+        _ => Update::Unknown(tag.session_update),
+    })
+}
+
+/// `ToolCallContent` as sent: one flat struct (see above), turned into a [`ToolContent`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireToolContent {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    content: Option<Block>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    old_text: Option<String>,
+    #[serde(default)]
+    new_text: Option<String>,
+    #[serde(default)]
+    terminal_id: Option<String>,
+}
+
+impl From<WireToolContent> for ToolContent {
+    fn from(w: WireToolContent) -> ToolContent {
+        match (w.kind.as_str(), w.content, w.new_text, w.terminal_id) {
+            ("content", Some(content), _, _) => ToolContent::Content { content },
+            ("diff", _, Some(new_text), _) => ToolContent::Diff {
+                path: w.path.unwrap_or_default(),
+                old_text: w.old_text,
+                new_text,
+            },
+            ("terminal", _, _, Some(terminal_id)) => ToolContent::Terminal { terminal_id },
+            _ => ToolContent::Unknown,
+        }
+    }
+}
+
+/// `Some(value)` for a field that is present (even `null`), `None` when absent.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Chunk {
+    content: Block,
+    #[serde(default)]
+    message_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireTool {
+    tool_call_id: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    content: Option<Vec<WireToolContent>>,
+    #[serde(default)]
+    locations: Option<Vec<Location>>,
+    #[serde(default)]
+    raw_input: Option<Box<RawValue>>,
+    #[serde(default)]
+    raw_output: Option<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct WireCommand {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    input: Option<WireInput>,
+}
+
+#[derive(Deserialize)]
+struct WireInput {
+    #[serde(default)]
+    hint: Option<String>,
+}
+
+impl Default for Thread {
+    fn default() -> Self {
+        Thread::new(Limits::default())
+    }
+}
+
+impl Thread {
+    /// An empty thread.
+    pub fn new(limits: Limits) -> Thread {
+        Thread {
+            format: FORMAT,
+            session_id: None,
+            title: None,
+            updated_at: None,
+            entries: Vec::new(),
+            dropped_entries: 0,
+            plan: Vec::new(),
+            current_mode: None,
+            modes: Vec::new(),
+            config_options: None,
+            commands: Vec::new(),
+            usage: None,
+            turn: Turn::Idle,
+            last_stop: None,
+            limits,
+            bytes: 0,
+            tools: HashMap::new(),
+            changed: BTreeSet::new(),
+            meta_changed: false,
+        }
+    }
+
+    /// A saved thread ([`Thread::to_json`]) read back.
+    pub fn from_json(text: &str, limits: Limits) -> Result<Thread, String> {
+        #[derive(Deserialize)]
+        struct Version {
+            format: u32,
+        }
+        let v: Version =
+            serde_json::from_str(text).map_err(|e| format!("not a saved thread: {e}"))?;
+        if v.format != FORMAT {
+            return Err(format!(
+                "the thread was saved in format {} and this version reads format {FORMAT}",
+                v.format
+            ));
+        }
+        let mut t: Thread =
+            serde_json::from_str(text).map_err(|e| format!("not a saved thread: {e}"))?;
+        t.limits = limits;
+        // A saved thread is at rest: a turn that was running when it was saved is over.
+        t.turn = Turn::Idle;
+        t.reindex();
+        Ok(t)
+    }
+
+    /// The saved form (JSON text).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a thread always serializes")
+    }
+
+    fn reindex(&mut self) {
+        self.bytes = self.entries.iter().map(Entry::bytes).sum();
+        self.tools.clear();
+        for (i, e) in self.entries.iter().enumerate() {
+            if let Entry::Tool(t) = e {
+                self.tools
+                    .insert(t.tool_call_id.clone(), self.dropped_entries + i as u64);
+            }
+        }
+    }
+
+    /// The number of the next entry.
+    fn next_number(&self) -> u64 {
+        self.dropped_entries + self.entries.len() as u64
+    }
+
+    fn entry_mut(&mut self, number: u64) -> Option<&mut Entry> {
+        let i = number.checked_sub(self.dropped_entries)?;
+        self.entries.get_mut(usize::try_from(i).ok()?)
+    }
+
+    /// Entry `number` (counted from the start of the conversation), if still kept.
+    pub fn entry(&self, number: u64) -> Option<&Entry> {
+        let i = number.checked_sub(self.dropped_entries)?;
+        self.entries.get(usize::try_from(i).ok()?)
+    }
+
+    fn push(&mut self, entry: Entry) -> u64 {
+        let n = self.next_number();
+        self.bytes += entry.bytes();
+        self.entries.push(entry);
+        self.changed.insert(n);
+        n
+    }
+
+    /// Folds one `session/update`'s params (JSON text).
+    pub fn apply_json(&mut self, params: &str) -> Result<Applied, BadUpdate> {
+        let n: Notification = serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
+        let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
+        if self.session_id.is_none() {
+            self.session_id = n.session_id;
+        }
+        let applied = self.apply(update);
+        self.enforce_limit();
+        Ok(applied)
+    }
+
+    fn apply(&mut self, update: Update) -> Applied {
+        match update {
+            Update::UserMessageChunk(c) => self.chunk(ChunkKind::User, c),
+            Update::AgentMessageChunk(c) => self.chunk(ChunkKind::Agent, c),
+            Update::AgentThoughtChunk(c) => self.chunk(ChunkKind::Thought, c),
+            Update::ToolCall(t) => self.tool(t),
+            Update::Plan(WirePlan { entries }) => {
+                self.plan = entries;
+                self.meta_changed = true;
+                Applied::Plan
+            }
+            Update::AvailableCommandsUpdate(WireCommands { available_commands }) => {
+                self.commands = available_commands
+                    .into_iter()
+                    .map(|c| Command {
+                        name: c.name,
+                        description: c.description,
+                        hint: c.input.and_then(|i| i.hint),
+                    })
+                    .collect();
+                self.meta_changed = true;
+                Applied::Commands
+            }
+            Update::CurrentModeUpdate(WireMode { current_mode_id }) => {
+                self.current_mode = Some(current_mode_id);
+                self.meta_changed = true;
+                Applied::Mode
+            }
+            Update::ConfigOptionUpdate(WireConfig { config_options }) => {
+                self.config_options = Some(RawJson(config_options));
+                self.meta_changed = true;
+                Applied::ConfigOptions
+            }
+            Update::SessionInfoUpdate(WireInfo { title, updated_at }) => {
+                if let Some(t) = title {
+                    self.title = t;
+                }
+                if let Some(u) = updated_at {
+                    self.updated_at = u;
+                }
+                self.meta_changed = true;
+                Applied::Info
+            }
+            Update::UsageUpdate(u) => {
+                self.usage = Some(u);
+                self.meta_changed = true;
+                Applied::Usage
+            }
+            Update::Unknown(kind) => Applied::Ignored { kind },
+        }
+    }
+
+    fn chunk(&mut self, kind: ChunkKind, c: Chunk) -> Applied {
+        let block = c.content;
+        // Appended to the last entry when it is the same kind of message (and the same
+        // message, when the agent numbers them); anything in between starts a new one.
+        let last = self.next_number().checked_sub(1);
+        let continues = last
+            .and_then(|n| self.entry(n))
+            .is_some_and(|e| match (kind, e) {
+                (ChunkKind::User, Entry::User { message_id, .. })
+                | (ChunkKind::Agent, Entry::Agent { message_id, .. })
+                | (ChunkKind::Thought, Entry::Thought { message_id, .. }) => {
+                    c.message_id.is_none() || *message_id == c.message_id
+                }
+                _ => false,
+            });
+        let shown = block.clone();
+        self.bytes += block.bytes();
+        if let (true, Some(n)) = (continues, last) {
+            if let Some(
+                Entry::User { content, .. }
+                | Entry::Agent { content, .. }
+                | Entry::Thought { content, .. },
+            ) = self.entry_mut(n)
+            {
+                match (content.last_mut(), block.is_text()) {
+                    (Some(prev), true) if prev.is_text() => {
+                        let text = prev.text.get_or_insert_with(String::new);
+                        text.push_str(block.text.as_deref().unwrap_or(""));
+                    }
+                    _ => content.push(block),
+                }
+            }
+            self.changed.insert(n);
+            return Applied::Chunk {
+                entry: n,
+                started: false,
+                block: shown,
+            };
+        }
+        self.bytes -= block.bytes();
+        let (message_id, content) = (c.message_id, vec![block]);
+        let entry = match kind {
+            ChunkKind::User => Entry::User {
+                message_id,
+                content,
+            },
+            ChunkKind::Agent => Entry::Agent {
+                message_id,
+                content,
+            },
+            ChunkKind::Thought => Entry::Thought {
+                message_id,
+                content,
+            },
+        };
+        let n = self.push(entry);
+        Applied::Chunk {
+            entry: n,
+            started: true,
+            block: shown,
+        }
+    }
+
+    fn tool(&mut self, t: WireTool) -> Applied {
+        let existing = self
+            .tools
+            .get(&t.tool_call_id)
+            .copied()
+            .filter(|n| self.entry(*n).is_some());
+        let (n, started) = match existing {
+            Some(n) => (n, false),
+            None => {
+                let call = ToolCall {
+                    title: format!("tool call {}", t.tool_call_id),
+                    tool_call_id: t.tool_call_id.clone(),
+                    kind: "other".into(),
+                    status: "pending".into(),
+                    ..ToolCall::default()
+                };
+                let n = self.push(Entry::Tool(call));
+                self.tools.insert(t.tool_call_id.clone(), n);
+                (n, true)
+            }
+        };
+        let mut delta: isize = 0;
+        if let Some(Entry::Tool(call)) = self.entry_mut(n) {
+            let before = call.bytes();
+            if let Some(v) = t.title {
+                call.title = v;
+            }
+            if let Some(v) = t.kind {
+                call.kind = v;
+            }
+            if let Some(v) = t.status {
+                call.status = v;
+            }
+            // The schema: content and locations, when present, replace the old ones.
+            if let Some(v) = t.content {
+                call.content = v.into_iter().map(ToolContent::from).collect();
+            }
+            if let Some(v) = t.locations {
+                call.locations = v;
+            }
+            if let Some(v) = t.raw_input {
+                call.raw_input = Some(RawJson(v));
+            }
+            if let Some(v) = t.raw_output {
+                call.raw_output = Some(RawJson(v));
+            }
+            delta = call.bytes() as isize - before as isize;
+        }
+        self.bytes = self.bytes.saturating_add_signed(delta);
+        self.changed.insert(n);
+        Applied::Tool { entry: n, started }
+    }
+
+    /// The user's prompt starts a turn.
+    pub fn begin_turn(&mut self, prompt: Vec<Block>) -> u64 {
+        self.turn = Turn::Running;
+        self.meta_changed = true;
+        let n = self.push(Entry::User {
+            message_id: None,
+            content: prompt,
+        });
+        self.enforce_limit();
+        n
+    }
+
+    /// The turn ended with `stop_reason`. Tool calls and plan entries left unfinished by a
+    /// turn that did not end normally are marked `cancelled`, so nothing shows as still
+    /// running.
+    pub fn end_turn(&mut self, stop_reason: &str) {
+        self.turn = Turn::Idle;
+        self.last_stop = Some(stop_reason.to_string());
+        self.meta_changed = true;
+        if stop_reason != "end_turn" {
+            self.close_unfinished("cancelled");
+        }
+    }
+
+    /// The turn failed (an error, the agent crashed): `message` is kept in the conversation
+    /// as an error notice, and unfinished tool calls and plan entries are marked `failed`.
+    pub fn fail_turn(&mut self, message: &str) {
+        self.turn = Turn::Idle;
+        self.last_stop = Some("error".into());
+        self.meta_changed = true;
+        self.close_unfinished("failed");
+        self.notice(NoticeLevel::Error, message);
+    }
+
+    /// Adds a notice to the conversation.
+    pub fn notice(&mut self, level: NoticeLevel, text: &str) -> u64 {
+        let n = self.push(Entry::Notice {
+            level,
+            text: text.to_string(),
+        });
+        self.enforce_limit();
+        n
+    }
+
+    fn close_unfinished(&mut self, status: &str) {
+        let first = self.dropped_entries;
+        for (i, e) in self.entries.iter_mut().enumerate() {
+            if let Entry::Tool(t) = e {
+                if !t.finished() {
+                    t.status = status.to_string();
+                    self.changed.insert(first + i as u64);
+                }
+            }
+        }
+        for p in &mut self.plan {
+            if p.status != "completed" {
+                p.status = status.to_string();
+            }
+        }
+    }
+
+    /// Sets what `session/new` / `session/load` answered (modes and config options).
+    pub fn set_session(
+        &mut self,
+        session_id: &str,
+        modes: Vec<Mode>,
+        current_mode: Option<String>,
+        config_options: Option<RawJson>,
+    ) {
+        self.session_id = Some(session_id.to_string());
+        self.modes = modes;
+        self.current_mode = current_mode;
+        self.config_options = config_options;
+        self.meta_changed = true;
+    }
+
+    /// Changes since the last call, coalesced; clears them.
+    pub fn take_delta(&mut self) -> Delta<'_> {
+        let changed = std::mem::take(&mut self.changed);
+        let meta = std::mem::take(&mut self.meta_changed);
+        let first = self.dropped_entries;
+        Delta {
+            entries: changed
+                .into_iter()
+                .filter_map(|n| {
+                    let i = usize::try_from(n.checked_sub(first)?).ok()?;
+                    self.entries.get(i).map(|e| (n, e))
+                })
+                .collect(),
+            first_entry: first,
+            meta: meta.then(|| self.meta()),
+        }
+    }
+
+    /// Whether [`Thread::take_delta`] has anything.
+    pub fn has_changes(&self) -> bool {
+        !self.changed.is_empty() || self.meta_changed
+    }
+
+    /// The thread's fields other than the entries.
+    pub fn meta(&self) -> Meta<'_> {
+        Meta {
+            title: &self.title,
+            plan: &self.plan,
+            current_mode: &self.current_mode,
+            modes: &self.modes,
+            config_options: &self.config_options,
+            commands: &self.commands,
+            usage: &self.usage,
+            turn: self.turn,
+            last_stop: &self.last_stop,
+        }
+    }
+
+    /// Drops the oldest entries while over the byte limit; a lone entry over it keeps the end
+    /// of its text.
+    fn enforce_limit(&mut self) {
+        let max = self.limits.max_bytes;
+        if self.bytes <= max {
+            return;
+        }
+        let mut drop = 0;
+        let mut bytes = self.bytes;
+        while bytes > max && drop + 1 < self.entries.len() {
+            bytes -= self.entries[drop].bytes();
+            drop += 1;
+        }
+        if drop > 0 {
+            self.entries.drain(..drop);
+            self.dropped_entries += drop as u64;
+            let first = self.dropped_entries;
+            self.changed.retain(|n| *n >= first);
+            self.tools.retain(|_, n| *n >= first);
+            self.meta_changed = true;
+        }
+        if bytes > max {
+            if let Some(e) = self.entries.last_mut() {
+                trim_front(e, max / 2);
+            }
+            bytes = self.entries.iter().map(Entry::bytes).sum();
+        }
+        self.bytes = bytes;
+    }
+}
+
+#[derive(Clone, Copy)]
+enum ChunkKind {
+    User,
+    Agent,
+    Thought,
+}
+
+/// Keeps about the last `keep` bytes of an entry's text (at a character boundary).
+fn trim_front(e: &mut Entry, keep: usize) {
+    fn cut(s: &mut String, keep: usize) {
+        if s.len() > keep {
+            let mut at = s.len() - keep;
+            while !s.is_char_boundary(at) {
+                at += 1;
+            }
+            s.replace_range(..at, "…");
+        }
+    }
+    match e {
+        Entry::User { content, .. }
+        | Entry::Agent { content, .. }
+        | Entry::Thought { content, .. } => {
+            let total: usize = content.iter().map(Block::bytes).sum();
+            if total > keep {
+                // Older blocks go first; the last text keeps its end.
+                while content.len() > 1 && content.iter().map(Block::bytes).sum::<usize>() > keep {
+                    content.remove(0);
+                }
+                if let Some(t) = content.last_mut().and_then(|b| b.text.as_mut()) {
+                    cut(t, keep);
+                }
+                if let Some(b) = content.last_mut() {
+                    if b.bytes() > keep {
+                        b.data = None;
+                        b.resource = None;
+                    }
+                }
+            }
+        }
+        Entry::Tool(t) => {
+            t.raw_input = None;
+            t.raw_output = None;
+            for c in &mut t.content {
+                match c {
+                    ToolContent::Diff {
+                        old_text, new_text, ..
+                    } => {
+                        if let Some(o) = old_text {
+                            cut(o, keep / 2);
+                        }
+                        cut(new_text, keep / 2);
+                    }
+                    ToolContent::Content { content } => {
+                        if let Some(t) = content.text.as_mut() {
+                            cut(t, keep / 2);
+                        }
+                        content.data = None;
+                        content.resource = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Entry::Notice { text, .. } => cut(text, keep),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(kind: &str, text: &str) -> String {
+        serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": kind,
+            "content": {"type": "text", "text": text}}})
+        .to_string()
+    }
+
+    #[test]
+    fn chunks_merge_and_deltas_coalesce() {
+        let mut t = Thread::default();
+        for w in ["Hel", "lo"] {
+            t.apply_json(&chunk("agent_message_chunk", w)).unwrap();
+        }
+        let d = t.take_delta();
+        assert_eq!(d.entries.len(), 1);
+        assert_eq!(
+            d.entries[0].1,
+            &Entry::Agent {
+                message_id: None,
+                content: vec![Block::text("Hello")]
+            }
+        );
+        assert!(!t.has_changes());
+    }
+
+    #[test]
+    fn junk_fields_are_skipped_without_being_built() {
+        let junk = format!("[{}0]", "0,".repeat(100_000));
+        let params = format!(
+            r#"{{"sessionId":"s","junk":{junk},"update":{{"sessionUpdate":"agent_message_chunk","junk":{junk},"content":{{"type":"text","text":"x","junk":{junk}}}}}}}"#
+        );
+        let mut t = Thread::default();
+        t.apply_json(&params).unwrap();
+        assert!(t.to_json().len() < 300, "{}", t.to_json());
+    }
+
+    #[test]
+    fn the_byte_limit_drops_the_oldest_entries() {
+        let mut t = Thread::new(Limits { max_bytes: 1000 });
+        for i in 0..50 {
+            t.apply_json(&chunk("user_message_chunk", &"u".repeat(100)))
+                .unwrap();
+            t.apply_json(&chunk("agent_message_chunk", &format!("{i:0>100}")))
+                .unwrap();
+        }
+        assert!(t.bytes <= 1000, "{}", t.bytes);
+        assert_eq!(t.dropped_entries + t.entries.len() as u64, 100);
+        assert!(matches!(t.entries.last(), Some(Entry::Agent { .. })));
+        // One huge chunk keeps its end.
+        t.apply_json(&chunk(
+            "agent_message_chunk",
+            &format!("{}END", "z".repeat(5000)),
+        ))
+        .unwrap();
+        let Some(Entry::Agent { content, .. }) = t.entries.last() else {
+            panic!()
+        };
+        assert!(content[0].text.as_ref().unwrap().ends_with("END"));
+        assert!(t.bytes <= 1000, "{}", t.bytes);
+    }
+
+    #[test]
+    fn saved_threads_round_trip_and_other_formats_are_refused() {
+        let mut t = Thread::default();
+        t.begin_turn(vec![Block::text("hi")]);
+        t.apply_json(&chunk("agent_message_chunk", "yo")).unwrap();
+        t.end_turn("end_turn");
+        let back = Thread::from_json(&t.to_json(), Limits::default()).unwrap();
+        assert_eq!(back, t);
+        let other = t.to_json().replacen("\"format\":1", "\"format\":2", 1);
+        assert!(Thread::from_json(&other, Limits::default())
+            .unwrap_err()
+            .contains("format 2"));
+    }
+}
