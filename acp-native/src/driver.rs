@@ -29,6 +29,21 @@
 //! A local call (`request`, `notify`) is one hand-off: a bounded command queue to the driver,
 //! which sends it and writes the bytes in the same wake-up.
 //!
+//! ## The answer budget
+//!
+//! The count of incoming requests in flight is bounded by the engine
+//! ([`Config::max_incoming_in_flight`]), but not what their answers weigh: 64 reads of a 10 MiB
+//! file of control characters are 64 answers of 60 MB each once JSON-escaped (`\u0001`). So a
+//! handler that is about to build a large answer first calls [`reserve_answer_bytes`] with its
+//! escaped size: it waits, in order, until that many bytes of the connection's budget
+//! ([`DriverConfig::answer_budget`]) are free, and the bytes stay reserved until the answer has
+//! been *written* to the transport (not merely handed over), so a peer that reads slowly holds
+//! back the next large answers instead of letting them pile up in memory. A single answer
+//! larger than the whole budget takes all of it (it waits for the others, then goes alone), so
+//! valid large answers always work. A reservation that waits while the writer makes no progress
+//! for [`DriverConfig::answer_stall`] (the peer stopped reading) fails with
+//! [`AnswerBudgetError`], a JSON-RPC error naming the limit, so that waiting handlers end.
+//!
 //! ## The notification contract
 //!
 //! Notifications are handled one at a time, in arrival order. While a notification handler
@@ -67,7 +82,7 @@ use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, PollSender};
 use tower::util::BoxCloneService;
@@ -104,6 +119,14 @@ pub struct DriverConfig {
     /// answered any more and wait until the close. An agent: 5 s (so that `printf request |
     /// agent` answers); a client: zero (an agent that closed its stdout is gone).
     pub answer_on_eof: Duration,
+    /// Bytes of answers to the peer's requests that handlers may hold reservations for at once
+    /// ([`reserve_answer_bytes`]): reserved before a large answer is built, given back once it
+    /// is written to the transport. 64 MiB.
+    pub answer_budget: usize,
+    /// A reservation of the answer budget fails ([`AnswerBudgetError`]) when it has waited this
+    /// long without the writer making any progress while output is unwritten (the peer does
+    /// not read). 10 s.
+    pub answer_stall: Duration,
 }
 
 impl DriverConfig {
@@ -125,6 +148,8 @@ impl DriverConfig {
             command_buffer: 64,
             read_chunk: 64 << 10,
             eof_grace: Duration::ZERO,
+            answer_budget: 64 << 20,
+            answer_stall: Duration::from_secs(10),
         }
     }
 
@@ -152,6 +177,18 @@ impl DriverConfig {
 
     pub fn notification_buffer(mut self, n: usize) -> Self {
         self.notification_buffer = n.max(1);
+        self
+    }
+
+    /// See [`DriverConfig::answer_budget`] (at least 1 byte).
+    pub fn answer_budget(mut self, bytes: usize) -> Self {
+        self.answer_budget = bytes.max(1);
+        self
+    }
+
+    /// See [`DriverConfig::answer_stall`].
+    pub fn answer_stall(mut self, d: Duration) -> Self {
+        self.answer_stall = d;
         self
     }
 }
@@ -299,6 +336,8 @@ enum Command {
     Respond {
         token: u64,
         result: Result<Box<RawValue>, ErrorObject>,
+        /// The handler's reservation of the answer budget, held until the answer is written.
+        reserved: Option<OwnedSemaphorePermit>,
     },
 }
 
@@ -336,6 +375,8 @@ struct Shared {
     notifications_handled: HandledCounter,
     /// True once the writer wrote everything and shut the transport down (or failed).
     writer_done: watch::Receiver<bool>,
+    /// The answer budget (see [`reserve_answer_bytes`]).
+    budget: Arc<AnswerBudget>,
 }
 
 /// A cloneable handle to a driven connection: send requests and notifications, watch it end.
@@ -718,6 +759,235 @@ impl Service<RpcRequest> for RpcClient {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The answer budget
+// ---------------------------------------------------------------------------------------------
+
+/// A connection's budget of answer bytes (see the module docs, "The answer budget").
+struct AnswerBudget {
+    /// One permit per byte.
+    permits: Arc<Semaphore>,
+    /// The budget's size (what a reservation is clamped to).
+    total: usize,
+    /// How long a reservation may wait without the writer making progress.
+    stall: Duration,
+    /// Bytes the writer has written so far (progress, for the stall rule).
+    written: AtomicU64,
+    /// Bytes queued for the transport and not written yet.
+    unwritten: AtomicUsize,
+}
+
+impl AnswerBudget {
+    fn new(total: usize, stall: Duration) -> AnswerBudget {
+        // `acquire_many` counts in u32: a budget is at most 4 GiB - 1.
+        let total = total.clamp(1, u32::MAX as usize);
+        AnswerBudget {
+            permits: Arc::new(Semaphore::new(total)),
+            total,
+            stall,
+            written: AtomicU64::new(0),
+            unwritten: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// The reservation of the request handler being polled (set by [`Budgeted`] around each poll).
+struct AnswerSlot {
+    budget: Arc<AnswerBudget>,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+thread_local! {
+    /// The slot of the request handler being polled on this thread, if any.
+    static CURRENT_ANSWER: std::cell::RefCell<Option<AnswerSlot>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` on the slot of the request handler being polled (`None` outside one).
+fn with_current_slot<R>(f: impl FnOnce(Option<&mut AnswerSlot>) -> R) -> R {
+    CURRENT_ANSWER.with(|c| f(c.borrow_mut().as_mut()))
+}
+
+/// A handler's future with its answer slot: the slot is current while the future is polled,
+/// and what it reserved is taken with the result ([`Budgeted::take_reserved`]).
+struct Budgeted {
+    fut: HandlerFuture,
+    /// `None` for notifications (nothing to answer).
+    slot: Option<AnswerSlot>,
+}
+
+impl Budgeted {
+    fn new(fut: HandlerFuture, budget: Option<&Arc<AnswerBudget>>) -> Budgeted {
+        Budgeted {
+            fut,
+            slot: budget.map(|b| AnswerSlot {
+                budget: b.clone(),
+                permit: None,
+            }),
+        }
+    }
+
+    /// What the handler reserved (to hold until its answer is written).
+    fn take_reserved(&mut self) -> Option<OwnedSemaphorePermit> {
+        self.slot.as_mut().and_then(|s| s.permit.take())
+    }
+}
+
+impl Future for Budgeted {
+    type Output = Result<Box<RawValue>, ErrorObject>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        /// Puts the slot back where it belongs, even if the handler panics.
+        struct Restore<'a> {
+            slot: &'a mut Option<AnswerSlot>,
+            outer: Option<Option<AnswerSlot>>,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                let outer = self.outer.take().unwrap_or_default();
+                *self.slot = CURRENT_ANSWER.with(|c| c.replace(outer));
+            }
+        }
+        let this = &mut *self;
+        let outer = CURRENT_ANSWER.with(|c| c.replace(this.slot.take()));
+        let _restore = Restore {
+            slot: &mut this.slot,
+            outer: Some(outer),
+        };
+        this.fut.as_mut().poll(cx)
+    }
+}
+
+/// A reservation of the answer budget that could not be made: the peer has not read what was
+/// already answered (see [`reserve_answer_bytes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerBudgetError {
+    /// The bytes asked for.
+    pub needed: usize,
+    /// The connection's budget ([`DriverConfig::answer_budget`]).
+    pub budget: usize,
+    /// Bytes written to the peer and not read by it yet (at least those queued here).
+    pub unwritten: usize,
+    /// How long the writer made no progress.
+    pub stalled: Duration,
+}
+
+impl fmt::Display for AnswerBudgetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "answer budget exhausted: this answer needs {} bytes of the {}-byte answer budget, \
+             which earlier answers still hold ({} bytes of them unread by the peer for {} s)",
+            self.needed,
+            self.budget,
+            self.unwritten,
+            self.stalled.as_secs()
+        )
+    }
+}
+
+impl std::error::Error for AnswerBudgetError {}
+
+impl From<AnswerBudgetError> for ErrorObject {
+    fn from(e: AnswerBudgetError) -> ErrorObject {
+        ErrorObject::new(ErrorCode::InternalError, e.to_string()).with_data(serde_json::json!({
+            "reason": "answer_budget",
+            "needed": e.needed,
+            "budget": e.budget,
+        }))
+    }
+}
+
+/// Inside a request handler: reserves `bytes` of the connection's answer budget for this
+/// request's answer, waiting (in order with other reservations) until they are free. Call it
+/// before building a large answer, with its serialized size (for text, [`json_string_len`]);
+/// the reservation is given back once the answer has been written to the transport, or when
+/// the handler ends without an answer.
+///
+/// `bytes` is clamped to the budget: an answer larger than the whole budget waits until every
+/// other reservation is given back, then takes all of it. Calling it again replaces the
+/// reservation: a smaller one gives the difference back at once (an estimate made exact); a
+/// larger one gives everything back and waits again (never holding while waiting).
+///
+/// Returns the bytes reserved; `Ok(0)` when called outside a request handler polled by the
+/// driver (a notification, a task of its own). Fails when it waited while the writer made no
+/// progress for [`DriverConfig::answer_stall`] with output unwritten (the peer does not read):
+/// the handler should answer with that error (it converts to a JSON-RPC error naming the
+/// limit, `data.reason = "answer_budget"`).
+pub async fn reserve_answer_bytes(bytes: usize) -> Result<usize, AnswerBudgetError> {
+    enum Next {
+        Done(usize),
+        Wait(Arc<AnswerBudget>, usize),
+    }
+    let next = with_current_slot(|slot| {
+        let Some(slot) = slot else {
+            return Next::Done(0);
+        };
+        let want = bytes.min(slot.budget.total);
+        let held = slot.permit.as_ref().map_or(0, |p| p.num_permits());
+        if want <= held && held > 0 {
+            if let Some(p) = slot.permit.as_mut() {
+                drop(p.split(held - want));
+            }
+            return Next::Done(want);
+        }
+        // Never hold while waiting (two handlers each holding part could wait forever).
+        slot.permit = None;
+        if want == 0 {
+            return Next::Done(0);
+        }
+        Next::Wait(slot.budget.clone(), want)
+    });
+    let (budget, want) = match next {
+        Next::Done(n) => return Ok(n),
+        Next::Wait(budget, want) => (budget, want),
+    };
+    let acquire = budget.permits.clone().acquire_many_owned(want as u32);
+    tokio::pin!(acquire);
+    let mut progress = budget.written.load(Ordering::Relaxed);
+    loop {
+        tokio::select! {
+            permit = &mut acquire => {
+                let permit = permit.expect("the budget's semaphore is never closed");
+                with_current_slot(|slot| {
+                    if let Some(slot) = slot {
+                        slot.permit = Some(permit);
+                    }
+                });
+                return Ok(want);
+            }
+            _ = tokio::time::sleep(budget.stall) => {
+                let now = budget.written.load(Ordering::Relaxed);
+                let unwritten = budget.unwritten.load(Ordering::Relaxed);
+                if now == progress && unwritten > 0 {
+                    return Err(AnswerBudgetError {
+                        needed: bytes,
+                        budget: budget.total,
+                        unwritten,
+                        stalled: budget.stall,
+                    });
+                }
+                progress = now;
+            }
+        }
+    }
+}
+
+/// The length of `text` serialized as a JSON string, quotes included, exactly as serde_json
+/// writes it: `"` and `\` and the controls `\b \t \n \f \r` take 2 bytes, the other controls
+/// below 0x20 take 6 (`\u0001`), everything else is copied.
+pub fn json_string_len(text: &str) -> usize {
+    2 + text.bytes().map(json_escaped_len).sum::<usize>()
+}
+
+/// The bytes serde_json writes for byte `b` of a string (see [`json_string_len`]).
+pub fn json_escaped_len(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | 0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 2,
+        0x00..=0x1f => 6,
+        _ => 1,
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Spawning
 // ---------------------------------------------------------------------------------------------
@@ -765,6 +1035,7 @@ where
             notifications_received: AtomicU64::new(0),
             notifications_handled: HandledCounter::default(),
             writer_done: writer_done_rx,
+            budget: Arc::new(AnswerBudget::new(config.answer_budget, config.answer_stall)),
         }),
     };
     let service = RpcService::new(make(handle.clone()));
@@ -819,7 +1090,7 @@ enum NotifWork {
     /// Not started: the task calls the service.
     Call(Incoming),
     /// Started by the driver (polled once inline) and still pending: the task finishes it.
-    Started { method: String, fut: HandlerFuture },
+    Started { method: String, fut: Budgeted },
 }
 
 async fn notification_loop(
@@ -882,12 +1153,15 @@ impl Drop for AnswerGuard {
 
 /// What the first, inline poll of a handler gave.
 enum FirstPoll {
-    /// It finished.
-    Done(Result<Box<RawValue>, ErrorObject>),
+    /// It finished (with what it reserved of the answer budget).
+    Done(
+        Result<Box<RawValue>, ErrorObject>,
+        Option<OwnedSemaphorePermit>,
+    ),
     /// `call` or the first poll panicked.
     Panicked,
     /// It waits for something: it goes on elsewhere.
-    Pending(HandlerFuture),
+    Pending(Budgeted),
     /// The service was not ready: the whole call runs elsewhere (on a clone of the service).
     NotReady(Incoming),
 }
@@ -912,6 +1186,12 @@ struct Output {
     len: usize,
     /// An empty buffer to swap with the engine's output buffer (no copy).
     spare: Vec<u8>,
+    /// Bytes ever queued / written (offsets for `held`).
+    queued_total: u64,
+    written_total: u64,
+    /// Reservations of the answer budget, each given back once `written_total` reaches its
+    /// offset (the end of its answer).
+    held: VecDeque<(u64, OwnedSemaphorePermit)>,
 }
 
 impl Output {
@@ -922,6 +1202,7 @@ impl Output {
         }
         let fresh = std::mem::take(&mut self.spare);
         self.len += fresh.len();
+        self.queued_total += fresh.len() as u64;
         match self.bufs.back_mut() {
             Some(back) if fresh.len() < COALESCE && back.len() < COALESCE => {
                 back.extend_from_slice(&fresh);
@@ -938,10 +1219,25 @@ impl Output {
         }
     }
 
+    /// Holds `reserved` until everything queued so far is written.
+    fn hold_until_written(&mut self, reserved: OwnedSemaphorePermit) {
+        if self.len > 0 {
+            self.held.push_back((self.queued_total, reserved));
+        }
+    }
+
     /// `n` more bytes of the first buffer were written.
     fn advance(&mut self, n: usize) {
         self.pos += n;
         self.len -= n;
+        self.written_total += n as u64;
+        while self
+            .held
+            .front()
+            .is_some_and(|(end, _)| *end <= self.written_total)
+        {
+            self.held.pop_front();
+        }
         if self.bufs.front().is_some_and(|b| self.pos >= b.len()) {
             self.pos = 0;
             let done = self.bufs.pop_front().expect("checked");
@@ -953,8 +1249,19 @@ impl Output {
         self.bufs.clear();
         self.pos = 0;
         self.len = 0;
+        self.written_total = self.queued_total;
+        self.held.clear();
     }
 }
+
+/// An answer given inline that waits for the commands queued before it: (commands done by
+/// then, token, result, its reservation of the answer budget).
+type Deferred = (
+    u64,
+    u64,
+    Result<Box<RawValue>, ErrorObject>,
+    Option<OwnedSemaphorePermit>,
+);
 
 /// The driver task: owns the engine, reads the transport, writes to it, runs the timers, and
 /// starts the handlers.
@@ -991,7 +1298,7 @@ struct Driver<R, W> {
     /// Answers of handlers that finished inline while commands were queued: each waits until
     /// the commands queued before it are processed (`.0`), so that what a handler sent before
     /// answering (its `session/update`s) goes out before its answer, as through the queue.
-    deferred: VecDeque<(u64, u64, Result<Box<RawValue>, ErrorObject>)>,
+    deferred: VecDeque<Deferred>,
     ctl_rx: mpsc::UnboundedReceiver<Control>,
     /// The transport (`None` once closed).
     reader: Option<R>,
@@ -1348,13 +1655,13 @@ where
     fn on_command(&mut self, c: Command) {
         self.run_command(c);
         self.commands_done += 1;
-        while let Some((after, token, result)) = self.deferred.pop_front() {
+        while let Some((after, token, result, reserved)) = self.deferred.pop_front() {
             if after > self.commands_done {
-                self.deferred.push_front((after, token, result));
+                self.deferred.push_front((after, token, result, reserved));
                 break;
             }
             self.handlers.remove(&token);
-            self.answer(token, result);
+            self.answer(token, result, reserved);
         }
     }
 
@@ -1394,21 +1701,35 @@ where
                     tracing::debug!(method, "notification not sent: {e}");
                 }
             }
-            Command::Respond { token, result } => {
+            Command::Respond {
+                token,
+                result,
+                reserved,
+            } => {
                 self.handlers.remove(&token);
-                self.answer(token, result);
+                self.answer(token, result, reserved);
             }
         }
     }
 
-    /// Hands a handler's answer to the engine.
-    fn answer(&mut self, token: u64, result: Result<Box<RawValue>, ErrorObject>) {
+    /// Hands a handler's answer to the engine; its reservation of the answer budget is held
+    /// until the answer is written.
+    fn answer(
+        &mut self,
+        token: u64,
+        result: Result<Box<RawValue>, ErrorObject>,
+        reserved: Option<OwnedSemaphorePermit>,
+    ) {
         let r = match result {
             Ok(raw) => self.conn.respond(token, &raw),
             Err(e) => self.conn.respond_error(token, e),
         };
         if let Err(e) = r {
             tracing::debug!(token, "response not sent: {e}");
+        }
+        if let Some(reserved) = reserved {
+            self.take_output();
+            self.out.hold_until_written(reserved);
         }
     }
 
@@ -1438,6 +1759,16 @@ where
         if self.write_failed {
             self.out.clear();
         }
+        self.publish_progress();
+    }
+
+    /// Tells waiting reservations of the answer budget how the writer is doing.
+    fn publish_progress(&self) {
+        let budget = &self.handle.shared.budget;
+        budget
+            .written
+            .store(self.out.written_total, Ordering::Relaxed);
+        budget.unwritten.store(self.out.len, Ordering::Relaxed);
     }
 
     /// Calls the service and polls the handler's future once, here on the driver task
@@ -1445,17 +1776,19 @@ where
     fn start_handler(&mut self, incoming: Incoming) -> FirstPoll {
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         let service = &mut self.service;
+        // Requests may reserve answer bytes; notifications answer nothing.
+        let budget = (!incoming.is_notification()).then_some(&self.handle.shared.budget);
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
             match service.poll_ready(&mut cx) {
                 Poll::Pending => return FirstPoll::NotReady(incoming),
-                Poll::Ready(Err(e)) => return FirstPoll::Done(Err(e)),
+                Poll::Ready(Err(e)) => return FirstPoll::Done(Err(e), None),
                 Poll::Ready(Ok(())) => {}
             }
-            let mut fut = service.call(incoming);
+            let mut fut = Budgeted::new(service.call(incoming), budget);
             // The waker of this poll is a no-op: a pending future moves to a task, whose first
             // poll registers the real one.
-            match fut.as_mut().poll(&mut cx) {
-                Poll::Ready(r) => FirstPoll::Done(r),
+            match std::pin::Pin::new(&mut fut).poll(&mut cx) {
+                Poll::Ready(r) => FirstPoll::Done(r, fut.take_reserved()),
                 Poll::Pending => FirstPoll::Pending(fut),
             }
         }));
@@ -1467,7 +1800,7 @@ where
     }
 
     /// Runs a request handler on its own task (it waits for something).
-    fn spawn_request(&self, token: u64, fut: HandlerFuture) {
+    fn spawn_request(&self, token: u64, mut fut: Budgeted) {
         let cmd = self.handle.shared.cmd.clone();
         let guard = AnswerGuard {
             token,
@@ -1475,8 +1808,15 @@ where
         };
         tokio::spawn(async move {
             let mut guard = guard; // moved in whole: dropped when the task ends
-            let result = fut.await;
-            if cmd.send(Command::Respond { token, result }).await.is_ok() {
+            let result = (&mut fut).await;
+            let reserved = fut.take_reserved();
+            drop(fut);
+            let respond = Command::Respond {
+                token,
+                result,
+                reserved,
+            };
+            if cmd.send(respond).await.is_ok() {
                 guard.ctl = None;
             }
         });
@@ -1514,16 +1854,16 @@ where
                 // (What an `initialize` answered just before may be read by this handler.)
                 self.publish_caps();
                 match self.start_handler(incoming) {
-                    FirstPoll::Done(result) => {
+                    FirstPoll::Done(result, reserved) => {
                         // Commands the handler queued (notifications) go out before its answer.
                         let queued = self.cmd_rx.len() as u64;
                         if queued == 0 && self.deferred.is_empty() {
                             if self.handlers.remove(&token).is_some() {
-                                self.answer(token, result);
+                                self.answer(token, result, reserved);
                             }
                         } else {
                             let after = self.commands_done + queued;
-                            self.deferred.push_back((after, token, result));
+                            self.deferred.push_back((after, token, result, reserved));
                         }
                     }
                     FirstPoll::Panicked => {
@@ -1538,15 +1878,14 @@ where
                     FirstPoll::Pending(fut) => self.spawn_request(token, fut),
                     FirstPoll::NotReady(incoming) => {
                         let mut service = self.service.clone();
-                        self.spawn_request(
-                            token,
-                            Box::pin(async move {
-                                match service.ready().await {
-                                    Ok(s) => s.call(incoming).await,
-                                    Err(e) => Err(e),
-                                }
-                            }),
-                        );
+                        let fut = Box::pin(async move {
+                            match service.ready().await {
+                                Ok(s) => s.call(incoming).await,
+                                Err(e) => Err(e),
+                            }
+                        });
+                        let budget = Some(&self.handle.shared.budget);
+                        self.spawn_request(token, Budgeted::new(fut, budget));
                     }
                 }
             }
@@ -1570,7 +1909,7 @@ where
                 }
                 let method = n.method.clone();
                 match self.start_handler(n) {
-                    FirstPoll::Done(r) => {
+                    FirstPoll::Done(r, _) => {
                         notification_done(&method, Ok(r));
                         self.handle.shared.notifications_handled.add_one();
                     }

@@ -38,6 +38,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_core::ErrorObject;
 use agent_client_protocol_schema::v1::{
     CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse,
     ReleaseTerminalRequest, ReleaseTerminalResponse, SessionId, TerminalExitStatus, TerminalId,
@@ -47,6 +48,7 @@ use agent_client_protocol_schema::v1::{
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
 
+use crate::driver::{json_escaped_len, reserve_answer_bytes, AnswerBudgetError};
 use crate::process::{
     prepare_command, signal_group, signal_name, EnvPolicy, SpawnError, Termination,
 };
@@ -61,6 +63,8 @@ pub const RESOURCE_NOT_FOUND: i32 = -32002;
 /// After the process exits, how long to wait for its output pipe to reach EOF before reporting
 /// the exit anyway (a background grandchild may hold the pipe open indefinitely).
 const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// What a `terminal/output` answer weighs besides its text (the other fields, the envelope).
+const ANSWER_OVERHEAD: usize = 256;
 /// How often a running command is checked for exit besides on `SIGCHLD` (a backstop).
 const EXIT_POLL_BACKSTOP: Duration = Duration::from_secs(2);
 
@@ -99,7 +103,7 @@ impl Default for TerminalConfig {
 /// |---|---|
 /// | `NotFound` (unknown, released, or another session's id) | `-32002` Resource not found |
 /// | `InvalidParams`; `Spawn` except `SpawnError::Io` | `-32602` Invalid params |
-/// | `TooManyTerminals`, `Spawn(SpawnError::Io)`, `Io` | `-32603` Internal error |
+/// | `TooManyTerminals`, `Spawn(SpawnError::Io)`, `Io`, `AnswerBudget` | `-32603` Internal error |
 #[derive(Debug)]
 pub enum TerminalError {
     /// No such terminal for this session (never created, already released, or another
@@ -127,6 +131,9 @@ pub enum TerminalError {
         /// The error.
         source: io::Error,
     },
+    /// The output could not be reserved in the connection's answer budget: earlier answers
+    /// still hold it, unread by the agent (see [`crate::driver::reserve_answer_bytes`]).
+    AnswerBudget(AnswerBudgetError),
 }
 
 impl TerminalError {
@@ -137,7 +144,9 @@ impl TerminalError {
             TerminalError::InvalidParams { .. } => INVALID_PARAMS,
             TerminalError::Spawn(SpawnError::Io { .. }) => INTERNAL_ERROR,
             TerminalError::Spawn(_) => INVALID_PARAMS,
-            TerminalError::TooManyTerminals { .. } | TerminalError::Io { .. } => INTERNAL_ERROR,
+            TerminalError::TooManyTerminals { .. }
+            | TerminalError::Io { .. }
+            | TerminalError::AnswerBudget(_) => INTERNAL_ERROR,
         }
     }
 
@@ -160,6 +169,7 @@ impl TerminalError {
                 SpawnError::InvalidCwd { cwd, .. } => Some(json!({ "cwd": cwd.to_string_lossy() })),
             },
             TerminalError::Io { .. } => None,
+            TerminalError::AnswerBudget(e) => ErrorObject::from(e.clone()).data,
         }
     }
 
@@ -184,6 +194,7 @@ impl fmt::Display for TerminalError {
             }
             TerminalError::Spawn(e) => e.fmt(f),
             TerminalError::Io { op, source } => write!(f, "cannot {op}: {source}"),
+            TerminalError::AnswerBudget(e) => e.fmt(f),
         }
     }
 }
@@ -193,6 +204,7 @@ impl std::error::Error for TerminalError {
         match self {
             TerminalError::Spawn(e) => Some(e),
             TerminalError::Io { source, .. } => Some(source),
+            TerminalError::AnswerBudget(e) => Some(e),
             _ => None,
         }
     }
@@ -271,6 +283,27 @@ impl OutputBuffer {
         self.data.is_empty()
     }
 
+    /// The length of [`OutputBuffer::text`] serialized as a JSON string, quotes included (at
+    /// most: less when the text is cut again because invalid bytes became U+FFFD). Counted on
+    /// the bytes, without building the text, so that an answer can be reserved before it is
+    /// built (a control character takes 6 bytes: `\u0001`). Makes the buffer contiguous.
+    pub fn json_len(&mut self, complete: bool) -> usize {
+        let bytes = &*self.data.make_contiguous();
+        let end = if complete {
+            bytes.len()
+        } else {
+            bytes.len() - incomplete_utf8_suffix(bytes)
+        };
+        let mut n = 2;
+        for chunk in bytes[..end].utf8_chunks() {
+            n += chunk.valid().bytes().map(json_escaped_len).sum::<usize>();
+            if !chunk.invalid().is_empty() {
+                n += '\u{FFFD}'.len_utf8();
+            }
+        }
+        n
+    }
+
     /// The retained output as text. While the process runs (`complete == false`) an incomplete
     /// UTF-8 sequence at the very end is held back (it may be completed by the next write);
     /// other invalid bytes become U+FFFD. The result never exceeds the limit: if replacement
@@ -339,15 +372,47 @@ struct Terminal {
 }
 
 impl Terminal {
+    fn output(&self) -> std::sync::MutexGuard<'_, OutputBuffer> {
+        self.output.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn snapshot(&self) -> TerminalOutputResponse {
         // Read the exit status first: once it is set the output is final.
         let exit = self.exit_rx.borrow().clone();
-        let (text, truncated) = self
-            .output
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .text(exit.is_some());
+        let (text, truncated) = {
+            let mut output = self.output();
+            // (Contiguous: the text is then copied once, not joined first.)
+            output.data.make_contiguous();
+            output.text(exit.is_some())
+        };
         TerminalOutputResponse::new(text, truncated).exit_status(exit)
+    }
+
+    /// What answering `terminal/output` now weighs: the text (built first) and its JSON.
+    fn answer_bytes(&self) -> usize {
+        let complete = self.exit_rx.borrow().is_some();
+        let mut output = self.output();
+        output.len() + output.json_len(complete) + ANSWER_OVERHEAD
+    }
+
+    /// The last `max_bytes` (or a little less: a character boundary) of the output, and
+    /// whether anything before them is missing.
+    fn tail(&self, max_bytes: usize) -> (String, bool) {
+        let complete = self.exit_rx.borrow().is_some();
+        let mut output = self.output();
+        let truncated = output.truncated;
+        let bytes = &*output.data.make_contiguous();
+        let end = if complete {
+            bytes.len()
+        } else {
+            bytes.len() - incomplete_utf8_suffix(bytes)
+        };
+        let mut start = end.saturating_sub(max_bytes);
+        while start < end && bytes[start] & 0xC0 == 0x80 {
+            start += 1;
+        }
+        let text = String::from_utf8_lossy(&bytes[start..end]).into_owned();
+        (text, truncated || start > 0)
     }
 }
 
@@ -549,11 +614,32 @@ impl TerminalService {
 
     /// `terminal/output`: output so far, whether it was truncated, and the exit status if the
     /// command has exited.
+    ///
+    /// Inside a request handler of a driven connection the answer's size (its JSON-escaped
+    /// text: 16 MiB of control characters are 96 MiB of JSON) is first reserved in the
+    /// connection's answer budget ([`crate::driver::reserve_answer_bytes`]): concurrent
+    /// requests for large output wait for earlier answers to be written instead of all being
+    /// built at once; [`TerminalError::AnswerBudget`] if the agent stopped reading them.
     pub async fn output(
         &self,
         req: TerminalOutputRequest,
     ) -> Result<TerminalOutputResponse, TerminalError> {
-        Ok(self.get(&req.session_id, &req.terminal_id)?.snapshot())
+        let terminal = self.get(&req.session_id, &req.terminal_id)?;
+        reserve_answer_bytes(terminal.answer_bytes())
+            .await
+            .map_err(TerminalError::AnswerBudget)?;
+        Ok(terminal.snapshot())
+    }
+
+    /// The last `max_bytes` of a terminal's output (for a UI that shows its end; nothing is
+    /// reserved) and whether anything before them is missing.
+    pub fn output_tail(
+        &self,
+        session_id: &SessionId,
+        terminal_id: &TerminalId,
+        max_bytes: usize,
+    ) -> Result<(String, bool), TerminalError> {
+        Ok(self.get(session_id, terminal_id)?.tail(max_bytes))
     }
 
     /// `terminal/wait_for_exit`: resolves when the command has exited (and its output is
@@ -841,6 +927,38 @@ mod tests {
                     );
                     assert!(got.len() <= limit);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn json_len_is_the_length_of_the_text_as_json() {
+        let inputs: [&[u8]; 6] = [
+            b"",
+            b"plain",
+            b"\x01\x02\x1b[31m\"q\"\\\t\r\n\x7f",
+            "é€😀".as_bytes(),
+            b"a\xffb\xe2\x82",
+            b"\xc3",
+        ];
+        for input in inputs {
+            for complete in [false, true] {
+                // Full, so that the front is cut.
+                let mut buf = OutputBuffer::new(64);
+                buf.push(&[b'.'; 60]);
+                buf.push(input);
+                let bytes: Vec<u8> = buf.data.iter().copied().collect();
+                let end = if complete {
+                    bytes.len()
+                } else {
+                    bytes.len() - incomplete_utf8_suffix(&bytes)
+                };
+                let lossy = String::from_utf8_lossy(&bytes[..end]);
+                let exact = serde_json::to_string(&lossy).unwrap().len();
+                assert_eq!(buf.json_len(complete), exact, "{input:?} {complete}");
+                // The text itself may be cut again (U+FFFD is longer than a byte): never more.
+                let (text, _) = buf.text(complete);
+                assert!(serde_json::to_string(&text).unwrap().len() <= exact);
             }
         }
     }
