@@ -374,7 +374,7 @@ pub enum Applied {
     Chunk {
         entry: u64,
         started: bool,
-        block: Block,
+        block: Box<Block>,
     },
     /// A tool call was added (`started`) or changed.
     Tool {
@@ -457,11 +457,11 @@ enum Update {
     AgentThoughtChunk(Chunk),
     ToolCall(WireTool),
     Plan(WirePlan),
-    AvailableCommandsUpdate(WireCommands),
-    CurrentModeUpdate(WireMode),
-    ConfigOptionUpdate(WireConfig),
-    SessionInfoUpdate(WireInfo),
-    UsageUpdate(Usage),
+    Commands(WireCommands),
+    Mode(WireMode),
+    Config(WireConfig),
+    Info(WireInfo),
+    Usage(Usage),
     Unknown(String),
 }
 
@@ -506,11 +506,11 @@ fn parse_update(raw: &str) -> Result<Update, serde_json::Error> {
         "agent_thought_chunk" => Update::AgentThoughtChunk(read(raw)?),
         "tool_call" | "tool_call_update" => Update::ToolCall(read(raw)?),
         "plan" => Update::Plan(read(raw)?),
-        "available_commands_update" => Update::AvailableCommandsUpdate(read(raw)?),
-        "current_mode_update" => Update::CurrentModeUpdate(read(raw)?),
-        "config_option_update" => Update::ConfigOptionUpdate(read(raw)?),
-        "session_info_update" => Update::SessionInfoUpdate(read(raw)?),
-        "usage_update" => Update::UsageUpdate(read(raw)?),
+        "available_commands_update" => Update::Commands(read(raw)?),
+        "current_mode_update" => Update::Mode(read(raw)?),
+        "config_option_update" => Update::Config(read(raw)?),
+        "session_info_update" => Update::Info(read(raw)?),
+        "usage_update" => Update::Usage(read(raw)?),
         _ => Update::Unknown(tag.session_update),
     })
 }
@@ -718,7 +718,7 @@ impl Thread {
                 self.meta_changed = true;
                 Applied::Plan
             }
-            Update::AvailableCommandsUpdate(WireCommands { available_commands }) => {
+            Update::Commands(WireCommands { available_commands }) => {
                 self.commands = available_commands
                     .into_iter()
                     .map(|c| Command {
@@ -730,17 +730,17 @@ impl Thread {
                 self.meta_changed = true;
                 Applied::Commands
             }
-            Update::CurrentModeUpdate(WireMode { current_mode_id }) => {
+            Update::Mode(WireMode { current_mode_id }) => {
                 self.current_mode = Some(current_mode_id);
                 self.meta_changed = true;
                 Applied::Mode
             }
-            Update::ConfigOptionUpdate(WireConfig { config_options }) => {
+            Update::Config(WireConfig { config_options }) => {
                 self.config_options = Some(RawJson(config_options));
                 self.meta_changed = true;
                 Applied::ConfigOptions
             }
-            Update::SessionInfoUpdate(WireInfo { title, updated_at }) => {
+            Update::Info(WireInfo { title, updated_at }) => {
                 if let Some(t) = title {
                     self.title = t;
                 }
@@ -750,7 +750,7 @@ impl Thread {
                 self.meta_changed = true;
                 Applied::Info
             }
-            Update::UsageUpdate(u) => {
+            Update::Usage(u) => {
                 self.usage = Some(u);
                 self.meta_changed = true;
                 Applied::Usage
@@ -774,7 +774,7 @@ impl Thread {
                 }
                 _ => false,
             });
-        let shown = block.clone();
+        let shown = Box::new(block.clone());
         self.bytes += block.bytes();
         if let (true, Some(n)) = (continues, last) {
             if let Some(
