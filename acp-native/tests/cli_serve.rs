@@ -5,6 +5,13 @@
 //! closes its WebSocket (the crash report is logged, the server goes on), a client vanishing
 //! mid-turn gets its agent stopped, and bad frames get JSON-RPC errors without ending the
 //! connection.
+//!
+//! Hostile peers (docs/security.md, "`acp serve`"): connections without the token, or with a
+//! wrong one in each place one is accepted, get 401 and start no agent; idle and half-sent
+//! handshakes start no agent and are closed after `--handshake-timeout`; connections over
+//! `--max-connections` get 503; a non-loopback address is warned about; an agent's terminal
+//! escapes on stderr are shown, not interpreted; SIGHUP and SIGTERM stop every agent's group.
+//! Agents that count their starts (a line appended to a file) show that nothing ran.
 
 mod cli_support;
 
