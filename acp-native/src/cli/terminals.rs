@@ -24,6 +24,13 @@ use agent_client_protocol_schema::v1 as s;
 
 use super::render::TerminalOutput;
 
+/// The newest released terminals whose output is kept for the UI.
+const KEPT_TERMINALS: usize = 16;
+/// The end of each terminal's output that is kept (the UI shows its last lines).
+const KEPT_BYTES_PER_TERMINAL: usize = 64 << 10;
+/// All output kept for the UI, at most.
+const KEPT_BYTES: usize = KEPT_TERMINALS * KEPT_BYTES_PER_TERMINAL;
+
 /// Decides whether a `terminal/create` may run: true to run it. It gets the question to show
 /// (built by [`acp_client::terminal::question`]: every field on one line, escaped). The token
 /// fires when the request is withdrawn (the turn was cancelled, the connection closed).
@@ -92,8 +99,44 @@ pub struct Terminals {
     root: PathBuf,
     /// What a command gets without the request's `env` (to show what the request changes).
     base_env: Arc<HashMap<String, String>>,
-    /// Output of terminals that finished or were released, for the UI (by terminal id).
-    finished: Arc<Mutex<HashMap<String, String>>>,
+    /// The end of the output of terminals that finished or were released, for the UI.
+    finished: Arc<Mutex<Kept>>,
+}
+
+/// The output kept for the UI: the end of each terminal's output (at most
+/// [`KEPT_BYTES_PER_TERMINAL`]), for the newest [`KEPT_TERMINALS`] terminals (at most
+/// [`KEPT_BYTES`] in all), oldest evicted first. A chat that runs terminal after terminal does
+/// not keep every output it ever saw.
+#[derive(Default)]
+struct Kept {
+    /// Oldest first: (terminal id, output).
+    entries: std::collections::VecDeque<(String, String)>,
+    bytes: usize,
+}
+
+impl Kept {
+    fn insert(&mut self, id: String, text: String) {
+        if let Some(i) = self.entries.iter().position(|(k, _)| *k == id) {
+            if let Some((_, old)) = self.entries.remove(i) {
+                self.bytes -= old.len();
+            }
+        }
+        self.bytes += text.len();
+        self.entries.push_back((id, text));
+        while self.entries.len() > KEPT_TERMINALS || self.bytes > KEPT_BYTES {
+            match self.entries.pop_front() {
+                Some((_, old)) => self.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<String> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == id)
+            .map(|(_, text)| text.clone())
+    }
 }
 
 fn error(e: TerminalError) -> ErrorObject {
@@ -133,23 +176,29 @@ impl Terminals {
     /// The UI's view of finished terminals' output.
     pub fn output_lookup(&self) -> TerminalOutput {
         let finished = self.finished.clone();
-        Arc::new(move |id: &str| finished.lock().unwrap().get(id).cloned())
+        Arc::new(move |id: &str| finished.lock().unwrap_or_else(|e| e.into_inner()).get(id))
     }
 
-    /// Keeps a terminal's output for the UI (before answering the agent, so the tool call
-    /// update that follows finds it).
-    async fn keep_output(&self, session_id: &s::SessionId, terminal_id: &s::TerminalId) {
-        let req = s::TerminalOutputRequest::new(session_id.clone(), terminal_id.clone());
-        if let Ok(out) = self.service.output(req).await {
-            let mut text = out.output;
-            if out.truncated {
-                text.insert_str(0, "[output truncated]\n");
+    /// Keeps the end of a terminal's output for the UI (before answering the agent, so the
+    /// tool call update that follows finds it); see [`Kept`].
+    fn keep_output(&self, session_id: &s::SessionId, terminal_id: &s::TerminalId) {
+        let Ok((mut text, cut)) =
+            self.service
+                .output_tail(session_id, terminal_id, KEPT_BYTES_PER_TERMINAL)
+        else {
+            return;
+        };
+        if cut {
+            // Whole lines only, after a mark.
+            if let Some(nl) = text.find('\n').filter(|nl| nl + 1 < text.len()) {
+                text.drain(..=nl);
             }
-            self.finished
-                .lock()
-                .unwrap()
-                .insert(terminal_id.0.to_string(), text);
+            text.insert_str(0, "[output truncated]\n");
         }
+        self.finished
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(terminal_id.0.to_string(), text);
     }
 
     /// Adds the five `terminal/*` routes to `router`; `gate` decides every `terminal/create`.
@@ -183,7 +232,7 @@ impl Terminals {
                 async move {
                     let out = t.service.output(req.clone()).await.map_err(error)?;
                     if out.exit_status.is_some() {
-                        t.keep_output(&req.session_id, &req.terminal_id).await;
+                        t.keep_output(&req.session_id, &req.terminal_id);
                     }
                     Ok(out)
                 }
@@ -194,7 +243,7 @@ impl Terminals {
                     let (session, id) = (req.session_id.clone(), req.terminal_id.clone());
                     tokio::select! {
                         r = t.service.wait_for_exit(req) => {
-                            t.keep_output(&session, &id).await;
+                            t.keep_output(&session, &id);
                             r.map_err(error)
                         }
                         _ = cx.cancel.cancelled() => Err(ErrorObject::from_code(ErrorCode::RequestCancelled)),
@@ -208,7 +257,7 @@ impl Terminals {
             .route::<typed::ReleaseTerminal, _, _>(move |req, _cx| {
                 let t = e.clone();
                 async move {
-                    t.keep_output(&req.session_id, &req.terminal_id).await;
+                    t.keep_output(&req.session_id, &req.terminal_id);
                     t.service.release(req).await.map_err(error)
                 }
             })
@@ -256,6 +305,49 @@ mod tests {
         assert!(t.check_cwd(Some(Path::new("/"))).is_err());
         assert!(t.check_cwd(Some(&root.join("sub/../.."))).is_err());
         assert!(t.check_cwd(Some(Path::new("relative"))).is_err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// 40 terminals of 200 KB of output each, released one after the other over a chat: what
+    /// is kept for the UI stays bounded (the newest terminals, the end of their output).
+    #[tokio::test]
+    async fn output_kept_for_released_terminals_is_bounded() {
+        let root = std::env::temp_dir().join(format!("acp-terms-kept-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let t = Terminals::new(root.clone(), EnvPolicy::default(), 16);
+        let lookup = t.output_lookup();
+        let session = s::SessionId::new("s");
+        let mut ids = Vec::new();
+        for i in 0..40 {
+            let script = format!("head -c 200000 /dev/zero | tr '\\0' x; echo; echo end{i}");
+            let req = s::CreateTerminalRequest::new(session.clone(), "sh")
+                .args(vec!["-c".into(), script]);
+            let id = t.service.create(req).await.unwrap().terminal_id;
+            let wait = s::WaitForTerminalExitRequest::new(session.clone(), id.clone());
+            t.service.wait_for_exit(wait).await.unwrap();
+            t.keep_output(&session, &id);
+            t.service
+                .release(s::ReleaseTerminalRequest::new(session.clone(), id.clone()))
+                .await
+                .unwrap();
+            ids.push(id);
+        }
+        let kept: Vec<String> = ids.iter().filter_map(|id| lookup(&id.0)).collect();
+        let bytes: usize = kept.iter().map(String::len).sum();
+        assert!(
+            bytes <= KEPT_BYTES && kept.len() <= KEPT_TERMINALS,
+            "{} terminals, {bytes} bytes kept",
+            kept.len()
+        );
+        // The newest is there, with its end (what the UI shows).
+        let last = lookup(&ids[39].0).expect("the last terminal's output");
+        assert!(
+            last.ends_with("\nend39\n"),
+            "{:?}",
+            &last[last.len() - 20..]
+        );
+        assert!(last.starts_with("[output truncated]\n"), "{:.40}", last);
+        assert!(lookup(&ids[0].0).is_none(), "the oldest was not evicted");
         std::fs::remove_dir_all(&root).unwrap();
     }
 
