@@ -96,6 +96,47 @@ pub fn command_line<S: AsRef<str>>(command: &str, args: &[S]) -> String {
         .join(" ")
 }
 
+/// A compact line diff of `old` (`None`: a new file) to `new` for a question: the lines
+/// before and after the change kept as context (up to `context` each side), removed lines as
+/// `-…`, added as `+…`, each [`escape_line`]d; at most `max_lines` lines, then a count of the
+/// rest. Not minimal (the changed middle is shown whole), always correct.
+pub fn line_diff(old: Option<&str>, new: &str, context: usize, max_lines: usize) -> Vec<String> {
+    let old_lines: Vec<&str> = old.map(|o| o.lines().collect()).unwrap_or_default();
+    let new_lines: Vec<&str> = new.lines().collect();
+    let prefix = old_lines
+        .iter()
+        .zip(&new_lines)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let suffix = old_lines[prefix..]
+        .iter()
+        .rev()
+        .zip(new_lines[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = Vec::new();
+    let ctx_start = prefix.saturating_sub(context);
+    for l in &old_lines[ctx_start..prefix] {
+        out.push(format!(" {}", escape_line(l)));
+    }
+    for l in &old_lines[prefix..old_lines.len() - suffix] {
+        out.push(format!("-{}", escape_line(l)));
+    }
+    for l in &new_lines[prefix..new_lines.len() - suffix] {
+        out.push(format!("+{}", escape_line(l)));
+    }
+    let after = &new_lines[new_lines.len() - suffix..];
+    for l in &after[..after.len().min(context)] {
+        out.push(format!(" {}", escape_line(l)));
+    }
+    if out.len() > max_lines {
+        let rest = out.len() - max_lines;
+        out.truncate(max_lines);
+        out.push(format!("… {rest} more line(s)"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +160,22 @@ mod tests {
             escape_line("a\\nb\n"),
             "a\\\\nb\\n",
             "escapes cannot be forged"
+        );
+    }
+
+    #[test]
+    fn diffs_show_the_change_with_context_on_escaped_lines() {
+        let old = "a\nb\nc\nd\ne\n";
+        let new = "a\nb\nC\x1b[2J\nd\ne\n";
+        assert_eq!(
+            line_diff(Some(old), new, 1, 10),
+            [" b", "-c", "+C\\e[2J", " d"]
+        );
+        assert_eq!(line_diff(None, "x\ny", 3, 1), ["+x", "… 1 more line(s)"]);
+        assert_eq!(
+            line_diff(Some("same"), "same", 2, 10),
+            [" same"],
+            "no change: context only"
         );
     }
 
