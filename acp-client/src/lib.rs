@@ -10,6 +10,7 @@
 //! gathers the facts (a path's place under the root, whether the file is executable, the
 //! user's environment) and gets back a decision.
 //!
+//! - [`auth`]: which `authMethods` entry to use, never an interactive login uninvited.
 //! - [`permission`]: which option an automatic answer picks, what a request with no options
 //!   or a dismissed question answers, and whether that cancels the turn.
 //! - [`writes`]: which file writes need the user's question (files that git, shells, editors
@@ -22,6 +23,7 @@
 //! - [`thread`]: the conversation: `session/update`s folded into a saved, versioned thread
 //!   that every face renders from.
 
+pub mod auth;
 pub mod display;
 pub mod env;
 pub mod permission;

@@ -125,3 +125,16 @@ fn thread_cases() {
         std::fs::write(path, text + "\n").unwrap();
     }
 }
+
+#[test]
+fn auth_cases() {
+    use acp_client::auth::{self, AuthMethod};
+    for case in table("auth.json") {
+        let methods: Vec<AuthMethod> =
+            serde_json::from_value(case["methods"].clone()).expect("methods");
+        let env: Vec<String> = serde_json::from_value(case["env"].clone()).expect("env");
+        let requested = case["requested"].as_str();
+        let got = auth::choose(&methods, |v| env.iter().any(|e| e == v), requested);
+        check("auth.json", &case, json!(got));
+    }
+}

@@ -1,0 +1,259 @@
+//! Choosing an `authMethods` entry when the agent says authentication is required.
+//!
+//! The rules (`tests/client/auth.json` is the case table):
+//! 1. A method the user named (`acp chat --auth ID`) is used as it is; an unknown id is an
+//!    error listing the methods.
+//! 2. Otherwise an `env_var` method whose variables are all set in the agent's environment.
+//! 3. Otherwise an `agent` method (the agent authenticates by itself) that does not look
+//!    interactive and whose description names no variable that is missing. Agents such as
+//!    gemini-cli and codex offer their browser/account logins as plain `agent` methods that
+//!    print a URL to stdout and wait for a code read from the JSON-RPC stream, so a method
+//!    whose id, name or description speaks of logging in, signing in, OAuth, a browser or an
+//!    account is never started uninvited.
+//! 4. `terminal` methods never run unless the user named them (the client advertises no
+//!    terminal authentication).
+//! 5. Nothing fits: the user is told, per method, what it needs (the variable to pass, or the
+//!    `--auth` to name).
+
+use serde::{Deserialize, Serialize};
+
+/// An `AuthMethod` as far as the choice needs it (every type in one struct; unknown fields are
+/// skipped).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthMethod {
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `agent` (also when absent), `env_var`, `terminal`, or a future type.
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    /// `env_var`: the variable (RFD form).
+    #[serde(default)]
+    pub var_name: Option<String>,
+    /// `env_var`: the variables (later form).
+    #[serde(default)]
+    pub vars: Vec<AuthVar>,
+}
+
+/// A variable an `env_var` method reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthVar {
+    pub name: String,
+    #[serde(default)]
+    pub optional: bool,
+}
+
+/// What to do.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "choice", rename_all = "snake_case")]
+pub enum AuthChoice {
+    /// Call `authenticate` with this method.
+    #[serde(rename_all = "camelCase")]
+    Authenticate { method_id: String, why: String },
+    /// The user named a `terminal` method: run the agent's login in the user's terminal.
+    #[serde(rename_all = "camelCase")]
+    Terminal { method_id: String },
+    /// Nothing can be chosen: tell the user this (one line per method).
+    #[serde(rename_all = "camelCase")]
+    NeedsUser { message: String },
+}
+
+impl AuthMethod {
+    fn kind(&self) -> &str {
+        self.kind.as_deref().unwrap_or("agent")
+    }
+
+    /// The variables an `env_var` method requires.
+    fn required_vars(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.var_name.iter().map(String::as_str).collect();
+        v.extend(
+            self.vars
+                .iter()
+                .filter(|v| !v.optional)
+                .map(|v| v.name.as_str()),
+        );
+        v
+    }
+
+    /// Variables named in the name or description (`GEMINI_API_KEY`, `GOOGLE_CLOUD_PROJECT`…):
+    /// words of capitals, digits and `_`, with an `_` inside, starting with a capital.
+    fn mentioned_vars(&self) -> Vec<String> {
+        let text = format!(
+            "{} {}",
+            self.name,
+            self.description.as_deref().unwrap_or("")
+        );
+        let mut vars: Vec<String> = text
+            .split(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .map(|w| w.trim_matches('_'))
+            .filter(|w| {
+                w.len() > 3 && w.contains('_') && w.starts_with(|c: char| c.is_ascii_uppercase())
+            })
+            .map(str::to_string)
+            .collect();
+        vars.dedup();
+        vars
+    }
+
+    fn looks_interactive(&self) -> bool {
+        let text = format!(
+            "{} {} {}",
+            self.id,
+            self.name,
+            self.description.as_deref().unwrap_or("")
+        )
+        .to_ascii_lowercase();
+        [
+            "login",
+            "log in",
+            "log-in",
+            "signin",
+            "sign in",
+            "sign-in",
+            "oauth",
+            "browser",
+            "account",
+            "chatgpt",
+            "device code",
+            "subscription",
+        ]
+        .iter()
+        .any(|w| text.contains(w))
+    }
+
+    fn label(&self) -> String {
+        if self.name.is_empty() || self.name == self.id {
+            format!("`{}`", self.id)
+        } else {
+            format!("`{}` ({})", self.id, self.name)
+        }
+    }
+}
+
+/// Chooses a method. `has_var(name)`: the variable is set (non-empty) in the environment the
+/// agent gets; `requested`: the id the user named.
+pub fn choose(
+    methods: &[AuthMethod],
+    has_var: impl Fn(&str) -> bool,
+    requested: Option<&str>,
+) -> AuthChoice {
+    if let Some(id) = requested {
+        return match methods.iter().find(|m| m.id == id) {
+            Some(m) if m.kind() == "terminal" => AuthChoice::Terminal {
+                method_id: m.id.clone(),
+            },
+            Some(m) => AuthChoice::Authenticate {
+                method_id: m.id.clone(),
+                why: "named with --auth".into(),
+            },
+            None => AuthChoice::NeedsUser {
+                message: format!(
+                    "the agent has no authentication method `{id}`; it offers: {}",
+                    list(methods)
+                ),
+            },
+        };
+    }
+    if let Some(m) = methods.iter().find(|m| {
+        m.kind() == "env_var"
+            && !m.required_vars().is_empty()
+            && m.required_vars().iter().all(|v| has_var(v))
+    }) {
+        return AuthChoice::Authenticate {
+            method_id: m.id.clone(),
+            why: are_set(&m.required_vars()),
+        };
+    }
+    if let Some(m) = methods.iter().find(|m| {
+        m.kind() == "agent" && !m.looks_interactive() && {
+            let vars = m.mentioned_vars();
+            vars.iter().all(|v| has_var(v))
+        }
+    }) {
+        let vars = m.mentioned_vars();
+        let why = if vars.is_empty() {
+            "the agent authenticates by itself".to_string()
+        } else {
+            are_set(&vars)
+        };
+        return AuthChoice::Authenticate {
+            method_id: m.id.clone(),
+            why,
+        };
+    }
+    let mut lines =
+        vec!["the agent needs authentication and no method can be used without you:".to_string()];
+    for m in methods {
+        let need = match m.kind() {
+            "env_var" => {
+                let missing: Vec<&str> = m
+                    .required_vars()
+                    .into_iter()
+                    .filter(|v| !has_var(v))
+                    .collect();
+                pass(&missing)
+            }
+            "terminal" => format!("an interactive login: run it with --auth {}", m.id),
+            "agent" => {
+                let missing: Vec<String> = m
+                    .mentioned_vars()
+                    .into_iter()
+                    .filter(|v| !has_var(v))
+                    .collect();
+                if !missing.is_empty() {
+                    pass(&missing)
+                } else {
+                    format!(
+                        "may start an interactive login; choose it with --auth {}",
+                        m.id
+                    )
+                }
+            }
+            other => format!("a `{other}` method this client does not know"),
+        };
+        lines.push(format!("  {}: {need}", m.label()));
+    }
+    if methods.is_empty() {
+        lines.push("  (it offers no method: log in with the agent's own command first)".into());
+    }
+    AuthChoice::NeedsUser {
+        message: lines.join("\n"),
+    }
+}
+
+/// "A is set" / "A and B are set".
+fn are_set<S: AsRef<str>>(vars: &[S]) -> String {
+    let names: Vec<&str> = vars.iter().map(AsRef::as_ref).collect();
+    match names.as_slice() {
+        [one] => format!("{one} is set"),
+        _ => format!("{} are set", names.join(" and ")),
+    }
+}
+
+/// "set A and pass it to the agent (--env A)".
+fn pass<S: AsRef<str>>(vars: &[S]) -> String {
+    let names: Vec<&str> = vars.iter().map(AsRef::as_ref).collect();
+    let flags: Vec<String> = names.iter().map(|n| format!("--env {n}")).collect();
+    let (list, it) = match names.as_slice() {
+        [one] => (one.to_string(), "it"),
+        _ => (names.join(" and "), "them"),
+    };
+    format!(
+        "set {list} and pass {it} to the agent ({})",
+        flags.join(" ")
+    )
+}
+
+fn list(methods: &[AuthMethod]) -> String {
+    if methods.is_empty() {
+        return "none".into();
+    }
+    methods
+        .iter()
+        .map(AuthMethod::label)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
