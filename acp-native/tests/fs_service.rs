@@ -431,3 +431,291 @@ async fn an_abandoned_write_finishes_or_leaves_nothing() {
         "temporary files left: {names:?}"
     );
 }
+
+/// Exchanges two names atomically (`renameat2(RENAME_EXCHANGE)`): a directory and a symlink
+/// swap places with no moment where either name is missing.
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).unwrap();
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).unwrap();
+    // SAFETY: two valid NUL-terminated paths; renameat2 reads them and returns.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Escapes seen by [`swap_race`]: reads that returned the outside file, and files that
+/// appeared outside the root (written files and temporary files).
+#[cfg(target_os = "linux")]
+#[derive(Debug, PartialEq)]
+struct Escapes {
+    reads: usize,
+    writes: usize,
+    /// The first few names found outside.
+    sample: Vec<String>,
+}
+
+/// The check-then-use race a security review found: a local process swaps `proj/d` (a real
+/// directory) and `proj/s` (a symlink to the outside directory) in a tight loop while the
+/// service reads `proj/d/f.txt` and writes `proj/d/w<i>.txt` thousands of times. Confinement
+/// that checks a path and then uses it by name lets some of them land outside (the old
+/// canonicalize-then-open code leaked hundreds of reads and tens of writes here).
+///
+/// Stops only after `ops` reads and writes *and* `min_swaps` swaps, whatever the speeds.
+#[cfg(target_os = "linux")]
+async fn swap_race(configure: impl FnOnce(FsConfig) -> FsConfig, ops: usize) -> Escapes {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let min_swaps = 1000;
+    let fx = Fixture::with(|c| configure(c.reads(AccessScope::WithinRoots)));
+    std::fs::create_dir(fx.proj("d")).unwrap();
+    std::fs::write(fx.proj("d/f.txt"), "inside").unwrap();
+    std::fs::write(fx.outside("f.txt"), "OUTSIDE").unwrap();
+    std::os::unix::fs::symlink(fx.outside(""), fx.proj("s")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (d, s) = (fx.proj("d"), fx.proj("s"));
+        let (stop, swaps) = (stop.clone(), swaps.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                exchange(&d, &s).unwrap();
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+            // Leave `d` the directory.
+            if std::fs::symlink_metadata(&d)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+            {
+                exchange(&d, &s).unwrap();
+            }
+        })
+    };
+    let mut escapes = Escapes {
+        reads: 0,
+        writes: 0,
+        sample: Vec::new(),
+    };
+    let mut i = 0;
+    while i < ops || swaps.load(Ordering::Relaxed) < min_swaps {
+        match fx.read(fx.proj("d/f.txt")).await {
+            Ok(content) if content != "inside" => escapes.reads += 1,
+            _ => {}
+        }
+        let _ = fx.write(fx.proj(&format!("d/w{i}.txt")), "written").await;
+        i += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    let leaked: Vec<String> = listing(&fx.outside(""))
+        .into_iter()
+        .filter(|n| n != "f.txt")
+        .collect();
+    escapes.writes = leaked.len();
+    escapes.sample = leaked.into_iter().take(4).collect();
+    // The service still works once the swapping stops, and the outside file is intact.
+    assert_eq!(fx.read(fx.proj("d/f.txt")).await.unwrap(), "inside");
+    fx.write(fx.proj("d/after.txt"), "after").await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.proj("d/after.txt")).unwrap(),
+        "after"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.outside("f.txt")).unwrap(),
+        "OUTSIDE"
+    );
+    escapes
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_swapped_for_a_symlink_cannot_leak_reads_or_writes() {
+    let escapes = swap_race(|c| c, 3000).await;
+    assert_eq!(
+        escapes,
+        Escapes {
+            reads: 0,
+            writes: 0,
+            sample: Vec::new()
+        },
+        "reads or writes escaped the root through the swapped directory"
+    );
+}
+
+/// The portable walk (what systems without `openat2`, or with it blocked by seccomp, use) holds
+/// under the same race.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_component_walk_is_race_free_too() {
+    let escapes = swap_race(|c| c.without_openat2(), 3000).await;
+    assert_eq!(
+        escapes,
+        Escapes {
+            reads: 0,
+            writes: 0,
+            sample: Vec::new()
+        },
+        "reads or writes escaped the root through the swapped directory"
+    );
+}
+
+/// Symbolic links and `..` follow the same rules with `openat2` and with the walk: inside the
+/// root they are followed (relative or absolute, chained, `..` after a link is the link
+/// target's parent), out of it they are refused, loops end, a dangling link is not written
+/// through, and a link into another root reaches it.
+#[tokio::test]
+async fn link_rules_are_the_same_for_both_resolvers() {
+    for walk_only in [false, true] {
+        let fx = Fixture::with(|c| {
+            let c = c.reads(AccessScope::WithinRoots);
+            if walk_only {
+                c.without_openat2()
+            } else {
+                c
+            }
+        });
+        let ln = |target: &str, link: &str| {
+            std::os::unix::fs::symlink(target, fx.proj(link)).unwrap();
+        };
+        std::fs::create_dir_all(fx.proj("sub/deeper")).unwrap();
+        std::fs::write(fx.proj("sub/deeper/f.txt"), "deep").unwrap();
+        std::fs::write(fx.proj("top.txt"), "top").unwrap();
+        std::fs::write(fx.outside("secret.txt"), "secret").unwrap();
+        ln("sub/deeper", "rel-in");
+        ln(fx.proj("sub").to_str().unwrap(), "abs-in");
+        ln("rel-in", "chain");
+        ln("../outside", "rel-out");
+        ln("sub/../../outside/secret.txt", "rel-out-file");
+        ln("loop-b", "loop-a");
+        ln("loop-a", "loop-b");
+        ln("sub/missing.txt", "dangling-in");
+
+        assert_eq!(fx.read(fx.proj("rel-in/f.txt")).await.unwrap(), "deep");
+        assert_eq!(
+            fx.read(fx.proj("abs-in/deeper/f.txt")).await.unwrap(),
+            "deep"
+        );
+        assert_eq!(fx.read(fx.proj("chain/f.txt")).await.unwrap(), "deep");
+        // `..` after a link goes to the parent of where the link leads (`sub`), not back up.
+        std::fs::write(fx.proj("sub/s.txt"), "in sub").unwrap();
+        assert_eq!(fx.read(fx.proj("rel-in/../s.txt")).await.unwrap(), "in sub");
+        assert_eq!(
+            fx.read(fx.proj("sub/deeper/../../top.txt")).await.unwrap(),
+            "top"
+        );
+
+        for escape in [
+            "rel-out/secret.txt",
+            "rel-out-file",
+            "sub/../../outside/secret.txt",
+        ] {
+            let err = fx.read(fx.proj(escape)).await.unwrap_err();
+            assert!(
+                matches!(err, FsError::OutsideRoots { .. }),
+                "{escape}: {err:?}"
+            );
+            let err = fx.write(fx.proj(escape), "pwned").await.unwrap_err();
+            assert!(
+                matches!(err, FsError::OutsideRoots { .. }),
+                "{escape}: {err:?}"
+            );
+        }
+        let err = fx
+            .write(fx.proj("rel-out/new/deeper.txt"), "x")
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
+
+        let err = fx.read(fx.proj("loop-a")).await.unwrap_err();
+        assert!(matches!(err, FsError::Io { .. }), "{err:?}");
+        let err = fx.write(fx.proj("loop-a/x"), "x").await.unwrap_err();
+        assert!(matches!(err, FsError::Io { .. }), "{err:?}");
+
+        let err = fx.write(fx.proj("dangling-in"), "x").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FsError::InvalidPath {
+                    reason: "goes through a dangling symbolic link",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(!fx.proj("sub/missing.txt").exists());
+        assert_eq!(
+            fx.read(fx.proj("dangling-in")).await.unwrap_err().code(),
+            -32002
+        );
+
+        // Writes through inner links land where the link leads; missing directories below it
+        // are created there; the links stay links.
+        fx.write(fx.proj("chain/new/n.txt"), "n").await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(fx.proj("sub/deeper/new/n.txt")).unwrap(),
+            "n"
+        );
+        fx.write(fx.proj("abs-in/deeper/f.txt"), "rewritten")
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(fx.proj("sub/deeper/f.txt")).unwrap(),
+            "rewritten"
+        );
+        assert_eq!(
+            fx.svc
+                .resolve_write_target(&fx.proj("chain/x/y.txt"))
+                .await
+                .unwrap(),
+            fx.proj("sub/deeper/x/y.txt")
+        );
+        assert!(
+            !fx.proj("sub/deeper/x").exists(),
+            "resolving created a directory"
+        );
+        for link in ["rel-in", "abs-in", "chain"] {
+            assert!(std::fs::symlink_metadata(fx.proj(link))
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
+        assert_eq!(listing(&fx.outside("")), ["secret.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(fx.outside("secret.txt")).unwrap(),
+            "secret"
+        );
+
+        // A link from one root into another reaches it; the first root alone refuses it.
+        let tmp = TempDir::new();
+        for d in ["a", "b"] {
+            std::fs::create_dir(tmp.join(d)).unwrap();
+        }
+        std::os::unix::fs::symlink(tmp.join("b"), tmp.join("a/to-b")).unwrap();
+        let config = FsConfig::new([tmp.join("a"), tmp.join("b")]);
+        let svc = FsService::new(if walk_only {
+            config.without_openat2()
+        } else {
+            config
+        });
+        let req = WriteTextFileRequest::new("s", tmp.join("a/to-b/x.txt"), "x");
+        svc.write_text_file(req).await.unwrap();
+        assert_eq!(std::fs::read_to_string(tmp.join("b/x.txt")).unwrap(), "x");
+        let svc = FsService::new(FsConfig::new([tmp.join("a")]));
+        let req = WriteTextFileRequest::new("s", tmp.join("a/to-b/y.txt"), "y");
+        let err = svc.write_text_file(req).await.unwrap_err();
+        assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
+    }
+}

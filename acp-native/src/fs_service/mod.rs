@@ -11,35 +11,52 @@
 //!   FIFOs, sockets and devices (they could block or never end); content must be UTF-8.
 //! * **Writes are confined to [`FsConfig::roots`]** unless [`FsConfig::writes`] is
 //!   [`AccessScope::Anywhere`] or the caller uses [`FsService::write_text_file_unconfined`]
-//!   (e.g. after the user approved that one write). Confinement is physical, not lexical: the
-//!   deepest existing ancestor of the path is canonicalized (resolving `..` and symlinks), the
-//!   missing remainder may only contain plain names, and the result must lie under a
-//!   canonicalized root. A symlink inside a root that points outside it is therefore refused.
-//! * **Writes are atomic**: a temporary file in the target's directory is written, `fsync`ed and
-//!   renamed over the target (then the directory is `fsync`ed), so readers see the old or the
-//!   new content, never a mix. Missing parent directories are created (inside the root). The
+//!   (e.g. after the user approved that one write); reads too with
+//!   [`FsConfig::reads`]` = `[`AccessScope::WithinRoots`].
+//! * **Confinement is race-free.** A path is never checked and then used by name (a local
+//!   process swapping a directory for a symbolic link in between would redirect the use): it
+//!   is resolved relative to a descriptor of the root, never leaving it (Linux: `openat2(2)`
+//!   with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`; elsewhere, or where `openat2` is
+//!   unavailable, a walk opening one component at a time with `O_NOFOLLOW | O_DIRECTORY` and
+//!   following symbolic links itself, with the same rules), and the file is then read, created
+//!   and renamed relative to the descriptor of the directory the resolution ended in.
+//!   Symbolic links and `..` are followed as long as they stay inside the root (absolute links
+//!   that point inside it included); one that leads outside is [`FsError::OutsideRoots`].
+//!   Missing parent directories of a write may only be reached by plain names, and are
+//!   created (inside the root, never through a link put in their place).
+//! * **Writes are atomic**: a temporary file is created in the target's directory
+//!   (`O_CREAT | O_EXCL | O_NOFOLLOW`), written, `fsync`ed and renamed over the target (then
+//!   the directory is `fsync`ed), so readers see the old or the new content, never a mix. The
 //!   permissions of an existing file are kept. Writing through a symlink writes its target and
-//!   keeps the link.
+//!   keeps the link. A write that started always finishes or leaves nothing, even when its
+//!   request is dropped ([`wait_for_writes`]).
 //!
 //! Errors carry [`FsError::code`], [`FsError::message`] and [`FsError::data`] so the protocol
 //! layer can build the JSON-RPC error object (or use [`FsError::to_acp_error`]).
 //!
-//! Known limits: checks and the final rename are separate system calls, so a process that swaps a
-//! directory for a symlink in between (TOCTOU) is not defended against; a hard-linked target gets
-//! a new inode (the other links keep the old content). Unsaved editor buffers are not consulted:
-//! an editor integration layers them on top.
+//! Known limits (docs/security.md, "Files"): a hard link inside a root to a file outside it is
+//! an ordinary file inside (readable; a write replaces the link with a new file, the other
+//! links keep the old content); a directory moved out of the root by another process while a
+//! request is resolving below it is followed to where it went; unsaved editor buffers are not
+//! consulted: an editor integration layers them on top.
+
+mod resolve;
+mod sys;
+mod write;
 
 use std::fmt;
-use std::io;
+use std::io::{self, Read as _};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol_schema::v1::{
     ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use serde_json::json;
-use tokio::io::AsyncReadExt;
+
+use resolve::{locate, Target, Want};
+pub use write::wait_for_writes;
 
 /// JSON-RPC "Invalid params".
 pub const INVALID_PARAMS: i32 = -32602;
@@ -58,10 +75,11 @@ pub enum AccessScope {
 }
 
 /// Configuration of an [`FsService`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct FsConfig {
-    /// Workspace roots (absolute; canonicalized on every request, so roots may appear later;
-    /// a root that does not exist confines to nothing).
+    /// Workspace roots (absolute; opened and resolved on every request, so roots may appear
+    /// later; a root that does not exist confines to nothing). A root may itself be a symbolic
+    /// link: it is trusted, and followed.
     pub roots: Vec<PathBuf>,
     /// Scope of reads. Default [`AccessScope::Anywhere`]: the agent process already runs as the
     /// same user with the same read access, so confining reads adds little; set
@@ -71,6 +89,19 @@ pub struct FsConfig {
     pub writes: AccessScope,
     /// Largest file [`FsService::read_text_file`] reads, in bytes. Default 10 MiB.
     pub max_read_bytes: u64,
+    /// Resolve with `openat2` where the kernel has it (else only the portable walk).
+    openat2: bool,
+}
+
+impl fmt::Debug for FsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FsConfig")
+            .field("roots", &self.roots)
+            .field("reads", &self.reads)
+            .field("writes", &self.writes)
+            .field("max_read_bytes", &self.max_read_bytes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FsConfig {
@@ -85,6 +116,7 @@ impl FsConfig {
             reads: AccessScope::Anywhere,
             writes: AccessScope::WithinRoots,
             max_read_bytes: 10 * 1024 * 1024,
+            openat2: true,
         }
     }
 
@@ -103,6 +135,14 @@ impl FsConfig {
     /// Sets the read size limit.
     pub fn max_read_bytes(mut self, limit: u64) -> Self {
         self.max_read_bytes = limit;
+        self
+    }
+
+    /// Resolves every path with the portable component walk, never `openat2` (for tests of
+    /// the fallback that systems without `openat2` use).
+    #[doc(hidden)]
+    pub fn without_openat2(mut self) -> Self {
+        self.openat2 = false;
         self
     }
 }
@@ -294,59 +334,19 @@ impl FsService {
         &self,
         req: ReadTextFileRequest,
     ) -> Result<ReadTextFileResponse, FsError> {
-        let path = req.path.as_path();
-        validate_request_path(path)?;
-        if self.config.reads == AccessScope::WithinRoots {
-            let real = match tokio::fs::canonicalize(path).await {
-                Ok(real) => real,
-                Err(e) => return Err(io_error(path, "read", e)),
-            };
-            self.check_within_roots(path, &real).await?;
-        }
-        let meta = tokio::fs::metadata(path)
-            .await
-            .map_err(|e| io_error(path, "read", e))?;
-        if meta.is_dir() {
-            return Err(FsError::IsADirectory {
-                path: path.to_path_buf(),
-            });
-        }
-        if !meta.is_file() {
-            // FIFOs, sockets and devices: reading them could block forever or never end.
-            return Err(FsError::InvalidPath {
-                path: path.to_path_buf(),
-                reason: "not a regular file",
-            });
-        }
-        let limit = self.config.max_read_bytes;
-        if meta.len() > limit {
-            return Err(FsError::TooLarge {
-                path: path.to_path_buf(),
-                size: meta.len(),
-                limit,
-            });
-        }
-        let file = tokio::fs::File::open(path)
-            .await
-            .map_err(|e| io_error(path, "read", e))?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        // The file may grow between stat and read: never read more than limit + 1 bytes.
-        file.take(limit.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .await
-            .map_err(|e| io_error(path, "read", e))?;
-        if bytes.len() as u64 > limit {
-            return Err(FsError::TooLarge {
-                path: path.to_path_buf(),
-                size: bytes.len() as u64,
-                limit,
-            });
-        }
-        let text = String::from_utf8(bytes).map_err(|_| FsError::NotUtf8 {
-            path: path.to_path_buf(),
-        })?;
-        let content = slice_lines(&text, req.line, req.limit);
-        Ok(ReadTextFileResponse::new(content.to_owned()))
+        let path = req.path;
+        validate_request_path(&path)?;
+        let roots = self.scope(self.config.reads == AccessScope::WithinRoots);
+        let (openat2, limit) = (self.config.openat2, self.config.max_read_bytes);
+        let (line, lines) = (req.line, req.limit);
+        blocking(&path.clone(), move || {
+            let target = locate(&path, roots.as_deref(), Want::Read, openat2)?;
+            let text = read_target(&path, &target, limit)?;
+            Ok(ReadTextFileResponse::new(
+                slice_lines(&text, line, lines).to_owned(),
+            ))
+        })
+        .await
     }
 
     /// `fs/write_text_file`, within the configured write scope.
@@ -368,14 +368,29 @@ impl FsService {
     }
 
     /// Where a write to `path` would land (symlinks and `..` resolved), after every check the
-    /// write itself makes. Lets a UI show the real target before asking the user.
+    /// write itself makes. Lets a UI show the real target before asking the user. Creates
+    /// nothing.
     pub async fn resolve_write_target(&self, path: &Path) -> Result<PathBuf, FsError> {
         validate_request_path(path)?;
-        let target = resolve_physical(path).await?;
-        if self.config.writes == AccessScope::WithinRoots {
-            self.check_within_roots(path, &target).await?;
-        }
-        Ok(target)
+        let roots = self.scope(self.config.writes == AccessScope::WithinRoots);
+        let openat2 = self.config.openat2;
+        let path = path.to_path_buf();
+        blocking(&path.clone(), move || {
+            let real = locate(&path, roots.as_deref(), Want::Write, openat2)?.real_path();
+            if real.to_str().is_none() {
+                return Err(FsError::InvalidPath {
+                    path,
+                    reason: "resolves to a path that is not valid UTF-8",
+                });
+            }
+            Ok(real)
+        })
+        .await
+    }
+
+    /// The roots a request is confined to (`None`: anywhere).
+    fn scope(&self, confined: bool) -> Option<Vec<PathBuf>> {
+        confined.then(|| self.config.roots.clone())
     }
 
     async fn write(
@@ -383,29 +398,100 @@ impl FsService {
         mut req: WriteTextFileRequest,
         confined: bool,
     ) -> Result<WriteTextFileResponse, FsError> {
-        let path = req.path.as_path();
-        validate_request_path(path)?;
-        let target = resolve_physical(path).await?;
-        if confined {
-            self.check_within_roots(path, &target).await?;
+        let path = req.path.clone();
+        validate_request_path(&path)?;
+        let content = std::mem::take(&mut req.content);
+        let roots = self.scope(confined);
+        let openat2 = self.config.openat2;
+        let target = {
+            let path = path.clone();
+            blocking(&path.clone(), move || {
+                locate(&path, roots.as_deref(), Want::Write, openat2)
+            })
+            .await?
+        };
+        if target.is_dir() {
+            return Err(FsError::IsADirectory { path });
         }
-        atomic_write(path, &target, std::mem::take(&mut req.content)).await?;
+        let keep_mode = target.meta.map(|m| m.permissions());
+        write::atomic_write(&path, target, keep_mode, content).await?;
         Ok(WriteTextFileResponse::new())
     }
+}
 
-    async fn check_within_roots(&self, path: &Path, real: &Path) -> Result<(), FsError> {
-        for root in &self.config.roots {
-            if let Ok(root) = tokio::fs::canonicalize(root).await {
-                if real.starts_with(&root) {
-                    return Ok(());
-                }
-            }
-        }
-        Err(FsError::OutsideRoots {
+/// Runs blocking file work on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    path: &Path,
+    job: impl FnOnce() -> Result<T, FsError> + Send + 'static,
+) -> Result<T, FsError> {
+    tokio::task::spawn_blocking(job).await.unwrap_or_else(|e| {
+        Err(FsError::Io {
             path: path.to_path_buf(),
-            resolved: real.to_path_buf(),
+            op: "resolve",
+            source: io::Error::other(e.to_string()),
         })
+    })
+}
+
+/// Reads a resolved file: a regular file within `limit` bytes, opened in its directory's
+/// descriptor without following a link (`O_NONBLOCK`: a FIFO put there meanwhile cannot
+/// block), checked again on the open descriptor, valid UTF-8.
+fn read_target(path: &Path, target: &Target, limit: u64) -> Result<String, FsError> {
+    if target.is_dir() {
+        return Err(FsError::IsADirectory {
+            path: path.to_path_buf(),
+        });
     }
+    let (Some(name), Some(meta)) = (&target.name, target.meta) else {
+        return Err(FsError::NotFound {
+            path: path.to_path_buf(),
+        });
+    };
+    check_readable(path, meta, limit)?;
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let fd =
+        sys::openat(target.dir.as_fd(), name, flags, 0).map_err(|e| io_error(path, "read", e))?;
+    let meta = sys::fstat(fd.as_fd()).map_err(|e| io_error(path, "read", e))?;
+    check_readable(path, meta, limit)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
+    // The file may grow between stat and read: never read more than limit + 1 bytes.
+    std::fs::File::from(fd)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(path, "read", e))?;
+    if bytes.len() as u64 > limit {
+        return Err(FsError::TooLarge {
+            path: path.to_path_buf(),
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| FsError::NotUtf8 {
+        path: path.to_path_buf(),
+    })
+}
+
+fn check_readable(path: &Path, meta: sys::Meta, limit: u64) -> Result<(), FsError> {
+    if meta.is_dir() {
+        return Err(FsError::IsADirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    if !meta.is_file() {
+        // FIFOs, sockets and devices: reading them could block forever or never end.
+        return Err(FsError::InvalidPath {
+            path: path.to_path_buf(),
+            reason: "not a regular file",
+        });
+    }
+    if meta.size > limit {
+        return Err(FsError::TooLarge {
+            path: path.to_path_buf(),
+            size: meta.size,
+            limit,
+        });
+    }
+    Ok(())
 }
 
 /// The part of `text` starting at 1-based line `line` (`None` or `0`: line 1) and spanning at
@@ -470,225 +556,6 @@ fn io_error(path: &Path, op: &'static str, e: io::Error) -> FsError {
             op,
             source: e,
         },
-    }
-}
-
-/// Resolves `path` physically: canonicalize the deepest existing ancestor (resolving `..` and
-/// symlinks), then append the missing remainder, which may only hold plain names.
-async fn resolve_physical(path: &Path) -> Result<PathBuf, FsError> {
-    let components: Vec<Component<'_>> = path.components().collect();
-    for split in (1..=components.len()).rev() {
-        let prefix: PathBuf = components[..split].iter().collect();
-        match tokio::fs::canonicalize(&prefix).await {
-            Ok(mut real) => {
-                for c in &components[split..] {
-                    match c {
-                        Component::Normal(name) => real.push(name),
-                        _ => {
-                            return Err(FsError::InvalidPath {
-                                path: path.to_path_buf(),
-                                reason: "`..` below a directory that does not exist",
-                            })
-                        }
-                    }
-                }
-                if real.to_str().is_none() {
-                    return Err(FsError::InvalidPath {
-                        path: path.to_path_buf(),
-                        reason: "resolves to a path that is not valid UTF-8",
-                    });
-                }
-                return Ok(real);
-            }
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound) => {
-                // Missing: unless it is a dangling symlink, try the parent.
-                if let Ok(m) = tokio::fs::symlink_metadata(&prefix).await {
-                    if m.file_type().is_symlink() {
-                        return Err(FsError::InvalidPath {
-                            path: path.to_path_buf(),
-                            reason: "goes through a dangling symbolic link",
-                        });
-                    }
-                }
-            }
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotADirectory) => {
-                return Err(FsError::NotFound {
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(e) => {
-                return Err(FsError::Io {
-                    path: path.to_path_buf(),
-                    op: "resolve",
-                    source: e,
-                })
-            }
-        }
-    }
-    // Even "/" failed to canonicalize.
-    Err(FsError::NotFound {
-        path: path.to_path_buf(),
-    })
-}
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes under way: each runs to its end (renamed, or its temporary file removed) even when
-/// its request is abandoned, so a process about to exit can wait for them.
-static WRITES: (std::sync::Mutex<usize>, std::sync::Condvar) =
-    (std::sync::Mutex::new(0), std::sync::Condvar::new());
-
-/// One write under way (counted in `WRITES` while it lives).
-struct WriteInFlight;
-
-impl WriteInFlight {
-    fn start() -> WriteInFlight {
-        *WRITES.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        WriteInFlight
-    }
-}
-
-impl Drop for WriteInFlight {
-    fn drop(&mut self) {
-        let mut n = WRITES.0.lock().unwrap_or_else(|e| e.into_inner());
-        *n -= 1;
-        if *n == 0 {
-            WRITES.1.notify_all();
-        }
-    }
-}
-
-/// Blocks until every `fs/write_text_file` under way in this process has finished (the file
-/// replaced, or left as it was with no temporary file behind), or `timeout` passed; returns
-/// whether they all finished. Call it before the process exits (`std::process::exit` or a
-/// runtime shutdown would cut a write short and leave its temporary file).
-pub fn wait_for_writes(timeout: std::time::Duration) -> bool {
-    let n = WRITES.0.lock().unwrap_or_else(|e| e.into_inner());
-    let (n, _) = WRITES
-        .1
-        .wait_timeout_while(n, timeout, |n| *n > 0)
-        .unwrap_or_else(|e| e.into_inner());
-    *n == 0
-}
-
-/// Writes `content` to `target` atomically: temp file in the same directory, fsync, rename,
-/// fsync the directory. `path` (as requested) is used in errors. The file work runs as one
-/// blocking job that always finishes (see [`wait_for_writes`]): dropping this future (the
-/// request cancelled, the connection closed) cannot leave a temporary file behind.
-async fn atomic_write(path: &Path, target: &Path, content: String) -> Result<(), FsError> {
-    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
-        return Err(FsError::IsADirectory {
-            path: path.to_path_buf(),
-        });
-    };
-    let existing = match tokio::fs::metadata(target).await {
-        Ok(m) if m.is_dir() => {
-            return Err(FsError::IsADirectory {
-                path: path.to_path_buf(),
-            })
-        }
-        Ok(m) => Some(m.permissions()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_error(path, "write", e)),
-    };
-    tokio::fs::create_dir_all(dir)
-        .await
-        .map_err(|e| FsError::Io {
-            path: path.to_path_buf(),
-            op: "create the directory of",
-            source: e,
-        })?;
-    let tmp = dir.join(format!(
-        ".{}.acp-{}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let job = WriteJob {
-        path: path.to_path_buf(),
-        dir: dir.to_path_buf(),
-        target: target.to_path_buf(),
-        tmp,
-        existing,
-    };
-    let in_flight = WriteInFlight::start();
-    tokio::task::spawn_blocking(move || {
-        let _in_flight = in_flight;
-        job.run(content.as_bytes())
-    })
-    .await
-    .unwrap_or_else(|e| {
-        Err(FsError::Io {
-            path: path.to_path_buf(),
-            op: "write",
-            source: io::Error::other(e.to_string()),
-        })
-    })
-}
-
-/// The blocking part of [`atomic_write`].
-struct WriteJob {
-    path: PathBuf,
-    dir: PathBuf,
-    target: PathBuf,
-    tmp: PathBuf,
-    existing: Option<std::fs::Permissions>,
-}
-
-impl WriteJob {
-    fn run(self, bytes: &[u8]) -> Result<(), FsError> {
-        use std::io::Write as _;
-        let path = &self.path;
-        let result = (|| {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&self.tmp)
-                .map_err(|e| FsError::Io {
-                    path: path.clone(),
-                    op: "create a temporary file for",
-                    source: e,
-                })?;
-            if let Some(perms) = &self.existing {
-                file.set_permissions(perms.clone())
-                    .map_err(|e| FsError::Io {
-                        path: path.clone(),
-                        op: "copy permissions to",
-                        source: e,
-                    })?;
-            }
-            file.write_all(bytes).map_err(|e| FsError::Io {
-                path: path.clone(),
-                op: "write",
-                source: e,
-            })?;
-            file.sync_all().map_err(|e| FsError::Io {
-                path: path.clone(),
-                op: "sync",
-                source: e,
-            })?;
-            drop(file);
-            std::fs::rename(&self.tmp, &self.target).map_err(|e| match e.kind() {
-                io::ErrorKind::IsADirectory | io::ErrorKind::DirectoryNotEmpty => {
-                    FsError::IsADirectory { path: path.clone() }
-                }
-                _ => FsError::Io {
-                    path: path.clone(),
-                    op: "replace",
-                    source: e,
-                },
-            })
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
-            return result;
-        }
-        // Make the rename itself durable. Best effort: some file systems refuse to fsync a
-        // directory.
-        if let Ok(d) = std::fs::File::open(&self.dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
     }
 }
 
