@@ -7,7 +7,11 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService, RESOURCE_NOT_FOUND};
+use std::sync::{Arc, Mutex};
+
+use acp_native::fs_service::{
+    AccessScope, FsConfig, FsError, FsService, Sensitive, SensitiveWrite, RESOURCE_NOT_FOUND,
+};
 use agent_client_protocol_schema::v1::{ErrorCode, ReadTextFileRequest, WriteTextFileRequest};
 use host_support::TempDir;
 
@@ -718,4 +722,246 @@ async fn link_rules_are_the_same_for_both_resolvers() {
         let err = svc.write_text_file(req).await.unwrap_err();
         assert!(matches!(err, FsError::OutsideRoots { .. }), "{err:?}");
     }
+}
+
+/// What an approver was asked, and what it answers.
+#[derive(Clone)]
+struct Approver {
+    asked: Arc<Mutex<Vec<SensitiveWrite>>>,
+}
+
+impl Approver {
+    /// A config with an approver answering `yes`, and the record of its questions.
+    fn answering(yes: bool) -> (Approver, impl FnOnce(FsConfig) -> FsConfig) {
+        let approver = Approver {
+            asked: Arc::new(Mutex::new(Vec::new())),
+        };
+        let asked = approver.asked.clone();
+        let configure = move |c: FsConfig| {
+            c.sensitive_writes(Arc::new(move |write: SensitiveWrite| {
+                asked.lock().unwrap().push(write);
+                Box::pin(async move { yes }) as futures::future::BoxFuture<'static, bool>
+            }))
+        };
+        (approver, configure)
+    }
+
+    fn questions(&self) -> Vec<SensitiveWrite> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+/// The project of the sensitive-write tests: a git directory with a config and an executable
+/// hook, `notes -> .git`, an ordinary source file and an executable script.
+fn sensitive_project(fx: &Fixture) {
+    std::fs::create_dir_all(fx.proj(".git/hooks")).unwrap();
+    std::fs::write(fx.proj(".git/config"), "[core]\n").unwrap();
+    std::fs::write(fx.proj(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        fx.proj(".git/hooks/pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(".git", fx.proj("notes")).unwrap();
+    std::fs::create_dir(fx.proj("src")).unwrap();
+    std::fs::write(fx.proj("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(fx.proj("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(fx.proj("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The sensitive writes: (path requested, real path, reason, content before).
+fn sensitive_writes(fx: &Fixture) -> Vec<(PathBuf, PathBuf, Sensitive, Option<&'static str>)> {
+    vec![
+        (
+            fx.proj(".git/config"),
+            fx.proj(".git/config"),
+            Sensitive::Git,
+            Some("[core]\n"),
+        ),
+        (
+            fx.proj(".git/hooks/pre-commit"),
+            fx.proj(".git/hooks/pre-commit"),
+            Sensitive::Git,
+            Some("#!/bin/sh\nexit 0\n"),
+        ),
+        (
+            fx.proj(".vscode/tasks.json"),
+            fx.proj(".vscode/tasks.json"),
+            Sensitive::Editor,
+            None,
+        ),
+        (
+            fx.proj(".envrc"),
+            fx.proj(".envrc"),
+            Sensitive::Environment,
+            None,
+        ),
+        // Through `notes -> .git`: classified by where it really goes.
+        (
+            fx.proj("notes/config"),
+            fx.proj(".git/config"),
+            Sensitive::Git,
+            Some("[core]\n"),
+        ),
+        (
+            fx.proj("run.sh"),
+            fx.proj("run.sh"),
+            Sensitive::Executable,
+            Some("#!/bin/sh\n"),
+        ),
+    ]
+}
+
+/// Everything in the project as (relative path, content, mode), to prove nothing was touched.
+fn snapshot(fx: &Fixture) -> Vec<(String, String, u32)> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, String, u32)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+            if m.is_dir() {
+                out.push((rel, "<dir>".into(), m.permissions().mode() & 0o777));
+                walk(&p, base, out);
+            } else if m.file_type().is_symlink() {
+                let to = std::fs::read_link(&p).unwrap();
+                out.push((rel, format!("-> {}", to.display()), 0));
+            } else {
+                let text = std::fs::read_to_string(&p).unwrap();
+                out.push((rel, text, m.permissions().mode() & 0o777));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&fx.proj(""), &fx.proj(""), &mut out);
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn sensitive_writes_without_an_approver_are_refused() {
+    let fx = Fixture::new();
+    sensitive_project(&fx);
+    let before = snapshot(&fx);
+    for (path, real, reason, _) in sensitive_writes(&fx) {
+        let err = fx.write(&path, "pwned").await.unwrap_err();
+        match &err {
+            FsError::Refused {
+                path: p,
+                resolved,
+                reason: r,
+                asked: false,
+            } => {
+                assert_eq!((p, resolved, *r), (&path, &real, reason), "{err:?}");
+            }
+            other => panic!("{}: {other:?}", path.display()),
+        }
+        assert_eq!(err.code(), -32603);
+        let data = err.data().unwrap();
+        assert_eq!(data["reason"], "permission_denied");
+        assert_eq!(data["path"], path.to_str().unwrap());
+        assert_eq!(data["resolved"], real.to_str().unwrap());
+        assert_eq!(data["why"], reason.describe());
+        assert!(
+            err.message().starts_with("permission denied: writing ")
+                && err.message().contains(real.to_str().unwrap()),
+            "{}",
+            err.message()
+        );
+    }
+    // Nothing touched: no content, mode, directory (`.vscode`) or temporary file changed.
+    assert_eq!(snapshot(&fx), before);
+}
+
+#[tokio::test]
+async fn sensitive_writes_the_user_refuses_are_not_written() {
+    let (approver, configure) = Approver::answering(false);
+    let fx = Fixture::with(configure);
+    sensitive_project(&fx);
+    let before = snapshot(&fx);
+    let writes = sensitive_writes(&fx);
+    for (path, real, reason, _) in &writes {
+        let err = fx.write(path, "pwned").await.unwrap_err();
+        assert!(
+            matches!(&err, FsError::Refused { asked: true, reason: r, resolved, .. } if r == reason && resolved == real),
+            "{}: {err:?}",
+            path.display()
+        );
+        assert_eq!(err.code(), -32603);
+        assert_eq!(err.data().unwrap()["reason"], "permission_denied");
+        assert_eq!(
+            err.message(),
+            format!(
+                "permission denied: the user did not allow writing {} ({})",
+                real.display(),
+                reason.describe()
+            )
+        );
+    }
+    assert_eq!(snapshot(&fx), before);
+    // Asked once per write, about the real path, with the reason and both texts.
+    let asked = approver.questions();
+    let expected: Vec<SensitiveWrite> = writes
+        .iter()
+        .map(|(path, real, reason, old)| SensitiveWrite {
+            path: real.clone(),
+            reason: *reason,
+            old_text: old.map(str::to_owned),
+            new_text: "pwned".into(),
+            executable: path.ends_with("pre-commit") || path.ends_with("run.sh"),
+        })
+        .collect();
+    assert_eq!(asked, expected);
+}
+
+#[tokio::test]
+async fn sensitive_writes_the_user_allows_are_written_keeping_the_mode() {
+    let (approver, configure) = Approver::answering(true);
+    let fx = Fixture::with(configure);
+    sensitive_project(&fx);
+    let mode = |file: &str| {
+        std::fs::metadata(fx.proj(file))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    let files = [".git/hooks/pre-commit", "run.sh", ".git/config"];
+    let before: Vec<u32> = files.iter().map(|f| mode(f)).collect();
+    assert_eq!(before[..2], [0o755, 0o755]);
+    for (path, real, _, _) in sensitive_writes(&fx) {
+        let content = format!("allowed {}\n", path.display());
+        fx.write(&path, &content).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), content);
+    }
+    assert_eq!(approver.questions().len(), sensitive_writes(&fx).len());
+    // The approved executables stay executable (the question said so); the rest keep theirs.
+    let after: Vec<u32> = files.iter().map(|f| mode(f)).collect();
+    assert_eq!(after, before);
+    assert!(std::fs::symlink_metadata(fx.proj("notes"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        listing(&fx.proj(".git/hooks")),
+        ["pre-commit"],
+        "no temporary file left"
+    );
+}
+
+#[tokio::test]
+async fn ordinary_writes_never_reach_the_approver() {
+    let (approver, configure) = Approver::answering(false);
+    let fx = Fixture::with(configure);
+    sensitive_project(&fx);
+    for (file, content) in [
+        ("src/main.rs", "fn main() { println!(); }\n"),
+        ("src/new/lib.rs", "pub fn f() {}\n"),
+        ("README.md", "# hi\n"),
+        (".gitignore", "target/\n"),
+        (".github/workflows/ci.yml", "on: push\n"),
+    ] {
+        fx.write(fx.proj(file), content).await.unwrap();
+        assert_eq!(std::fs::read_to_string(fx.proj(file)).unwrap(), content);
+    }
+    assert_eq!(approver.questions(), Vec::new());
 }

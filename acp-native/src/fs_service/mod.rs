@@ -30,6 +30,12 @@
 //!   permissions of an existing file are kept. Writing through a symlink writes its target and
 //!   keeps the link. A write that started always finishes or leaves nothing, even when its
 //!   request is dropped ([`wait_for_writes`]).
+//! * **Some writes need the user's yes** ([`acp_client::writes::classify`] of the real path:
+//!   git's directory, editor and shell configuration, `.envrc`, executable files, ...). They
+//!   go to the approver set with [`FsConfig::sensitive_writes`], which gets a
+//!   [`SensitiveWrite`] (real path, reason, old and new text) and answers yes or no; without
+//!   an approver, or on no, the write is refused with [`FsError::Refused`] and nothing is
+//!   touched. Ordinary files never reach the approver.
 //!
 //! Errors carry [`FsError::code`], [`FsError::message`] and [`FsError::data`] so the protocol
 //! layer can build the JSON-RPC error object (or use [`FsError::to_acp_error`]).
@@ -40,6 +46,7 @@
 //! request is resolving below it is followed to where it went; unsaved editor buffers are not
 //! consulted: an editor integration layers them on top.
 
+mod approval;
 mod resolve;
 mod sys;
 mod write;
@@ -50,11 +57,14 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+pub use acp_client::writes::Sensitive;
 use agent_client_protocol_schema::v1::{
     ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
 use serde_json::json;
 
+use approval::Needs;
+pub use approval::{SensitiveWrite, WriteApprover};
 use resolve::{locate, Target, Want};
 pub use write::wait_for_writes;
 
@@ -89,6 +99,9 @@ pub struct FsConfig {
     pub writes: AccessScope,
     /// Largest file [`FsService::read_text_file`] reads, in bytes. Default 10 MiB.
     pub max_read_bytes: u64,
+    /// Who answers writes that need the user's question ([`FsConfig::sensitive_writes`]).
+    /// `None` (the default): such writes are refused.
+    pub sensitive_writes: Option<WriteApprover>,
     /// Resolve with `openat2` where the kernel has it (else only the portable walk).
     openat2: bool,
 }
@@ -100,6 +113,10 @@ impl fmt::Debug for FsConfig {
             .field("reads", &self.reads)
             .field("writes", &self.writes)
             .field("max_read_bytes", &self.max_read_bytes)
+            .field(
+                "sensitive_writes",
+                &self.sensitive_writes.as_ref().map(|_| "approver"),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +133,7 @@ impl FsConfig {
             reads: AccessScope::Anywhere,
             writes: AccessScope::WithinRoots,
             max_read_bytes: 10 * 1024 * 1024,
+            sensitive_writes: None,
             openat2: true,
         }
     }
@@ -138,6 +156,33 @@ impl FsConfig {
         self
     }
 
+    /// Sets who answers writes that need the user's question: those
+    /// [`acp_client::writes::classify`] marks [`Ask`](acp_client::writes::WriteClass::Ask) for
+    /// the real path they reach (git's directory, editor, shell and tool configuration,
+    /// `.envrc`, executable files, ...). For each such write the approver gets a
+    /// [`SensitiveWrite`] and the file is written only if its future returns `true`; `false`
+    /// refuses it with [`FsError::Refused`] (nothing touched, no directory created). Ordinary
+    /// files never reach the approver. Applies to [`FsService::write_text_file_unconfined`]
+    /// too.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use acp_native::fs_service::{FsConfig, SensitiveWrite};
+    /// let config = FsConfig::new(["/work/project"]).sensitive_writes(Arc::new(
+    ///     |write: SensitiveWrite| -> futures::future::BoxFuture<'static, bool> {
+    ///         Box::pin(async move {
+    ///             eprintln!("allow writing {} ({})?", write.path.display(), write.reason.describe());
+    ///             false // ask the user here
+    ///         })
+    ///     },
+    /// ));
+    /// # let _ = config;
+    /// ```
+    pub fn sensitive_writes(mut self, approver: WriteApprover) -> Self {
+        self.sensitive_writes = Some(approver);
+        self
+    }
+
     /// Resolves every path with the portable component walk, never `openat2` (for tests of
     /// the fallback that systems without `openat2` use).
     #[doc(hidden)]
@@ -155,6 +200,7 @@ impl FsConfig {
 /// | `RelativePath`, `InvalidPath`, `IsADirectory`, `OutsideRoots` | `-32602` Invalid params |
 /// | `NotFound` | `-32002` Resource not found |
 /// | `TooLarge`, `NotUtf8`, `Io` | `-32603` Internal error |
+/// | `Refused` | `-32603` Internal error, `data.reason = "permission_denied"` |
 #[derive(Debug)]
 pub enum FsError {
     /// The path is not absolute.
@@ -201,6 +247,18 @@ pub enum FsError {
         /// The path as requested.
         path: PathBuf,
     },
+    /// A write that needs the user's question was not allowed: the approver said no, or there
+    /// is none ([`FsConfig::sensitive_writes`]). Nothing was touched.
+    Refused {
+        /// The path as requested.
+        path: PathBuf,
+        /// The real path the write would have reached.
+        resolved: PathBuf,
+        /// Why it needed a question.
+        reason: Sensitive,
+        /// Whether an approver was asked (`false`: none is configured).
+        asked: bool,
+    },
     /// Another I/O failure.
     Io {
         /// The path as requested.
@@ -221,9 +279,10 @@ impl FsError {
             | FsError::IsADirectory { .. }
             | FsError::OutsideRoots { .. } => INVALID_PARAMS,
             FsError::NotFound { .. } => RESOURCE_NOT_FOUND,
-            FsError::TooLarge { .. } | FsError::NotUtf8 { .. } | FsError::Io { .. } => {
-                INTERNAL_ERROR
-            }
+            FsError::TooLarge { .. }
+            | FsError::NotUtf8 { .. }
+            | FsError::Refused { .. }
+            | FsError::Io { .. } => INTERNAL_ERROR,
         }
     }
 
@@ -233,7 +292,9 @@ impl FsError {
     }
 
     /// Structured details for the JSON-RPC error's `data`: always `{"path": ...}`, plus
-    /// variant-specific fields (`reason`, `resolved`, `size`/`limit`, `op`/`error`).
+    /// variant-specific fields (`reason`, `resolved`, `size`/`limit`, `op`/`error`). A refusal
+    /// is `{"reason": "permission_denied", "path", "resolved", "sensitive": "git", "why"}`,
+    /// like the other permission refusals of `acp chat`.
     pub fn data(&self) -> Option<serde_json::Value> {
         let p = |p: &Path| p.to_string_lossy().into_owned();
         Some(match self {
@@ -248,6 +309,18 @@ impl FsError {
             FsError::TooLarge { path, size, limit } => {
                 json!({ "path": p(path), "size": size, "limit": limit })
             }
+            FsError::Refused {
+                path,
+                resolved,
+                reason,
+                ..
+            } => json!({
+                "reason": "permission_denied",
+                "path": p(path),
+                "resolved": p(resolved),
+                "sensitive": reason,
+                "why": reason.describe(),
+            }),
             FsError::Io { path, op, source } => {
                 json!({ "path": p(path), "op": op, "error": source.to_string() })
             }
@@ -269,6 +342,7 @@ impl FsError {
             | FsError::OutsideRoots { path, .. }
             | FsError::TooLarge { path, .. }
             | FsError::NotUtf8 { path }
+            | FsError::Refused { path, .. }
             | FsError::Io { path, .. } => path,
         }
     }
@@ -296,6 +370,28 @@ impl fmt::Display for FsError {
             FsError::NotUtf8 { path } => {
                 write!(f, "file is not valid UTF-8 text: {}", path.display())
             }
+            FsError::Refused {
+                resolved,
+                reason,
+                asked: true,
+                ..
+            } => write!(
+                f,
+                "permission denied: the user did not allow writing {} ({})",
+                resolved.display(),
+                reason.describe()
+            ),
+            FsError::Refused {
+                resolved,
+                reason,
+                asked: false,
+                ..
+            } => write!(
+                f,
+                "permission denied: writing {} needs the user's permission and no one can be asked ({})",
+                resolved.display(),
+                reason.describe()
+            ),
             FsError::Io { path, op, source } => {
                 write!(f, "cannot {op} {}: {source}", path.display())
             }
@@ -349,7 +445,8 @@ impl FsService {
         .await
     }
 
-    /// `fs/write_text_file`, within the configured write scope.
+    /// `fs/write_text_file`, within the configured write scope. A write that needs the user's
+    /// question goes to the approver first ([`FsConfig::sensitive_writes`]).
     pub async fn write_text_file(
         &self,
         req: WriteTextFileRequest,
@@ -359,7 +456,8 @@ impl FsService {
     }
 
     /// `fs/write_text_file` ignoring the roots (the caller obtained permission for this write).
-    /// All other checks (absolute, valid path, atomicity) still apply.
+    /// All other checks (absolute, valid path, atomicity, the approver of sensitive writes)
+    /// still apply.
     pub async fn write_text_file_unconfined(
         &self,
         req: WriteTextFileRequest,
@@ -413,7 +511,47 @@ impl FsService {
         if target.is_dir() {
             return Err(FsError::IsADirectory { path });
         }
+        // The permissions the decision saw are the ones kept: a file made executable after it
+        // was classified is not silently kept executable.
         let keep_mode = target.meta.map(|m| m.permissions());
+        let target = match approval::needs(&path, &target)? {
+            Needs::Nothing => target,
+            Needs::Question {
+                real,
+                reason,
+                executable,
+            } => {
+                let refused = |asked| FsError::Refused {
+                    path: path.clone(),
+                    resolved: real.clone(),
+                    reason,
+                    asked,
+                };
+                let Some(approver) = self.config.sensitive_writes.clone() else {
+                    return Err(refused(false));
+                };
+                let limit = self.config.max_read_bytes;
+                let (target, old_text) = {
+                    let path = path.clone();
+                    blocking(&path.clone(), move || {
+                        let old = read_target(&path, &target, limit).ok();
+                        Ok((target, old))
+                    })
+                    .await?
+                };
+                let question = SensitiveWrite {
+                    path: real.clone(),
+                    reason,
+                    old_text,
+                    new_text: content.clone(),
+                    executable,
+                };
+                if !approver(question).await {
+                    return Err(refused(true));
+                }
+                target
+            }
+        };
         write::atomic_write(&path, target, keep_mode, content).await?;
         Ok(WriteTextFileResponse::new())
     }

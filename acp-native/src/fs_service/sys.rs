@@ -36,6 +36,11 @@ impl Meta {
         self.kind() == libc::S_IFREG as u32
     }
 
+    /// A regular file with an execute bit (user, group or other).
+    pub fn is_executable_file(&self) -> bool {
+        self.is_file() && self.mode & 0o111 != 0
+    }
+
     /// The permission bits `chmod` takes (with set-id and sticky bits).
     pub fn permissions(&self) -> u32 {
         self.mode & 0o7777
