@@ -9,9 +9,12 @@
 //!   TypeScript types emitted into the generated `.d.ts`).
 //! * Errors become JS values in one module ([`errors`]).
 //! * Time is always an argument (`nowMs`, a caller-chosen monotonic millisecond clock).
+//! * The client's decisions (`acp_client`: permission answers, sensitive writes, the
+//!   `terminal/create` question, the environment allowlist) are plain functions ([`policy`]).
 
 mod errors;
 mod events;
+pub mod policy;
 
 use acp_core::{BatchPolicy, Config, Connection, ErrorObject, RawValue, RequestOptions, Role};
 use serde::Deserialize;

@@ -1,0 +1,157 @@
+// The client's decisions (acp-client) through the built package: every row of the case tables
+// in tests/client/*.json that the package exports is replayed here, exactly as
+// acp-client/tests/cases.rs replays them natively, plus the argument checks (a TypeError naming
+// the argument) and the words that go with the decisions.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+import { acp, pkgDir, throwsNamed } from "./helpers.mjs";
+
+const tablesDir = process.env.ACP_CLIENT_CASES_DIR ??
+  join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "client");
+
+function table(file) {
+  const cases = JSON.parse(readFileSync(join(tablesDir, file), "utf8")).cases;
+  assert.ok(Array.isArray(cases) && cases.length > 0, `${file} has cases`);
+  return cases;
+}
+
+/** Replays one permission row: `on` is {auto}, "dismissed", "unanswerable" or {typed}. */
+function permission(c) {
+  const options = JSON.stringify(c.options);
+  if (c.on && typeof c.on === "object" && "auto" in c.on) return acp.decidePermission(options, c.on.auto);
+  if (c.on && typeof c.on === "object" && "typed" in c.on) return acp.chosenPermission(options, c.on.typed);
+  if (c.on === "dismissed") return acp.dismissedPermission(options);
+  if (c.on === "unanswerable") return acp.unanswerablePermission();
+  throw new Error(`unknown "on" in ${JSON.stringify(c.name)}: ${JSON.stringify(c.on)}`);
+}
+
+const REPLAYS = {
+  "permission.json": permission,
+  "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts)),
+  "terminal.json": (c) => acp.terminalQuestion(JSON.stringify(c.request), JSON.stringify(c.userEnv)),
+};
+
+for (const [file, replay] of Object.entries(REPLAYS)) {
+  test(`tests/client/${file}: every row, through the wasm build`, () => {
+    const cases = table(file);
+    for (const c of cases) {
+      assert.deepEqual(replay(c), c.expect, `${file}: ${c.name}`);
+    }
+  });
+}
+
+test("the case tables this package does not export are named, not silently passed", (t) => {
+  const others = readdirSync(tablesDir).filter((f) => f.endsWith(".json") && !(f in REPLAYS));
+  // auth.json and thread.json (acp-client's auth choice and saved threads) have no export yet.
+  if (others.length) t.diagnostic(`not replayed here (no export): ${others.join(", ")}`);
+  for (const f of Object.keys(REPLAYS)) assert.ok(readdirSync(tablesDir).includes(f), `${f} exists`);
+});
+
+test("decisions are plain objects (no wasm handles) and the mode picks the answer", () => {
+  const options = JSON.stringify([
+    { optionId: "always", name: "Always", kind: "allow_always" },
+    { optionId: "once", name: "Once", kind: "allow_once" },
+    { optionId: "no", name: "No", kind: "reject_once" },
+  ]);
+  const d = acp.decidePermission(options, "allow_once");
+  assert.equal(Object.getPrototypeOf(d), Object.prototype);
+  assert.deepEqual(d, { answer: "select", optionId: "once", kind: "allow_once" });
+  assert.deepEqual(acp.decidePermission(options, "deny"), { answer: "select", optionId: "no", kind: "reject_once" });
+  assert.deepEqual(acp.decidePermission("[]", "ask"), { answer: "cancelled", reason: "no_options" });
+  // Fields the decision does not need are ignored; a missing name is allowed.
+  assert.deepEqual(acp.dismissedPermission('[{"optionId":"r","kind":"reject_once","_meta":{"x":1}}]'),
+    { answer: "select", optionId: "r", kind: "reject_once" });
+});
+
+test("wrong arguments are a TypeError naming the argument", () => {
+  const opts = '[{"optionId":"a","name":"A","kind":"allow_once"}]';
+  const cases = [
+    ["optionsJson", () => acp.decidePermission([], "ask")],
+    ["optionsJson", () => acp.decidePermission("{}", "ask")],
+    ["optionsJson", () => acp.decidePermission("[", "ask")],
+    ["optionsJson", () => acp.decidePermission('[{"optionId":1,"kind":"allow_once"}]', "ask")],
+    ["optionsJson", () => acp.decidePermission('[{"optionId":"a"}]', "ask")],
+    ["optionsJson", () => acp.decidePermission('[{"optionId":"a","kind":"allow_once","name":7}]', "ask")],
+    ["optionsJson", () => acp.dismissedPermission(undefined)],
+    ["optionsJson", () => acp.chosenPermission(null, "1")],
+    ["mode", () => acp.decidePermission(opts, "yes")],
+    ["mode", () => acp.decidePermission(opts, "AllowOnce")],
+    ["mode", () => acp.decidePermission(opts, 1)],
+    ["typed", () => acp.chosenPermission(opts, 1)],
+    ["path", () => acp.classifyWrite(42, "{}")],
+    ["factsJson", () => acp.classifyWrite("/a", { exists: true })],
+    ["factsJson", () => acp.classifyWrite("/a", "[]")],
+    ["factsJson", () => acp.classifyWrite("/a", '{"executable":"yes"}')],
+    ["requestJson", () => acp.terminalQuestion('{"args":[]}', "{}")],
+    ["requestJson", () => acp.terminalQuestion('{"command":"ls","args":[1]}', "{}")],
+    ["requestJson", () => acp.terminalQuestion('{"command":"ls","env":[{"name":"A"}]}', "{}")],
+    ["requestJson", () => acp.terminalQuestion('{"command":"ls","cwd":5}', "{}")],
+    ["requestJson", () => acp.terminalQuestion({ command: "ls" }, "{}")],
+    ["userEnvJson", () => acp.terminalQuestion('{"command":"ls"}', '{"PATH":1}')],
+    ["userEnvJson", () => acp.terminalQuestion('{"command":"ls"}', "[]")],
+    ["userEnvJson", () => acp.terminalQuestion('{"command":"ls"}', undefined)],
+    ["requestJson", () => acp.terminalInvalidMessage(7)],
+    ["reason", () => acp.describeWriteReason("Git")],
+    ["reason", () => acp.describeWriteReason(undefined)],
+  ];
+  for (const [what, call] of cases) {
+    const e = throwsNamed(assert, call, "TypeError");
+    assert.match(e.message, new RegExp(`^${what} must be`), `${call}: ${e.message}`);
+  }
+});
+
+test("the words that go with a decision are one line each", () => {
+  for (const reason of ["git", "editor", "shell", "environment", "tool", "executable"]) {
+    const why = acp.describeWriteReason(reason);
+    assert.ok(why.length > 10 && !why.includes("\n"), `${reason}: ${why}`);
+  }
+  assert.match(acp.describeWriteReason("git"), /core\.fsmonitor/);
+  for (const c of table("terminal.json")) {
+    const message = acp.terminalInvalidMessage(JSON.stringify(c.request));
+    if (c.expect.invalid) {
+      assert.equal(typeof message, "string", c.name);
+      assert.ok(message.length > 0 && !/[\n\r]/.test(message), `${c.name}: ${message}`);
+    } else {
+      assert.equal(message, undefined, c.name);
+    }
+  }
+  assert.match(acp.terminalInvalidMessage('{"command":"ls","env":[{"name":"A\\nB","value":""}]}'), /^invalid environment variable name "A\\nB"/);
+});
+
+test("the environment allowlist and valid names come from acp-client", () => {
+  const list = acp.envAllowlist();
+  assert.ok(Array.isArray(list));
+  for (const name of ["PATH", "HOME", "LANG", "LC_*", "XDG_*", "TERM"]) assert.ok(list.includes(name), name);
+  for (const secret of ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY"]) assert.ok(!list.includes(secret), secret);
+  assert.notEqual(acp.envAllowlist(), list, "a fresh array each call");
+  for (const ok of ["PATH", "_x", "a1_B"]) assert.equal(acp.validEnvName(ok), true, ok);
+  for (const bad of ["", "1A", "A-B", "A=B", "A\nB", "A B", "É", "A\0", 7, undefined, null]) {
+    assert.equal(acp.validEnvName(bad), false, JSON.stringify(bad));
+  }
+});
+
+test("the .d.ts declares the policy functions and their types", () => {
+  for (const dir of ["node", "web"]) {
+    const dts = readFileSync(join(pkgDir, dir, "acp_wasm.d.ts"), "utf8");
+    for (const needle of [
+      "export type PermissionDecision =",
+      "export type WriteClass =",
+      "export type TerminalQuestion =",
+      "export function decidePermission(optionsJson: string, mode: PermissionMode): PermissionDecision;",
+      "export function dismissedPermission(optionsJson: string): PermissionDecision;",
+      "export function unanswerablePermission(): PermissionDecision;",
+      "export function chosenPermission(optionsJson: string, typed: string): PermissionDecision | null;",
+      "export function classifyWrite(path: string, factsJson: string): WriteClass;",
+      "export function describeWriteReason(reason: WriteReason): string;",
+      "export function terminalQuestion(requestJson: string, userEnvJson: string): TerminalQuestion;",
+      "export function terminalInvalidMessage(requestJson: string): string | undefined;",
+      "export function envAllowlist(): string[];",
+      "export function validEnvName(name: string): boolean;",
+    ]) {
+      assert.ok(dts.includes(needle), `${dir}/acp_wasm.d.ts lacks: ${needle}`);
+    }
+  }
+});
