@@ -18,7 +18,8 @@
 //! line here too, and a longer one is logged as `oversize` (the engine skips and answers it)
 //! instead of as pieces of "not JSON".
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -29,7 +30,10 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use acp_core::framing::{Decoder, Frame};
-use serde_json::{json, Value};
+use acp_core::RawValue;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -73,6 +77,12 @@ pub enum Warning {
     Oversize { limit: usize, start: String },
 }
 
+/// Requests awaiting a response kept per direction (for `elapsedMs`); the oldest are
+/// forgotten beyond (their response is then logged without `method` and `elapsedMs`).
+const MAX_PENDING: usize = 1024;
+/// Longest id or method name kept in the table of pending requests.
+const MAX_KEPT_TEXT: usize = 256;
+
 /// How many warnings are passed on before going quiet.
 const MAX_WARNINGS: u32 = 3;
 
@@ -83,8 +93,8 @@ struct LogFile {
 struct TapState {
     /// The line decoder per direction: the engine's, with its limit.
     decoders: [Decoder; 2],
-    /// Requests awaiting a response, per direction they were sent in: id -> (time, method).
-    pending: [HashMap<String, (Instant, String)>; 2],
+    /// Requests awaiting a response, per direction they were sent in.
+    pending: [Pending; 2],
     warnings: u32,
 }
 
@@ -117,6 +127,15 @@ impl Tap {
             updates: AtomicU64::new(0),
             last_received: Mutex::new(None),
         }))
+    }
+
+    /// Requests awaiting a response in the log's table (both directions), and the records
+    /// of their order.
+    #[cfg(test)]
+    fn pending_entries(&self) -> (usize, usize) {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let held = state.pending.iter().map(Pending::held);
+        held.fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
     }
 
     /// When the peer last sent a line (anything, even invalid).
@@ -190,73 +209,80 @@ impl Tap {
             return;
         }
         let now = Instant::now();
-        let parsed: Option<Value> = serde_json::from_str(text).ok();
         if dir == Dir::Recv {
             *self.last_received.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
-            let is_update = |m: &Value| {
-                m.get("method").and_then(Value::as_str) == Some("session/update")
-                    && m.get("id").is_none()
-            };
-            let n = match &parsed {
-                Some(Value::Array(batch)) => batch.iter().filter(|m| is_update(m)).count(),
-                Some(m) => usize::from(is_update(m)),
-                None => 0,
-            };
-            self.updates.fetch_add(n as u64, Ordering::SeqCst);
         }
-        if parsed.is_none() && dir == Dir::Recv {
-            if let Some(warn) = &self.warn {
-                if state.warnings < MAX_WARNINGS {
-                    state.warnings += 1;
-                    let shown: String = text.chars().take(200).collect();
-                    let _ = warn.send(Warning::NotJson(shown));
-                }
-            }
-        }
-        let Some(log) = &self.log else { return };
         let t_ms = ms(now - self.start);
-        let mut entries = Vec::new();
-        match &parsed {
-            None => entries.push(json!({
-                "tMs": t_ms, "dir": dir.name(), "kind": "invalid", "line": text,
-            })),
-            Some(Value::Array(batch)) => {
-                for msg in batch {
-                    entries.push(self.entry(state, dir, now, t_ms, msg, true));
+        let mut log = self
+            .log
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
+        // Each message's envelope is read as the line is parsed (one pass, nothing built but
+        // the few fields the log shows: a 60 MB message costs no more than its line).
+        let mut updates = 0;
+        let parsed = each_message(text, &mut |msg, in_batch| {
+            if msg.is_update() {
+                updates += 1;
+            }
+            if let Some(log) = log.as_deref_mut() {
+                let entry = self.entry(state, dir, now, t_ms, &msg, in_batch);
+                let _ = serde_json::to_writer(&mut log.out, &entry);
+                let _ = log.out.write_all(b"\n");
+            }
+        });
+        if dir == Dir::Recv {
+            self.updates.fetch_add(updates, Ordering::SeqCst);
+        }
+        if parsed.is_err() {
+            if dir == Dir::Recv {
+                if let Some(warn) = &self.warn {
+                    if state.warnings < MAX_WARNINGS {
+                        state.warnings += 1;
+                        let shown: String = text.chars().take(200).collect();
+                        let _ = warn.send(Warning::NotJson(shown));
+                    }
                 }
             }
-            Some(msg) => entries.push(self.entry(state, dir, now, t_ms, msg, false)),
+            if let Some(log) = log.as_deref_mut() {
+                let entry = json!({
+                    "tMs": t_ms, "dir": dir.name(), "kind": "invalid", "line": text,
+                });
+                let _ = serde_json::to_writer(&mut log.out, &entry);
+                let _ = log.out.write_all(b"\n");
+            }
         }
-        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-        for e in entries {
-            let _ = serde_json::to_writer(&mut log.out, &e);
-            let _ = log.out.write_all(b"\n");
+        if let Some(log) = log.as_deref_mut() {
+            let _ = log.out.flush();
         }
-        let _ = log.out.flush();
     }
 
-    fn entry(
+    fn entry<'m>(
         &self,
         state: &mut TapState,
         dir: Dir,
         now: Instant,
         t_ms: f64,
-        msg: &Value,
+        msg: &'m Message<'m>,
         in_batch: bool,
-    ) -> Value {
-        let id = msg.get("id").filter(|v| !v.is_null());
-        let method = msg.get("method").and_then(Value::as_str);
-        let mut e = json!({ "tMs": t_ms, "dir": dir.name() });
-        let kind = match (method, id) {
+    ) -> LogEntry<'m> {
+        let id = msg.id.filter(|id| id.get() != "null");
+        let method = msg.method.as_deref();
+        let mut e = LogEntry {
+            t_ms,
+            dir: dir.name(),
+            kind: "response",
+            id,
+            method: method.map(Cow::Borrowed),
+            elapsed_ms: None,
+            batch: in_batch,
+            msg: msg.raw,
+        };
+        e.kind = match (method, id) {
             (Some(m), Some(id)) => {
-                state.pending[dir as usize].insert(id.to_string(), (now, m.to_owned()));
-                e["method"] = json!(m);
+                state.pending[dir as usize].insert(id.get(), now, m);
                 "request"
             }
-            (Some(m), None) => {
-                e["method"] = json!(m);
-                "notification"
-            }
+            (Some(_), None) => "notification",
             (None, _) => {
                 // A response answers a request that went the other way.
                 let other = match dir {
@@ -264,27 +290,288 @@ impl Tap {
                     Dir::Recv => Dir::Send,
                 };
                 if let Some((at, m)) =
-                    id.and_then(|id| state.pending[other as usize].remove(&id.to_string()))
+                    id.and_then(|id| state.pending[other as usize].remove(id.get()))
                 {
-                    e["method"] = json!(m);
-                    e["elapsedMs"] = json!(ms(now - at));
+                    e.method = Some(Cow::Owned(m));
+                    e.elapsed_ms = Some(ms(now - at));
                 }
-                if msg.get("error").is_some() {
+                if msg.is_error {
                     "error"
                 } else {
                     "response"
                 }
             }
         };
-        e["kind"] = json!(kind);
-        if let Some(id) = id {
-            e["id"] = id.clone();
-        }
-        if in_batch {
-            e["batch"] = json!(true);
-        }
-        e["msg"] = msg.clone();
         e
+    }
+}
+
+/// One line of the `--log-rpc` file for one message.
+#[derive(Serialize)]
+struct LogEntry<'a> {
+    #[serde(rename = "tMs")]
+    t_ms: f64,
+    dir: &'static str,
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<Cow<'a, str>>,
+    #[serde(rename = "elapsedMs", skip_serializing_if = "Option::is_none")]
+    elapsed_ms: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    batch: bool,
+    /// The message as it went over the wire.
+    msg: &'a RawValue,
+}
+
+/// Requests awaiting a response in one direction: raw id -> (when, method), at most
+/// [`MAX_PENDING`] (oldest forgotten first), so that requests never answered, or answered with
+/// `id: null`, cannot make it grow without bound.
+#[derive(Default)]
+struct Pending {
+    entries: HashMap<String, (Instant, String, u64)>,
+    /// Insertion order (sequence number, id); may hold ids since answered or replaced.
+    order: VecDeque<(u64, String)>,
+    next: u64,
+}
+
+impl Pending {
+    fn insert(&mut self, id: &str, at: Instant, method: &str) {
+        if id.len() > MAX_KEPT_TEXT {
+            return; // not worth keeping: its response is logged without `elapsedMs`
+        }
+        let seq = self.next;
+        self.next += 1;
+        let method = truncate(method, MAX_KEPT_TEXT).to_owned();
+        self.entries.insert(id.to_owned(), (at, method, seq));
+        self.order.push_back((seq, id.to_owned()));
+        while self.entries.len() > MAX_PENDING {
+            let Some((seq, id)) = self.order.pop_front() else {
+                break;
+            };
+            if self.entries.get(&id).is_some_and(|e| e.2 == seq) {
+                self.entries.remove(&id);
+            }
+        }
+        if self.order.len() > 4 * MAX_PENDING {
+            // Mostly answered ids: keep the order of the live ones only.
+            let entries = &self.entries;
+            self.order
+                .retain(|(seq, id)| entries.get(id).is_some_and(|e| e.2 == *seq));
+        }
+    }
+
+    fn remove(&mut self, id: &str) -> Option<(Instant, String)> {
+        self.entries.remove(id).map(|(at, m, _)| (at, m))
+    }
+
+    /// Entries and order records held (for tests).
+    #[cfg(test)]
+    fn held(&self) -> (usize, usize) {
+        (self.entries.len(), self.order.len())
+    }
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// What the tap reads of one JSON-RPC message: the fields it logs and counts, borrowed from
+/// the line. Everything else is skipped by the parser (`IgnoredAny`) without being built.
+struct Message<'a> {
+    /// The whole message, as written.
+    raw: &'a RawValue,
+    /// `id`, if present (even `null`), as written.
+    id: Option<&'a RawValue>,
+    /// `method`, if it is a string.
+    method: Option<Cow<'a, str>>,
+    /// Whether it has an `error` member.
+    is_error: bool,
+}
+
+impl Message<'_> {
+    /// A `session/update` notification (no `id` at all, as the engine reads it).
+    fn is_update(&self) -> bool {
+        self.id.is_none() && self.method.as_deref() == Some("session/update")
+    }
+}
+
+/// Calls `f` for each message of a line (one, or each entry of a batch, with `true`), as the
+/// line is parsed; an error if the line is not JSON (after the messages before the fault).
+fn each_message<'a>(
+    text: &'a str,
+    f: &mut dyn FnMut(Message<'a>, bool),
+) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let whole: &'a RawValue = Deserialize::deserialize(&mut de)?;
+    de.end()?;
+    if whole.get().trim_start().starts_with('[') {
+        let mut de = serde_json::Deserializer::from_str(whole.get());
+        de.deserialize_seq(Batch(f))?;
+        Ok(())
+    } else {
+        f(Message::read(whole)?, false);
+        Ok(())
+    }
+}
+
+/// Visits a batch one entry at a time (no vector of entries is built).
+struct Batch<'f, 'a>(&'f mut dyn FnMut(Message<'a>, bool));
+
+impl<'de: 'a, 'a> Visitor<'de> for Batch<'_, 'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a batch")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            let msg = Message::read(raw).map_err(serde::de::Error::custom)?;
+            (self.0)(msg, true);
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Message<'a> {
+    /// Reads the envelope of one (valid JSON) message; anything that is not an object has
+    /// none.
+    fn read(raw: &'a RawValue) -> Result<Message<'a>, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        let (id, method, is_error) = de.deserialize_any(EnvelopeVisitor)?;
+        Ok(Message {
+            raw,
+            id,
+            method,
+            is_error,
+        })
+    }
+}
+
+type Envelope<'a> = (Option<&'a RawValue>, Option<Cow<'a, str>>, bool);
+
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'de>, A::Error> {
+        let (mut id, mut method, mut is_error) = (None, None, false);
+        // Duplicate members: the last one counts (as serde_json's `Value`).
+        while let Some(key) = map.next_key::<Member>()? {
+            match key {
+                Member::Id => id = Some(map.next_value::<&'de RawValue>()?),
+                Member::Method => method = map.next_value::<MaybeStr<'de>>()?.0,
+                Member::Error => {
+                    map.next_value::<IgnoredAny>()?;
+                    is_error = true;
+                }
+                Member::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok((id, method, is_error))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Envelope<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok((None, None, false))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Envelope<'de>, E> {
+        Ok((None, None, false))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Envelope<'de>, E> {
+        Ok((None, None, false))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Envelope<'de>, E> {
+        Ok((None, None, false))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Envelope<'de>, E> {
+        Ok((None, None, false))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Envelope<'de>, E> {
+        Ok((None, None, false))
+    }
+
+    fn visit_unit<E>(self) -> Result<Envelope<'de>, E> {
+        Ok((None, None, false))
+    }
+}
+
+/// The members of a message the tap reads.
+enum Member {
+    Id,
+    Method,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Member, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Member;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, key: &str) -> Result<Member, E> {
+                Ok(match key {
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "error" => Member::Error,
+                    _ => Member::Other,
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A string (borrowed when it has no escapes), or `None` for any other JSON value.
+struct MaybeStr<'a>(Option<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for MaybeStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<MaybeStr<'de>, D::Error> {
+        let raw = <&'de RawValue>::deserialize(d)?;
+        if !raw.get().starts_with('"') {
+            return Ok(MaybeStr(None));
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Cow<'de, str>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Cow<'de, str>, E> {
+                Ok(Cow::Borrowed(s))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Cow<'de, str>, E> {
+                Ok(Cow::Owned(s.to_owned()))
+            }
+        }
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        let s = de.deserialize_str(V).map_err(serde::de::Error::custom)?;
+        Ok(MaybeStr(Some(s)))
     }
 }
 
@@ -386,7 +673,7 @@ not json
         );
         tap.eof(Dir::Recv);
         let log = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<Value> = log
+        let lines: Vec<serde_json::Value> = log
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
@@ -400,6 +687,104 @@ not json
         assert_eq!(rx.try_recv().unwrap(), Warning::NotJson("not json".into()));
         assert_eq!(tap.updates_received(), 1);
         assert!(rx.try_recv().is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Messages are read only as far as the log needs: any JSON is accepted (odd members,
+    /// duplicates, escapes), `id: null` is not a notification, a batch is logged entry by
+    /// entry, and `msg` is the message exactly as written.
+    #[test]
+    fn envelopes_are_read_from_the_line_as_written() {
+        let dir = std::env::temp_dir().join(format!("acp-rpc-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log.ndjson");
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let tap = Tap::new(Some(&path), Some(tx), 1 << 20).unwrap();
+        let junk = vec!["0"; 100_000].join(",");
+        let lines = [
+            // An update with a large member the tap never looks into.
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s"}},"junk":[{junk}]}}"#
+            ),
+            // Not an update: it has an id (null).
+            r#"{"jsonrpc":"2.0","id":null,"method":"session/update"}"#.to_owned(),
+            // Escapes in the method, a duplicate id (the last counts), a non-string method.
+            r#"{"id":1,"method":"session\/update","id":"b","x":{"method":"no"}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","method":5}"#.to_owned(),
+            r#"[{"jsonrpc":"2.0","method":"session/update"}, 7, {"id":"b","result":{}}]"#
+                .to_owned(),
+        ];
+        for l in &lines {
+            tap.bytes(Dir::Recv, format!("{l}\n").as_bytes());
+        }
+        assert!(rx.try_recv().is_err(), "valid JSON was reported");
+        assert_eq!(tap.updates_received(), 2);
+        let log = std::fs::read_to_string(&path).unwrap();
+        let got: Vec<serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(got.len(), 7, "{log:.500}");
+        assert_eq!(got[0]["kind"], "notification");
+        assert_eq!(
+            got[0]["msg"],
+            serde_json::from_str::<serde_json::Value>(&lines[0]).unwrap()
+        );
+        assert_eq!(got[1]["kind"], "notification");
+        assert!(got[1].get("id").is_none());
+        assert_eq!(
+            (&got[2]["kind"], &got[2]["id"]),
+            (&"request".into(), &"b".into())
+        );
+        assert_eq!(got[2]["method"], "session/update");
+        assert_eq!(got[3]["kind"], "response");
+        assert_eq!(got[4]["batch"], true);
+        assert_eq!(got[5]["msg"], 7);
+        // The batch's response answers the request "b" above.
+        assert_eq!(
+            (&got[6]["kind"], &got[6]["id"]),
+            (&"response".into(), &"b".into())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Requests answered with `id: null` (the answer to a request whose id could not be
+    /// used), never answered, or with ids too long to keep, cannot make the table of requests
+    /// awaiting a response grow without bound.
+    #[test]
+    fn the_table_of_pending_requests_stays_bounded() {
+        let dir = std::env::temp_dir().join(format!("acp-rpc-pending-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tap = Tap::new(Some(&dir.join("log.ndjson")), None, 1 << 20).unwrap();
+        for i in 0..20_000 {
+            // A batch entry the engine answers with `id: null`...
+            let req = format!("[{{\"jsonrpc\":\"1.0\",\"id\":{i},\"method\":\"m\"}}]\n");
+            tap.bytes(Dir::Recv, req.as_bytes());
+            let err = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\"invalid\"}}\n";
+            tap.bytes(Dir::Send, err.as_bytes());
+            // ...and one of ours the agent never answers.
+            let ours = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"fs/x\"}}\n");
+            tap.bytes(Dir::Send, ours.as_bytes());
+        }
+        let (entries, order) = tap.pending_entries();
+        assert!(entries <= 2 * MAX_PENDING, "{entries} requests kept");
+        assert!(
+            order <= 2 * (4 * MAX_PENDING + 1),
+            "{order} order records kept"
+        );
+        // Still logged: requests, and the `id: null` errors as errors.
+        let log = std::fs::read_to_string(dir.join("log.ndjson")).unwrap();
+        let last: Vec<serde_json::Value> = log
+            .lines()
+            .rev()
+            .take(3)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(last[0]["kind"], "request", "{log:.300}");
+        assert_eq!(last[0]["method"], "fs/x");
+        assert_eq!(last[1]["kind"], "error");
+        assert_eq!(last[2]["kind"], "request");
+        assert_eq!(last[2]["batch"], true);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
