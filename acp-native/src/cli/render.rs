@@ -32,7 +32,10 @@ struct State {
     spinner: Option<Spinner>,
     at_line_start: bool,
     block: Block,
+    /// The tool calls seen (the newest [`MAX_TOOLS`]), by id.
     tools: HashMap<String, Tool>,
+    /// Their ids, oldest first (with ids since replaced: see [`State::remember_tool`]).
+    tool_order: std::collections::VecDeque<String>,
     last_plan: Option<Vec<(String, String)>>,
     last_output: Instant,
     terminal_output: Option<TerminalOutput>,
@@ -66,6 +69,10 @@ pub type TerminalOutput = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 const FRAMES: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Longest tool output shown inline, in lines.
 const MAX_CONTENT_LINES: usize = 12;
+/// Tool calls remembered (for their titles and terminals); the oldest are forgotten.
+const MAX_TOOLS: usize = 1024;
+/// Longest tool title remembered, in bytes.
+const MAX_TOOL_TITLE: usize = 1024;
 
 fn styled(on: bool, code: &str, text: &str) -> String {
     if on {
@@ -89,6 +96,7 @@ impl Ui {
                 at_line_start: true,
                 block: Block::None,
                 tools: HashMap::new(),
+                tool_order: std::collections::VecDeque::new(),
                 last_plan: None,
                 last_output: Instant::now(),
                 terminal_output: None,
@@ -199,25 +207,17 @@ impl Ui {
         let raw = params.map_or("null", RawValue::get);
         if st.json {
             st.clear_spinner();
-            // The params are one line already (NDJSON); re-serialize defensively.
-            let line = serde_json::from_str::<Value>(raw)
-                .map(|v| v.to_string())
-                .unwrap_or_else(|_| raw.to_string());
-            st.out_raw(&format!("{line}\n"));
-            st.at_line_start = true;
+            // The params as received (valid JSON, checked by the engine), on one line.
+            st.out_raw(&one_line(raw));
+            st.out_raw("\n");
             return;
         }
-        let clean = serde_json::from_str::<Value>(raw).map(|mut v| {
-            sanitize_json(&mut v);
-            v
-        });
-        match clean.and_then(serde_json::from_value::<s::SessionNotification>) {
-            Ok(n) => st.render(n.update),
-            Err(_) => {
-                let kind = serde_json::from_str::<Value>(raw)
-                    .ok()
-                    .and_then(|v| v["update"]["sessionUpdate"].as_str().map(str::to_string))
-                    .unwrap_or_else(|| "malformed".to_string());
+        // Only what is shown is read (and sanitized as it is read); the rest of the message
+        // is skipped without being built, so a large update costs no more than its text.
+        match view::read(raw) {
+            Ok(update) => st.render(update),
+            Err(kind) => {
+                let kind = kind.map_or_else(|| "malformed".to_owned(), |k| k.0);
                 let line = styled(st.color_out, "2", &format!("[session update: {kind}]"));
                 st.block_line(&line);
             }
@@ -419,39 +419,35 @@ impl State {
         self.out_raw(&text);
     }
 
-    fn render(&mut self, update: s::SessionUpdate) {
+    fn render(&mut self, update: view::Update) {
         match update {
-            s::SessionUpdate::AgentMessageChunk(c) => {
-                self.stream(Block::Message, &content_text(&c.content))
-            }
-            s::SessionUpdate::AgentThoughtChunk(c) => {
-                self.stream(Block::Thought, &content_text(&c.content))
-            }
-            s::SessionUpdate::UserMessageChunk(c) => {
-                let line = styled(
-                    self.color_out,
-                    "1",
-                    &format!("> {}", content_text(&c.content)),
-                );
+            view::Update::MessageChunk(c) => self.stream(Block::Message, &c.content.text()),
+            view::Update::ThoughtChunk(c) => self.stream(Block::Thought, &c.content.text()),
+            view::Update::UserChunk(c) => {
+                let line = styled(self.color_out, "1", &format!("> {}", c.content.text()));
                 self.block_line(&line);
             }
-            s::SessionUpdate::Plan(plan) => self.plan(&plan),
-            s::SessionUpdate::ToolCall(call) => self.tool_call(call),
-            s::SessionUpdate::ToolCallUpdate(update) => self.tool_update(update),
-            s::SessionUpdate::CurrentModeUpdate(m) => {
+            view::Update::Plan(plan) => self.plan(plan),
+            view::Update::ToolCall(call) => self.tool_call(call),
+            view::Update::ToolCallUpdate(update) => self.tool_update(update),
+            view::Update::Mode(m) => {
                 let line = styled(
                     self.color_out,
                     "2",
-                    &format!("[mode: {}]", m.current_mode_id),
+                    &format!("[mode: {}]", m.current_mode_id.0),
                 );
                 self.block_line(&line);
             }
-            s::SessionUpdate::AvailableCommandsUpdate(c) => {
-                let names: Vec<String> = c
+            view::Update::Commands(c) => {
+                let mut names: Vec<String> = c
                     .available_commands
+                    .items
                     .iter()
-                    .map(|c| format!("/{}", c.name))
+                    .map(|c| format!("/{}", c.name.0))
                     .collect();
+                if c.available_commands.skipped > 0 {
+                    names.push(format!("(+{})", c.available_commands.skipped));
+                }
                 let line = styled(
                     self.color_out,
                     "2",
@@ -459,24 +455,25 @@ impl State {
                 );
                 self.block_line(&line);
             }
-            other => {
+            view::Update::Other(kind) => {
                 // Metadata updates (session info, usage, config...): one dim line.
-                let kind = serde_json::to_value(&other)
-                    .ok()
-                    .and_then(|v| v["sessionUpdate"].as_str().map(str::to_string))
-                    .unwrap_or_else(|| "update".to_string());
-                let line = styled(self.color_out, "2", &format!("[{kind}]"));
+                let line = styled(self.color_out, "2", &format!("[{}]", kind.0));
                 self.block_line(&line);
             }
         }
     }
 
-    fn plan(&mut self, plan: &s::Plan) {
-        let entries: Vec<(String, String)> = plan
+    fn plan(&mut self, plan: view::Plan) {
+        let mut entries: Vec<(String, String)> = plan
             .entries
-            .iter()
-            .map(|e| (e.content.clone(), enum_name(&e.status)))
+            .items
+            .into_iter()
+            .map(|e| (e.content.0, e.status.0))
             .collect();
+        if plan.entries.skipped > 0 {
+            let more = format!("… {} more steps", plan.entries.skipped);
+            entries.push((more, String::new()));
+        }
         if self.last_plan.as_ref() == Some(&entries) {
             return;
         }
@@ -512,6 +509,30 @@ impl State {
         self.last_plan = Some(entries);
     }
 
+    /// Remembers a tool call (its title cut to [`MAX_TOOL_TITLE`]); beyond [`MAX_TOOLS`] the
+    /// oldest is forgotten (an agent inventing ids cannot grow this without bound).
+    fn remember_tool(&mut self, id: String, mut tool: Tool) {
+        if tool.title.len() > MAX_TOOL_TITLE {
+            let mut end = MAX_TOOL_TITLE;
+            while !tool.title.is_char_boundary(end) {
+                end -= 1;
+            }
+            tool.title.truncate(end);
+            tool.title.push('…');
+        }
+        if self.tools.insert(id.clone(), tool).is_none() {
+            self.tool_order.push_back(id);
+        }
+        while self.tools.len() > MAX_TOOLS {
+            match self.tool_order.pop_front() {
+                Some(old) => {
+                    self.tools.remove(&old);
+                }
+                None => break,
+            }
+        }
+    }
+
     fn status_text(&self, status: &str) -> String {
         let code = match status {
             "completed" => "32",
@@ -522,15 +543,10 @@ impl State {
         styled(self.color_out, code, status)
     }
 
-    fn tool_call(&mut self, call: s::ToolCall) {
-        let kind = enum_name(&call.kind);
-        let status = enum_name(&call.status);
-        let tool = Tool {
-            title: call.title.clone(),
-            kind: kind.clone(),
-            status: status.clone(),
-            terminal: terminal_of(&call.content),
-        };
+    fn tool_call(&mut self, call: view::ToolCall) {
+        let kind = call.kind.map_or_else(|| "other".to_owned(), |k| k.0);
+        let status = call.status.map_or_else(|| "pending".to_owned(), |s| s.0);
+        let content = call.content.unwrap_or_default();
         let kind_part = if kind == "other" {
             String::new()
         } else {
@@ -539,55 +555,60 @@ impl State {
         let line = format!(
             "{} {}{kind_part} · {}",
             styled(self.color_out, "36", "⚙"),
-            styled(self.color_out, "1", &call.title),
+            styled(self.color_out, "1", &call.title.0),
             self.status_text(&status)
         );
         self.block_line(&line);
-        self.tools.insert(call.tool_call_id.0.to_string(), tool);
-        for c in &call.content {
-            self.tool_content(c);
-        }
+        let tool = Tool {
+            title: call.title.0,
+            kind,
+            status,
+            terminal: terminal_of(&content.items),
+        };
+        self.remember_tool(call.tool_call_id.0, tool);
+        self.tool_contents(&content);
     }
 
-    fn tool_update(&mut self, update: s::ToolCallUpdate) {
-        let id = update.tool_call_id.0.to_string();
-        let f = update.fields;
-        let tool = self.tools.entry(id.clone()).or_insert_with(|| Tool {
+    fn tool_update(&mut self, update: view::ToolCallUpdate) {
+        let id = update.tool_call_id.0;
+        let mut tool = self.tools.remove(&id).unwrap_or_else(|| Tool {
             title: format!("tool call {id}"),
             kind: "other".into(),
             status: "pending".into(),
             terminal: None,
         });
-        if let Some(t) = f.content.as_deref().and_then(terminal_of) {
+        if let Some(t) = update.content.as_ref().and_then(|c| terminal_of(&c.items)) {
             tool.terminal = Some(t);
         }
-        if let Some(t) = &f.title {
-            tool.title = t.clone();
+        let has_title = update.title.is_some();
+        if let Some(t) = update.title {
+            tool.title = t.0;
         }
-        if let Some(k) = &f.kind {
-            tool.kind = enum_name(k);
+        if let Some(k) = update.kind {
+            tool.kind = k.0;
         }
-        let changed = match &f.status {
+        let changed = match update.status {
             Some(st) => {
-                let st = enum_name(st);
-                let changed = st != tool.status;
-                tool.status = st;
+                let changed = st.0 != tool.status;
+                tool.status = st.0;
                 changed
             }
             None => false,
         };
         let (title, status) = (tool.title.clone(), tool.status.clone());
         let terminal = tool.terminal.clone();
-        if changed || f.title.is_some() {
+        self.remember_tool(id, tool);
+        if changed || has_title {
             let line = format!("  ↳ {title} · {}", self.status_text(&status));
             self.block_line(&line);
         }
         let mut has_text = false;
-        if let Some(content) = &f.content {
-            for c in content {
-                has_text |= matches!(c, s::ToolCallContent::Content(_));
-                self.tool_content(c);
-            }
+        if let Some(content) = &update.content {
+            has_text = content
+                .items
+                .iter()
+                .any(|c| matches!(c, view::ToolContent::Content(_)));
+            self.tool_contents(content);
         }
         // A finished call that only embedded a terminal: show what the terminal printed.
         let finished = changed && (status == "completed" || status == "failed");
@@ -596,6 +617,17 @@ impl State {
             if let Some(output) = output.filter(|o| !o.trim().is_empty()) {
                 self.text_lines(&output);
             }
+        }
+    }
+
+    fn tool_contents(&mut self, content: &view::Capped<view::ToolContent, MAX_TOOL_CONTENT>) {
+        for c in &content.items {
+            self.tool_content(c);
+        }
+        if content.skipped > 0 {
+            let more = format!("    [+{} more content items]", content.skipped);
+            let line = styled(self.color_out, "2", &more);
+            self.block_line(&line);
         }
     }
 
@@ -618,10 +650,10 @@ impl State {
         }
     }
 
-    fn tool_content(&mut self, c: &s::ToolCallContent) {
+    fn tool_content(&mut self, c: &view::ToolContent) {
         match c {
-            s::ToolCallContent::Content(c) => {
-                let text = content_text(&c.content);
+            view::ToolContent::Content(c) => {
+                let text = c.text();
                 let lines: Vec<&str> = text.lines().collect();
                 self.newline();
                 let bar = styled(self.color_out, "2", "│");
@@ -636,21 +668,21 @@ impl State {
                     ));
                 }
             }
-            s::ToolCallContent::Diff(d) => {
-                let summary = diff_summary(d.old_text.as_deref(), &d.new_text);
-                let line = format!("    diff {}: {summary}", d.path.display());
+            view::ToolContent::Diff {
+                path,
+                old_text,
+                new_text,
+            } => {
+                let summary = diff_summary(old_text.as_deref(), new_text);
+                let line = format!("    diff {}: {summary}", path.0);
                 let line = styled(self.color_out, "35", &line);
                 self.block_line(&line);
             }
-            s::ToolCallContent::Terminal(t) => {
-                let line = styled(
-                    self.color_out,
-                    "2",
-                    &format!("    [terminal {}]", t.terminal_id.0),
-                );
+            view::ToolContent::Terminal(id) => {
+                let line = styled(self.color_out, "2", &format!("    [terminal {}]", id.0));
                 self.block_line(&line);
             }
-            _ => {
+            view::ToolContent::Other => {
                 let line = styled(self.color_out, "2", "    [content]");
                 self.block_line(&line);
             }
@@ -659,30 +691,26 @@ impl State {
 }
 
 /// The id of the first terminal embedded in tool call content.
-fn terminal_of(content: &[s::ToolCallContent]) -> Option<String> {
+fn terminal_of(content: &[view::ToolContent]) -> Option<String> {
     content.iter().find_map(|c| match c {
-        s::ToolCallContent::Terminal(t) => Some(t.terminal_id.0.to_string()),
+        view::ToolContent::Terminal(id) => Some(id.0.clone()),
         _ => None,
     })
 }
 
-/// A one-line description of a content block: its text, or `[image/png]`, `[link uri]`...
-pub fn content_text(block: &s::ContentBlock) -> String {
-    match block {
-        s::ContentBlock::Text(t) => t.text.clone(),
-        other => {
-            let v = serde_json::to_value(other).unwrap_or(Value::Null);
-            let kind = v["type"].as_str().unwrap_or("content").to_string();
-            let detail = v["uri"]
-                .as_str()
-                .or_else(|| v["resource"]["uri"].as_str())
-                .or_else(|| v["mimeType"].as_str())
-                .map(|d| format!(" {d}"))
-                .unwrap_or_default();
-            format!("[{kind}{detail}]")
-        }
+/// One line of JSON text: `raw` (valid JSON) with its line breaks and tabs removed. They can
+/// only be whitespace between tokens (JSON strings cannot hold them raw), so the value is the
+/// same; nothing else is rewritten (no copy when there are none).
+fn one_line(raw: &str) -> std::borrow::Cow<'_, str> {
+    if raw.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\t')) {
+        raw.replace(['\n', '\r', '\t'], "").into()
+    } else {
+        raw.into()
     }
 }
+
+/// Tool content items shown per update (the rest are counted).
+const MAX_TOOL_CONTENT: usize = 64;
 
 /// `new file, 3 lines` or `+2 -1 lines`: counts of lines only in the new / old text.
 pub fn diff_summary(old: Option<&str>, new: &str) -> String {
@@ -705,6 +733,296 @@ pub fn diff_summary(old: Option<&str>, new: &str) -> String {
     }
 }
 
+/// What the renderer reads of a `session/update`: only the fields it shows, every string
+/// [`sanitize`]d as it is read ([`view::Clean`]), arrays cut ([`view::Capped`]). Everything
+/// else (unknown members, `_meta`, raw tool input, data it does not show) is skipped by the
+/// parser without being built, and tagged unions are read in two steps (the tag, then the
+/// variant's fields, from the same borrowed text) rather than buffered: memory follows what is
+/// shown, not the size of the message.
+mod view {
+    use std::borrow::Cow;
+    use std::marker::PhantomData;
+
+    use acp_core::RawValue;
+    use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+    use serde::Deserialize;
+
+    use super::sanitize;
+
+    /// A string from the agent, sanitized ([`sanitize`]) as it is read.
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    pub struct Clean(pub String);
+
+    impl<'de> Deserialize<'de> for Clean {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Clean, D::Error> {
+            let text = String::deserialize(d)?;
+            Ok(Clean(match sanitize(&text) {
+                Cow::Borrowed(_) => text,
+                Cow::Owned(clean) => clean,
+            }))
+        }
+    }
+
+    /// The first `N` items of an array; the others are skipped (counted, not built).
+    #[derive(Debug)]
+    pub struct Capped<T, const N: usize> {
+        pub items: Vec<T>,
+        pub skipped: usize,
+    }
+
+    impl<T, const N: usize> Default for Capped<T, N> {
+        fn default() -> Self {
+            Capped {
+                items: Vec::new(),
+                skipped: 0,
+            }
+        }
+    }
+
+    impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Capped<T, N> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<T, const N: usize>(PhantomData<T>);
+            impl<'de, T: Deserialize<'de>, const N: usize> Visitor<'de> for V<T, N> {
+                type Value = Capped<T, N>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an array")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                    let mut out = Capped::default();
+                    while out.items.len() < N {
+                        match seq.next_element::<T>()? {
+                            Some(item) => out.items.push(item),
+                            None => return Ok(out),
+                        }
+                    }
+                    while seq.next_element::<IgnoredAny>()?.is_some() {
+                        out.skipped += 1;
+                    }
+                    Ok(out)
+                }
+            }
+            d.deserialize_seq(V::<T, N>(PhantomData))
+        }
+    }
+
+    /// A session update, as shown.
+    pub enum Update {
+        MessageChunk(Chunk),
+        ThoughtChunk(Chunk),
+        UserChunk(Chunk),
+        Plan(Plan),
+        ToolCall(ToolCall),
+        ToolCallUpdate(ToolCallUpdate),
+        Mode(Mode),
+        Commands(Commands),
+        /// A known update shown as its kind only (session info, usage, config...).
+        Other(Clean),
+    }
+
+    /// Kinds of the schema shown as one `[kind]` line.
+    const SHOWN_AS_KIND: &[&str] = &[
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+        "notice",
+        "compaction_update",
+        "compaction_summary_chunk",
+    ];
+
+    #[derive(Deserialize)]
+    struct Notification<'a> {
+        #[serde(rename = "sessionId")]
+        _session_id: IgnoredAny,
+        #[serde(borrow)]
+        update: &'a RawValue,
+    }
+
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "sessionUpdate", borrow)]
+        kind: Cow<'a, str>,
+    }
+
+    /// Reads a notification's params: its update, or the update's kind (if it could be read)
+    /// when it is malformed or unknown.
+    pub fn read(params: &str) -> Result<Update, Option<Clean>> {
+        let n: Notification = serde_json::from_str(params).map_err(|_| None)?;
+        let tag: Tag = serde_json::from_str(n.update.get()).map_err(|_| None)?;
+        let raw = n.update.get();
+        let kind = || Some(Clean(super::sanitize(&tag.kind).into_owned()));
+        fn parse<'a, T: Deserialize<'a>>(raw: &'a str) -> Result<T, ()> {
+            serde_json::from_str(raw).map_err(|_| ())
+        }
+        let update = match &*tag.kind {
+            "agent_message_chunk" => parse(raw).map(Update::MessageChunk),
+            "agent_thought_chunk" => parse(raw).map(Update::ThoughtChunk),
+            "user_message_chunk" => parse(raw).map(Update::UserChunk),
+            "plan" => parse(raw).map(Update::Plan),
+            "tool_call" => parse(raw).map(Update::ToolCall),
+            "tool_call_update" => parse(raw).map(Update::ToolCallUpdate),
+            "current_mode_update" => parse(raw).map(Update::Mode),
+            "available_commands_update" => parse(raw).map(Update::Commands),
+            k if SHOWN_AS_KIND.contains(&k) => Ok(Update::Other(Clean(k.to_owned()))),
+            _ => Err(()),
+        };
+        update.map_err(|()| kind())
+    }
+
+    #[derive(Deserialize)]
+    pub struct Chunk {
+        pub content: Content,
+    }
+
+    /// A content block: its text, or what it is (`[image/png]`, `[resource_link uri]`...).
+    #[derive(Deserialize)]
+    pub struct Content {
+        #[serde(rename = "type")]
+        kind: Clean,
+        #[serde(default)]
+        text: Option<Clean>,
+        #[serde(default)]
+        uri: Option<Clean>,
+        #[serde(default, rename = "mimeType")]
+        mime_type: Option<Clean>,
+        #[serde(default)]
+        resource: Option<Resource>,
+    }
+
+    #[derive(Deserialize)]
+    struct Resource {
+        #[serde(default)]
+        uri: Option<Clean>,
+    }
+
+    impl Content {
+        /// Its text, or `[kind detail]` for other blocks.
+        pub fn text(&self) -> Cow<'_, str> {
+            if self.kind.0 == "text" {
+                return Cow::Borrowed(self.text.as_ref().map_or("", |t| &t.0));
+            }
+            let detail = self
+                .uri
+                .as_ref()
+                .or_else(|| self.resource.as_ref().and_then(|r| r.uri.as_ref()))
+                .or(self.mime_type.as_ref())
+                .map(|d| format!(" {}", d.0))
+                .unwrap_or_default();
+            Cow::Owned(format!("[{}{detail}]", self.kind.0))
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub struct Plan {
+        pub entries: Capped<PlanEntry, 256>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct PlanEntry {
+        pub content: Clean,
+        pub status: Clean,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ToolCall {
+        pub tool_call_id: Clean,
+        pub title: Clean,
+        #[serde(default)]
+        pub kind: Option<Clean>,
+        #[serde(default)]
+        pub status: Option<Clean>,
+        #[serde(default)]
+        pub content: Option<Capped<ToolContent, { super::MAX_TOOL_CONTENT }>>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct ToolCallUpdate {
+        pub tool_call_id: Clean,
+        #[serde(default)]
+        pub title: Option<Clean>,
+        #[serde(default)]
+        pub kind: Option<Clean>,
+        #[serde(default)]
+        pub status: Option<Clean>,
+        #[serde(default)]
+        pub content: Option<Capped<ToolContent, { super::MAX_TOOL_CONTENT }>>,
+    }
+
+    /// One item of a tool call's content.
+    pub enum ToolContent {
+        Content(Content),
+        Diff {
+            path: Clean,
+            /// Not shown (only counted in lines): not sanitized.
+            old_text: Option<String>,
+            new_text: String,
+        },
+        Terminal(Clean),
+        Other,
+    }
+
+    impl<'de> Deserialize<'de> for ToolContent {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ToolContent, D::Error> {
+            use serde::de::Error;
+            #[derive(Deserialize)]
+            struct Item<'a> {
+                #[serde(rename = "type", borrow)]
+                kind: Cow<'a, str>,
+            }
+            #[derive(Deserialize)]
+            struct Wrapped {
+                content: Content,
+            }
+            #[derive(Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Diff {
+                path: Clean,
+                #[serde(default)]
+                old_text: Option<String>,
+                new_text: String,
+            }
+            #[derive(Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Terminal {
+                terminal_id: Clean,
+            }
+            let raw = <&RawValue>::deserialize(d)?;
+            let item: Item = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
+            let parsed = match &*item.kind {
+                "content" => serde_json::from_str::<Wrapped>(raw.get())
+                    .map(|w| ToolContent::Content(w.content)),
+                "diff" => serde_json::from_str::<Diff>(raw.get()).map(|d| ToolContent::Diff {
+                    path: d.path,
+                    old_text: d.old_text,
+                    new_text: d.new_text,
+                }),
+                "terminal" => serde_json::from_str::<Terminal>(raw.get())
+                    .map(|t| ToolContent::Terminal(t.terminal_id)),
+                _ => Ok(ToolContent::Other),
+            };
+            parsed.map_err(D::Error::custom)
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Mode {
+        pub current_mode_id: Clean,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Commands {
+        pub available_commands: Capped<Command, 256>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Command {
+        pub name: Clean,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -718,11 +1036,53 @@ mod tests {
 
     #[test]
     fn non_text_content_is_named() {
-        let link: s::ContentBlock =
-            serde_json::from_str(r#"{"type":"resource_link","uri":"file:///x","name":"x"}"#)
-                .unwrap();
-        assert_eq!(content_text(&link), "[resource_link file:///x]");
-        assert_eq!(content_text(&"hi".into()), "hi");
+        let content = |json: &str| serde_json::from_str::<view::Content>(json).unwrap();
+        let link = content(r#"{"type":"resource_link","uri":"file:///x","name":"x"}"#);
+        assert_eq!(link.text(), "[resource_link file:///x]");
+        let image = content(r#"{"type":"image","data":"AAAA","mimeType":"image/png"}"#);
+        assert_eq!(image.text(), "[image image/png]");
+        let resource = content(r#"{"type":"resource","resource":{"uri":"u","text":"t"}}"#);
+        assert_eq!(resource.text(), "[resource u]");
+        assert_eq!(content(r#"{"type":"text","text":"hi"}"#).text(), "hi");
+    }
+
+    /// Members the renderer does not show are skipped, wherever they are (beside the update,
+    /// inside it, inside content): they are not needed to read it, and arrays are cut.
+    #[test]
+    fn updates_are_read_without_what_is_not_shown() {
+        let junk = vec!["0"; 10_000].join(",");
+        let chunk = format!(
+            r#"{{"sessionId":"s","junk":[{junk}],"update":{{"junk":[{junk}],"sessionUpdate":"agent_message_chunk","content":{{"junk":[{junk}],"type":"text","text":"x\u001b[2J"}}}}}}"#
+        );
+        match view::read(&chunk) {
+            Ok(view::Update::MessageChunk(c)) => assert_eq!(c.content.text(), "x\u{241b}[2J"),
+            _ => panic!("not read as a message chunk"),
+        }
+        let items = vec![r#"{"type":"terminal","terminalId":"t"}"#; 1000].join(",");
+        let call = format!(
+            r#"{{"sessionId":"s","update":{{"sessionUpdate":"tool_call","toolCallId":"c","title":"T","rawInput":{{"a":[{junk}]}},"content":[{items}]}}}}"#
+        );
+        match view::read(&call) {
+            Ok(view::Update::ToolCall(c)) => {
+                let content = c.content.unwrap();
+                assert_eq!(content.items.len(), MAX_TOOL_CONTENT);
+                assert_eq!(content.skipped, 1000 - MAX_TOOL_CONTENT);
+            }
+            _ => panic!("not read as a tool call"),
+        }
+        // Unknown or malformed: the kind (sanitized) if it could be read.
+        let unknown = r#"{"sessionId":"s","update":{"sessionUpdate":"new\u001b[31m"}}"#;
+        assert_eq!(
+            view::read(unknown).err(),
+            Some(Some(view::Clean("new\u{241b}[31m".into())))
+        );
+        let malformed = r#"{"sessionId":"s","update":{"sessionUpdate":"plan"}}"#;
+        assert_eq!(
+            view::read(malformed).err(),
+            Some(Some(view::Clean("plan".into())))
+        );
+        assert_eq!(view::read(r#"{"update":{}}"#).err(), Some(None));
+        assert_eq!(one_line("{\"a\" :\t[1,\r\n2]}"), "{\"a\" :[1,2]}");
     }
 }
 
@@ -746,33 +1106,6 @@ pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
-/// [`sanitize`] applied to every string (and object key) in `v`.
-pub fn sanitize_json(v: &mut Value) {
-    match v {
-        Value::String(s) => {
-            if let std::borrow::Cow::Owned(clean) = sanitize(s) {
-                *s = clean;
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(sanitize_json),
-        Value::Object(map) => {
-            let dirty = map
-                .keys()
-                .any(|k| matches!(sanitize(k), std::borrow::Cow::Owned(_)));
-            if dirty {
-                let old = std::mem::take(map);
-                for (k, mut val) in old {
-                    sanitize_json(&mut val);
-                    map.insert(sanitize(&k).into_owned(), val);
-                }
-            } else {
-                map.values_mut().for_each(sanitize_json);
-            }
-        }
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod sanitize_tests {
     use super::*;
@@ -784,11 +1117,8 @@ mod sanitize_tests {
             sanitize("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m"),
             "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m"
         );
-        let mut v = serde_json::json!({"a\x1b": ["\x1b[1m", 1, {"t": "ok\x07"}]});
-        sanitize_json(&mut v);
-        assert_eq!(
-            v,
-            serde_json::json!({"a\u{241b}": ["\u{241b}[1m", 1, {"t": "ok\u{fffd}"}]})
-        );
+        // Strings of an update are sanitized as they are read.
+        let title: view::Clean = serde_json::from_str(r#""\u001b[1mok\u0007""#).unwrap();
+        assert_eq!(title.0, "\u{241b}[1mok\u{fffd}");
     }
 }
