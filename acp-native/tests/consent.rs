@@ -21,7 +21,7 @@ use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
 const HOSTILE_AGENT: &str = r#"
 import json, os, sys, time
 scenario, log_path = sys.argv[1], sys.argv[2]
-n = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+n = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 0
 log = open(log_path, "a")
 
 def send(obj):
@@ -59,11 +59,34 @@ def report(r):
     update("[answer: %s]\n" % json.dumps(r.get("error") or r.get("result")))
 
 m = expect("initialize")
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
-m = expect("session/new")
+methods = [{"id": "oauth-personal", "name": "Log in with Google"},
+           {"id": "gemini-api-key", "name": "Use Gemini API key",
+            "description": "Requires setting the `GEMINI_API_KEY` environment variable"}]
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {},
+      "authMethods": methods if scenario == "auth" else []}})
+while True:
+    m = recv()
+    if m is None:
+        sys.exit(0)
+    if m.get("method") == "authenticate":
+        authed = m["params"]["methodId"]
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+        if authed == "oauth-personal":
+            # What a real interactive login does: a URL on stdout, then waits for a code.
+            sys.stdout.write("Please visit https://accounts.example/o/oauth2 and enter the code:\n"); sys.stdout.flush()
+            time.sleep(1000)
+        continue
+    if m.get("method") == "session/new":
+        if scenario == "auth" and "authed" not in globals():
+            send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32000, "message": "Authentication required"}})
+            continue
+        break
 cwd = m["params"]["cwd"]
 send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
 pid = expect("session/prompt")["id"]
+if scenario == "auth":
+    update("authenticated with %s\n" % authed)
+    end(pid)
 
 if scenario == "spoof-terminal":
     report(call(10, "terminal/create", {"sessionId": "s-1", "command": "sh", "args": ["-c",
@@ -103,6 +126,11 @@ elif scenario == "flood":
             os.replace(progress + ".tmp", progress)
     with open(progress, "w") as f:
         f.write(str(n))
+    end(pid)
+elif scenario == "sensitive-writes":
+    for rel in sys.argv[3].split(","):
+        report(call(10, "fs/write_text_file", {"sessionId": "s-1", "path": os.path.join(cwd, rel),
+            "content": "[core]\n\tfsmonitor = \"touch pwned\"\n"}))
     end(pid)
 elif scenario == "terminal-then-hang":
     call(10, "terminal/create", {"sessionId": "s-1", "command": "sh",
@@ -276,6 +304,149 @@ fn nothing_from_the_agent_is_shown_while_a_question_is_open() {
     assert!(
         asked < answered && answered < fake,
         "held back until answered:\n{text}"
+    );
+}
+
+/// The hostile agent writes `files` (comma-separated, relative to the session directory).
+fn write_files(
+    dir: &TempDir,
+    files: &str,
+    extra: &[&str],
+    stdin: Option<&str>,
+) -> cli_support::Run {
+    let mut args = agent_args(dir, "sensitive-writes", extra);
+    args.push(files.to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&args, dir.path(), stdin)
+}
+
+fn git_repo(dir: &TempDir) -> std::path::PathBuf {
+    std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
+    std::fs::write(dir.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    dir.join(".git/config")
+}
+
+const PAYLOAD: &str = "fsmonitor = \"touch pwned\"";
+
+#[test]
+fn deny_refuses_writes_that_change_what_runs_and_keeps_ordinary_ones() {
+    let dir = TempDir::new("sensitive-deny");
+    let config = git_repo(&dir);
+    let r = write_files(&dir, ".git/config,notes.txt", &["--deny"], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(!std::fs::read_to_string(&config).unwrap().contains(PAYLOAD));
+    assert!(std::fs::read_to_string(dir.join("notes.txt"))
+        .unwrap()
+        .contains(PAYLOAD));
+    assert!(
+        r.stdout
+            .contains("permission denied: the user did not allow writing"),
+        "the agent is told: {}",
+        r.dump()
+    );
+}
+
+#[test]
+fn yes_does_not_answer_a_write_into_git_the_user_sees_it_with_its_diff() {
+    let dir = TempDir::new("sensitive-yes");
+    let config = git_repo(&dir);
+    // The user refuses (2).
+    let r = write_files(&dir, ".git/config", &["--yes"], Some("2\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let questions = question_lines(&r.stderr);
+    assert_eq!(questions.len(), 1, "{}", r.dump());
+    assert!(
+        questions[0].contains(&format!("write {}", config.display()))
+            && questions[0].contains("git runs what its directory configures"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains("--yes does not answer this question"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains(r#"+\tfsmonitor = "touch pwned""#),
+        "the diff: {}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains(r"-\tbare = false"),
+        "the diff: {}",
+        r.dump()
+    );
+    assert!(!std::fs::read_to_string(&config).unwrap().contains(PAYLOAD));
+    // The user allows it (1): written.
+    let r = write_files(&dir, ".git/config", &["--yes"], Some("1\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(std::fs::read_to_string(&config).unwrap().contains(PAYLOAD));
+}
+
+#[test]
+fn a_write_through_a_symlink_into_git_or_over_an_executable_is_asked_too() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("sensitive-link");
+    let config = git_repo(&dir);
+    std::os::unix::fs::symlink(".git", dir.join("notes")).unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // No one answers (stdin closed): both refused.
+    let r = write_files(&dir, "notes/config,run.sh", &["--yes"], None);
+    let questions = question_lines(&r.stderr);
+    assert!(
+        questions
+            .iter()
+            .any(|q| q.contains(&format!("write {}", config.display()))),
+        "the real path is shown: {}",
+        r.dump()
+    );
+    assert!(
+        !std::fs::read_to_string(&config).unwrap().contains(PAYLOAD),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        !std::fs::read_to_string(dir.join("run.sh"))
+            .unwrap()
+            .contains(PAYLOAD),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn auth_never_starts_an_interactive_login_uninvited() {
+    // No key: nothing is started; the user is told what each method needs.
+    let dir = TempDir::new("auth-none");
+    let r = chat(&dir, "auth", &["--timeout", "20"], None);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr.contains("no method can be used without you")
+            && r.stderr.contains("`oauth-personal` (Log in with Google): may start an interactive login; choose it with --auth oauth-personal")
+            && r.stderr.contains("set GEMINI_API_KEY and pass it to the agent (--env GEMINI_API_KEY)"),
+        "{}",
+        r.dump()
+    );
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+    assert!(
+        !log.contains("\"authenticate\""),
+        "no authenticate call: {log}"
+    );
+    // The key passed to the agent: its method, never the Google login.
+    let dir = TempDir::new("auth-key");
+    let r = chat(&dir, "auth", &["--env", "GEMINI_API_KEY=k-123"], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("authenticated with gemini-api-key"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr
+            .contains("`gemini-api-key` method (GEMINI_API_KEY is set)"),
+        "{}",
+        r.dump()
     );
 }
 

@@ -144,6 +144,11 @@ impl Signals {
     }
 }
 
+/// Each line of `text` escaped on its own (agent-supplied names inside a message of ours).
+fn escape_lines(text: &str) -> String {
+    text.lines().map(escape_line).collect::<Vec<_>>().join("\n")
+}
+
 /// How a SIGHUP / SIGTERM ends the chat.
 fn quit(sig: Interrupt) -> Outcome {
     match sig {
@@ -218,6 +223,10 @@ struct Chat {
     rendered: u64,
     /// The agent's requests being served (a turn is not "silent" while one runs).
     activity: Arc<Activity>,
+    /// The authentication method named with `--auth`.
+    auth: Option<String>,
+    /// Variables set (non-empty) in the agent's environment, for the auth choice.
+    agent_vars: std::collections::HashSet<String>,
     /// Permission requests to answer `cancelled` once `session/cancel` is sent.
     cancelling: Vec<oneshot::Sender<s::RequestPermissionOutcome>>,
 }
@@ -251,6 +260,12 @@ impl Chat {
         // The agent runs in --cwd, without a shell, with an explicit environment: the
         // allowlist plus what --env passes (its API key...), or everything (--inherit-env).
         let env = args.env_policy();
+        let agent_vars = env
+            .resolve_from_host()
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
         let cmd = AgentCommand::new(command[0].clone())
             .args(command[1..].iter().cloned())
             .cwd(&cwd)
@@ -338,6 +353,8 @@ impl Chat {
             last_garbage: None,
             rendered: 0,
             activity,
+            auth: args.auth.clone(),
+            agent_vars,
             cancelling: Vec::new(),
         };
         match chat.open_session(&cwd, args.load.as_deref()).await {
@@ -395,22 +412,25 @@ impl Chat {
             ));
             return Ok(());
         }
+        let methods: Vec<acp_client::auth::AuthMethod> = info
+            .auth_methods
+            .iter()
+            .filter_map(|m| {
+                serde_json::to_value(m)
+                    .and_then(serde_json::from_value)
+                    .ok()
+            })
+            .collect();
+        // A method the user named is used before the session; otherwise one is chosen only
+        // when the agent says authentication is required.
+        if self.auth.is_some() {
+            self.authenticate(&conn, &methods).await?;
+        }
         let new = s::NewSessionRequest::new(cwd);
         let session = match self.wait_raw(conn.new_session(new.clone())).await? {
             Ok(session) => session,
-            // The agent wants `authenticate` first: try the first method it offers.
-            Err(e) if is_auth_required(&e) && !info.auth_methods.is_empty() => {
-                let method = info.auth_methods[0].clone();
-                let id = method.id().clone();
-                self.ui.notice(&format!(
-                    "authenticating with the agent's `{}` method…",
-                    id.0
-                ));
-                self.wait(
-                    "authenticate",
-                    conn.authenticate(s::AuthenticateRequest::new(id)),
-                )
-                .await?;
+            Err(e) if is_auth_required(&e) && self.auth.is_none() => {
+                self.authenticate(&conn, &methods).await?;
                 self.wait("session/new", conn.new_session(new)).await?
             }
             Err(e) => return Err(self.explain("session/new", e).await),
@@ -812,6 +832,44 @@ impl Chat {
         }
     }
 
+    /// Authenticates with the method the shared policy chooses (acp-client's `auth`): the one
+    /// named with `--auth`, an `env_var` method whose variables the agent gets, or an `agent`
+    /// method that starts no interactive login; otherwise says what each method needs.
+    async fn authenticate(
+        &mut self,
+        conn: &ClientSideConnection,
+        methods: &[acp_client::auth::AuthMethod],
+    ) -> Result<(), Outcome> {
+        use acp_client::auth::AuthChoice;
+        let vars = self.agent_vars.clone();
+        match acp_client::auth::choose(methods, |v| vars.contains(v), self.auth.as_deref()) {
+            AuthChoice::Authenticate { method_id, why } => {
+                self.ui.notice(&format!(
+                    "authenticating with the agent's `{}` method ({why})…",
+                    escape_line(&method_id)
+                ));
+                self.wait(
+                    "authenticate",
+                    conn.authenticate(s::AuthenticateRequest::new(method_id)),
+                )
+                .await?;
+                Ok(())
+            }
+            AuthChoice::Terminal { method_id } => Err(Outcome::fail(
+                exit::ERROR,
+                format!(
+                    "`{}` is a login the agent runs in a terminal: run the agent's own login command \
+                     there, then start acp chat again",
+                    escape_line(&method_id)
+                ),
+            )),
+            AuthChoice::NeedsUser { message } => {
+                self.ui.spinner_stop();
+                Err(Outcome::fail(exit::ERROR, escape_lines(&message)))
+            }
+        }
+    }
+
     /// Awaits a start-up call, failing on its error, the agent's exit or Ctrl-C.
     async fn wait<T>(
         &mut self,
@@ -1023,11 +1081,13 @@ fn client_router(
     cwd: &std::path::Path,
     terminals: Terminals,
 ) -> Router {
-    // Reads and writes are confined to the session's directory.
+    // Reads and writes are confined to the session's directory; writes that change what runs
+    // are the user's question.
     let fs = Arc::new(FsService::new(
         FsConfig::new([cwd.to_path_buf()])
             .reads(AccessScope::WithinRoots)
-            .writes(AccessScope::WithinRoots),
+            .writes(AccessScope::WithinRoots)
+            .sensitive_writes(write_gate(events.clone())),
     ));
     let (fs_read, fs_write) = (fs.clone(), fs);
     let updates = events.clone();
@@ -1129,6 +1189,68 @@ fn terminal_gate(events: mpsc::Sender<Event>) -> Gate {
             })
         },
     )
+}
+
+/// Most diff lines a write question shows.
+const WRITE_DIFF_LINES: usize = 40;
+
+/// A write that changes what runs (acp-client's `writes` rule: `.git/`, `.vscode/`, shell rc
+/// files, executables…) is a question showing the real path, why and the change. Only the
+/// user answers it (`--yes` does not); `--deny` and end of input refuse it.
+fn write_gate(events: mpsc::Sender<Event>) -> acp_native::fs_service::WriteApprover {
+    let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Arc::new(move |w: acp_native::fs_service::SensitiveWrite| {
+        let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let path = w.path.display().to_string();
+        let title = format!("write {} ({})", escape_line(&path), w.reason.describe());
+        let mut detail = Vec::new();
+        if w.executable {
+            detail.push("⚠ the file is executable and stays executable".to_string());
+        }
+        detail.extend(acp_client::display::line_diff(
+            w.old_text.as_deref(),
+            &w.new_text,
+            2,
+            WRITE_DIFF_LINES,
+        ));
+        let request = s::RequestPermissionRequest::new(
+            // Not the agent's session id: the question is ours, about its request.
+            "acp",
+            s::ToolCallUpdate::new(
+                format!("acp-write-{n}"),
+                s::ToolCallUpdateFields::new()
+                    .title(title.clone())
+                    .kind(s::ToolKind::Edit)
+                    .locations(vec![s::ToolCallLocation::new(w.path.clone())]),
+            ),
+            vec![
+                s::PermissionOption::new("write", "Write it", s::PermissionOptionKind::AllowOnce),
+                s::PermissionOption::new(
+                    "refuse",
+                    "Do not write it",
+                    s::PermissionOptionKind::RejectOnce,
+                ),
+            ],
+        );
+        let events = events.clone();
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let ask = PermissionAsk {
+                request,
+                shown: Some((title, detail)),
+                user_only: true,
+                reply,
+                withdrawn: CancellationToken::new(),
+            };
+            if events.send(Event::Permission(Box::new(ask))).await.is_err() {
+                return false;
+            }
+            matches!(
+                answer.await,
+                Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == "write"
+            )
+        })
+    })
 }
 
 /// Lines of this process's stdin, read on a thread (stdin cannot be read asynchronously in

@@ -128,6 +128,13 @@ pub struct ChatArgs {
     #[arg(long, value_name = "SESSION_ID")]
     pub load: Option<String>,
 
+    /// Authenticate with this method of the agent's `authMethods`, before the session. Without
+    /// it, a method is chosen only when the agent requires one: an `env_var` method whose
+    /// variables the agent gets, or an `agent` method that starts no interactive login; an
+    /// interactive login (browser, OAuth, account) runs only when named here.
+    #[arg(long, value_name = "METHOD_ID")]
+    pub auth: Option<String>,
+
     /// The session's working directory; the agent's file and terminal access is confined to
     /// it. Default: the current directory.
     #[arg(long, value_name = "DIR")]
