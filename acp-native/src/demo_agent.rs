@@ -51,6 +51,7 @@ pub async fn run(options: DemoOptions) -> i32 {
     let agent = Arc::new(DemoAgent {
         options,
         sessions: Mutex::new(HashMap::new()),
+        id_prefix: format!("demo-{:08x}", random_u64() as u32),
     });
     let (stdin, stdout) = acp_native::transport::stdio();
     let conn = AgentSideConnection::connect_with(
@@ -86,6 +87,26 @@ struct Session {
 pub struct DemoAgent {
     options: DemoOptions,
     sessions: Mutex<HashMap<String, Session>>,
+    /// `demo-<random>`: session ids are unique across processes (clients key saved sessions
+    /// by id).
+    id_prefix: String,
+}
+
+/// A random 64-bit value for ids (the OS's random source; the clock and pid if unreadable).
+fn random_u64() -> u64 {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_ok()
+    {
+        return u64::from_le_bytes(b);
+    }
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    t ^ (u64::from(std::process::id()) << 32)
 }
 
 /// How a turn stopped early.
@@ -153,9 +174,9 @@ impl DemoAgent {
     fn new_session(&self, p: s::NewSessionRequest) -> Result<s::NewSessionResponse, ErrorObject> {
         check_cwd(&p.cwd)?;
         let mut sessions = self.sessions.lock().unwrap();
-        // The first free `demo-N` (a `session/load` may have taken any id).
+        // The first free `demo-<random>-N` (a `session/load` may have taken any id).
         let id = (1..)
-            .map(|n| format!("demo-{n}"))
+            .map(|n| format!("{}-{n}", self.id_prefix))
             .find(|id| !sessions.contains_key(id))
             .expect("some id is free");
         sessions.insert(

@@ -372,3 +372,29 @@ fn ctrl_c_while_a_permission_question_waits_withdraws_it_and_cancels_the_turn() 
     assert!(r.stderr.contains("[turn ended: cancelled]"), "{}", r.dump());
     assert!(!dir.join("acp-demo.txt").exists());
 }
+
+/// Clients key saved sessions by id: two demo agents never hand out the same one.
+#[test]
+fn demo_agent_session_ids_are_unique_across_processes() {
+    let new_session = || {
+        let dir = TempDir::new("demo-ids");
+        let input = format!(
+            "{}\n{}\n",
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+            serde_json::json!({"jsonrpc":"2.0","id":2,"method":"session/new",
+                "params":{"cwd": dir.path(), "mcpServers":[]}})
+        );
+        let r = run(&["demo-agent"], dir.path(), Some(&input));
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.contains("\"id\":2"))
+            .unwrap_or_else(|| panic!("no session/new answer: {}", r.dump()))
+            .to_string();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        v["result"]["sessionId"].as_str().unwrap().to_string()
+    };
+    let (a, b) = (new_session(), new_session());
+    assert!(a.starts_with("demo-") && b.starts_with("demo-"), "{a} {b}");
+    assert_ne!(a, b);
+}
