@@ -132,6 +132,10 @@ elif scenario == "sensitive-writes":
         report(call(10, "fs/write_text_file", {"sessionId": "s-1", "path": os.path.join(cwd, rel),
             "content": "[core]\n\tfsmonitor = \"touch pwned\"\n"}))
     end(pid)
+elif scenario == "silent-until-cancel":
+    expect("session/cancel")
+    update("cleaned up after the cancel\n")
+    end(pid, "cancelled")
 elif scenario == "terminal-then-hang":
     call(10, "terminal/create", {"sessionId": "s-1", "command": "sh",
         "args": ["-c", "echo $$ > term.pid; exec sleep 1000"], "cwd": cwd})
@@ -448,6 +452,25 @@ fn auth_never_starts_an_interactive_login_uninvited() {
         "{}",
         r.dump()
     );
+}
+
+#[test]
+fn a_timed_out_turn_waits_for_the_agents_cancelled_answer() {
+    let dir = TempDir::new("silent-cancel");
+    let r = chat(&dir, "silent-until-cancel", &["--timeout", "2"], None);
+    assert_eq!(r.code(), 7, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("sent nothing for 2 s during the turn (--timeout)"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.contains("cleaned up after the cancel"),
+        "what the agent sent before its answer is shown: {}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("[turn ended: cancelled]"), "{}", r.dump());
 }
 
 fn wait_bounded(child: &mut std::process::Child) -> Option<i32> {

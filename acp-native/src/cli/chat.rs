@@ -43,6 +43,12 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
 const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
 /// After the connection drops, how long to wait for the agent's exit status.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(3);
+/// The silence limit of a `--prompt` turn when `--timeout` is not given: a run never hangs on
+/// an agent that stays silent (an interactive chat has none: Ctrl-C is there).
+const DEFAULT_PROMPT_SILENCE: Duration = Duration::from_secs(300);
+/// After `session/cancel` (Ctrl-C, a timeout), how long the agent gets to end the turn with
+/// stop reason `cancelled` before acp gives up on the turn.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// Events between the connection's handlers and the UI loop. When it is full (the UI is
 /// blocked writing to a stdout nobody reads, or holds events back while a question is open),
 /// the handlers wait, the connection's notification queue fills and it stops reading the
@@ -107,6 +113,11 @@ struct TurnState {
     session_cancelled: bool,
     /// The prompt was answered: questions still arriving are answered `cancelled`.
     over: bool,
+    /// `session/cancel` was sent (Ctrl-C, the silence limit): the turn's answer is awaited
+    /// until then.
+    cancel_deadline: Option<Instant>,
+    /// The silence limit cancelled the turn: how the turn ends, whatever the agent answers.
+    timed_out: Option<Outcome>,
 }
 
 /// The signals that interrupt or end `acp chat`.
@@ -214,6 +225,8 @@ struct Chat {
     mode: AutoMode,
     timeout: Duration,
     idle_limit: Option<Duration>,
+    /// `idle_limit` is [`DEFAULT_PROMPT_SILENCE`], not the user's `--timeout`.
+    idle_limit_is_default: bool,
     session_id: s::SessionId,
     program: String,
     terminals: Terminals,
@@ -346,7 +359,10 @@ impl Chat {
             stdin: Stdin::new(),
             mode,
             timeout: args.timeout.unwrap_or(DEFAULT_TIMEOUT),
-            idle_limit: args.timeout,
+            idle_limit: args
+                .timeout
+                .or(args.prompt.as_ref().map(|_| DEFAULT_PROMPT_SILENCE)),
+            idle_limit_is_default: args.timeout.is_none(),
             session_id: s::SessionId::new(""),
             program,
             terminals,
@@ -583,6 +599,7 @@ impl Chat {
                         return Err(Outcome::fail(exit::INTERRUPTED, "interrupted"));
                     }
                     turn.cancel_sent = true;
+                    turn.cancel_deadline.get_or_insert(Instant::now() + CANCEL_WAIT);
                     self.ui.notice("cancelling the turn… (press Ctrl-C again to quit)");
                     let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, conn.cancel(s::CancelNotification::new(self.session_id.clone()))).await;
                     // The schema: after `session/cancel`, every pending permission request is
@@ -595,8 +612,22 @@ impl Chat {
                     }
                     self.show_held(&conn, &mut turn).await;
                 }
+                _ = tokio::time::sleep_until(turn.cancel_deadline.unwrap_or_else(Instant::now)),
+                    if turn.cancel_deadline.is_some() => {
+                    let waited = CANCEL_WAIT.as_secs();
+                    return Err(match turn.timed_out.take() {
+                        Some(mut o) => {
+                            o.message = o.message.map(|m| format!("{m}; it did not end the turn within {waited} s"));
+                            o
+                        }
+                        None => Outcome::fail(
+                            exit::CANCELLED,
+                            format!("the agent did not end the cancelled turn within {waited} s"),
+                        ),
+                    });
+                }
                 _ = tokio::time::sleep_until(idle_deadline.unwrap_or_else(Instant::now)),
-                    if idle_deadline.is_some() && turn.open.is_none() => {
+                    if idle_deadline.is_some() && turn.open.is_none() && turn.cancel_deadline.is_none() => {
                     // Not silent if the agent wrote anything since, or waits on a request of
                     // its own that we are still serving (a long command in a terminal...).
                     let heard = self.tap.last_received().map(Instant::from_std);
@@ -612,11 +643,15 @@ impl Chat {
                     }
                     let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, conn.cancel(s::CancelNotification::new(self.session_id.clone()))).await;
                     let secs = self.idle_limit.unwrap_or_default().as_secs_f64();
-                    return Err(Outcome::fail(
+                    let flag = if self.idle_limit_is_default { "the default for --prompt; set it with --timeout" } else { "--timeout" };
+                    turn.timed_out = Some(Outcome::fail(
                         exit::TIMEOUT,
-                        format!("the agent sent nothing for {secs} s during the turn (--timeout); cancelled it{}",
+                        format!("the agent sent nothing for {secs} s during the turn ({flag}); cancelled it{}",
                             self.stderr_hint().await),
                     ));
+                    // The turn's `cancelled` answer is awaited (bounded), with what comes before it.
+                    turn.cancel_sent = true;
+                    turn.cancel_deadline = Some(Instant::now() + CANCEL_WAIT);
                 }
             }
         };
@@ -646,6 +681,14 @@ impl Chat {
         // Warnings about what came with the turn (an oversize line...) are shown before its end.
         while let Ok(w) = self.warnings.try_recv() {
             self.garbage(w);
+        }
+        if let Some(o) = turn.timed_out.take() {
+            // Timed out, and the agent answered the cancelled turn: the run still says why.
+            if let Ok(r) = &result {
+                self.ui
+                    .turn_end(&self.session_id.0, &enum_name(&r.stop_reason));
+            }
+            return Err(o);
         }
         match result {
             Ok(response) => {
