@@ -1,8 +1,11 @@
 // The chat webview. Runs in the webview's browser context under a strict CSP (no inline script
 // but this nonce'd bundle, no eval, no remote content). Agent text is rendered through
-// markdown.ts (DOM built with textContent), never assigned as HTML.
+// markdown.ts (DOM built with textContent), never assigned as HTML. Changed messages are
+// re-rendered once per animation frame (renderQueue.ts), only the part of a message after its
+// last stable block is parsed again, and a message that cannot be rendered shows its raw text.
 
-import { parseMarkdown, renderBlocks } from "./markdown";
+import { StreamingMarkdown, renderMarkdown } from "./markdown";
+import { RenderQueue, frameScheduler, type Renderable } from "./renderQueue";
 import type { HostToWebview, SessionInfo, WebviewToHost } from "./messages";
 import type { PlanEntry, SessionUpdate, ToolCallContent, ToolCallUpdate } from "../protocol/types";
 
@@ -28,11 +31,19 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: 
 
 // ---- transcript model -------------------------------------------------------------------------
 
-interface TextBlock { kind: "agent" | "thought" | "user"; text: string; node: HTMLElement; body: HTMLElement }
+interface TextBlock extends Renderable {
+  kind: "agent" | "thought" | "user";
+  text: string;
+  node: HTMLElement;
+  body: HTMLElement;
+  md?: StreamingMarkdown;
+  /** Rendering threw once: from then on the block shows its raw text. */
+  failed: boolean;
+}
 let current: TextBlock | undefined; // the block the next chunk of the same kind extends
 const toolCalls = new Map<string, { node: HTMLElement; data: ToolCallUpdate }>();
 let planNode: HTMLElement | undefined;
-let renderQueued = new Set<TextBlock>();
+const renders = new RenderQueue(frameScheduler, scrollToEnd);
 
 function scrollToEnd() {
   transcript.scrollTop = transcript.scrollHeight;
@@ -54,20 +65,44 @@ function textBlock(kind: TextBlock["kind"]): TextBlock {
     node.appendChild(body);
   }
   transcript.appendChild(node);
-  current = { kind, text: "", node, body };
-  return current;
+  const b: TextBlock = {
+    kind,
+    text: "",
+    node,
+    body,
+    md: kind === "user" ? undefined : new StreamingMarkdown(document, body),
+    failed: false,
+    render() {
+      if (b.md && !b.failed) b.md.render();
+      else b.body.textContent = b.text;
+    },
+    fallback(error: unknown) {
+      b.failed = true;
+      console.error("acp: markdown rendering failed; showing the raw text", error);
+      b.body.replaceChildren();
+      b.body.textContent = b.text;
+    },
+  };
+  current = b;
+  return b;
 }
 
 function appendText(kind: TextBlock["kind"], text: string) {
   const b = textBlock(kind);
   b.text += text;
-  renderQueued.add(b);
+  b.md?.append(text);
+  renders.add(b);
 }
 
-function renderText(b: TextBlock) {
-  b.body.replaceChildren();
-  if (b.kind === "user") b.body.textContent = b.text;
-  else renderBlocks(document, parseMarkdown(b.text), b.body);
+/** Markdown into `box`, or its raw text if rendering throws. */
+function renderMarkdownSafely(text: string, box: HTMLElement) {
+  try {
+    renderMarkdown(document, text, box);
+  } catch (e) {
+    console.error("acp: markdown rendering failed; showing the raw text", e);
+    box.replaceChildren();
+    box.textContent = text;
+  }
 }
 
 const STATUS_ICON: Record<string, string> = { pending: "○", in_progress: "◐", completed: "●", failed: "✕" };
@@ -113,7 +148,7 @@ function renderToolContent(toolCallId: string, c: ToolCallContent, index: number
   const inner = c.content;
   if (inner?.type === "text") {
     const box = el("div", "tool-content md");
-    renderBlocks(document, parseMarkdown(inner.text), box);
+    renderMarkdownSafely(inner.text, box);
     return box;
   }
   if (inner?.type === "resource_link") return el("div", "tool-content", `${inner.title ?? inner.name}: ${inner.uri}`);
@@ -286,9 +321,8 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
       notice(m.level, m.text);
       break;
   }
-  for (const b of renderQueued) renderText(b);
-  renderQueued = new Set();
-  scrollToEnd();
+  // Text blocks render on the next frame (renders); everything else is in place already.
+  if (renders.pending === 0) scrollToEnd();
 });
 
 function send() {

@@ -1,23 +1,21 @@
-// A small, safe markdown renderer for agent text. Agent text is untrusted: it is parsed into a
-// tree of a few known node kinds and turned into DOM with createElement/textContent only. No
-// string of agent text is ever parsed as HTML; links keep only http(s)/mailto targets.
-// Pure (no DOM) so it is tested under node.
+// Agent text as markdown, rendered safely and in time linear in its length.
+//
+// Agent text is untrusted. It is parsed by markdown-it (pinned; CommonMark, linear-time
+// parsers) with raw HTML off and no linkify, into tokens; the tokens are turned into DOM here
+// with createElement/createTextNode/textContent only. No string of agent text is ever parsed
+// as HTML, no `style` or event attribute is ever set (the CSP forbids inline styles and
+// scripts anyway), and links keep only http(s)/mailto targets (other links keep their words).
+// Nesting is capped (markdown-it's maxNesting) and the DOM is built without recursion, so no
+// input can overflow the stack.
+//
+// StreamingMarkdown renders a message that grows chunk by chunk: the part before the last
+// safe block boundary is rendered once and kept; only the rest is parsed again on an update.
+//
+// Pure (no DOM globals) so it is tested under node with a fake document.
 
-export type Inline =
-  | { t: "text"; text: string }
-  | { t: "code"; text: string }
-  | { t: "strong"; children: Inline[] }
-  | { t: "em"; children: Inline[] }
-  | { t: "link"; href: string; children: Inline[] };
+import MarkdownIt from "markdown-it";
 
-export type Block =
-  | { t: "p"; children: Inline[] }
-  | { t: "h"; level: number; children: Inline[] }
-  | { t: "pre"; lang: string; text: string }
-  | { t: "ul"; items: Inline[][] }
-  | { t: "ol"; start: number; items: Inline[][] }
-  | { t: "quote"; children: Block[] }
-  | { t: "hr" };
+type Token = MarkdownIt.Token;
 
 const SAFE_URL = /^(https?:|mailto:)/i;
 
@@ -26,143 +24,14 @@ export function safeHref(url: string): string | undefined {
   return SAFE_URL.test(u) ? u : undefined;
 }
 
-export function parseMarkdown(src: string): Block[] {
-  const lines = src.replace(/\r\n?/g, "\n").split("\n");
-  const out: Block[] = [];
-  let i = 0;
-  let para: string[] = [];
-  const endPara = () => {
-    if (para.length) out.push({ t: "p", children: parseInline(para.join("\n")) });
-    para = [];
-  };
-  while (i < lines.length) {
-    const line = lines[i]!;
-    const fence = /^\s{0,3}(```+|~~~+)\s*([\w+.-]*)\s*$/.exec(line);
-    if (fence) {
-      endPara();
-      const marker = fence[1]!;
-      const body: string[] = [];
-      i++;
-      // An unclosed fence (still streaming) runs to the end of the text.
-      while (i < lines.length && !lines[i]!.trimStart().startsWith(marker)) body.push(lines[i++]!);
-      i++;
-      out.push({ t: "pre", lang: fence[2] ?? "", text: body.join("\n") });
-      continue;
-    }
-    const h = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
-    if (h) {
-      endPara();
-      out.push({ t: "h", level: h[1]!.length, children: parseInline(h[2]!) });
-      i++;
-      continue;
-    }
-    if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) {
-      endPara();
-      out.push({ t: "hr" });
-      i++;
-      continue;
-    }
-    if (/^\s{0,3}>/.test(line)) {
-      endPara();
-      const body: string[] = [];
-      while (i < lines.length && /^\s{0,3}>/.test(lines[i]!)) body.push(lines[i++]!.replace(/^\s{0,3}>\s?/, ""));
-      out.push({ t: "quote", children: parseMarkdown(body.join("\n")) });
-      continue;
-    }
-    const ul = /^\s{0,3}[-*+]\s+(.*)$/.exec(line);
-    const ol = /^\s{0,3}(\d{1,9})[.)]\s+(.*)$/.exec(line);
-    if (ul || ol) {
-      endPara();
-      const items: Inline[][] = [];
-      const re = ul ? /^\s{0,3}[-*+]\s+(.*)$/ : /^\s{0,3}\d{1,9}[.)]\s+(.*)$/;
-      while (i < lines.length) {
-        const m = re.exec(lines[i]!);
-        if (m) {
-          items.push(parseInline(m[1]!));
-          i++;
-        } else if (/^\s{2,}\S/.test(lines[i]!) && items.length) {
-          // continuation line of the previous item
-          const prev = items[items.length - 1]!;
-          prev.push({ t: "text", text: " " }, ...parseInline(lines[i]!.trim()));
-          i++;
-        } else break;
-      }
-      out.push(ul ? { t: "ul", items } : { t: "ol", start: Number(ol![1]), items });
-      continue;
-    }
-    if (line.trim() === "") {
-      endPara();
-      i++;
-      continue;
-    }
-    para.push(line);
-    i++;
-  }
-  endPara();
-  return out;
-}
+/** Deepest nesting of blocks or inline markup markdown-it builds; deeper inline markers stay
+ *  text, and a block nested this deep is shown as plain text. */
+export const MAX_NESTING = 50;
 
-export function parseInline(s: string): Inline[] {
-  const out: Inline[] = [];
-  let text = "";
-  const flush = () => {
-    if (text) out.push({ t: "text", text });
-    text = "";
-  };
-  let i = 0;
-  while (i < s.length) {
-    const c = s[i]!;
-    if (c === "\\" && i + 1 < s.length && /[\\`*_[\]()#+\-.!>~]/.test(s[i + 1]!)) {
-      text += s[i + 1];
-      i += 2;
-      continue;
-    }
-    if (c === "`") {
-      const run = /^`+/.exec(s.slice(i))![0];
-      const end = s.indexOf(run, i + run.length);
-      if (end > 0) {
-        flush();
-        out.push({ t: "code", text: s.slice(i + run.length, end).replace(/^ (.*) $/, "$1") });
-        i = end + run.length;
-        continue;
-      }
-    }
-    if ((c === "*" || c === "_") && s[i + 1] === c) {
-      const end = s.indexOf(c + c, i + 2);
-      if (end > i + 2) {
-        flush();
-        out.push({ t: "strong", children: parseInline(s.slice(i + 2, end)) });
-        i = end + 2;
-        continue;
-      }
-    }
-    if ((c === "*" || c === "_") && s[i + 1] !== " " && s[i + 1] !== undefined) {
-      const end = s.indexOf(c, i + 1);
-      if (end > i + 1 && s[end - 1] !== " ") {
-        flush();
-        out.push({ t: "em", children: parseInline(s.slice(i + 1, end)) });
-        i = end + 1;
-        continue;
-      }
-    }
-    if (c === "[") {
-      // The target may hold one level of balanced parentheses: [x](https://e.org/a_(b)).
-      const m = /^\[([^\]\n]*)\]\(((?:[^()\s]|\([^()\s]*\))*)(?:\s+"[^"]*")?\)/.exec(s.slice(i));
-      if (m) {
-        flush();
-        const href = safeHref(m[2]!);
-        if (href) out.push({ t: "link", href, children: parseInline(m[1]!) });
-        else out.push(...parseInline(m[1]!)); // unsafe target: keep the words, drop the link
-        i += m[0].length;
-        continue;
-      }
-    }
-    text += c;
-    i++;
-  }
-  flush();
-  return out;
-}
+const md = new MarkdownIt("default", { html: false, linkify: false, typographer: false, breaks: false, maxNesting: MAX_NESTING });
+// Every syntactic link is parsed as a link, so an unsafe one can be shown as its words (the
+// target is checked when the DOM is built, below).
+md.validateLink = () => true;
 
 /** The minimal DOM surface the renderer needs (document in the webview, a fake in tests). */
 export interface DomLike {
@@ -171,68 +40,200 @@ export interface DomLike {
 }
 export interface ElementLike {
   appendChild(child: unknown): unknown;
+  replaceChildren(...nodes: unknown[]): void;
   setAttribute(name: string, value: string): void;
   textContent: string | null;
 }
 
-export function renderBlocks(doc: DomLike, blocks: Block[], parent: ElementLike): void {
-  for (const b of blocks) parent.appendChild(renderBlock(doc, b));
+/** Tags the renderer may create for a token's `tag` (anything else becomes a span or div). */
+const BLOCK_TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td"]);
+const INLINE_TAGS = new Set(["em", "strong", "s"]);
+
+/** Parses `src` and appends its DOM to `parent`. */
+export function renderMarkdown(doc: DomLike, src: string, parent: ElementLike): void {
+  const tokens = md.parse(src, {});
+  // At the nesting cap markdown-it stops parsing the block and drops what follows: show the
+  // text as it is instead (only pathological input nests blocks this deep).
+  if (tokens.some((t) => t.level >= MAX_NESTING - 1)) {
+    const p = doc.createElement("p");
+    p.textContent = src;
+    parent.appendChild(p);
+    return;
+  }
+  renderTokens(doc, tokens, parent);
 }
 
-function renderBlock(doc: DomLike, b: Block): ElementLike {
-  switch (b.t) {
-    case "p":
-      return withInlines(doc, doc.createElement("p"), b.children);
-    case "h":
-      return withInlines(doc, doc.createElement(`h${Math.min(6, Math.max(1, b.level))}`), b.children);
-    case "pre": {
+function renderTokens(doc: DomLike, tokens: Token[], root: ElementLike): void {
+  // A stack instead of recursion: depth is bounded by maxNesting, but a flat loop cannot
+  // overflow whatever the tokens are.
+  const stack: ElementLike[] = [root];
+  const top = () => stack[stack.length - 1]!;
+  for (const t of tokens) {
+    if (t.type === "inline") {
+      renderInline(doc, t.children ?? [], top());
+      continue;
+    }
+    // Paragraphs of tight list items are hidden: their text goes straight into the item.
+    if (t.hidden) continue;
+    if (t.nesting === 1) {
+      const tag = BLOCK_TAGS.has(t.tag) ? t.tag : "div";
+      const el = doc.createElement(tag);
+      if (t.type === "ordered_list_open") {
+        const start = Number(t.attrGet("start") ?? 1);
+        if (Number.isInteger(start) && start !== 1) el.setAttribute("start", String(start));
+      }
+      top().appendChild(el);
+      stack.push(el);
+    } else if (t.nesting === -1) {
+      if (stack.length > 1) stack.pop();
+    } else if (t.type === "fence" || t.type === "code_block") {
       const pre = doc.createElement("pre");
       const code = doc.createElement("code");
-      if (/^[\w+.-]+$/.test(b.lang)) code.setAttribute("data-lang", b.lang);
-      code.textContent = b.text;
+      const lang = (t.info ?? "").trim().split(/\s+/)[0] ?? "";
+      if (/^[\w+.-]+$/.test(lang)) code.setAttribute("data-lang", lang);
+      code.textContent = t.content.endsWith("\n") ? t.content.slice(0, -1) : t.content;
       pre.appendChild(code);
-      return pre;
+      top().appendChild(pre);
+    } else if (t.type === "hr") {
+      top().appendChild(doc.createElement("hr"));
+    } else if (t.content) {
+      // html_block cannot occur (html: false); anything else unknown is shown as text.
+      top().appendChild(doc.createTextNode(t.content));
     }
-    case "ul":
-    case "ol": {
-      const list = doc.createElement(b.t);
-      if (b.t === "ol" && b.start !== 1) list.setAttribute("start", String(b.start));
-      for (const item of b.items) list.appendChild(withInlines(doc, doc.createElement("li"), item));
-      return list;
-    }
-    case "quote": {
-      const q = doc.createElement("blockquote");
-      renderBlocks(doc, b.children, q);
-      return q;
-    }
-    case "hr":
-      return doc.createElement("hr");
   }
 }
 
-function withInlines(doc: DomLike, el: ElementLike, inlines: Inline[]): ElementLike {
-  for (const n of inlines) el.appendChild(renderInline(doc, n));
-  return el;
+function renderInline(doc: DomLike, tokens: Token[], root: ElementLike): void {
+  // An unsafe link pushes its parent again: its words go where the link would have been.
+  const stack: ElementLike[] = [root];
+  const top = () => stack[stack.length - 1]!;
+  for (const t of tokens) {
+    switch (t.type) {
+      case "text":
+        top().appendChild(doc.createTextNode(t.content));
+        break;
+      case "code_inline": {
+        const c = doc.createElement("code");
+        c.textContent = t.content;
+        top().appendChild(c);
+        break;
+      }
+      case "softbreak":
+        top().appendChild(doc.createTextNode("\n"));
+        break;
+      case "hardbreak":
+        top().appendChild(doc.createElement("br"));
+        break;
+      case "link_open": {
+        const href = safeHref(String(t.attrGet("href") ?? ""));
+        if (href === undefined) {
+          stack.push(top());
+          break;
+        }
+        const a = doc.createElement("a");
+        a.setAttribute("href", href);
+        a.setAttribute("title", href);
+        top().appendChild(a);
+        stack.push(a);
+        break;
+      }
+      case "image":
+        // No images from agent text (the CSP would block remote ones anyway): the alt text.
+        top().appendChild(doc.createTextNode(t.content));
+        break;
+      default:
+        if (t.nesting === 1) {
+          const el = doc.createElement(INLINE_TAGS.has(t.tag) ? t.tag : "span");
+          top().appendChild(el);
+          stack.push(el);
+        } else if (t.nesting === -1) {
+          if (stack.length > 1) stack.pop();
+        } else if (t.content) {
+          top().appendChild(doc.createTextNode(t.content));
+        }
+    }
+  }
 }
 
-function renderInline(doc: DomLike, n: Inline): unknown {
-  switch (n.t) {
-    case "text":
-      return doc.createTextNode(n.text);
-    case "code": {
-      const c = doc.createElement("code");
-      c.textContent = n.text;
-      return c;
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const LIST_ITEM = /^(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)/;
+
+/**
+ * The end of the longest prefix of `text[from..]` that can be rendered on its own and never
+ * change, or `from` when there is none: the position after a blank line, outside any fenced
+ * code block, whose next line is complete and starts a new top-level block at column 0 that
+ * is not a list item (so a list or an indented continuation is never cut). `from` must itself
+ * be such a boundary (or 0). Reference definitions further on do not reach back across it.
+ */
+export function stableBoundary(text: string, from = 0): number {
+  let best = from;
+  let fence: string | undefined; // the opening marker while inside a fenced block
+  let blankBefore = false;
+  let pos = from;
+  for (;;) {
+    const nl = text.indexOf("\n", pos);
+    if (nl < 0) return best; // the last line may still grow
+    const line = text.slice(pos, nl);
+    if (fence !== undefined) {
+      const m = FENCE.exec(line);
+      if (m && m[1]![0] === fence[0] && m[1]!.length >= fence.length && line.slice(m[0].length).trim() === "") fence = undefined;
+      blankBefore = false;
+    } else {
+      const blank = line.trim() === "";
+      if (!blank && blankBefore && /^\S/.test(line) && !LIST_ITEM.test(line)) best = pos;
+      const m = FENCE.exec(line);
+      if (m) fence = m[1]!;
+      blankBefore = blank;
     }
-    case "strong":
-      return withInlines(doc, doc.createElement("strong"), n.children);
-    case "em":
-      return withInlines(doc, doc.createElement("em"), n.children);
-    case "link": {
-      const a = doc.createElement("a");
-      a.setAttribute("href", n.href);
-      a.setAttribute("title", n.href);
-      return withInlines(doc, a, n.children);
+    pos = nl + 1;
+  }
+}
+
+/**
+ * A message's markdown, rendered incrementally as it grows: `append` adds text, `render`
+ * updates the DOM, parsing only what follows the last stable boundary (everything before it was
+ * rendered once and is kept). So a message streamed in many chunks costs time linear in its
+ * length, not in its length times the number of updates.
+ */
+export class StreamingMarkdown {
+  private text = "";
+  /** text[0..stable] is rendered into `done` and never parsed again. */
+  private stable = 0;
+  private readonly done: ElementLike;
+  private readonly live: ElementLike;
+  /** Characters handed to the parser so far (for tests: each one is parsed a bounded number of times). */
+  parsedChars = 0;
+
+  constructor(
+    private readonly doc: DomLike,
+    root: ElementLike,
+  ) {
+    this.done = doc.createElement("div");
+    this.live = doc.createElement("div");
+    root.replaceChildren(this.done, this.live);
+  }
+
+  get source(): string {
+    return this.text;
+  }
+
+  append(chunk: string): void {
+    this.text += chunk;
+  }
+
+  /** Brings the DOM up to date with the text appended so far. */
+  render(): void {
+    const boundary = stableBoundary(this.text, this.stable);
+    if (boundary > this.stable) {
+      this.parse(this.text.slice(this.stable, boundary), this.done);
+      this.stable = boundary;
     }
+    this.live.replaceChildren();
+    this.parse(this.text.slice(this.stable), this.live);
+  }
+
+  private parse(src: string, into: ElementLike): void {
+    this.parsedChars += src.length;
+    renderMarkdown(this.doc, src, into);
   }
 }
