@@ -19,6 +19,59 @@ use std::collections::{BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+/// Most plan entries, commands, tool content items and locations kept from one update; the
+/// rest are counted (`…More` fields), not built.
+pub const MAX_ITEMS: usize = 256;
+/// Most content items of one tool call kept from one update.
+pub const MAX_TOOL_CONTENT: usize = 64;
+
+/// The first `N` items of a JSON array; the others are skipped unbuilt and counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped<T, const N: usize> {
+    pub items: Vec<T>,
+    pub skipped: u64,
+}
+
+impl<T, const N: usize> Default for Capped<T, N> {
+    fn default() -> Self {
+        Capped {
+            items: Vec::new(),
+            skipped: 0,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Capped<T, N> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, SeqAccess, Visitor};
+        struct V<T, const N: usize>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>, const N: usize> Visitor<'de> for V<T, N> {
+            type Value = Capped<T, N>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Capped::default();
+                while out.items.len() < N {
+                    match seq.next_element::<T>()? {
+                        Some(item) => out.items.push(item),
+                        None => return Ok(out),
+                    }
+                }
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    out.skipped += 1;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V::<T, N>(std::marker::PhantomData))
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// The saved form's version. A thread saved with another version is refused by
 /// [`Thread::from_json`] with a message saying so.
 pub const FORMAT: u32 = 1;
@@ -154,6 +207,9 @@ pub struct ToolCall {
     pub status: String,
     #[serde(default)]
     pub content: Vec<ToolContent>,
+    /// Content items past [`MAX_TOOL_CONTENT`], not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub content_more: u64,
     #[serde(default)]
     pub locations: Vec<Location>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -329,6 +385,9 @@ pub struct Thread {
     pub dropped_entries: u64,
     #[serde(default)]
     pub plan: Vec<PlanEntry>,
+    /// Plan entries past [`MAX_ITEMS`], not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub plan_more: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_mode: Option<String>,
     #[serde(default)]
@@ -338,6 +397,9 @@ pub struct Thread {
     pub config_options: Option<RawJson>,
     #[serde(default)]
     pub commands: Vec<Command>,
+    /// Commands past [`MAX_ITEMS`], not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub commands_more: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     #[serde(default)]
@@ -411,10 +473,12 @@ pub struct Delta<'a> {
 pub struct Meta<'a> {
     pub title: &'a Option<String>,
     pub plan: &'a [PlanEntry],
+    pub plan_more: u64,
     pub current_mode: &'a Option<String>,
     pub modes: &'a [Mode],
     pub config_options: &'a Option<RawJson>,
     pub commands: &'a [Command],
+    pub commands_more: u64,
     pub usage: &'a Option<Usage>,
     pub turn: Turn,
     pub last_stop: &'a Option<String>,
@@ -467,13 +531,13 @@ enum Update {
 
 #[derive(Deserialize)]
 struct WirePlan {
-    entries: Vec<PlanEntry>,
+    entries: Capped<PlanEntry, MAX_ITEMS>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireCommands {
-    available_commands: Vec<WireCommand>,
+    available_commands: Capped<WireCommand, MAX_ITEMS>,
 }
 
 #[derive(Deserialize)]
@@ -576,9 +640,9 @@ struct WireTool {
     #[serde(default)]
     status: Option<String>,
     #[serde(default)]
-    content: Option<Vec<WireToolContent>>,
+    content: Option<Capped<WireToolContent, MAX_TOOL_CONTENT>>,
     #[serde(default)]
-    locations: Option<Vec<Location>>,
+    locations: Option<Capped<Location, MAX_ITEMS>>,
     #[serde(default)]
     raw_input: Option<Box<RawValue>>,
     #[serde(default)]
@@ -617,10 +681,12 @@ impl Thread {
             entries: Vec::new(),
             dropped_entries: 0,
             plan: Vec::new(),
+            plan_more: 0,
             current_mode: None,
             modes: Vec::new(),
             config_options: None,
             commands: Vec::new(),
+            commands_more: 0,
             usage: None,
             turn: Turn::Idle,
             last_stop: None,
@@ -681,6 +747,20 @@ impl Thread {
         self.entries.get_mut(usize::try_from(i).ok()?)
     }
 
+    /// The tool call with this id, with its entry number, if still kept.
+    pub fn tool(&self, tool_call_id: &str) -> Option<(u64, &ToolCall)> {
+        let n = *self.tools.get(tool_call_id)?;
+        match self.entry(n)? {
+            Entry::Tool(t) => Some((n, t)),
+            _ => None,
+        }
+    }
+
+    /// The number the next entry will get (entries so far, dropped ones included).
+    pub fn entry_count(&self) -> u64 {
+        self.next_number()
+    }
+
     /// Entry `number` (counted from the start of the conversation), if still kept.
     pub fn entry(&self, number: u64) -> Option<&Entry> {
         let i = number.checked_sub(self.dropped_entries)?;
@@ -712,14 +792,17 @@ impl Thread {
             Update::UserMessageChunk(c) => self.chunk(ChunkKind::User, c),
             Update::AgentMessageChunk(c) => self.chunk(ChunkKind::Agent, c),
             Update::AgentThoughtChunk(c) => self.chunk(ChunkKind::Thought, c),
-            Update::ToolCall(t) => self.tool(t),
+            Update::ToolCall(t) => self.apply_tool(t),
             Update::Plan(WirePlan { entries }) => {
-                self.plan = entries;
+                self.plan = entries.items;
+                self.plan_more = entries.skipped;
                 self.meta_changed = true;
                 Applied::Plan
             }
             Update::Commands(WireCommands { available_commands }) => {
+                self.commands_more = available_commands.skipped;
                 self.commands = available_commands
+                    .items
                     .into_iter()
                     .map(|c| Command {
                         name: c.name,
@@ -822,7 +905,7 @@ impl Thread {
         }
     }
 
-    fn tool(&mut self, t: WireTool) -> Applied {
+    fn apply_tool(&mut self, t: WireTool) -> Applied {
         let existing = self
             .tools
             .get(&t.tool_call_id)
@@ -857,10 +940,11 @@ impl Thread {
             }
             // The schema: content and locations, when present, replace the old ones.
             if let Some(v) = t.content {
-                call.content = v.into_iter().map(ToolContent::from).collect();
+                call.content = v.items.into_iter().map(ToolContent::from).collect();
+                call.content_more = v.skipped;
             }
             if let Some(v) = t.locations {
-                call.locations = v;
+                call.locations = v.items;
             }
             if let Some(v) = t.raw_input {
                 call.raw_input = Some(RawJson(v));
@@ -979,10 +1063,12 @@ impl Thread {
         Meta {
             title: &self.title,
             plan: &self.plan,
+            plan_more: self.plan_more,
             current_mode: &self.current_mode,
             modes: &self.modes,
             config_options: &self.config_options,
             commands: &self.commands,
+            commands_more: self.commands_more,
             usage: &self.usage,
             turn: self.turn,
             last_stop: &self.last_stop,
@@ -1149,6 +1235,27 @@ mod tests {
         };
         assert!(content[0].text.as_ref().unwrap().ends_with("END"));
         assert!(t.bytes <= 1000, "{}", t.bytes);
+    }
+
+    #[test]
+    fn long_arrays_are_kept_up_to_a_cap_and_counted() {
+        let entries: Vec<_> = (0..300)
+            .map(|i| serde_json::json!({"content": format!("step {i}"), "priority": "low", "status": "pending"}))
+            .collect();
+        let content: Vec<_> = (0..100)
+            .map(|_| serde_json::json!({"type": "content", "content": {"type": "text", "text": "x"}}))
+            .collect();
+        let mut t = Thread::default();
+        t.apply_json(&serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": entries}}).to_string())
+            .unwrap();
+        t.apply_json(&serde_json::json!({"sessionId": "s", "update": {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x", "content": content}}).to_string())
+            .unwrap();
+        assert_eq!((t.plan.len(), t.plan_more), (MAX_ITEMS, 44));
+        let (_, call) = t.tool("t").unwrap();
+        assert_eq!(
+            (call.content.len(), call.content_more),
+            (MAX_TOOL_CONTENT, 36)
+        );
     }
 
     #[test]
