@@ -256,7 +256,10 @@ read -r line
 echo '{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s-1"}}'
 echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"review","description":"Review code"}]}}}'
 read -r line
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"session_info_update","title":"Greeting"}}}'
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"usage_update","used":1200,"size":200000}}}'
 echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"last words"}}}}'
+echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"usage_update","used":1300,"size":200000}}}'
 echo '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
 cat >/dev/null"#,
     );
@@ -266,8 +269,26 @@ cat >/dev/null"#,
         None,
     );
     assert_eq!(r.code(), 0, "{}", r.dump());
-    assert!(r.stdout.contains("[commands: /review]"), "{}", r.dump());
-    assert!(r.stdout.contains("last words"), "{}", r.dump());
+    // A status line, on stderr: stdout carries only the conversation.
+    assert!(r.stderr.contains("[commands: /review]"), "{}", r.dump());
+    assert_eq!(
+        r.stdout.trim(),
+        "last words",
+        "only the conversation: {}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("[title: Greeting]"), "{}", r.dump());
+    assert_eq!(
+        r.stderr.matches("[context: ").count(),
+        1,
+        "usage once per turn: {}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains("[context: 1300 of 200000 tokens]"),
+        "{}",
+        r.dump()
+    );
 }
 
 #[test]

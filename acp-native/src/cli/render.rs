@@ -1,20 +1,23 @@
 //! Terminal rendering for `acp chat`: session updates, permission dialogs, the spinner.
 //!
-//! stdout carries the conversation (agent text, thoughts, plans, tool calls), or with
+//! Updates are folded into the shared conversation model (`acp_client::thread`: the same one
+//! the extension and the browser client use), and what each update changed is drawn from it.
+//! stdout carries the conversation only (agent text, thoughts, plans, tool calls), or with
 //! `--json` one JSON line per session update; stderr carries everything else (the input and
-//! permission prompts, notices, warnings, errors, the spinner). Every write goes through [`Ui`],
+//! permission prompts, notices, status lines such as the mode, commands and title, warnings,
+//! errors, the spinner). Every write goes through [`Ui`],
 //! which knows whether the cursor is at the start of a line, so blocks never start mid-line and
 //! the spinner only draws (on stderr, only when it is a terminal) on an empty line.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_client::display::{ensure_line, escape_line};
+use acp_client::thread::{Applied, Block as Content, Entry, Limits, Thread, ToolCall, ToolContent};
 use acp_core::RawValue;
 use agent_client_protocol_schema::v1 as s;
-use serde_json::Value;
 
 /// The shared terminal writer. Cheap to clone.
 #[derive(Clone)]
@@ -32,11 +35,14 @@ struct State {
     spinner: Option<Spinner>,
     at_line_start: bool,
     block: Block,
-    /// The tool calls seen (the newest [`MAX_TOOLS`]), by id.
-    tools: HashMap<String, Tool>,
-    /// Their ids, oldest first (with ids since replaced: see [`State::remember_tool`]).
-    tool_order: std::collections::VecDeque<String>,
+    /// The conversation, folded from the updates.
+    thread: Thread,
+    /// What was drawn of each tool call (the newest [`MAX_TOOLS`]), by entry number.
+    shown_tools: BTreeMap<u64, Shown>,
     last_plan: Option<Vec<(String, String)>>,
+    /// Status lines last shown on stderr (shown again only when they change).
+    last_commands: Option<String>,
+    last_title: Option<String>,
     last_output: Instant,
     terminal_output: Option<TerminalOutput>,
 }
@@ -52,15 +58,15 @@ enum Block {
     None,
     Message,
     Thought,
+    User,
 }
 
-struct Tool {
+/// What was drawn of a tool call.
+struct Shown {
     title: String,
-    kind: String,
     status: String,
-    /// A terminal embedded in the tool call: its final output is shown when the call ends
-    /// (unless the agent sent text output itself).
-    terminal: Option<String>,
+    /// A signature of the content drawn (it is drawn again when it changes).
+    content: Vec<(u8, usize, String)>,
 }
 
 /// Looks up the final output of a terminal by id (see [`Ui::set_terminal_output`]).
@@ -69,10 +75,10 @@ pub type TerminalOutput = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 const FRAMES: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// Longest tool output shown inline, in lines.
 const MAX_CONTENT_LINES: usize = 12;
-/// Tool calls remembered (for their titles and terminals); the oldest are forgotten.
+/// Tool calls whose drawing is remembered (to draw only what changes); the oldest are forgotten.
 const MAX_TOOLS: usize = 1024;
-/// Longest tool title remembered, in bytes.
-const MAX_TOOL_TITLE: usize = 1024;
+/// Bytes of conversation the renderer's thread keeps (older entries are dropped).
+const THREAD_BYTES: usize = 8 << 20;
 
 fn styled(on: bool, code: &str, text: &str) -> String {
     if on {
@@ -95,9 +101,13 @@ impl Ui {
                 spinner: None,
                 at_line_start: true,
                 block: Block::None,
-                tools: HashMap::new(),
-                tool_order: std::collections::VecDeque::new(),
+                thread: Thread::new(Limits {
+                    max_bytes: THREAD_BYTES,
+                }),
+                shown_tools: BTreeMap::new(),
                 last_plan: None,
+                last_commands: None,
+                last_title: None,
                 last_output: Instant::now(),
                 terminal_output: None,
             })),
@@ -196,15 +206,29 @@ impl Ui {
                 let line = styled(st.color_err, "2", &format!("[turn ended: {stop_reason}]"));
                 st.err_line(&line);
             }
+            // The context the agent last reported, once per turn, on stderr.
+            if let Some(u) = &st.thread.usage {
+                let cost = u
+                    .cost
+                    .as_ref()
+                    .map(|c| format!(", {:.4} {}", c.amount, c.currency))
+                    .unwrap_or_default();
+                let line = format!("[context: {} of {} tokens{cost}]", u.used, u.size);
+                st.status_line(&line);
+            }
         }
     }
 
-    /// Renders one `session/update` (its raw params). In the human view every string the agent
-    /// sent goes through [`sanitize`] first (no escape sequence reaches the terminal).
+    /// Renders one `session/update` (its raw params): folded into the thread, then what it
+    /// changed is drawn. In the human view every string the agent sent goes through
+    /// [`sanitize`] first (no escape sequence reaches the terminal).
     pub fn session_update(&self, params: Option<&RawValue>) {
         let mut st = self.lock();
         st.last_output = Instant::now();
         let raw = params.map_or("null", RawValue::get);
+        // Only what is shown is read; the rest of the message is skipped without being built,
+        // so a large update costs no more than its text (acp-client's thread).
+        let applied = st.thread.apply_json(raw);
         if st.json {
             st.clear_spinner();
             // The params as received (valid JSON, checked by the engine), on one line.
@@ -212,15 +236,9 @@ impl Ui {
             st.out_raw("\n");
             return;
         }
-        // Only what is shown is read (and sanitized as it is read); the rest of the message
-        // is skipped without being built, so a large update costs no more than its text.
-        match view::read(raw) {
-            Ok(update) => st.render(update),
-            Err(kind) => {
-                let kind = kind.map_or_else(|| "malformed".to_owned(), |k| k.0);
-                let line = styled(st.color_out, "2", &format!("[session update: {kind}]"));
-                st.block_line(&line);
-            }
+        match applied {
+            Ok(applied) => st.render(applied),
+            Err(_) => st.status_line("[session update: unreadable, skipped]"),
         }
     }
 
@@ -298,7 +316,7 @@ impl Ui {
 /// The wire name of a serde enum value (`allow_once`, `in_progress`...).
 fn enum_name<T: serde::Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
-        Ok(Value::String(s)) => s,
+        Ok(serde_json::Value::String(s)) => s,
         Ok(other) => other.to_string(),
         Err(_) => "?".to_string(),
     }
@@ -381,7 +399,7 @@ impl State {
     }
 
     fn tool_title(&self, call: &s::ToolCallUpdate) -> String {
-        let known = self.tools.get(&*call.tool_call_id.0);
+        let known = self.thread.tool(&call.tool_call_id.0).map(|(_, t)| t);
         let title = call
             .fields
             .title
@@ -399,6 +417,12 @@ impl State {
         }
     }
 
+    /// A dim status line on stderr (never part of the conversation on stdout).
+    fn status_line(&mut self, text: &str) {
+        let line = styled(self.color_err, "2", &sanitize(text));
+        self.err_line(&line);
+    }
+
     /// Streams text of a message or thought block.
     fn stream(&mut self, block: Block, text: &str) {
         if text.is_empty() {
@@ -408,6 +432,10 @@ impl State {
             self.newline();
             if block == Block::Thought && !self.color_out {
                 self.out_raw("(thinking) ");
+            }
+            if block == Block::User {
+                let mark = styled(self.color_out, "1", "> ");
+                self.out_raw(&mark);
             }
             self.block = block;
         }
@@ -419,59 +447,75 @@ impl State {
         self.out_raw(&text);
     }
 
-    fn render(&mut self, update: view::Update) {
-        match update {
-            view::Update::MessageChunk(c) => self.stream(Block::Message, &c.content.text()),
-            view::Update::ThoughtChunk(c) => self.stream(Block::Thought, &c.content.text()),
-            view::Update::UserChunk(c) => {
-                let line = styled(self.color_out, "1", &format!("> {}", c.content.text()));
-                self.block_line(&line);
-            }
-            view::Update::Plan(plan) => self.plan(plan),
-            view::Update::ToolCall(call) => self.tool_call(call),
-            view::Update::ToolCallUpdate(update) => self.tool_update(update),
-            view::Update::Mode(m) => {
-                let line = styled(
-                    self.color_out,
-                    "2",
-                    &format!("[mode: {}]", m.current_mode_id.0),
-                );
-                self.block_line(&line);
-            }
-            view::Update::Commands(c) => {
-                let mut names: Vec<String> = c
-                    .available_commands
-                    .items
-                    .iter()
-                    .map(|c| format!("/{}", c.name.0))
-                    .collect();
-                if c.available_commands.skipped > 0 {
-                    names.push(format!("(+{})", c.available_commands.skipped));
+    fn render(&mut self, applied: Applied) {
+        match applied {
+            Applied::Chunk {
+                entry,
+                started,
+                block,
+            } => {
+                let kind = match self.thread.entry(entry) {
+                    Some(Entry::Thought { .. }) => Block::Thought,
+                    Some(Entry::User { .. }) => Block::User,
+                    _ => Block::Message,
+                };
+                if started && self.block == kind {
+                    // A new message of the same kind: on a line of its own.
+                    self.newline();
+                    self.block = Block::None;
                 }
-                let line = styled(
-                    self.color_out,
-                    "2",
-                    &format!("[commands: {}]", names.join(" ")),
-                );
-                self.block_line(&line);
+                let text = content_text(&block);
+                self.stream(kind, &sanitize(&text));
             }
-            view::Update::Other(kind) => {
-                // Metadata updates (session info, usage, config...): one dim line.
-                let line = styled(self.color_out, "2", &format!("[{}]", kind.0));
-                self.block_line(&line);
+            Applied::Tool { entry, started } => self.tool(entry, started),
+            Applied::Plan => self.plan(),
+            Applied::Mode => {
+                if let Some(mode) = self.thread.current_mode.clone() {
+                    self.status_line(&format!("[mode: {mode}]"));
+                }
+            }
+            Applied::Commands => {
+                let mut names: Vec<String> = self
+                    .thread
+                    .commands
+                    .iter()
+                    .map(|c| format!("/{}", c.name))
+                    .collect();
+                if self.thread.commands_more > 0 {
+                    names.push(format!("(+{})", self.thread.commands_more));
+                }
+                let line = format!("[commands: {}]", names.join(" "));
+                if self.last_commands.as_ref() != Some(&line) {
+                    self.status_line(&line);
+                    self.last_commands = Some(line);
+                }
+            }
+            Applied::Info => {
+                if self.thread.title != self.last_title {
+                    self.last_title = self.thread.title.clone();
+                    if let Some(t) = self.last_title.clone() {
+                        self.status_line(&format!("[title: {}]", escape_line(&t)));
+                    }
+                }
+            }
+            // Shown at the end of the turn (usage) or not at all (config options: acp chat
+            // has no control for them yet).
+            Applied::Usage | Applied::ConfigOptions => {}
+            Applied::Ignored { kind } => {
+                self.status_line(&format!("[session update: {}]", escape_line(&kind)));
             }
         }
     }
 
-    fn plan(&mut self, plan: view::Plan) {
-        let mut entries: Vec<(String, String)> = plan
-            .entries
-            .items
-            .into_iter()
-            .map(|e| (e.content.0, e.status.0))
+    fn plan(&mut self) {
+        let mut entries: Vec<(String, String)> = self
+            .thread
+            .plan
+            .iter()
+            .map(|e| (sanitize(&e.content).into_owned(), e.status.clone()))
             .collect();
-        if plan.entries.skipped > 0 {
-            let more = format!("… {} more steps", plan.entries.skipped);
+        if self.thread.plan_more > 0 {
+            let more = format!("… {} more steps", self.thread.plan_more);
             entries.push((more, String::new()));
         }
         if self.last_plan.as_ref() == Some(&entries) {
@@ -481,6 +525,7 @@ impl State {
             let (mark, code) = match status {
                 "completed" => ("[x]", "32"),
                 "in_progress" => ("[~]", "33"),
+                "cancelled" | "failed" => ("[-]", "2"),
                 _ => ("[ ]", "0"),
             };
             styled(color, code, mark)
@@ -509,30 +554,6 @@ impl State {
         self.last_plan = Some(entries);
     }
 
-    /// Remembers a tool call (its title cut to [`MAX_TOOL_TITLE`]); beyond [`MAX_TOOLS`] the
-    /// oldest is forgotten (an agent inventing ids cannot grow this without bound).
-    fn remember_tool(&mut self, id: String, mut tool: Tool) {
-        if tool.title.len() > MAX_TOOL_TITLE {
-            let mut end = MAX_TOOL_TITLE;
-            while !tool.title.is_char_boundary(end) {
-                end -= 1;
-            }
-            tool.title.truncate(end);
-            tool.title.push('…');
-        }
-        if self.tools.insert(id.clone(), tool).is_none() {
-            self.tool_order.push_back(id);
-        }
-        while self.tools.len() > MAX_TOOLS {
-            match self.tool_order.pop_front() {
-                Some(old) => {
-                    self.tools.remove(&old);
-                }
-                None => break,
-            }
-        }
-    }
-
     fn status_text(&self, status: &str) -> String {
         let code = match status {
             "completed" => "32",
@@ -540,92 +561,75 @@ impl State {
             "in_progress" => "33",
             _ => "2",
         };
-        styled(self.color_out, code, status)
+        styled(self.color_out, code, &sanitize(status))
     }
 
-    fn tool_call(&mut self, call: view::ToolCall) {
-        let kind = call.kind.map_or_else(|| "other".to_owned(), |k| k.0);
-        let status = call.status.map_or_else(|| "pending".to_owned(), |s| s.0);
-        let content = call.content.unwrap_or_default();
-        let kind_part = if kind == "other" {
-            String::new()
-        } else {
-            format!(" ({kind})")
+    /// Draws what changed of tool call `entry` since it was last drawn.
+    fn tool(&mut self, entry: u64, started: bool) {
+        let Some(Entry::Tool(call)) = self.thread.entry(entry) else {
+            return;
         };
-        let line = format!(
-            "{} {}{kind_part} · {}",
-            styled(self.color_out, "36", "⚙"),
-            styled(self.color_out, "1", &call.title.0),
-            self.status_text(&status)
-        );
-        self.block_line(&line);
-        let tool = Tool {
-            title: call.title.0,
-            kind,
-            status,
-            terminal: terminal_of(&content.items),
-        };
-        self.remember_tool(call.tool_call_id.0, tool);
-        self.tool_contents(&content);
-    }
-
-    fn tool_update(&mut self, update: view::ToolCallUpdate) {
-        let id = update.tool_call_id.0;
-        let mut tool = self.tools.remove(&id).unwrap_or_else(|| Tool {
-            title: format!("tool call {id}"),
-            kind: "other".into(),
-            status: "pending".into(),
-            terminal: None,
-        });
-        if let Some(t) = update.content.as_ref().and_then(|c| terminal_of(&c.items)) {
-            tool.terminal = Some(t);
-        }
-        let has_title = update.title.is_some();
-        if let Some(t) = update.title {
-            tool.title = t.0;
-        }
-        if let Some(k) = update.kind {
-            tool.kind = k.0;
-        }
-        let changed = match update.status {
-            Some(st) => {
-                let changed = st.0 != tool.status;
-                tool.status = st.0;
-                changed
+        let call = call.clone();
+        let title = sanitize(&call.title).into_owned();
+        let signature = content_signature(&call);
+        let before = self.shown_tools.remove(&entry);
+        match &before {
+            None => {
+                let kind_part = if call.kind == "other" {
+                    String::new()
+                } else {
+                    format!(" ({})", sanitize(&call.kind))
+                };
+                let line = format!(
+                    "{} {}{kind_part} · {}",
+                    styled(self.color_out, "36", "⚙"),
+                    styled(self.color_out, "1", &title),
+                    self.status_text(&call.status)
+                );
+                self.block_line(&line);
             }
-            None => false,
-        };
-        let (title, status) = (tool.title.clone(), tool.status.clone());
-        let terminal = tool.terminal.clone();
-        self.remember_tool(id, tool);
-        if changed || has_title {
-            let line = format!("  ↳ {title} · {}", self.status_text(&status));
-            self.block_line(&line);
+            Some(b) if b.status != call.status || b.title != title => {
+                let line = format!("  ↳ {title} · {}", self.status_text(&call.status));
+                self.block_line(&line);
+            }
+            Some(_) => {}
         }
-        let mut has_text = false;
-        if let Some(content) = &update.content {
-            has_text = content
-                .items
-                .iter()
-                .any(|c| matches!(c, view::ToolContent::Content(_)));
-            self.tool_contents(content);
+        let content_changed = before.as_ref().is_none_or(|b| b.content != signature);
+        if content_changed || started {
+            self.tool_contents(&call);
         }
         // A finished call that only embedded a terminal: show what the terminal printed.
-        let finished = changed && (status == "completed" || status == "failed");
-        if let (true, false, Some(terminal)) = (finished, has_text, terminal) {
+        let finished_now = before.as_ref().is_some_and(|b| b.status != call.status)
+            && (call.status == "completed" || call.status == "failed");
+        let has_text = call
+            .content
+            .iter()
+            .any(|c| matches!(c, ToolContent::Content { .. }));
+        if let (true, false, Some(terminal)) = (finished_now, has_text, terminal_of(&call)) {
             let output = self.terminal_output.as_ref().and_then(|f| f(&terminal));
             if let Some(output) = output.filter(|o| !o.trim().is_empty()) {
                 self.text_lines(&output);
             }
         }
+        self.shown_tools.insert(
+            entry,
+            Shown {
+                title,
+                status: call.status.clone(),
+                content: signature,
+            },
+        );
+        while self.shown_tools.len() > MAX_TOOLS {
+            self.shown_tools.pop_first();
+        }
     }
 
-    fn tool_contents(&mut self, content: &view::Capped<view::ToolContent, MAX_TOOL_CONTENT>) {
-        for c in &content.items {
+    fn tool_contents(&mut self, call: &ToolCall) {
+        for c in &call.content {
             self.tool_content(c);
         }
-        if content.skipped > 0 {
-            let more = format!("    [+{} more content items]", content.skipped);
+        if call.content_more > 0 {
+            let more = format!("    [+{} more content items]", call.content_more);
             let line = styled(self.color_out, "2", &more);
             self.block_line(&line);
         }
@@ -650,10 +654,11 @@ impl State {
         }
     }
 
-    fn tool_content(&mut self, c: &view::ToolContent) {
+    fn tool_content(&mut self, c: &ToolContent) {
         match c {
-            view::ToolContent::Content(c) => {
-                let text = c.text();
+            ToolContent::Content { content } => {
+                let text = content_text(content);
+                let text = sanitize(&text);
                 let lines: Vec<&str> = text.lines().collect();
                 self.newline();
                 let bar = styled(self.color_out, "2", "│");
@@ -668,21 +673,22 @@ impl State {
                     ));
                 }
             }
-            view::ToolContent::Diff {
+            ToolContent::Diff {
                 path,
                 old_text,
                 new_text,
             } => {
                 let summary = diff_summary(old_text.as_deref(), new_text);
-                let line = format!("    diff {}: {summary}", path.0);
+                let line = format!("    diff {}: {summary}", sanitize(path));
                 let line = styled(self.color_out, "35", &line);
                 self.block_line(&line);
             }
-            view::ToolContent::Terminal(id) => {
-                let line = styled(self.color_out, "2", &format!("    [terminal {}]", id.0));
+            ToolContent::Terminal { terminal_id } => {
+                let line = format!("    [terminal {}]", sanitize(terminal_id));
+                let line = styled(self.color_out, "2", &line);
                 self.block_line(&line);
             }
-            view::ToolContent::Other => {
+            ToolContent::Unknown => {
                 let line = styled(self.color_out, "2", "    [content]");
                 self.block_line(&line);
             }
@@ -690,12 +696,45 @@ impl State {
     }
 }
 
-/// The id of the first terminal embedded in tool call content.
-fn terminal_of(content: &[view::ToolContent]) -> Option<String> {
-    content.iter().find_map(|c| match c {
-        view::ToolContent::Terminal(id) => Some(id.0.clone()),
+/// What a tool call's content is, cheaply: kind, size and path or id per item.
+fn content_signature(call: &ToolCall) -> Vec<(u8, usize, String)> {
+    call.content
+        .iter()
+        .map(|c| match c {
+            ToolContent::Content { content } => (
+                0,
+                content.text.as_ref().map_or(0, String::len),
+                content.kind.clone(),
+            ),
+            ToolContent::Diff { path, new_text, .. } => (1, new_text.len(), path.clone()),
+            ToolContent::Terminal { terminal_id } => (2, 0, terminal_id.clone()),
+            ToolContent::Unknown => (3, 0, String::new()),
+        })
+        .collect()
+}
+
+/// The id of the first terminal embedded in a tool call's content.
+fn terminal_of(call: &ToolCall) -> Option<String> {
+    call.content.iter().find_map(|c| match c {
+        ToolContent::Terminal { terminal_id } => Some(terminal_id.clone()),
         _ => None,
     })
+}
+
+/// A content block as text: its text, or `[kind detail]` (`[image image/png]`,
+/// `[resource_link file:///x]`…). Not sanitized.
+pub fn content_text(block: &Content) -> std::borrow::Cow<'_, str> {
+    if block.kind == "text" {
+        return block.text.as_deref().unwrap_or("").into();
+    }
+    let detail = block
+        .uri
+        .as_ref()
+        .or_else(|| block.resource.as_ref().map(|r| &r.uri))
+        .or(block.mime_type.as_ref())
+        .map(|d| format!(" {d}"))
+        .unwrap_or_default();
+    format!("[{}{detail}]", block.kind).into()
 }
 
 /// One line of JSON text: `raw` (valid JSON) with its line breaks and tabs removed. They can
@@ -708,9 +747,6 @@ fn one_line(raw: &str) -> std::borrow::Cow<'_, str> {
         raw.into()
     }
 }
-
-/// Tool content items shown per update (the rest are counted).
-const MAX_TOOL_CONTENT: usize = 64;
 
 /// `new file, 3 lines` or `+2 -1 lines`: counts of lines only in the new / old text.
 pub fn diff_summary(old: Option<&str>, new: &str) -> String {
@@ -739,290 +775,6 @@ pub fn diff_summary(old: Option<&str>, new: &str) -> String {
 /// parser without being built, and tagged unions are read in two steps (the tag, then the
 /// variant's fields, from the same borrowed text) rather than buffered: memory follows what is
 /// shown, not the size of the message.
-mod view {
-    use std::borrow::Cow;
-    use std::marker::PhantomData;
-
-    use acp_core::RawValue;
-    use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
-    use serde::Deserialize;
-
-    use super::sanitize;
-
-    /// A string from the agent, sanitized ([`sanitize`]) as it is read.
-    #[derive(Debug, Clone, Default, PartialEq, Eq)]
-    pub struct Clean(pub String);
-
-    impl<'de> Deserialize<'de> for Clean {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Clean, D::Error> {
-            let text = String::deserialize(d)?;
-            Ok(Clean(match sanitize(&text) {
-                Cow::Borrowed(_) => text,
-                Cow::Owned(clean) => clean,
-            }))
-        }
-    }
-
-    /// The first `N` items of an array; the others are skipped (counted, not built).
-    #[derive(Debug)]
-    pub struct Capped<T, const N: usize> {
-        pub items: Vec<T>,
-        pub skipped: usize,
-    }
-
-    impl<T, const N: usize> Default for Capped<T, N> {
-        fn default() -> Self {
-            Capped {
-                items: Vec::new(),
-                skipped: 0,
-            }
-        }
-    }
-
-    impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Capped<T, N> {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V<T, const N: usize>(PhantomData<T>);
-            impl<'de, T: Deserialize<'de>, const N: usize> Visitor<'de> for V<T, N> {
-                type Value = Capped<T, N>;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an array")
-                }
-                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                    let mut out = Capped::default();
-                    while out.items.len() < N {
-                        match seq.next_element::<T>()? {
-                            Some(item) => out.items.push(item),
-                            None => return Ok(out),
-                        }
-                    }
-                    while seq.next_element::<IgnoredAny>()?.is_some() {
-                        out.skipped += 1;
-                    }
-                    Ok(out)
-                }
-            }
-            d.deserialize_seq(V::<T, N>(PhantomData))
-        }
-    }
-
-    /// A session update, as shown.
-    pub enum Update {
-        MessageChunk(Chunk),
-        ThoughtChunk(Chunk),
-        UserChunk(Chunk),
-        Plan(Plan),
-        ToolCall(ToolCall),
-        ToolCallUpdate(ToolCallUpdate),
-        Mode(Mode),
-        Commands(Commands),
-        /// A known update shown as its kind only (session info, usage, config...).
-        Other(Clean),
-    }
-
-    /// Kinds of the schema shown as one `[kind]` line.
-    const SHOWN_AS_KIND: &[&str] = &[
-        "config_option_update",
-        "session_info_update",
-        "usage_update",
-        "notice",
-        "compaction_update",
-        "compaction_summary_chunk",
-    ];
-
-    #[derive(Deserialize)]
-    struct Notification<'a> {
-        #[serde(rename = "sessionId")]
-        _session_id: IgnoredAny,
-        #[serde(borrow)]
-        update: &'a RawValue,
-    }
-
-    #[derive(Deserialize)]
-    struct Tag<'a> {
-        #[serde(rename = "sessionUpdate", borrow)]
-        kind: Cow<'a, str>,
-    }
-
-    /// Reads a notification's params: its update, or the update's kind (if it could be read)
-    /// when it is malformed or unknown.
-    pub fn read(params: &str) -> Result<Update, Option<Clean>> {
-        let n: Notification = serde_json::from_str(params).map_err(|_| None)?;
-        let tag: Tag = serde_json::from_str(n.update.get()).map_err(|_| None)?;
-        let raw = n.update.get();
-        let kind = || Some(Clean(super::sanitize(&tag.kind).into_owned()));
-        fn parse<'a, T: Deserialize<'a>>(raw: &'a str) -> Result<T, ()> {
-            serde_json::from_str(raw).map_err(|_| ())
-        }
-        let update = match &*tag.kind {
-            "agent_message_chunk" => parse(raw).map(Update::MessageChunk),
-            "agent_thought_chunk" => parse(raw).map(Update::ThoughtChunk),
-            "user_message_chunk" => parse(raw).map(Update::UserChunk),
-            "plan" => parse(raw).map(Update::Plan),
-            "tool_call" => parse(raw).map(Update::ToolCall),
-            "tool_call_update" => parse(raw).map(Update::ToolCallUpdate),
-            "current_mode_update" => parse(raw).map(Update::Mode),
-            "available_commands_update" => parse(raw).map(Update::Commands),
-            k if SHOWN_AS_KIND.contains(&k) => Ok(Update::Other(Clean(k.to_owned()))),
-            _ => Err(()),
-        };
-        update.map_err(|()| kind())
-    }
-
-    #[derive(Deserialize)]
-    pub struct Chunk {
-        pub content: Content,
-    }
-
-    /// A content block: its text, or what it is (`[image/png]`, `[resource_link uri]`...).
-    #[derive(Deserialize)]
-    pub struct Content {
-        #[serde(rename = "type")]
-        kind: Clean,
-        #[serde(default)]
-        text: Option<Clean>,
-        #[serde(default)]
-        uri: Option<Clean>,
-        #[serde(default, rename = "mimeType")]
-        mime_type: Option<Clean>,
-        #[serde(default)]
-        resource: Option<Resource>,
-    }
-
-    #[derive(Deserialize)]
-    struct Resource {
-        #[serde(default)]
-        uri: Option<Clean>,
-    }
-
-    impl Content {
-        /// Its text, or `[kind detail]` for other blocks.
-        pub fn text(&self) -> Cow<'_, str> {
-            if self.kind.0 == "text" {
-                return Cow::Borrowed(self.text.as_ref().map_or("", |t| &t.0));
-            }
-            let detail = self
-                .uri
-                .as_ref()
-                .or_else(|| self.resource.as_ref().and_then(|r| r.uri.as_ref()))
-                .or(self.mime_type.as_ref())
-                .map(|d| format!(" {}", d.0))
-                .unwrap_or_default();
-            Cow::Owned(format!("[{}{detail}]", self.kind.0))
-        }
-    }
-
-    #[derive(Deserialize)]
-    pub struct Plan {
-        pub entries: Capped<PlanEntry, 256>,
-    }
-
-    #[derive(Deserialize)]
-    pub struct PlanEntry {
-        pub content: Clean,
-        pub status: Clean,
-    }
-
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct ToolCall {
-        pub tool_call_id: Clean,
-        pub title: Clean,
-        #[serde(default)]
-        pub kind: Option<Clean>,
-        #[serde(default)]
-        pub status: Option<Clean>,
-        #[serde(default)]
-        pub content: Option<Capped<ToolContent, { super::MAX_TOOL_CONTENT }>>,
-    }
-
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct ToolCallUpdate {
-        pub tool_call_id: Clean,
-        #[serde(default)]
-        pub title: Option<Clean>,
-        #[serde(default)]
-        pub kind: Option<Clean>,
-        #[serde(default)]
-        pub status: Option<Clean>,
-        #[serde(default)]
-        pub content: Option<Capped<ToolContent, { super::MAX_TOOL_CONTENT }>>,
-    }
-
-    /// One item of a tool call's content.
-    pub enum ToolContent {
-        Content(Content),
-        Diff {
-            path: Clean,
-            /// Not shown (only counted in lines): not sanitized.
-            old_text: Option<String>,
-            new_text: String,
-        },
-        Terminal(Clean),
-        Other,
-    }
-
-    impl<'de> Deserialize<'de> for ToolContent {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ToolContent, D::Error> {
-            use serde::de::Error;
-            #[derive(Deserialize)]
-            struct Item<'a> {
-                #[serde(rename = "type", borrow)]
-                kind: Cow<'a, str>,
-            }
-            #[derive(Deserialize)]
-            struct Wrapped {
-                content: Content,
-            }
-            #[derive(Deserialize)]
-            #[serde(rename_all = "camelCase")]
-            struct Diff {
-                path: Clean,
-                #[serde(default)]
-                old_text: Option<String>,
-                new_text: String,
-            }
-            #[derive(Deserialize)]
-            #[serde(rename_all = "camelCase")]
-            struct Terminal {
-                terminal_id: Clean,
-            }
-            let raw = <&RawValue>::deserialize(d)?;
-            let item: Item = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
-            let parsed = match &*item.kind {
-                "content" => serde_json::from_str::<Wrapped>(raw.get())
-                    .map(|w| ToolContent::Content(w.content)),
-                "diff" => serde_json::from_str::<Diff>(raw.get()).map(|d| ToolContent::Diff {
-                    path: d.path,
-                    old_text: d.old_text,
-                    new_text: d.new_text,
-                }),
-                "terminal" => serde_json::from_str::<Terminal>(raw.get())
-                    .map(|t| ToolContent::Terminal(t.terminal_id)),
-                _ => Ok(ToolContent::Other),
-            };
-            parsed.map_err(D::Error::custom)
-        }
-    }
-
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Mode {
-        pub current_mode_id: Clean,
-    }
-
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Commands {
-        pub available_commands: Capped<Command, 256>,
-    }
-
-    #[derive(Deserialize)]
-    pub struct Command {
-        pub name: Clean,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1036,52 +788,17 @@ mod tests {
 
     #[test]
     fn non_text_content_is_named() {
-        let content = |json: &str| serde_json::from_str::<view::Content>(json).unwrap();
+        let content = |json: &str| serde_json::from_str::<Content>(json).unwrap();
         let link = content(r#"{"type":"resource_link","uri":"file:///x","name":"x"}"#);
-        assert_eq!(link.text(), "[resource_link file:///x]");
+        assert_eq!(content_text(&link), "[resource_link file:///x]");
         let image = content(r#"{"type":"image","data":"AAAA","mimeType":"image/png"}"#);
-        assert_eq!(image.text(), "[image image/png]");
+        assert_eq!(content_text(&image), "[image image/png]");
         let resource = content(r#"{"type":"resource","resource":{"uri":"u","text":"t"}}"#);
-        assert_eq!(resource.text(), "[resource u]");
-        assert_eq!(content(r#"{"type":"text","text":"hi"}"#).text(), "hi");
-    }
-
-    /// Members the renderer does not show are skipped, wherever they are (beside the update,
-    /// inside it, inside content): they are not needed to read it, and arrays are cut.
-    #[test]
-    fn updates_are_read_without_what_is_not_shown() {
-        let junk = vec!["0"; 10_000].join(",");
-        let chunk = format!(
-            r#"{{"sessionId":"s","junk":[{junk}],"update":{{"junk":[{junk}],"sessionUpdate":"agent_message_chunk","content":{{"junk":[{junk}],"type":"text","text":"x\u001b[2J"}}}}}}"#
-        );
-        match view::read(&chunk) {
-            Ok(view::Update::MessageChunk(c)) => assert_eq!(c.content.text(), "x\u{241b}[2J"),
-            _ => panic!("not read as a message chunk"),
-        }
-        let items = vec![r#"{"type":"terminal","terminalId":"t"}"#; 1000].join(",");
-        let call = format!(
-            r#"{{"sessionId":"s","update":{{"sessionUpdate":"tool_call","toolCallId":"c","title":"T","rawInput":{{"a":[{junk}]}},"content":[{items}]}}}}"#
-        );
-        match view::read(&call) {
-            Ok(view::Update::ToolCall(c)) => {
-                let content = c.content.unwrap();
-                assert_eq!(content.items.len(), MAX_TOOL_CONTENT);
-                assert_eq!(content.skipped, 1000 - MAX_TOOL_CONTENT);
-            }
-            _ => panic!("not read as a tool call"),
-        }
-        // Unknown or malformed: the kind (sanitized) if it could be read.
-        let unknown = r#"{"sessionId":"s","update":{"sessionUpdate":"new\u001b[31m"}}"#;
+        assert_eq!(content_text(&resource), "[resource u]");
         assert_eq!(
-            view::read(unknown).err(),
-            Some(Some(view::Clean("new\u{241b}[31m".into())))
+            content_text(&content(r#"{"type":"text","text":"hi"}"#)),
+            "hi"
         );
-        let malformed = r#"{"sessionId":"s","update":{"sessionUpdate":"plan"}}"#;
-        assert_eq!(
-            view::read(malformed).err(),
-            Some(Some(view::Clean("plan".into())))
-        );
-        assert_eq!(view::read(r#"{"update":{}}"#).err(), Some(None));
         assert_eq!(one_line("{\"a\" :\t[1,\r\n2]}"), "{\"a\" :[1,2]}");
     }
 }
@@ -1117,8 +834,5 @@ mod sanitize_tests {
             sanitize("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m"),
             "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m"
         );
-        // Strings of an update are sanitized as they are read.
-        let title: view::Clean = serde_json::from_str(r#""\u001b[1mok\u0007""#).unwrap();
-        assert_eq!(title.0, "\u{241b}[1mok\u{fffd}");
     }
 }
