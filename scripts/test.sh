@@ -45,6 +45,7 @@ step browser scripts/test-browser.sh
 step vscode scripts/test-vscode.sh
 step fuzz-short scripts/fuzz-short.sh
 step bench-short scripts/bench.sh --short
+step real-agents scripts/test-real-agents.sh
 step interop-rust-sdk scripts/interop-rust-sdk.sh
 
 echo
