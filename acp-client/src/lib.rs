@@ -19,6 +19,7 @@
 //!   shown is exactly what runs, control and bidi characters escaped).
 //! - [`env`]: the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
+//! - [`restart`]: restarting a crashed agent (backoff, crash budget, circuit breaker).
 //! - [`terminal`]: the `terminal/create` question: checks and the text every face shows.
 //! - [`thread`]: the conversation: `session/update`s folded into a saved, versioned thread
 //!   that every face renders from.
@@ -27,6 +28,7 @@ pub mod auth;
 pub mod display;
 pub mod env;
 pub mod permission;
+pub mod restart;
 pub mod terminal;
 pub mod thread;
 pub mod writes;

@@ -138,3 +138,43 @@ fn auth_cases() {
         check("auth.json", &case, json!(got));
     }
 }
+
+#[test]
+fn restart_cases() {
+    use acp_client::restart::{CrashBudget, RestartPolicy};
+    use std::time::Duration;
+    let file = "restart.json";
+    let mut cases = table(file);
+    let bless = std::env::var_os("ACP_BLESS").is_some();
+    for case in &mut cases {
+        let policy: RestartPolicy = if case["policy"].is_null() {
+            RestartPolicy::default()
+        } else {
+            serde_json::from_value(case["policy"].clone()).expect("policy")
+        };
+        let mut budget = CrashBudget::new(policy);
+        let mut got = Vec::new();
+        for step in case["steps"].as_array().expect("steps") {
+            if let Some(at) = step.get("crashAtMs") {
+                let at = Duration::from_millis(at.as_u64().expect("ms"));
+                got.push(json!(budget.record_crash(at)));
+            } else if step.get("reset").is_some() {
+                budget.reset();
+                got.push(Value::Null);
+            } else {
+                panic!("unknown step {step}");
+            }
+        }
+        let got = json!(got);
+        if bless {
+            case["expect"] = got;
+        } else {
+            check(file, case, got);
+        }
+    }
+    if bless {
+        let path = format!("{}/../tests/client/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = serde_json::to_string_pretty(&json!({ "cases": cases })).unwrap();
+        std::fs::write(path, text + "\n").unwrap();
+    }
+}
