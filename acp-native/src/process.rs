@@ -55,23 +55,9 @@ const STDERR_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
 /// Host variables passed to children by [`EnvPolicy::default`]: what a program needs to find
 /// tools, locate its config and print text correctly, and nothing that usually holds a secret.
-/// A trailing `*` matches a prefix.
-pub const DEFAULT_ENV_ALLOWLIST: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "LC_*",
-    "TERM",
-    "COLORTERM",
-    "NO_COLOR",
-    "TMPDIR",
-    "TZ",
-    "XDG_*",
-];
+/// A trailing `*` matches a prefix. The list is the shared client policy's
+/// ([`acp_client::env::DEFAULT_ALLOWLIST`]), the same in the VS Code extension.
+pub use acp_client::env::DEFAULT_ALLOWLIST as DEFAULT_ENV_ALLOWLIST;
 
 /// Which host environment variables a child inherits, plus explicit variables.
 ///
