@@ -12,25 +12,23 @@ import { ClientRouter } from "./bridges/router";
 import { TerminalManager } from "./bridges/terminal";
 import { AgentConnection, AgentStartError, describeExit } from "./protocol/agent";
 import { loadEngine, type EngineModule } from "./protocol/engine";
+import { ClientPolicy } from "./protocol/policy";
 import type { TraceSink } from "./protocol/log";
 import type { AgentSpec, ExitInfo } from "./protocol/process";
-import type { EnvPolicy } from "./protocol/env";
+import { envPolicyFrom, type EnvPolicy } from "./protocol/env";
 import { CrashBudget } from "./protocol/supervisor";
 import type { SessionNotification, ToolCallContent } from "./protocol/types";
 import { CHAT_VIEW_ID, ChatViewProvider } from "./ui/chatView";
 import { DIFF_SCHEME, DiffContentProvider } from "./ui/diff";
 import { VsCodeDocumentHost } from "./ui/documentHost";
-import { VsCodePermissionPrompter, VsCodeTerminalApprover } from "./ui/prompter";
+import { VsCodePermissionPrompter, VsCodeTerminalApprover, VsCodeWriteApprover } from "./ui/prompter";
 import { PseudoterminalFactory } from "./ui/terminalDisplay";
 import type { HostToWebview, SessionInfo, WebviewToHost } from "./webview/messages";
 
 type State = "stopped" | "starting" | "ready" | "crashed" | "failed";
 
 const cfg = () => vscode.workspace.getConfiguration("acp");
-const envPolicy = (): EnvPolicy => ({
-  passthrough: cfg().get<string[]>("env.passthrough", []).filter((n) => typeof n === "string" && n.length > 0),
-  inheritAll: cfg().get<boolean>("env.inheritAll", false),
-});
+const workspaceFolders = () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
 
 export class AcpContext implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
@@ -45,6 +43,10 @@ export class AcpContext implements vscode.Disposable {
   private readonly coalescer: Coalescer<TaggedUpdate>;
   private readonly budget: CrashBudget;
   private engine: EngineModule | undefined;
+  /** acp-client's decisions, from the engine (loaded on first use). */
+  private readonly policy = new ClientPolicy(() => this.loadEngineOnce());
+  /** session/cancel was sent for the current turn (a `cancelled` permission answer sends it once). */
+  private turnCancelled = false;
 
   private state: State = "stopped";
   private stateDetail = "";
@@ -76,9 +78,11 @@ export class AcpContext implements vscode.Disposable {
       () => ({
         useShell: cfg().get<boolean>("terminal.useShell", false),
         approval: cfg().get<string>("terminal.approval", "ask") === "allow" ? "allow" : "ask",
-        envPolicy: envPolicy(),
+        envPolicy: this.envPolicy(),
+        workspaceFolders: workspaceFolders(),
       }),
       this.log,
+      this.policy,
       new VsCodeTerminalApprover(),
     );
     this.own({ dispose: () => this.terminals.disposeAll() });
@@ -86,10 +90,16 @@ export class AcpContext implements vscode.Disposable {
       new VsCodePermissionPrompter(),
       () => ({ autoApprove: cfg().get<boolean>("permissions.autoApprove", false) }),
       this.log,
+      this.policy,
+      (sessionId) => this.cancelTurn(sessionId),
     );
-    this.fsBridge = new FsBridge(new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true)), () => ({
-      allowWritesOutsideWorkspace: cfg().get<boolean>("fs.allowWritesOutsideWorkspace", false),
-    }));
+    this.fsBridge = new FsBridge(
+      new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true)),
+      () => ({ allowWritesOutsideWorkspace: cfg().get<boolean>("fs.allowWritesOutsideWorkspace", false) }),
+      this.policy,
+      new VsCodeWriteApprover(this.diffs),
+      this.log,
+    );
     this.coalescer = new Coalescer<TaggedUpdate>(
       (items) => this.chat.post({ type: "updates", updates: items.map((i) => i.update) }),
       mergeSessionUpdates,
@@ -102,6 +112,20 @@ export class AcpContext implements vscode.Disposable {
     syncTrace();
     this.own(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration("acp.trace.raw") && syncTrace()));
     this.setState("stopped", "not started");
+  }
+
+  /** The environment policy from the user's settings (acp-client's allowlist + passthrough). */
+  private envPolicy(): EnvPolicy {
+    const { ignored, ...policy } = envPolicyFrom(this.policy, cfg().get<unknown[]>("env.passthrough", []), cfg().get<boolean>("env.inheritAll", false));
+    if (ignored.length) this.log.warn(`acp.env.passthrough: ignoring ${ignored.map((n) => JSON.stringify(n)).join(", ")} (not a variable name or NAME_PREFIX*)`);
+    return policy;
+  }
+
+  /** Sends session/cancel for the session once per turn (before a `cancelled` permission answer). */
+  private cancelTurn(sessionId: string): void {
+    if (this.turnCancelled && this.session?.sessionId === sessionId) return;
+    if (this.session?.sessionId === sessionId) this.turnCancelled = true;
+    this.conn?.cancel(sessionId);
   }
 
   private own<T extends vscode.Disposable>(d: T): T {
@@ -216,7 +240,7 @@ export class AcpContext implements vscode.Disposable {
       const permissionTimeout = cfg().get<number>("permissions.timeoutSeconds", 600);
       const cwd = spec.cwd ?? this.workspaceCwd();
       const conn = await AgentConnection.start(
-        { ...spec, cwd, envPolicy: envPolicy() },
+        { ...spec, cwd, envPolicy: this.envPolicy() },
         {
           engine,
           engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },
@@ -348,6 +372,7 @@ export class AcpContext implements vscode.Disposable {
   async prompt(text: string): Promise<void> {
     if (this.busy) return;
     this.setBusy(true);
+    this.turnCancelled = false;
     try {
       const { conn, session } = await this.ensureSession();
       this.chat.post({ type: "userPrompt", text });
@@ -364,6 +389,7 @@ export class AcpContext implements vscode.Disposable {
 
   cancel(): void {
     if (this.conn && this.session) {
+      this.turnCancelled = true;
       this.conn.cancel(this.session.sessionId);
       this.log.info("cancel requested by the user");
     }

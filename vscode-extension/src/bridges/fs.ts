@@ -2,14 +2,29 @@
 //
 // Reads return the open buffer's text when the file is open in the editor (unsaved edits
 // included), else the file on disk; `line` is 1-based and `limit` counts lines. Writes go through
-// the DocumentHost (a WorkspaceEdit in VS Code, so they are undoable) and are confined to the
-// workspace folders unless the user allowed writes elsewhere. Paths are compared after resolving
-// symlinks, so a link inside the workspace cannot be used to write outside it.
+// the DocumentHost (a WorkspaceEdit in VS Code, so they are undoable).
+//
+// Both are confined to the workspace folders unless the user set
+// `acp.fs.allowWritesOutsideWorkspace` (which lifts the confinement of reads too). Paths are
+// compared after resolving symlinks, dangling ones included (a link to a file that does not
+// exist yet is followed to where the write would create it), so a link inside the workspace
+// cannot be used to read or write outside it.
+//
+// Writes that change what runs (acp-client's `classify`, through the wasm engine: `.git/**`,
+// `.vscode/**`, shell rc files, `.envrc`, executables...; tests/client/writes.json) are asked
+// about, whatever the agent was allowed before: the classification is of the *real* path, with
+// the file's facts (exists, executable bits). The WriteApprover shows the path and why, can
+// show the change (old vs new text) and ask again; only "allow" writes. A refusal, or no one to
+// ask, answers -32603 `permission denied` (data.reason `permission_denied`) and touches
+// nothing. So an executable keeps its mode only if the user allowed writing it.
 //
 // Architecture Invariant: this file does not import `vscode`.
 
 import * as fsp from "node:fs/promises";
 import * as path from "node:path";
+import { CancellationSource, type CancellationToken } from "../protocol/cancellation";
+import type { Logger } from "../protocol/log";
+import type { ClientPolicy, FileFacts, WriteReason } from "../protocol/policy";
 import { ErrorCodes, RequestError, type ReadTextFileResponse } from "../protocol/types";
 
 export interface DocumentHost {
@@ -22,8 +37,39 @@ export interface DocumentHost {
 }
 
 export interface FsSettings {
+  /** Reads and writes outside the workspace folders are allowed. */
   allowWritesOutsideWorkspace: boolean;
 }
+
+/** A write that needs the user's question. */
+export interface SensitiveWrite {
+  /** The path the agent asked for. */
+  path: string;
+  /** The real path the write reaches (symlinks resolved): what the user is asked about. */
+  realPath: string;
+  reason: WriteReason;
+  /** Why, in words (acp-client's `describeWriteReason`). */
+  why: string;
+  exists: boolean;
+  executable: boolean;
+  /** The current text (the open buffer, else the file), null for a new file. */
+  oldText: string | null;
+  newText: string;
+}
+
+export type WriteDecision = "allow" | "review" | "refuse";
+
+/** The UI side of sensitive writes (a modal and the diff editor in VS Code). */
+export interface WriteApprover {
+  /** Asks once: "allow" writes, "review" shows the change then asks again, "refuse" (or a
+   *  dismissed question) refuses. */
+  ask(write: SensitiveWrite, token: CancellationToken): Promise<WriteDecision>;
+  /** Shows the change (old vs new text). */
+  review(write: SensitiveWrite): Promise<void>;
+}
+
+/** Old text shown in a review: larger files are not read into the question. */
+const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
 
 /** Lines [line, line+limit) of `text`, 1-based, keeping line endings. */
 export function sliceLines(text: string, line?: number | null, limit?: number | null): string {
@@ -40,25 +86,32 @@ export function isInside(folder: string, target: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
 
-/** The real path of `p`, resolving symlinks of its longest existing ancestor. */
-export async function realPathOfMaybeMissing(p: string): Promise<string> {
-  const rest: string[] = [];
-  let cur = path.resolve(p);
-  for (;;) {
-    try {
-      const real = await fsp.realpath(cur);
-      return path.join(real, ...rest.reverse());
-    } catch {
-      const parent = path.dirname(cur);
-      if (parent === cur) return path.resolve(p);
-      rest.push(path.basename(cur));
-      cur = parent;
-    }
+/**
+ * The real path `p` reaches: symlinks resolved, those of its longest existing ancestor and
+ * dangling ones too (a link to a missing file is followed to where writing it would create the
+ * file). At most 40 links are followed (then the path is refused, like the OS's ELOOP).
+ */
+export async function realPathOfMaybeMissing(p: string, links = { left: 40 }): Promise<string> {
+  const abs = path.resolve(p);
+  try {
+    return await fsp.realpath(abs);
+  } catch {
+    /* missing somewhere, or a dangling link */
   }
+  const st = await fsp.lstat(abs).catch(() => undefined);
+  if (st?.isSymbolicLink()) {
+    if (links.left-- <= 0) throw new RequestError(ErrorCodes.InvalidParams, `too many symbolic links: ${p}`, { path: p });
+    const target = await fsp.readlink(abs);
+    return realPathOfMaybeMissing(path.resolve(path.dirname(abs), target), links);
+  }
+  const parent = path.dirname(abs);
+  if (parent === abs) return abs;
+  return path.join(await realPathOfMaybeMissing(parent, links), path.basename(abs));
 }
 
 function requireAbsolute(method: string, p: unknown): string {
   if (typeof p !== "string" || p.length === 0) throw new RequestError(ErrorCodes.InvalidParams, `${method}: path missing`);
+  if (p.includes("\0")) throw new RequestError(ErrorCodes.InvalidParams, `${method}: path contains a NUL byte`);
   if (!path.isAbsolute(p)) throw new RequestError(ErrorCodes.InvalidParams, `${method}: path must be absolute: ${p}`);
   return path.normalize(p);
 }
@@ -75,6 +128,9 @@ export class FsBridge {
   constructor(
     private readonly host: DocumentHost,
     private readonly settings: () => FsSettings,
+    private readonly policy: ClientPolicy,
+    private readonly approver: WriteApprover | undefined,
+    private readonly log: Logger,
   ) {}
 
   async readTextFile(params: unknown): Promise<ReadTextFileResponse> {
@@ -82,6 +138,7 @@ export class FsBridge {
     const file = requireAbsolute("fs/read_text_file", p.path);
     const line = optionalCount("fs/read_text_file", "line", p.line);
     const limit = optionalCount("fs/read_text_file", "limit", p.limit);
+    await this.confine("fs/read_text_file", "read", file);
     let text = this.host.openDocumentText(file);
     if (text === undefined) {
       try {
@@ -95,11 +152,12 @@ export class FsBridge {
     return { content: sliceLines(text, line, limit) };
   }
 
-  async writeTextFile(params: unknown): Promise<Record<string, never>> {
+  async writeTextFile(params: unknown, token: CancellationToken = new CancellationSource().token): Promise<Record<string, never>> {
     const p = (params ?? {}) as { path?: unknown; content?: unknown };
     const file = requireAbsolute("fs/write_text_file", p.path);
     if (typeof p.content !== "string") throw new RequestError(ErrorCodes.InvalidParams, "fs/write_text_file: content must be a string");
-    await this.checkWritable(file);
+    const real = await this.confine("fs/write_text_file", "write", file);
+    await this.askIfSensitive(file, real, p.content, token);
     try {
       await this.host.applyWrite(file, p.content);
     } catch (e) {
@@ -108,19 +166,86 @@ export class FsBridge {
     return {};
   }
 
-  async checkWritable(file: string): Promise<void> {
-    if (this.settings().allowWritesOutsideWorkspace) return;
-    const folders = this.host.workspaceFolders();
+  /** The real path of `file`, refused (-32602) outside the workspace folders unless allowed. */
+  async confine(method: string, what: "read" | "write", file: string): Promise<string> {
     const real = await realPathOfMaybeMissing(file);
+    if (this.settings().allowWritesOutsideWorkspace) return real;
+    const folders = this.host.workspaceFolders();
     for (const f of folders) {
       const realFolder = await realPathOfMaybeMissing(f);
-      if (isInside(realFolder, real)) return;
+      if (isInside(realFolder, real)) return real;
     }
     throw new RequestError(
       ErrorCodes.InvalidParams,
       folders.length === 0
-        ? `refusing to write ${file}: no workspace folder is open (setting acp.fs.allowWritesOutsideWorkspace)`
-        : `refusing to write ${file}: outside the workspace folders (setting acp.fs.allowWritesOutsideWorkspace)`,
+        ? `${method}: refusing to ${what} ${file}: no workspace folder is open (setting acp.fs.allowWritesOutsideWorkspace)`
+        : `${method}: refusing to ${what} ${file}: outside the workspace folders (setting acp.fs.allowWritesOutsideWorkspace)`,
+      { path: file, resolved: real },
     );
+  }
+
+  /** Asks the user about a write acp-client classifies `ask`; throws the refusal. */
+  private async askIfSensitive(file: string, real: string, newText: string, token: CancellationToken): Promise<void> {
+    const facts = await factsOf(real);
+    const cls = this.policy.classifyWrite(real, facts);
+    if (cls.class === "ordinary") return;
+    const why = this.policy.describeWriteReason(cls.reason);
+    const refuse = (asked: boolean) =>
+      new RequestError(
+        ErrorCodes.InternalError,
+        asked
+          ? `permission denied: the user did not allow writing ${real} (${why})`
+          : `permission denied: writing ${real} needs the user's permission and no one can be asked (${why})`,
+        { reason: "permission_denied", path: file, resolved: real, sensitive: cls.reason, why },
+      );
+    if (!this.approver) {
+      this.log.warn(`fs/write_text_file ${real} refused: ${why}; no one to ask`);
+      throw refuse(false);
+    }
+    const write: SensitiveWrite = {
+      path: file,
+      realPath: real,
+      reason: cls.reason,
+      why,
+      ...facts,
+      oldText: facts.exists ? await this.currentText(file, real) : null,
+      newText,
+    };
+    for (;;) {
+      if (token.isCancellationRequested) throw refuse(true);
+      const d = await this.approver.ask(write, token);
+      if (token.isCancellationRequested) throw refuse(true);
+      if (d === "allow") {
+        this.log.info(`fs/write_text_file ${real}: allowed by the user (${why})`);
+        return;
+      }
+      if (d !== "review") {
+        this.log.info(`fs/write_text_file ${real}: refused by the user (${why})`);
+        throw refuse(true);
+      }
+      await this.approver.review(write);
+    }
+  }
+
+  private async currentText(file: string, real: string): Promise<string> {
+    const open = this.host.openDocumentText(file) ?? this.host.openDocumentText(real);
+    if (open !== undefined) return open;
+    try {
+      const st = await fsp.stat(real);
+      if (st.size > MAX_REVIEW_BYTES) return `(not shown: the file is ${st.size} bytes)`;
+      return await fsp.readFile(real, "utf8");
+    } catch (e) {
+      return `(not shown: ${(e as Error).message})`;
+    }
+  }
+}
+
+/** What acp-client's classification needs to know of the file at `real`. */
+export async function factsOf(real: string): Promise<FileFacts> {
+  try {
+    const st = await fsp.stat(real);
+    return { exists: true, executable: st.isFile() && (st.mode & 0o111) !== 0 };
+  } catch {
+    return { exists: false, executable: false };
   }
 }

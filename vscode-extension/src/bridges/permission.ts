@@ -1,21 +1,26 @@
 // Permission requests: turning the agent's `session/request_permission` into a prompt built
 // from the agent's own options, and the user's answer back into a validated outcome.
 //
-// Policy (documented in README.md):
-// - The dialog offers exactly the agent's options, in the agent's order.
-// - Dismissing the dialog (Escape / close) answers with the agent's `reject_once` option when it
-//   offered one (the user did not approve this call; the turn goes on), else `cancelled`.
-//   `reject_always` is never chosen implicitly: it would persist a rule the user never picked.
+// What is answered without asking, and what a dismissed question answers, is decided by
+// acp-client (through the wasm engine: ClientPolicy; tests/client/permission.json is the case
+// table), never here:
+// - Auto-approval (`acp.permissions.autoApprove`) picks `allow_once`, never `allow_always`; when
+//   the agent offers no `allow_once`, the user is asked.
+// - No options: nothing can be chosen, so the turn is cancelled: `session/cancel` is sent for the
+//   session first (once per turn), then the request is answered `cancelled`.
+// - Dismissing the dialog (Escape / close) answers the agent's `reject_once` option (the user
+//   did not approve this call; the turn goes on), else the turn is cancelled as above.
+//   `reject_always` is never chosen implicitly.
 // - session/cancel, the permission timeout, the agent dying and the window closing answer
 //   `cancelled`: the engine does that itself and this bridge's token fires, closing the prompt.
-// - Auto-approval happens only when the user enabled `acp.permissions.autoApprove`, and then only
-//   with an `allow_once` option, never `allow_always`.
+// The dialog offers exactly the agent's options, in the agent's order.
 //
 // Architecture Invariant: this file does not import `vscode`; VS Code UI plugs in as a
 // PermissionPrompter.
 
 import { type CancellationToken, whenCancelled } from "../protocol/cancellation";
 import type { Logger } from "../protocol/log";
+import type { ClientPolicy, PermissionDecision } from "../protocol/policy";
 import {
   ErrorCodes,
   type PermissionOption,
@@ -50,14 +55,8 @@ export interface PermissionPrompter {
 
 export const MAX_DIALOG_BUTTONS = 4;
 
-const KIND_LABEL: Record<string, string> = {
-  allow_once: "allow once",
-  allow_always: "allow always",
-  reject_once: "reject once",
-  reject_always: "reject always",
-};
-
-/** Checks the request's shape; throws InvalidParams when it cannot be prompted for. */
+/** Checks the request's shape; throws InvalidParams when it cannot be answered. An empty
+ *  `options` is valid: the answer is then `cancelled` (acp-client's rule). */
 export function validateRequest(params: unknown): RequestPermissionRequest {
   const p = params as RequestPermissionRequest | undefined;
   if (!p || typeof p !== "object" || typeof p.sessionId !== "string") {
@@ -66,12 +65,12 @@ export function validateRequest(params: unknown): RequestPermissionRequest {
   if (!p.toolCall || typeof p.toolCall !== "object" || typeof p.toolCall.toolCallId !== "string") {
     throw new RequestError(ErrorCodes.InvalidParams, "session/request_permission: toolCall missing");
   }
-  if (!Array.isArray(p.options) || p.options.length === 0) {
-    throw new RequestError(ErrorCodes.InvalidParams, "session/request_permission: no options to choose from");
+  if (!Array.isArray(p.options)) {
+    throw new RequestError(ErrorCodes.InvalidParams, "session/request_permission: options must be an array");
   }
   const seen = new Set<string>();
   for (const o of p.options) {
-    if (!o || typeof o.optionId !== "string" || typeof o.name !== "string" || !(o.kind in KIND_LABEL)) {
+    if (!o || typeof o.optionId !== "string" || typeof o.name !== "string" || typeof o.kind !== "string") {
       throw new RequestError(ErrorCodes.InvalidParams, `session/request_permission: malformed option ${JSON.stringify(o)}`);
     }
     if (seen.has(o.optionId)) {
@@ -82,7 +81,9 @@ export function validateRequest(params: unknown): RequestPermissionRequest {
   return p;
 }
 
-export function buildPromptModel(req: RequestPermissionRequest, maxButtons = MAX_DIALOG_BUTTONS): PermissionPromptModel {
+/** The prompt for a request. `closeId`: the option a dismissal answers (the close affordance),
+ *  from acp-client's `dismissedPermission`. */
+export function buildPromptModel(req: RequestPermissionRequest, closeId?: string, maxButtons = MAX_DIALOG_BUTTONS): PermissionPromptModel {
   const tc = req.toolCall;
   const title = tc.title?.trim() || `tool call ${tc.toolCallId}`;
   const lines: string[] = [];
@@ -94,10 +95,9 @@ export function buildPromptModel(req: RequestPermissionRequest, maxButtons = MAX
     else if (c.type === "content" && c.content.type === "text") lines.push(clip(c.content.text, 300));
   }
   if (tc.rawInput !== undefined && tc.rawInput !== null) lines.push(`Input: ${clip(safeJson(tc.rawInput), 300)}`);
-  const closeId = dismissalOptionId(req.options);
   const items = req.options.map((o) => ({
     optionId: o.optionId,
-    label: o.name.trim() || KIND_LABEL[o.kind] || o.kind,
+    label: o.name.trim() || o.kind.replace(/_/g, " "),
     kind: o.kind,
     isCloseAffordance: o.optionId === closeId,
   }));
@@ -109,29 +109,12 @@ export function buildPromptModel(req: RequestPermissionRequest, maxButtons = MAX
   };
 }
 
-/** The option a dismissal stands for: the first `reject_once`, if any. */
-export function dismissalOptionId(options: PermissionOption[]): string | undefined {
-  return options.find((o) => o.kind === "reject_once")?.optionId;
-}
-
-export function dismissalOutcome(options: PermissionOption[]): RequestPermissionOutcome {
-  const id = dismissalOptionId(options);
-  return id === undefined ? { outcome: "cancelled" } : { outcome: "selected", optionId: id };
-}
-
 /** The outcome for a choice the prompter returned; an id the agent did not offer is refused. */
-export function outcomeForChoice(options: PermissionOption[], optionId: string | undefined): RequestPermissionOutcome {
-  if (optionId === undefined) return dismissalOutcome(options);
+export function outcomeForChoice(options: PermissionOption[], optionId: string): RequestPermissionOutcome {
   if (!options.some((o) => o.optionId === optionId)) {
     throw new Error(`chosen optionId ${JSON.stringify(optionId)} is not one the agent offered`);
   }
   return { outcome: "selected", optionId };
-}
-
-/** Auto-approval: the first `allow_once` option, if any. */
-export function autoApproveOutcome(options: PermissionOption[]): RequestPermissionOutcome | undefined {
-  const o = options.find((x) => x.kind === "allow_once");
-  return o ? { outcome: "selected", optionId: o.optionId } : undefined;
 }
 
 export interface PermissionSettings {
@@ -143,33 +126,46 @@ export class PermissionBridge {
     private readonly prompter: PermissionPrompter,
     private readonly settings: () => PermissionSettings,
     private readonly log: Logger,
+    private readonly policy: ClientPolicy,
+    /** Sends `session/cancel` for the session (once per turn), before a `cancelled` answer. */
+    private readonly cancelTurn: (sessionId: string) => void,
   ) {}
 
   async handle(params: unknown, token: CancellationToken): Promise<RequestPermissionResponse> {
     const req = validateRequest(params);
     if (token.isCancellationRequested) return { outcome: { outcome: "cancelled" } };
-    if (this.settings().autoApprove) {
-      const auto = autoApproveOutcome(req.options);
-      if (auto) {
-        this.log.info(`permission auto-approved (acp.permissions.autoApprove): ${JSON.stringify(auto)}`);
-        return { outcome: auto };
-      }
-    }
-    const model = buildPromptModel(req);
+    const mode = this.settings().autoApprove ? "allow_once" : "ask";
+    const decided = this.policy.decidePermission(req.options, mode);
+    if (decided.answer !== "ask") return this.answer(req, decided, `automatic (${mode})`);
+    const dismissal = this.policy.dismissedPermission(req.options);
+    const model = buildPromptModel(req, dismissal.answer === "select" ? dismissal.optionId : undefined);
     const cancelled = whenCancelled(token).then(() => "cancelled" as const);
     const answer = await Promise.race([this.prompter.prompt(model, token).then((id) => ({ id })), cancelled]);
     if (answer === "cancelled" || token.isCancellationRequested) {
       this.log.info("permission prompt closed: request cancelled");
       return { outcome: { outcome: "cancelled" } };
     }
+    if (answer.id === undefined) return this.answer(req, dismissal, "dialog dismissed");
     try {
       const outcome = outcomeForChoice(req.options, answer.id);
-      this.log.info(`permission answered: ${JSON.stringify(outcome)}${answer.id === undefined ? " (dialog dismissed)" : ""}`);
+      this.log.info(`permission answered: ${JSON.stringify(outcome)}`);
       return { outcome };
     } catch (e) {
-      this.log.error(`permission prompt returned an invalid choice: ${(e as Error).message}; answering cancelled`);
-      return { outcome: { outcome: "cancelled" } };
+      this.log.error(`permission prompt returned an invalid choice: ${(e as Error).message}; answering as dismissed`);
+      return this.answer(req, dismissal, "invalid choice");
     }
+  }
+
+  /** Answers a decision made without the user's pick. */
+  private answer(req: RequestPermissionRequest, d: PermissionDecision, why: string): RequestPermissionResponse {
+    if (d.answer === "select") {
+      this.log.info(`permission answered ${d.optionId} (${d.kind}): ${why}`);
+      return { outcome: { outcome: "selected", optionId: d.optionId } };
+    }
+    const reason = d.answer === "cancelled" ? d.reason : "ask";
+    this.log.info(`permission answered cancelled (${reason}): ${why}; sending session/cancel first`);
+    this.cancelTurn(req.sessionId);
+    return { outcome: { outcome: "cancelled" } };
   }
 }
 

@@ -29,7 +29,7 @@ export class ClientRouter implements IncomingHandler {
       case "fs/read_text_file":
         return this.need(this.b.fs, method).readTextFile(params);
       case "fs/write_text_file":
-        return this.need(this.b.fs, method).writeTextFile(params);
+        return this.need(this.b.fs, method).writeTextFile(params, token);
       case "terminal/create":
         return this.need(this.b.terminal, method).create(params, token);
       case "terminal/output":

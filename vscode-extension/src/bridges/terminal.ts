@@ -1,18 +1,34 @@
 // terminal/* requests: real processes, shown in the editor's terminal panel through a
 // TerminalDisplay (a Pseudoterminal in VS Code).
 //
+// - Checked first: a `cwd` must be absolute and inside the workspace folders (symlinks
+//   resolved), like `acp chat`'s terminals; then acp-client's question (through the wasm
+//   engine: ClientPolicy.terminalQuestion; tests/client/terminal.json) refuses invalid env
+//   names and NUL bytes with its message (-32602) and gives the text the user is shown: the
+//   command line on one line with every agent-supplied field escaped, the variables the request
+//   adds or changes with their values, warnings.
+// - A permission decision before anything runs (`acp.terminal.approval`: `ask` shows the
+//   question; a refusal answers -32603 `permission denied`, data.reason `permission_denied`).
 // - No shell: `command` and `args` go to the OS as they are, unless the user set
-//   `acp.terminal.useShell`, in which case the command line runs under /bin/sh -c.
-// - Output is kept as bytes. With `outputByteLimit`, the oldest bytes are dropped first and the
-//   retained output starts at a UTF-8 character boundary (never in the middle of a character).
+//   `acp.terminal.useShell`, in which case the command line runs under /bin/sh -c (and the
+//   question shows exactly that).
+// - A command that cannot be started answers the request with an error (-32602 for a command
+//   not found or not executable, like `acp chat`), not a terminal that "exited 127".
+// - Output is kept as bytes, at most `outputByteLimit` or 16 MiB (acp chat's cap), whichever is
+//   smaller: the oldest bytes are dropped first and the retained output starts at a UTF-8
+//   character boundary. Chunks are kept in a list, never copied per chunk.
 // - Each terminal runs in its own process group; kill signals the whole group.
+// - Unknown (or released, or another session's) terminal ids answer -32002 (resource not found).
 //
 // Architecture Invariant: this file does not import `vscode`.
 
-import { explicitEnv, type EnvPolicy } from "../protocol/env";
+import * as fsp from "node:fs/promises";
+import * as path from "node:path";
+import { explicitEnv, type EnvPolicy, NO_HOST_ENV } from "../protocol/env";
 import { spawn, type ChildProcess } from "node:child_process";
 import { CancellationSource, type CancellationToken } from "../protocol/cancellation";
 import type { Logger } from "../protocol/log";
+import type { ClientPolicy, CommandQuestion, CommandRequest } from "../protocol/policy";
 import {
   type CreateTerminalRequest,
   ErrorCodes,
@@ -20,31 +36,71 @@ import {
   type TerminalExitStatus,
   type TerminalOutputResponse,
 } from "../protocol/types";
+import { isInside, realPathOfMaybeMissing } from "./fs";
 
-/** Output bytes with an optional limit; truncation drops from the front at a character boundary. */
+/** The most output kept per terminal, whatever the request asks (`acp chat`'s default). */
+export const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+/** Output bytes with a limit; the oldest are dropped first, at a character boundary. Chunks are
+ *  kept as they came (a list), so appending never copies what is already kept. */
 export class OutputBuffer {
-  private buf: Buffer = Buffer.alloc(0);
+  private chunks: Buffer[] = [];
+  private size = 0;
   truncated = false;
-  constructor(readonly limit?: number) {}
+  readonly limit: number;
+  constructor(limit: number = MAX_OUTPUT_BYTES) {
+    this.limit = Math.max(0, Math.min(limit, MAX_OUTPUT_BYTES));
+  }
 
   append(chunk: Uint8Array): void {
-    this.buf = this.buf.length === 0 ? Buffer.from(chunk) : Buffer.concat([this.buf, chunk]);
-    if (this.limit !== undefined && this.buf.length > this.limit) {
-      let start = this.buf.length - this.limit;
-      // Skip UTF-8 continuation bytes (10xxxxxx) so the kept bytes start at a character.
-      while (start < this.buf.length && (this.buf[start]! & 0xc0) === 0x80) start++;
-      this.buf = this.buf.subarray(start);
-      this.truncated = true;
+    if (chunk.length === 0) return;
+    // Only the last `limit` bytes of a chunk larger than the limit can be kept.
+    const take = chunk.length > this.limit ? chunk.subarray(chunk.length - this.limit) : chunk;
+    if (take.length < chunk.length) this.truncated = true;
+    if (take.length > 0) {
+      this.chunks.push(Buffer.from(take));
+      this.size += take.length;
+    }
+    if (this.size <= this.limit && take.length === chunk.length) return;
+    let drop = this.size - this.limit;
+    this.truncated = true;
+    // Whole chunks first, then part of the first one.
+    while (drop > 0 && this.chunks.length > 0 && this.chunks[0]!.length <= drop) {
+      drop -= this.chunks[0]!.length;
+      this.size -= this.chunks.shift()!.length;
+    }
+    if (drop > 0 && this.chunks.length > 0) {
+      this.chunks[0] = this.chunks[0]!.subarray(drop);
+      this.size -= drop;
+    }
+    // Skip UTF-8 continuation bytes (10xxxxxx) so the kept bytes start at a character.
+    while (this.chunks.length > 0) {
+      const first = this.chunks[0]!;
+      let i = 0;
+      while (i < first.length && (first[i]! & 0xc0) === 0x80) i++;
+      if (i === 0) break;
+      this.size -= i;
+      if (i === first.length) this.chunks.shift();
+      else {
+        this.chunks[0] = first.subarray(i);
+        break;
+      }
     }
   }
 
   get byteLength(): number {
-    return this.buf.length;
+    return this.size;
+  }
+
+  /** How many chunks are held (for tests: the list stays bounded by what is kept). */
+  get chunkCount(): number {
+    return this.chunks.length;
   }
 
   /** The retained output as text (a character cut at the *end* by a pending write is replaced). */
   text(): string {
-    return this.buf.toString("utf8");
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks, this.size)];
+    return this.chunks.length === 0 ? "" : this.chunks[0]!.toString("utf8");
   }
 }
 
@@ -58,16 +114,15 @@ export interface TerminalDisplayFactory {
   create(title: string, onInput: (data: string) => void): TerminalDisplay;
 }
 
-/** What the user is asked before an agent's command runs. */
+/** What the user is asked before an agent's command runs: acp-client's question. */
 export interface TerminalApprovalRequest {
   sessionId: string;
-  command: string;
-  args: string[];
-  cwd?: string;
-  /** Names of the extra variables the request sets (values can be long or secret). */
-  envNames: string[];
-  /** The command line, quoted for reading. */
-  commandLine: string;
+  /** Title, command line, directory, env changes and warnings (every field on one line). */
+  question: CommandQuestion;
+  /** The directory the command runs in (the request's, or the default one). */
+  directory: string | undefined;
+  /** The command line runs under /bin/sh -c (acp.terminal.useShell). */
+  shell: boolean;
 }
 
 /** The UI's side of a terminal permission decision (a modal in VS Code). */
@@ -81,8 +136,13 @@ export interface TerminalSettings {
   /** "ask" (default): every terminal/create goes through the approver; "allow": the user
    *  allowed every command in settings. With "ask" and no approver, commands are refused. */
   approval?: "ask" | "allow";
-  /** Which host variables commands get (default: the allowlist only). */
+  /** Which host variables commands get (none without a policy). */
   envPolicy?: EnvPolicy;
+  /** The host environment the policy filters (default: the extension host's). */
+  hostEnv?: NodeJS.ProcessEnv;
+  /** Absolute paths of the workspace folders: a `cwd` must lie inside one of them, and the
+   *  first is the default directory. None: a request naming a `cwd` is refused. */
+  workspaceFolders?: readonly string[];
   killGraceMs?: number;
 }
 
@@ -104,6 +164,7 @@ export class TerminalManager {
     private readonly displays: TerminalDisplayFactory | undefined,
     private readonly settings: () => TerminalSettings,
     private readonly log: Logger,
+    private readonly policy: ClientPolicy,
     private readonly approver?: TerminalApprover,
   ) {}
 
@@ -111,61 +172,116 @@ export class TerminalManager {
     return this.terms.size;
   }
 
-  /** `terminal/create`: validated at once, then a permission decision, then the process. */
-  create(params: unknown, token?: CancellationToken): Promise<{ terminalId: string }> {
+  /** `terminal/create`: validated, a permission decision, then the process. */
+  async create(params: unknown, token?: CancellationToken): Promise<{ terminalId: string }> {
     const req = params as CreateTerminalRequest;
-    if (!req || typeof req.command !== "string" || req.command.length === 0) {
-      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: command missing");
+    if (!req || typeof req !== "object" || typeof req.sessionId !== "string") {
+      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: sessionId missing");
     }
-    if (typeof req.sessionId !== "string") throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: sessionId missing");
-    const args = Array.isArray(req.args) ? req.args.map(String) : [];
-    const limit = typeof req.outputByteLimit === "number" && req.outputByteLimit >= 0 ? req.outputByteLimit : undefined;
-    const decision = this.decide(req, args, token);
-    return decision.then((ok) => {
-      if (!ok) {
-        const line = [req.command, ...args].map(shellQuote).join(" ");
-        this.log.info(`terminal/create refused by the user: ${line}`);
-        throw new RequestError(ErrorCodes.InternalError, `permission denied: the user did not allow running ${line}`, {
-          reason: "permission_denied",
-        });
-      }
-      return this.start(req, args, limit);
-    });
-  }
-
-  private decide(req: CreateTerminalRequest, args: string[], token?: CancellationToken): Promise<boolean> {
-    if (this.settings().approval === "allow") return Promise.resolve(true);
-    if (!this.approver) return Promise.resolve(false);
-    return this.approver.approve(
-      {
-        sessionId: req.sessionId,
+    if (typeof req.command !== "string") throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: command missing");
+    const args = req.args ?? [];
+    if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) {
+      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: args must be an array of strings");
+    }
+    const env = req.env ?? [];
+    if (!Array.isArray(env) || !env.every((v) => v && typeof v.name === "string" && typeof v.value === "string")) {
+      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: env must be an array of {name, value} strings");
+    }
+    if (req.cwd !== undefined && req.cwd !== null && typeof req.cwd !== "string") {
+      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: cwd must be a string");
+    }
+    const limit = typeof req.outputByteLimit === "number" && req.outputByteLimit >= 0 ? req.outputByteLimit : MAX_OUTPUT_BYTES;
+    const settings = this.settings();
+    // What runs: the command as given, or its command line under sh -c.
+    const shown: CommandRequest = settings.useShell
+      ? { command: "/bin/sh", args: ["-c", [req.command, ...args.map(shellQuote)].join(" ")], cwd: req.cwd ?? null, env }
+      : { command: req.command, args, cwd: req.cwd ?? null, env };
+    const q = this.policy.terminalQuestion(shown, this.userEnv());
+    if ("invalid" in q) {
+      const message = this.policy.terminalInvalidMessage(shown) ?? `invalid request (${q.invalid.reason})`;
+      throw new RequestError(ErrorCodes.InvalidParams, `terminal/create: ${message}`, { ...q.invalid });
+    }
+    const question = q.question;
+    const directory = await this.directory(req.cwd ?? undefined, settings.workspaceFolders ?? []);
+    const ok = await this.decide(req.sessionId, question, directory, settings.useShell, token);
+    if (!ok) {
+      this.log.info(`terminal/create refused by the user: ${question.commandLine}`);
+      throw new RequestError(ErrorCodes.InternalError, `permission denied: the user did not allow running ${question.commandLine}`, {
+        reason: "permission_denied",
         command: req.command,
         args,
-        cwd: req.cwd ?? undefined,
-        envNames: (req.env ?? []).map((v) => v.name),
-        commandLine: [req.command, ...args].map(shellQuote).join(" "),
-      },
-      token ?? new CancellationSource().token,
+        cwd: req.cwd ?? null,
+      });
+    }
+    return this.start(req.sessionId, shown, question.commandLine, directory, limit);
+  }
+
+  /** The variables a command gets without the request's `env` (what the question compares to). */
+  private userEnv(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const settings = this.settings();
+    for (const [k, v] of Object.entries(explicitEnv(settings.hostEnv ?? process.env, settings.envPolicy ?? NO_HOST_ENV))) {
+      if (v !== undefined) out[k] = v;
+    }
+    return out;
+  }
+
+  /** The directory to run in: the request's (absolute, inside a workspace folder once symlinks
+   *  are resolved, existing), else the first workspace folder. */
+  private async directory(cwd: string | undefined, folders: readonly string[]): Promise<string | undefined> {
+    if (cwd === undefined) return folders[0];
+    if (!path.isAbsolute(cwd)) throw new RequestError(ErrorCodes.InvalidParams, `terminal/create: cwd must be absolute: ${cwd}`, { cwd });
+    let real: string;
+    try {
+      real = await fsp.realpath(cwd);
+    } catch (e) {
+      throw new RequestError(ErrorCodes.InvalidParams, `terminal/create: cwd ${cwd}: ${(e as Error).message}`, { cwd });
+    }
+    for (const f of folders) {
+      if (isInside(await realPathOfMaybeMissing(f), real)) return real;
+    }
+    throw new RequestError(
+      ErrorCodes.InvalidParams,
+      folders.length === 0
+        ? `terminal/create: cwd ${cwd} refused: no workspace folder is open`
+        : `terminal/create: cwd ${cwd} is outside the workspace folders`,
+      { cwd },
     );
   }
 
-  private start(req: CreateTerminalRequest, args: string[], limit: number | undefined): Promise<{ terminalId: string }> {
+  private decide(
+    sessionId: string,
+    question: CommandQuestion,
+    directory: string | undefined,
+    shell: boolean,
+    token?: CancellationToken,
+  ): Promise<boolean> {
+    if (this.settings().approval === "allow") return Promise.resolve(true);
+    if (!this.approver) return Promise.resolve(false);
+    return this.approver.approve({ sessionId, question, directory, shell }, token ?? new CancellationSource().token);
+  }
+
+  private async start(sessionId: string, run: CommandRequest, label: string, cwd: string | undefined, limit: number): Promise<{ terminalId: string }> {
     const extra: Record<string, string> = {};
-    for (const v of req.env ?? []) extra[v.name] = v.value;
-    const env = explicitEnv(process.env, this.settings().envPolicy, extra);
-    const useShell = this.settings().useShell;
-    const [file, argv] = useShell ? ["/bin/sh", ["-c", [req.command, ...args.map(shellQuote)].join(" ")]] : [req.command, args];
-    const id = `term-${this.next++}`;
-    const child = spawn(file, argv, {
-      cwd: req.cwd ?? undefined,
+    for (const v of run.env ?? []) extra[v.name] = v.value;
+    const settings = this.settings();
+    const env = explicitEnv(settings.hostEnv ?? process.env, settings.envPolicy ?? NO_HOST_ENV, extra);
+    const child = spawn(run.command, run.args ?? [], {
+      cwd,
       env,
       shell: false,
       detached: true,
       stdio: ["pipe", "pipe", "pipe"],
     });
+    // Started, or the request's error: a command that cannot run is not a terminal.
+    await new Promise<void>((resolve, reject) => {
+      child.once("spawn", resolve);
+      child.once("error", (err: NodeJS.ErrnoException) => reject(spawnError(run.command, err)));
+    });
+    const id = `term-${this.next++}`;
     const output = new OutputBuffer(limit);
     let resolveExit!: (s: TerminalExitStatus) => void;
-    const term: Term = { id, sessionId: req.sessionId, child, output, exited: new Promise((r) => (resolveExit = r)) };
+    const term: Term = { id, sessionId, child, output, exited: new Promise((r) => (resolveExit = r)) };
     const finish = (status: TerminalExitStatus) => {
       if (term.exit) return;
       term.exit = status;
@@ -180,21 +296,16 @@ export class TerminalManager {
     child.stdout!.on("data", onData);
     child.stderr!.on("data", onData);
     child.stdin!.on("error", () => {});
-    child.on("error", (err) => {
-      const msg = `failed to start ${req.command}: ${err.message}\n`;
-      output.append(Buffer.from(msg));
-      term.display?.write(msg);
-      finish({ exitCode: 127, signal: null });
-    });
+    child.on("error", (err) => this.log.warn(`terminal ${id}: ${err.message}`));
     // "close" (not "exit"): all output has been read by then.
     child.on("close", (code, signal) => finish({ exitCode: code, signal: signal ?? null }));
-    const title = [req.command, ...args].join(" ");
-    term.display = this.displays?.create(`ACP: ${title.length > 40 ? `${title.slice(0, 40)}…` : title}`, (data) => {
+    // The panel's tab shows the question's command line (agent text escaped, on one line).
+    term.display = this.displays?.create(`ACP: ${label.length > 40 ? `${label.slice(0, 40)}…` : label}`, (data) => {
       if (!term.exit) child.stdin?.write(data);
     });
     this.terms.set(id, term);
-    this.log.info(`terminal ${id}: ${useShell ? "sh -c " : ""}${JSON.stringify([req.command, ...args])} cwd=${req.cwd ?? "(inherit)"}`);
-    return Promise.resolve({ terminalId: id });
+    this.log.info(`terminal ${id}: ${JSON.stringify([run.command, ...(run.args ?? [])])} cwd=${cwd ?? "(inherit)"}`);
+    return { terminalId: id };
   }
 
   output(params: unknown): TerminalOutputResponse {
@@ -252,7 +363,9 @@ export class TerminalManager {
     const p = params as { terminalId?: unknown; sessionId?: unknown } | undefined;
     const t = typeof p?.terminalId === "string" ? this.terms.get(p.terminalId) : undefined;
     if (!t || t.sessionId !== p?.sessionId) {
-      throw new RequestError(ErrorCodes.InvalidParams, `${method}: unknown terminalId ${JSON.stringify(p?.terminalId)}`);
+      throw new RequestError(ErrorCodes.ResourceNotFound, `${method}: unknown terminalId ${JSON.stringify(p?.terminalId)}`, {
+        terminalId: p?.terminalId ?? null,
+      });
     }
     return t;
   }
@@ -270,6 +383,18 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+/** The request's error for a command that could not be started (as `acp chat` answers it). */
+function spawnError(command: string, err: NodeJS.ErrnoException): RequestError {
+  if (err.code === "ENOENT") {
+    return new RequestError(ErrorCodes.InvalidParams, `command not found: \`${command}\``, { command });
+  }
+  if (err.code === "EACCES" || err.code === "EISDIR" || err.code === "ENOEXEC") {
+    return new RequestError(ErrorCodes.InvalidParams, `cannot execute \`${command}\`: ${err.message}`, { command });
+  }
+  return new RequestError(ErrorCodes.InternalError, `failed to start \`${command}\`: ${err.message}`, { command });
+}
+
+/** A POSIX sh word for `s` (for the command line acp.terminal.useShell runs under /bin/sh -c). */
 export function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }

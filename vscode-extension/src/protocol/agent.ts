@@ -5,6 +5,8 @@
 
 import { AcpClient, type Clock, type IncomingHandler, realClock } from "./client";
 import type { ConnectionOptions, EngineModule } from "./engine";
+import { invalidEnvNames } from "./env";
+import { ClientPolicy } from "./policy";
 import type { Logger, TraceSink } from "./log";
 import { AgentProcess, type AgentSpec, type ExitInfo } from "./process";
 import type {
@@ -69,6 +71,16 @@ export class AgentConnection {
   }
 
   static async start(spec: AgentSpec, o: StartOptions): Promise<AgentConnection> {
+    const policy = new ClientPolicy(() => o.engine);
+    const badNames = invalidEnvNames(policy, spec.env);
+    if (badNames.length > 0) {
+      throw new AgentStartError(
+        `${spec.name}: invalid environment variable name${badNames.length > 1 ? "s" : ""} ${badNames.map((n) => JSON.stringify(n)).join(", ")} in its env (names must match [A-Za-z_][A-Za-z0-9_]*)`,
+        "",
+      );
+    }
+    // Without a policy the agent gets acp-client's allowlist of host variables, nothing more.
+    spec = { ...spec, envPolicy: spec.envPolicy ?? { allowlist: policy.envAllowlist(), passthrough: [], inheritAll: false } };
     const engine = new o.engine.AcpConnection("client", o.engineOptions);
     let client: AcpClient | undefined;
     const proc = new AgentProcess(spec, {

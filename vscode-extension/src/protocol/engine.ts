@@ -1,11 +1,13 @@
 // The TypeScript face of the acp-wasm engine (acp-wasm/API.md). Everything protocol-shaped
-// (framing, correlation, timeouts, permission auto-cancel) happens inside the engine; this file
-// only names its API so the rest of the extension is typed against it, and loads the package.
+// (framing, correlation, timeouts, permission auto-cancel) happens inside the engine, and the
+// client's decisions are its exports too (policy.ts); this file only names its API so the rest
+// of the extension is typed against it, and loads the package.
 //
 // Architecture Invariant: nothing under src/protocol imports `vscode`.
 
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { POLICY_EXPORTS, type PolicyModule } from "./policy";
 
 export type Role = "client" | "agent";
 
@@ -72,7 +74,8 @@ export interface EngineConnection {
   free(): void;
 }
 
-export interface EngineModule {
+/** The package: the connection class, and the client's decisions (policy.ts). */
+export interface EngineModule extends PolicyModule {
   AcpConnection: new (role: Role, options?: ConnectionOptions) => EngineConnection;
 }
 
@@ -122,8 +125,10 @@ export function loadEngine(extensionRoot: string): { module: EngineModule; dir: 
     if (!entry) continue;
     // A non-literal require: esbuild leaves it to Node at run time.
     const module = require(entry) as EngineModule;
-    if (typeof module.AcpConnection !== "function") {
-      throw new EngineNotFoundError(`${entry} does not export AcpConnection`);
+    for (const name of ["AcpConnection", ...POLICY_EXPORTS] as const) {
+      if (typeof module[name] !== "function") {
+        throw new EngineNotFoundError(`${entry} does not export ${name}: rebuild it with scripts/build-wasm.sh`);
+      }
     }
     return { module, dir };
   }

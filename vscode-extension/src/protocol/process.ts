@@ -4,7 +4,7 @@
 // Architecture Invariant: this file does not import `vscode`.
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { explicitEnv, type EnvPolicy } from "./env";
+import { NO_HOST_ENV, explicitEnv, type EnvPolicy } from "./env";
 
 export interface AgentSpec {
   name: string;
@@ -12,7 +12,8 @@ export interface AgentSpec {
   args: string[];
   env?: Record<string, string>;
   cwd?: string;
-  /** Which host variables the agent gets (default: the allowlist only). */
+  /** Which host variables the agent gets. AgentConnection.start defaults it to acp-client's
+   *  allowlist; an AgentProcess started without one gets no host variable at all. */
   envPolicy?: EnvPolicy;
 }
 
@@ -67,7 +68,7 @@ export class AgentProcess {
     };
     this.child = spawn(spec.command, spec.args, {
       cwd: spec.cwd,
-      env: explicitEnv(process.env, spec.envPolicy, spec.env),
+      env: explicitEnv(process.env, spec.envPolicy ?? NO_HOST_ENV, spec.env),
       shell: false,
       detached: true, // own process group: stop() signals the whole group
       stdio: ["pipe", "pipe", "pipe"],

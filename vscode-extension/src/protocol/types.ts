@@ -101,7 +101,8 @@ export interface SessionNotification { sessionId: SessionId; update: SessionUpda
 export type StopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
 export interface PromptResponse { stopReason: StopReason }
 
-export type PermissionOptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+/** Kinds this version does not know are kept (shown, never chosen automatically). */
+export type PermissionOptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always" | (string & {});
 export interface PermissionOption { optionId: string; name: string; kind: PermissionOptionKind }
 export interface RequestPermissionRequest {
   sessionId: SessionId;

@@ -13,7 +13,7 @@ export class DiffContentProvider implements vscode.TextDocumentContentProvider {
     return this.docs.get(uri.query) ?? "";
   }
 
-  async open(filePath: string, oldText: string | null | undefined, newText: string): Promise<void> {
+  async open(filePath: string, oldText: string | null | undefined, newText: string, what = "agent's proposed change"): Promise<void> {
     const id = this.next++;
     const base = vscode.Uri.from({ scheme: DIFF_SCHEME, path: filePath.startsWith("/") ? filePath : `/${filePath}` });
     const left = base.with({ query: `${id}-old` });
@@ -21,6 +21,6 @@ export class DiffContentProvider implements vscode.TextDocumentContentProvider {
     this.docs.set(`${id}-old`, oldText ?? "");
     this.docs.set(`${id}-new`, newText);
     const name = filePath.split(/[\\/]/).pop() ?? filePath;
-    await vscode.commands.executeCommand("vscode.diff", left, right, `${name} (agent's proposed change)`, { preview: true });
+    await vscode.commands.executeCommand("vscode.diff", left, right, `${name} (${what})`, { preview: true });
   }
 }

@@ -1,10 +1,14 @@
 // The VS Code face of permission prompts: a modal warning dialog whose buttons are the agent's
-// options, or a modal (ignoreFocusOut) QuickPick when there are more options than fit.
+// options, or a modal (ignoreFocusOut) QuickPick when there are more options than fit; the
+// terminal/create question (acp-client's text) and the sensitive-write question (path, why,
+// Review changes / Allow write / Refuse).
 
 import * as vscode from "vscode";
 import type { PermissionPromptModel, PermissionPrompter } from "../bridges/permission";
 import type { CancellationToken } from "../protocol/cancellation";
 import type { TerminalApprovalRequest, TerminalApprover } from "../bridges/terminal";
+import type { SensitiveWrite, WriteApprover, WriteDecision } from "../bridges/fs";
+import type { DiffContentProvider } from "./diff";
 
 interface OptionItem extends vscode.MessageItem {
   optionId: string;
@@ -54,22 +58,82 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
   }
 }
 
-/** The VS Code face of terminal permission decisions: a modal naming the exact command. */
+/** The lines of the terminal question's modal, from acp-client's question (every
+ *  agent-supplied field is already escaped and on one line there). */
+export function terminalQuestionDetail(r: TerminalApprovalRequest): string {
+  const q = r.question;
+  const lines = [
+    q.title,
+    "",
+    `Command (${r.shell ? "run by /bin/sh -c" : "run without a shell"}): ${q.commandLine}`,
+    `Directory: ${q.cwd ?? `${r.directory ?? "(the editor's)"} (the default)`}`,
+  ];
+  if (q.env.length) {
+    lines.push(`Environment set by the agent (values in the first line): ${q.env.map((e) => `${e.name} (${e.change})`).join(", ")}`);
+  }
+  for (const w of q.warnings) lines.push(`Warning: ${w}`);
+  return lines.join("\n");
+}
+
+/** The VS Code face of terminal permission decisions: a modal with acp-client's question. */
 export class VsCodeTerminalApprover implements TerminalApprover {
   async approve(r: TerminalApprovalRequest, token: CancellationToken): Promise<boolean> {
     const sub = token.onCancellationRequested(() => {
       void vscode.window.showInformationMessage("ACP: the agent withdrew its command; your answer will be ignored.");
     });
     try {
-      const detail = [
-        `Command (run without a shell): ${r.commandLine}`,
-        `Directory: ${r.cwd ?? "(the agent's default)"}`,
-        ...(r.envNames.length ? [`Extra environment variables: ${r.envNames.join(", ")}`] : []),
-      ].join("\n");
-      const picked = await vscode.window.showWarningMessage("The agent wants to run a command", { modal: true, detail }, "Run");
+      const picked = await vscode.window.showWarningMessage(
+        "The agent wants to run a command",
+        { modal: true, detail: terminalQuestionDetail(r) },
+        "Run",
+      );
       return picked === "Run" && !token.isCancellationRequested;
     } finally {
       sub.dispose();
     }
+  }
+}
+
+interface WriteItem extends vscode.MessageItem {
+  decision: WriteDecision;
+}
+
+/** The lines of the sensitive-write modal. */
+export function writeQuestionDetail(w: SensitiveWrite): string {
+  const lines = [`File: ${w.realPath}`];
+  if (w.realPath !== w.path) lines.push(`(the agent asked for ${w.path}, which leads there)`);
+  lines.push(`Why this needs your permission: ${w.why}`);
+  lines.push(w.exists ? `The file exists${w.executable ? " and is executable: it stays executable if you allow this" : ""}.` : "The file would be created.");
+  return lines.join("\n");
+}
+
+/** The VS Code face of sensitive writes: a modal (Review changes / Allow write / Refuse; Escape
+ *  refuses) and VS Code's diff editor for the review. */
+export class VsCodeWriteApprover implements WriteApprover {
+  constructor(private readonly diffs: DiffContentProvider) {}
+
+  async ask(w: SensitiveWrite, token: CancellationToken): Promise<WriteDecision> {
+    const sub = token.onCancellationRequested(() => {
+      void vscode.window.showInformationMessage("ACP: the agent withdrew its write; your answer will be ignored.");
+    });
+    try {
+      const items: WriteItem[] = [
+        { title: "Review changes", decision: "review" },
+        { title: "Allow write", decision: "allow" },
+        { title: "Refuse", decision: "refuse", isCloseAffordance: true },
+      ];
+      const picked = await vscode.window.showWarningMessage(
+        "The agent wants to write a file that can change what runs",
+        { modal: true, detail: writeQuestionDetail(w) },
+        ...items,
+      );
+      return picked?.decision ?? "refuse";
+    } finally {
+      sub.dispose();
+    }
+  }
+
+  async review(w: SensitiveWrite): Promise<void> {
+    await this.diffs.open(w.realPath, w.oldText, w.newText, "agent's write: review before allowing");
   }
 }

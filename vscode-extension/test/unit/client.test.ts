@@ -14,7 +14,7 @@ import { AcpClient, RpcError, type IncomingHandler } from "../../src/protocol/cl
 import type { AcpEvent, EngineConnection, EngineModule } from "../../src/protocol/engine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
 import { RequestError, type SessionNotification } from "../../src/protocol/types";
-import { extensionRoot, tryEngine } from "./engine-helpers";
+import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
 
 const { engine, entry, skip } = tryEngine();
 const E = engine as EngineModule;
@@ -239,14 +239,16 @@ function setup(choice: string | undefined | "never", env: Record<string, string>
     onPermission?.();
     return origPrompt(m, t);
   };
+  let running: AgentConnection | undefined;
+  const cancelTurn = (sid: string) => running?.cancel(sid);
   const handler = new ClientRouter({
-    permission: new PermissionBridge(prompter, () => ({ autoApprove: false }), nullLogger),
-    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false })),
+    permission: new PermissionBridge(prompter, () => ({ autoApprove: false }), nullLogger, testPolicy(), (sid) => cancelTurn(sid)),
+    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
     onSessionUpdate: (n) => updates.push(n),
     log: nullLogger,
   });
-  const start = () =>
-    AgentConnection.start(
+  const start = async () =>
+    (running = await AgentConnection.start(
       { name: "fixture", command: process.execPath, args: [fixture], env: { ACP_WASM_ENTRY: entry!, ...env }, cwd: ws },
       {
         engine: E,
@@ -258,7 +260,7 @@ function setup(choice: string | undefined | "never", env: Record<string, string>
         trace: nullTrace,
         onStderr: () => {},
       },
-    );
+    ));
   const text = () =>
     updates
       .map((u) => u.update)

@@ -2,6 +2,7 @@
 // unless ACP_REQUIRE_WASM=1 (scripts/test-vscode.sh and CI set it), which makes them fail.
 import * as path from "node:path";
 import { engineEntry, loadEngine, type EngineModule } from "../../src/protocol/engine";
+import { ClientPolicy } from "../../src/protocol/policy";
 
 export const extensionRoot = path.resolve(__dirname, "..", "..");
 
@@ -13,4 +14,9 @@ export function tryEngine(): { engine?: EngineModule; entry?: string; skip: stri
     if (process.env.ACP_REQUIRE_WASM === "1") throw e;
     return { skip: `acp-wasm not built (${(e as Error).message})` };
   }
+}
+
+/** acp-client's decisions from the real engine (tests using it skip like the engine tests). */
+export function testPolicy(): ClientPolicy {
+  return new ClientPolicy(() => loadEngine(extensionRoot).module);
 }

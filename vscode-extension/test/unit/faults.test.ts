@@ -16,7 +16,7 @@ import { RpcError } from "../../src/protocol/client";
 import type { EngineModule } from "../../src/protocol/engine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
 import type { SessionNotification } from "../../src/protocol/types";
-import { tryEngine } from "./engine-helpers";
+import { testPolicy, tryEngine } from "./engine-helpers";
 
 const { engine, skip } = tryEngine();
 const E = engine as EngineModule;
@@ -99,9 +99,11 @@ async function start(mode: string, engineOptions: object = {}) {
     applyWrite: async (p, c) => fs.writeFileSync(p, c),
     workspaceFolders: () => [ws],
   };
+  let running: AgentConnection | undefined;
+  const cancelTurn = (sid: string) => running?.cancel(sid);
   const handler = new ClientRouter({
-    permission: new PermissionBridge(prompter, () => ({ autoApprove: false }), nullLogger),
-    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false })),
+    permission: new PermissionBridge(prompter, () => ({ autoApprove: false }), nullLogger, testPolicy(), (sid) => cancelTurn(sid)),
+    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
     onSessionUpdate: (n) => updates.push(n),
     log: nullLogger,
   });
@@ -118,6 +120,7 @@ async function start(mode: string, engineOptions: object = {}) {
       onStderr: () => {},
     },
   );
+  running = conn;
   const sess = await conn.newSession(ws);
   const texts = () =>
     updates

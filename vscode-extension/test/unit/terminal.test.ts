@@ -1,26 +1,48 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { OutputBuffer, TerminalManager, shellQuote, type TerminalDisplay, type TerminalDisplayFactory } from "../../src/bridges/terminal";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import {
+  MAX_OUTPUT_BYTES,
+  OutputBuffer,
+  TerminalManager,
+  shellQuote,
+  type TerminalApprovalRequest,
+  type TerminalDisplay,
+  type TerminalDisplayFactory,
+  type TerminalSettings,
+} from "../../src/bridges/terminal";
 import { CancellationSource } from "../../src/protocol/cancellation";
+import { envPolicyFrom } from "../../src/protocol/env";
 import { nullLogger } from "../../src/protocol/log";
 import { RequestError, type TerminalExitStatus } from "../../src/protocol/types";
+import { testPolicy, tryEngine } from "./engine-helpers";
 
+const { skip } = tryEngine();
 const node = process.execPath;
+const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-term-ws-")));
+const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-term-out-")));
+fs.mkdirSync(path.join(ws, "sub"));
+fs.symlinkSync(outside, path.join(ws, "escape"));
 
-test("OutputBuffer keeps everything without a limit", () => {
+const isCode = (code: number, re?: RegExp) => (e: unknown) => e instanceof RequestError && e.code === code && (!re || re.test(e.message));
+
+test("OutputBuffer keeps everything under the limit", () => {
   const b = new OutputBuffer();
   b.append(Buffer.from("héllo "));
   b.append(Buffer.from("wörld"));
   assert.equal(b.text(), "héllo wörld");
   assert.equal(b.truncated, false);
+  assert.equal(b.limit, MAX_OUTPUT_BYTES, "no outputByteLimit: acp chat's 16 MiB");
+  assert.equal(new OutputBuffer(64 * 1024 * 1024).limit, MAX_OUTPUT_BYTES, "a larger request is capped too");
 });
 
 test("OutputBuffer truncates from the front at a character boundary", () => {
   // "€" is 3 bytes (e2 82 ac), "😀" is 4 bytes.
   const b = new OutputBuffer(5);
   b.append(Buffer.from("a€😀"));
-  // 8 bytes, keep the last 5: would start inside "€" + the emoji... the last 5 bytes are "ac" + emoji(4):
-  // the continuation byte "ac" is skipped, so only the emoji (4 bytes) is kept.
+  // 8 bytes, keep the last 5: "ac" + emoji(4); the continuation byte "ac" is skipped.
   assert.equal(b.text(), "😀");
   assert.equal(b.byteLength, 4);
   assert.equal(b.truncated, true);
@@ -34,10 +56,25 @@ test("OutputBuffer truncates from the front at a character boundary", () => {
   d.append(euro.subarray(0, 1));
   d.append(euro.subarray(1));
   assert.equal(d.text(), "xxx€");
+  // Dropping spans several chunks, and the boundary skip may cross a chunk.
+  const e = new OutputBuffer(5);
+  for (const part of ["ab", "cd", "e", "€".slice(0), "fg"]) e.append(Buffer.from(part));
+  assert.equal(e.text(), "€fg");
   const z = new OutputBuffer(0);
   z.append(Buffer.from("abc"));
   assert.equal(z.text(), "");
   assert.equal(z.truncated, true);
+});
+
+test("OutputBuffer appends without copying what it keeps: 32 MiB in 4 KiB chunks stays 16 MiB, fast", { timeout: 10_000 }, () => {
+  // The former buffer concatenated everything on every chunk: this took minutes.
+  const b = new OutputBuffer();
+  const chunk = Buffer.alloc(4096, 0x61);
+  for (let i = 0; i < 8192; i++) b.append(chunk);
+  assert.equal(b.byteLength, MAX_OUTPUT_BYTES);
+  assert.equal(b.truncated, true);
+  assert.ok(b.chunkCount <= MAX_OUTPUT_BYTES / 4096 + 1, `${b.chunkCount} chunks held`);
+  assert.equal(b.text().length, MAX_OUTPUT_BYTES);
 });
 
 class RecordingDisplays implements TerminalDisplayFactory {
@@ -49,10 +86,17 @@ class RecordingDisplays implements TerminalDisplayFactory {
   }
 }
 
-const mgr = (displays?: TerminalDisplayFactory, useShell = false) =>
-  new TerminalManager(displays, () => ({ useShell, killGraceMs: 200, approval: "allow" }), nullLogger);
+const settings = (over: Partial<TerminalSettings> = {}): (() => TerminalSettings) => () => ({
+  useShell: false,
+  killGraceMs: 200,
+  approval: "allow",
+  envPolicy: envPolicyFrom(testPolicy(), [], false),
+  workspaceFolders: [ws],
+  ...over,
+});
+const mgr = (displays?: TerminalDisplayFactory, useShell = false) => new TerminalManager(displays, settings({ useShell }), nullLogger, testPolicy());
 
-test("runs a real process without a shell; output, exit code, display", async () => {
+test("runs a real process without a shell; output, exit code, display", { skip }, async () => {
   const d = new RecordingDisplays();
   const m = mgr(d);
   const { terminalId } = await m.create({
@@ -73,7 +117,7 @@ test("runs a real process without a shell; output, exit code, display", async ()
   m.release({ sessionId: "s", terminalId });
 });
 
-test("outputByteLimit truncates and reports it", async () => {
+test("outputByteLimit truncates and reports it", { skip }, async () => {
   const m = mgr();
   const { terminalId } = await m.create({
     sessionId: "s",
@@ -87,7 +131,22 @@ test("outputByteLimit truncates and reports it", async () => {
   assert.equal(out.truncated, true);
 });
 
-test("kill ends a running process (its group), output stays until release", async () => {
+test("without outputByteLimit the output is capped at 16 MiB, newest kept", { skip, timeout: 30_000 }, async () => {
+  const m = mgr();
+  const { terminalId } = await m.create({
+    sessionId: "s",
+    command: node,
+    args: ["-e", "const b = Buffer.alloc(1 << 20, 0x61); for (let i = 0; i < 17; i++) process.stdout.write(b); process.stdout.write('END')"],
+  });
+  await m.waitForExit({ sessionId: "s", terminalId });
+  const out = m.output({ sessionId: "s", terminalId });
+  assert.equal(out.truncated, true);
+  assert.equal(Buffer.byteLength(out.output), MAX_OUTPUT_BYTES);
+  assert.ok(out.output.endsWith("aEND"));
+  m.release({ sessionId: "s", terminalId });
+});
+
+test("kill ends a running process (its group), output stays until release; then -32002", { skip }, async () => {
   const m = mgr();
   const { terminalId } = await m.create({
     sessionId: "s",
@@ -102,10 +161,10 @@ test("kill ends a running process (its group), output stays until release", asyn
   assert.equal(exit.exitCode, null);
   assert.deepEqual(m.output({ sessionId: "s", terminalId }).exitStatus, exit);
   m.release({ sessionId: "s", terminalId });
-  assert.throws(() => m.output({ sessionId: "s", terminalId }), (e: unknown) => e instanceof RequestError && e.code === -32602);
+  assert.throws(() => m.output({ sessionId: "s", terminalId }), isCode(-32002, /unknown terminalId/));
 });
 
-test("release kills a running process", async () => {
+test("release kills a running process", { skip }, async () => {
   const m = mgr();
   const { terminalId } = await m.create({ sessionId: "s", command: node, args: ["-e", "setInterval(() => {}, 1000)"] });
   const exited = m.waitForExit({ sessionId: "s", terminalId });
@@ -114,33 +173,44 @@ test("release kills a running process", async () => {
   assert.equal(m.size, 0);
 });
 
-test("wait_for_exit gives up when its request is cancelled", async () => {
+test("wait_for_exit gives up when its request is cancelled", { skip }, async () => {
   const m = mgr();
   const { terminalId } = await m.create({ sessionId: "s", command: node, args: ["-e", "setInterval(() => {}, 1000)"] });
   const src = new CancellationSource();
   const w = m.waitForExit({ sessionId: "s", terminalId }, src.token);
   src.cancel();
-  await assert.rejects(w, (e: unknown) => e instanceof RequestError && e.code === -32800);
+  await assert.rejects(w, isCode(-32800));
   m.release({ sessionId: "s", terminalId });
 });
 
-test("a command that does not exist exits 127 with a message", async () => {
-  const m = mgr();
-  const { terminalId } = await m.create({ sessionId: "s", command: "/nonexistent/acp-test-cmd" });
-  assert.deepEqual(await m.waitForExit({ sessionId: "s", terminalId }), { exitCode: 127, signal: null });
-  assert.match(m.output({ sessionId: "s", terminalId }).output, /failed to start/);
+test("a command that cannot be started answers the request with an error, like acp chat (no terminal, no exit 127)", { skip }, async () => {
+  const d = new RecordingDisplays();
+  const m = mgr(d);
+  await assert.rejects(m.create({ sessionId: "s", command: "/nonexistent/acp-test-cmd" }), (e: unknown) => {
+    assert.ok(e instanceof RequestError);
+    assert.equal(e.code, -32602);
+    assert.match(e.message, /^command not found: `\/nonexistent\/acp-test-cmd`/);
+    assert.deepEqual(e.data, { command: "/nonexistent/acp-test-cmd" });
+    return true;
+  });
+  await assert.rejects(m.create({ sessionId: "s", command: "no-such-acp-test-command-xyz" }), isCode(-32602, /command not found/));
+  await assert.rejects(m.create({ sessionId: "s", command: ws }), isCode(-32602, /cannot execute/));
+  assert.equal(m.size, 0);
+  assert.equal(d.created.length, 0, "no terminal panel for a command that never ran");
 });
 
-test("unknown terminal ids and other sessions' terminals are InvalidParams", async () => {
+test("unknown terminal ids and other sessions' terminals are -32002 (resource not found)", { skip }, async () => {
   const m = mgr();
   const { terminalId } = await m.create({ sessionId: "s", command: node, args: ["-e", ""] });
-  assert.throws(() => m.output({ sessionId: "s", terminalId: "term-999" }), /unknown terminalId/);
-  assert.throws(() => m.output({ sessionId: "other", terminalId }), /unknown terminalId/);
-  assert.throws(() => m.create({ sessionId: "s" }), /command missing/);
+  assert.throws(() => m.output({ sessionId: "s", terminalId: "term-999" }), isCode(-32002, /unknown terminalId/));
+  assert.throws(() => m.output({ sessionId: "other", terminalId }), isCode(-32002, /unknown terminalId/));
+  assert.throws(() => m.kill({ sessionId: "s", terminalId: 7 }), isCode(-32002));
+  await assert.rejects(m.waitForExit({ sessionId: "s", terminalId: "nope" }), isCode(-32002));
+  await assert.rejects(m.create({ sessionId: "s" }), isCode(-32602, /command missing/));
   await m.waitForExit({ sessionId: "s", terminalId });
 });
 
-test("useShell runs the command line under sh with quoted args", async () => {
+test("useShell runs the command line under sh with quoted args", { skip }, async () => {
   const m = mgr(undefined, true);
   const { terminalId } = await m.create({ sessionId: "s", command: "echo $((1+2))", args: ["a b", "it's"] });
   await m.waitForExit({ sessionId: "s", terminalId });
@@ -148,7 +218,7 @@ test("useShell runs the command line under sh with quoted args", async () => {
   assert.equal(shellQuote("plain/path.txt"), "plain/path.txt");
 });
 
-test("input typed in the terminal panel reaches the process", async () => {
+test("input typed in the terminal panel reaches the process", { skip }, async () => {
   const d = new RecordingDisplays();
   const m = mgr(d);
   const { terminalId } = await m.create({
@@ -161,12 +231,12 @@ test("input typed in the terminal panel reaches the process", async () => {
   assert.equal(m.output({ sessionId: "s", terminalId }).output, "got ping\n");
 });
 
-test("terminal commands get an explicit environment: no host secrets unless passed through", async () => {
+test("terminal commands get an explicit environment: no host secrets unless passed through", { skip }, async () => {
   process.env.ACP_TEST_SECRET_TOKEN = "do-not-leak";
   try {
     const script = "process.stdout.write(JSON.stringify([process.env.ACP_TEST_SECRET_TOKEN ?? null, !!process.env.PATH, process.env.ACP_T]))";
     const run = async (passthrough: string[]) => {
-      const m = new TerminalManager(undefined, () => ({ useShell: false, approval: "allow", envPolicy: { passthrough, inheritAll: false } }), nullLogger);
+      const m = new TerminalManager(undefined, settings({ envPolicy: envPolicyFrom(testPolicy(), passthrough, false) }), nullLogger, testPolicy());
       const { terminalId } = await m.create({ sessionId: "s", command: process.execPath, args: ["-e", script], env: [{ name: "ACP_T", value: "given" }] });
       await m.waitForExit({ sessionId: "s", terminalId }, new CancellationSource().token);
       return JSON.parse(m.output({ sessionId: "s", terminalId }).output);
@@ -178,33 +248,93 @@ test("terminal commands get an explicit environment: no host secrets unless pass
   }
 });
 
-test("terminal/create always goes through a permission decision", async () => {
-  const asked: string[] = [];
-  const approver = (answer: boolean) => ({
-    approve: async (r: { commandLine: string; envNames: string[] }) => {
-      asked.push(`${r.commandLine} [${r.envNames.join(",")}]`);
-      return answer;
-    },
-  });
-  const req = { sessionId: "s", command: process.execPath, args: ["-e", "process.stdout.write('ran')"], env: [{ name: "K", value: "v" }] };
+/** An approver that records what it was asked and answers `answer`. */
+function approver(answer: boolean) {
+  const asked: TerminalApprovalRequest[] = [];
+  return { asked, approve: async (r: TerminalApprovalRequest) => (asked.push(r), answer) };
+}
+
+test("terminal/create always goes through a permission decision showing acp-client's question", { skip }, async () => {
+  const req = { sessionId: "s", command: process.execPath, args: ["-e", "process.stdout.write('ran')"], env: [{ name: "K", value: "v w" }] };
   // Refused: a permission_denied error, and no process is started.
-  const refused = new TerminalManager(undefined, () => ({ useShell: false }), nullLogger, approver(false));
+  const no = approver(false);
+  const refused = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy(), no);
   await assert.rejects(refused.create(req), (e: unknown) => {
     assert.ok(e instanceof RequestError);
-    assert.match(e.message, /permission denied/);
-    assert.deepEqual(e.data, { reason: "permission_denied" });
+    assert.equal(e.code, -32603);
+    assert.match(e.message, /^permission denied: the user did not allow running /);
+    assert.equal((e.data as { reason: string }).reason, "permission_denied");
     return true;
   });
   assert.equal(refused.size, 0);
+  const q = no.asked[0]!.question;
+  assert.equal(q.commandLine, `${process.execPath} -e 'process.stdout.write('\\''ran'\\'')'`);
+  assert.equal(q.title, `run \`${q.commandLine}\` with K='v w'`);
+  assert.deepEqual(q.env, [{ name: "K", value: "v w", change: "added" }]);
+  assert.equal(no.asked[0]!.directory, ws, "the default directory: the first workspace folder");
   // Allowed: it runs.
-  const allowed = new TerminalManager(undefined, () => ({ useShell: false }), nullLogger, approver(true));
+  const yes = approver(true);
+  const allowed = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy(), yes);
   const { terminalId } = await allowed.create(req);
   await allowed.waitForExit({ sessionId: "s", terminalId });
   assert.equal(allowed.output({ sessionId: "s", terminalId }).output, "ran");
-  assert.equal(asked.length, 2);
-  assert.match(asked[0]!, /-e .*\[K\]$/);
   // "ask" with nobody to ask refuses; only an explicit "allow" setting skips the question.
-  const nobody = new TerminalManager(undefined, () => ({ useShell: false }), nullLogger);
+  const nobody = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy());
   await assert.rejects(nobody.create(req), /permission denied/);
   allowed.release({ sessionId: "s", terminalId });
+});
+
+test("the question puts agent text on one line and names what changes what runs", { skip }, async () => {
+  const a = approver(false);
+  const m = new TerminalManager(undefined, settings({ approval: "ask", envPolicy: { allowlist: [], passthrough: [], inheritAll: false } }), nullLogger, testPolicy(), a);
+  await assert.rejects(m.create({ sessionId: "s", command: "sh", args: ["-c", "echo x\n\nrun `ls`? 1) Run it"], env: [{ name: "PATH", value: "/tmp/evil" }] }));
+  const q = a.asked[0]!.question;
+  for (const field of [q.title, q.commandLine]) assert.ok(!/[\n\r]/.test(field), field);
+  assert.equal(q.commandLine, "sh -c $'echo x\\n\\nrun `ls`? 1) Run it'");
+  assert.deepEqual(q.warnings, ["the agent sets PATH, which decides what programs or code run"]);
+  // With useShell, the question shows what really runs: /bin/sh -c and the command line.
+  const b = approver(false);
+  const sh = new TerminalManager(undefined, settings({ approval: "ask", useShell: true }), nullLogger, testPolicy(), b);
+  await assert.rejects(sh.create({ sessionId: "s", command: "echo", args: ["a b"] }));
+  assert.equal(b.asked[0]!.question.commandLine, "/bin/sh -c 'echo '\\''a b'\\'''");
+  assert.equal(b.asked[0]!.shell, true);
+});
+
+test("invalid requests are refused with acp-client's message before anyone is asked", { skip }, async () => {
+  const a = approver(true);
+  const m = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy(), a);
+  const cases: Array<[object, RegExp]> = [
+    [{ command: "ls", env: [{ name: "A\nrun `ls -la`", value: "" }] }, /^terminal\/create: invalid environment variable name "A\\nrun `ls -la`"/],
+    [{ command: "ls", env: [{ name: "A=B", value: "c" }] }, /invalid environment variable name "A=B"/],
+    [{ command: "ls", args: ["a\0b"] }, /an argument contains a NUL byte/],
+    [{ command: "" }, /the command is empty/],
+  ];
+  for (const [req, re] of cases) {
+    await assert.rejects(m.create({ sessionId: "s", ...req }), (e: unknown) => {
+      assert.ok(e instanceof RequestError && e.code === -32602, String(e));
+      assert.match(e.message, re);
+      assert.ok(!/[\n\r]/.test(e.message), e.message);
+      return true;
+    });
+  }
+  assert.equal(a.asked.length, 0);
+  assert.equal(m.size, 0);
+});
+
+test("a cwd outside the workspace folders is refused before anyone is asked (symlinks resolved)", { skip }, async () => {
+  const a = approver(true);
+  const m = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy(), a);
+  const script = ["-e", "process.stdout.write(process.cwd())"];
+  for (const cwd of [outside, path.join(ws, "escape"), path.join(ws, "sub", "..", ".."), "/", "relative/dir", path.join(ws, "missing")]) {
+    await assert.rejects(m.create({ sessionId: "s", command: node, args: script, cwd }), isCode(-32602, /cwd/), cwd);
+  }
+  assert.equal(a.asked.length, 0);
+  const none = new TerminalManager(undefined, settings({ workspaceFolders: [] }), nullLogger, testPolicy());
+  await assert.rejects(none.create({ sessionId: "s", command: node, args: script, cwd: ws }), isCode(-32602, /no workspace folder/));
+  // Inside: runs there; none given: the first workspace folder.
+  for (const [cwd, want] of [[path.join(ws, "sub"), path.join(ws, "sub")], [undefined, ws]] as const) {
+    const { terminalId } = await m.create({ sessionId: "s", command: node, args: script, ...(cwd ? { cwd } : {}) });
+    await m.waitForExit({ sessionId: "s", terminalId });
+    assert.equal(m.output({ sessionId: "s", terminalId }).output, want);
+  }
 });

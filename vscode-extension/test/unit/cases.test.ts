@@ -1,0 +1,195 @@
+// The client case tables (tests/client/*.json, tests/client/README.md) replayed through the
+// extension's own wasm binding (ClientPolicy, on the real engine) and, where the extension has
+// the decision's face, through the bridge that applies it: PermissionBridge for automatic and
+// dismissed answers, FsBridge for writes (real files in a temporary workspace), TerminalManager
+// for terminal/create questions and refusals. acp-client/tests/cases.rs replays the same rows
+// natively, acp-wasm/tests/node/policy.test.mjs through the bare package.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { FsBridge, type DocumentHost, type SensitiveWrite, type WriteApprover } from "../../src/bridges/fs";
+import { PermissionBridge, type PermissionPromptModel } from "../../src/bridges/permission";
+import { TerminalManager, type TerminalApprovalRequest } from "../../src/bridges/terminal";
+import { CancellationSource } from "../../src/protocol/cancellation";
+import { nullLogger } from "../../src/protocol/log";
+import type { PermissionDecision, PermissionMode } from "../../src/protocol/policy";
+import { RequestError, type PermissionOption } from "../../src/protocol/types";
+import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
+
+const { skip } = tryEngine();
+const tablesDir = path.resolve(extensionRoot, "..", "tests", "client");
+
+interface Case {
+  name: string;
+  expect: unknown;
+  [k: string]: unknown;
+}
+function table(file: string): Case[] {
+  const cases = (JSON.parse(fs.readFileSync(path.join(tablesDir, file), "utf8")) as { cases: Case[] }).cases;
+  assert.ok(cases.length > 0, `${file} has cases`);
+  return cases;
+}
+
+// ---- permission.json ------------------------------------------------------------------------
+
+type On = { auto: PermissionMode } | { typed: string } | "dismissed" | "unanswerable";
+
+test("permission.json: every row through ClientPolicy", { skip }, () => {
+  const policy = testPolicy();
+  for (const c of table("permission.json")) {
+    const options = c.options as PermissionOption[];
+    const on = c.on as On;
+    const got =
+      on === "dismissed"
+        ? policy.dismissedPermission(options)
+        : on === "unanswerable"
+          ? policy.unanswerablePermission()
+          : "auto" in on
+            ? policy.decidePermission(options, on.auto)
+            : policy.chosenPermission(options, on.typed);
+    assert.deepEqual(got, c.expect, c.name);
+  }
+});
+
+/** What the bridge answered, as the case table writes it. */
+async function throughBridge(options: PermissionOption[], autoApprove: boolean, dismiss: boolean): Promise<PermissionDecision | { answer: "cancelled" }> {
+  const cancels: string[] = [];
+  let asked: PermissionPromptModel | undefined;
+  const prompter = {
+    prompt: async (m: PermissionPromptModel) => {
+      asked = m;
+      return undefined; // Escape
+    },
+  };
+  const b = new PermissionBridge(prompter, () => ({ autoApprove }), nullLogger, testPolicy(), (sid) => cancels.push(sid));
+  const res = await b.handle({ sessionId: "s", toolCall: { toolCallId: "t" }, options }, new CancellationSource().token);
+  if (!dismiss && asked) return { answer: "ask" };
+  const outcome = res.outcome;
+  if (outcome.outcome === "selected") {
+    assert.deepEqual(cancels, [], "a selected option does not cancel the turn");
+    return { answer: "select", optionId: outcome.optionId, kind: options.find((o) => o.optionId === outcome.optionId)!.kind };
+  }
+  assert.deepEqual(cancels, ["s"], "session/cancel is sent before `cancelled`");
+  // The answer on the wire carries no reason; the reasons are checked through ClientPolicy above.
+  return { answer: "cancelled" };
+}
+
+test("permission.json: the extension's modes (ask, allow_once) and dismissals through the PermissionBridge", { skip }, async () => {
+  let replayed = 0;
+  for (const c of table("permission.json")) {
+    const options = c.options as PermissionOption[];
+    const on = c.on as On;
+    const expect = c.expect as PermissionDecision | null;
+    let got: PermissionDecision | { answer: "cancelled" };
+    if (on === "dismissed") got = await throughBridge(options, false, true);
+    else if (typeof on === "object" && "auto" in on && (on.auto === "ask" || on.auto === "allow_once")) {
+      got = await throughBridge(options, on.auto === "allow_once", false);
+    } else continue; // allow_always, deny, typed answers, unanswerable: no such face in the extension
+    replayed++;
+    const want = expect && expect.answer === "cancelled" ? { answer: "cancelled" } : expect;
+    assert.deepEqual(got, want, c.name);
+  }
+  assert.ok(replayed >= 6, `${replayed} rows replayed through the bridge`);
+});
+
+// ---- writes.json ------------------------------------------------------------------------------
+
+test("writes.json: every row through ClientPolicy", { skip }, () => {
+  const policy = testPolicy();
+  for (const c of table("writes.json")) {
+    assert.deepEqual(policy.classifyWrite(c.path as string, c.facts as { exists: boolean; executable: boolean }), c.expect, c.name);
+  }
+});
+
+test("writes.json: POSIX rows through the FsBridge, on real files (the question's reason, or a plain write)", { skip }, async () => {
+  const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-cases-")));
+  let replayed = 0;
+  for (const [i, c] of table("writes.json").entries()) {
+    const p = c.path as string;
+    const facts = c.facts as { exists: boolean; executable: boolean };
+    if (p.includes("\\") || (facts.executable && !facts.exists)) continue; // Windows paths: ClientPolicy only
+    const ws = path.join(root, `row-${i}`);
+    const file = path.join(ws, p.replace(/^\//, ""));
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    if (facts.exists) fs.writeFileSync(file, "before\n", { mode: facts.executable ? 0o755 : 0o644 });
+    const asked: SensitiveWrite[] = [];
+    const approver: WriteApprover = {
+      ask: async (w) => (asked.push(w), "refuse"),
+      review: async () => {},
+    };
+    const host: DocumentHost = {
+      openDocumentText: () => undefined,
+      applyWrite: async (f, content) => fs.writeFileSync(f, content),
+      workspaceFolders: () => [ws],
+    };
+    const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), approver, nullLogger);
+    const expect = c.expect as { class: "ordinary" } | { class: "ask"; reason: string };
+    const write = b.writeTextFile({ sessionId: "s", path: file, content: "after\n" });
+    if (expect.class === "ordinary") {
+      await write;
+      assert.equal(asked.length, 0, c.name);
+      assert.equal(fs.readFileSync(file, "utf8"), "after\n", c.name);
+    } else {
+      await assert.rejects(write, (e: unknown) => e instanceof RequestError && e.code === -32603 && /^permission denied/.test(e.message), c.name);
+      assert.equal(asked.length, 1, c.name);
+      assert.equal(asked[0]!.reason, expect.reason, c.name);
+      assert.equal(fs.existsSync(file) ? fs.readFileSync(file, "utf8") : null, facts.exists ? "before\n" : null, `${c.name}: untouched`);
+    }
+    replayed++;
+  }
+  assert.ok(replayed >= 30, `${replayed} rows replayed through the bridge`);
+});
+
+// ---- terminal.json ------------------------------------------------------------------------------
+
+test("terminal.json: every row through ClientPolicy", { skip }, () => {
+  const policy = testPolicy();
+  for (const c of table("terminal.json")) {
+    assert.deepEqual(policy.terminalQuestion(c.request as never, c.userEnv as Record<string, string>), c.expect, c.name);
+  }
+});
+
+test("terminal.json: rows without a directory through the TerminalManager (the question shown, or the refusal)", { skip }, async () => {
+  const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-cases-term-")));
+  let replayed = 0;
+  for (const c of table("terminal.json")) {
+    const request = c.request as { command: string; args?: string[]; cwd?: string; env?: Array<{ name: string; value: string }> };
+    if (request.cwd !== undefined) continue; // a directory outside the workspace is refused first
+    const asked: TerminalApprovalRequest[] = [];
+    const m = new TerminalManager(
+      undefined,
+      () => ({
+        useShell: false,
+        approval: "ask",
+        envPolicy: { allowlist: [], passthrough: [], inheritAll: true },
+        hostEnv: c.userEnv as Record<string, string>,
+        workspaceFolders: [ws],
+      }),
+      nullLogger,
+      testPolicy(),
+      { approve: async (r) => (asked.push(r), false) },
+    );
+    const expect = c.expect as { question: unknown } | { invalid: { reason: string } };
+    await assert.rejects(m.create({ sessionId: "s", ...request }), (e: unknown) => {
+      assert.ok(e instanceof RequestError, c.name);
+      if ("question" in expect) {
+        assert.equal(e.code, -32603, c.name);
+        assert.match(e.message, /^permission denied: the user did not allow running /, c.name);
+      } else {
+        assert.equal(e.code, -32602, c.name);
+        assert.equal(e.message, `terminal/create: ${testPolicy().terminalInvalidMessage(request)}`, c.name);
+        assert.deepEqual(e.data, expect.invalid, c.name);
+      }
+      return true;
+    });
+    if ("question" in expect) {
+      assert.equal(asked.length, 1, c.name);
+      assert.deepEqual(asked[0]!.question, expect.question, c.name);
+    } else assert.equal(asked.length, 0, `${c.name}: refused before anyone is asked`);
+    assert.equal(m.size, 0);
+    replayed++;
+  }
+  assert.ok(replayed >= 10, `${replayed} rows replayed through the bridge`);
+});
