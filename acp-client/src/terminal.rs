@@ -7,6 +7,16 @@ use serde::{Deserialize, Serialize};
 use crate::display::{command_line, escape_line, quote_arg};
 use crate::env::{compare, valid_name, Change, EnvChange};
 
+/// Output kept per terminal when the request names no `outputByteLimit` (and the most kept when
+/// it names more): the newest bytes are kept, cut at a character boundary.
+pub const MAX_OUTPUT_BYTES: usize = 16 << 20;
+/// Terminals an agent may have unreleased at once; more are refused.
+pub const MAX_TERMINALS: usize = 16;
+/// `terminal/kill`: `SIGTERM` to the command's process group, then `SIGKILL` to the group
+/// after this grace (background jobs that ignore `SIGTERM` included). Release and the end of
+/// the session kill at once.
+pub const KILL_GRACE_MS: u64 = 2000;
+
 /// A command line longer than this (in characters) is flagged in the question: a very long
 /// line wraps, and what scrolls away can hide what runs.
 pub const LONG_COMMAND_CHARS: usize = 400;

@@ -87,11 +87,11 @@ pub struct TerminalConfig {
 impl Default for TerminalConfig {
     fn default() -> Self {
         TerminalConfig {
-            max_terminals: 16,
+            max_terminals: acp_client::terminal::MAX_TERMINALS,
             env: EnvPolicy::default(),
             default_cwd: None,
             search_path: None,
-            max_output_bytes: 16 * 1024 * 1024,
+            max_output_bytes: acp_client::terminal::MAX_OUTPUT_BYTES as u64,
         }
     }
 }
@@ -422,7 +422,11 @@ impl Terminal {
     /// because the leader is not reaped while the terminal exists: its pid, which is the
     /// group's id, cannot have been reused.
     fn kill_group(&self) {
-        if let Err(e) = signal_group(self.pgid, libc::SIGKILL) {
+        self.signal_group(libc::SIGKILL);
+    }
+
+    fn signal_group(&self, signal: libc::c_int) {
+        if let Err(e) = signal_group(self.pgid, signal) {
             tracing::warn!(
                 pgid = self.pgid,
                 "killing terminal process group failed: {e}"
@@ -660,13 +664,26 @@ impl TerminalService {
         Ok(WaitForTerminalExitResponse::new(status))
     }
 
-    /// `terminal/kill`: `SIGKILL` to the command's process group. The terminal stays valid.
+    /// `terminal/kill`: `SIGTERM` to the command's process group, then `SIGKILL` to the group
+    /// after [`acp_client::terminal::KILL_GRACE_MS`] unless the terminal was released first
+    /// (the shared rule: the extension does the same). The terminal stays valid.
     pub async fn kill(
         &self,
         req: KillTerminalRequest,
     ) -> Result<KillTerminalResponse, TerminalError> {
         let t = self.get(&req.session_id, &req.terminal_id)?;
-        t.kill_group();
+        t.signal_group(libc::SIGTERM);
+        let weak = Arc::downgrade(&t);
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(
+                acp_client::terminal::KILL_GRACE_MS,
+            ))
+            .await;
+            // Released meanwhile: dropping it killed the group already.
+            if let Some(t) = weak.upgrade() {
+                t.kill_group();
+            }
+        });
         Ok(KillTerminalResponse::new())
     }
 

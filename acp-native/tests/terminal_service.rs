@@ -265,7 +265,7 @@ async fn kill_stops_the_whole_group_but_keeps_the_terminal() {
         .await
         .unwrap();
     let status = timeout(EVENTUALLY, waiter).await.unwrap().unwrap();
-    assert_eq!(status.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(status.signal.as_deref(), Some("SIGTERM"));
     timeout(EVENTUALLY, wait_dead(grandchild))
         .await
         .expect("grandchild survived terminal/kill");
@@ -273,15 +273,37 @@ async fn kill_stops_the_whole_group_but_keeps_the_terminal() {
     // Still valid after kill: output, wait and kill again.
     let out = output(&svc, &id).await.unwrap();
     assert_eq!(out.output, format!("{grandchild}\n"));
-    assert_eq!(out.exit_status.unwrap().signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(out.exit_status.unwrap().signal.as_deref(), Some("SIGTERM"));
     assert_eq!(
         wait_exit(&svc, &id).await.signal.as_deref(),
-        Some("SIGKILL")
+        Some("SIGTERM")
     );
     svc.kill(KillTerminalRequest::new(S, id.clone()))
         .await
         .unwrap();
     assert_eq!(svc.active_terminals(), 1);
+}
+
+/// The shared rule (acp-client `KILL_GRACE_MS`): SIGTERM first, SIGKILL to the group after the
+/// grace, so a command that ignores SIGTERM still stops.
+#[tokio::test]
+async fn kill_ends_with_sigkill_for_a_command_that_ignores_sigterm() {
+    let svc = svc();
+    let id = create(
+        &svc,
+        sh("trap '' TERM; echo ready; while :; do sleep 1; done"),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + EVENTUALLY;
+    while !output(&svc, &id).await.unwrap().output.contains("ready") {
+        assert!(tokio::time::Instant::now() < deadline, "never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    svc.kill(KillTerminalRequest::new(S, id.clone()))
+        .await
+        .unwrap();
+    let status = timeout(EVENTUALLY, wait_exit(&svc, &id)).await.unwrap();
+    assert_eq!(status.signal.as_deref(), Some("SIGKILL"));
 }
 
 #[tokio::test]
