@@ -8,8 +8,11 @@
 //! run allowed and refused; Ctrl-C during a slow answer (exit 3, `session/cancel`, the turn ends
 //! `cancelled`); a stalled model with `--timeout 3` (exit 7, `session/cancel`, the turn's
 //! `cancelled` answer); `--load` of an earlier session (history replayed and sent to the model);
-//! the auth choice with no key (exit 1, no login started, what each method needs on stderr) and,
-//! for codex, with `OPENAI_API_KEY` set (the `env_var` method is chosen).
+//! a permission question nobody can answer (stdin closed: cancelled, exit 3); `--yes-always`
+//! (`allow_always`); two prompts piped on stdin (one session, two turns); SIGTERM while the agent
+//! runs a long command (exit 143, the command gone); the auth choice with no key (exit 1, no
+//! login started, what each method needs on stderr) and, for codex, with `OPENAI_API_KEY` set
+//! (the `env_var` method is chosen).
 //!
 //! Ignored by `cargo test`: they need the agents installed. `scripts/test-real-agents.sh` installs
 //! them (`npm ci`) and runs `cargo test -p acp-native --test real_agents -- --ignored`.
@@ -386,7 +389,9 @@ fn text_turn(agent: Agent) {
         "say hello [[fake:text]]",
     ]);
     assert_eq!(r.code(), 0, "{}", case.dump(&r));
-    assert!(r.stdout.contains(TEXT_ANSWER), "{}", case.dump(&r));
+    // stdout carries the conversation only (status lines such as commands, usage and mode
+    // changes go to stderr).
+    assert_eq!(r.stdout.trim(), TEXT_ANSWER, "{}", case.dump(&r));
     let turns = case.model.turn_requests();
     assert_eq!(
         turns.len(),
@@ -646,6 +651,146 @@ fn load_an_earlier_session(agent: Agent) {
     );
 }
 
+/// A permission question with no one to answer (no --yes/--deny, stdin closed): the turn is
+/// cancelled (`session/cancel`, the question answered `cancelled`), exit 3, nothing written.
+fn unanswered_permission_cancels(agent: Agent) {
+    let case = Case::new(agent, "unanswered", Setup::Ready);
+    let target = case.cwd.join("out.txt");
+    let prompt = format!("write a file [[fake:write {}]]", target.display());
+    let r = case.run(&["--timeout", SAFETY_TIMEOUT, "--prompt", &prompt]);
+    assert_eq!(r.code(), 3, "{}", case.dump(&r));
+    let log = case.rpc();
+    let choices = permission_choices(&log);
+    assert!(
+        !choices.is_empty(),
+        "the agent asked nothing\n{}",
+        case.dump(&r)
+    );
+    for (chosen, _) in &choices {
+        assert_eq!(chosen, "outcome \"cancelled\"", "{}", case.dump(&r));
+    }
+    assert!(
+        sent_cancel(&log),
+        "no session/cancel sent\n{}",
+        case.dump(&r)
+    );
+    assert_eq!(stop_reasons(&log), ["cancelled"], "{}", case.dump(&r));
+    assert!(!target.exists(), "the file was written\n{}", case.dump(&r));
+}
+
+/// `--yes-always` takes the agent's `allow_always` option (both agents offer one for commands).
+fn yes_always_picks_allow_always(agent: Agent) {
+    let case = Case::new(agent, "yes-always", Setup::Ready);
+    let prompt = format!("run it [[fake:run {RUN_COMMAND}]]");
+    let r = case.run(&[
+        "--timeout",
+        SAFETY_TIMEOUT,
+        "--yes-always",
+        "--prompt",
+        &prompt,
+    ]);
+    assert_eq!(r.code(), 0, "{}", case.dump(&r));
+    let choices = permission_choices(&case.rpc());
+    assert!(
+        !choices.is_empty(),
+        "the agent asked nothing\n{}",
+        case.dump(&r)
+    );
+    for (chosen, offered) in &choices {
+        assert_eq!(
+            chosen, "allow_always",
+            "--yes-always chose {chosen} among {offered:?}"
+        );
+    }
+    assert!(case.cwd.join("ran.txt").exists(), "{}", case.dump(&r));
+}
+
+/// Prompts piped on stdin: one session, one turn per line, each answer on its own line, the
+/// second turn carrying the first to the model.
+fn prompts_from_stdin(agent: Agent) {
+    let case = Case::new(agent, "stdin", Setup::Ready);
+    let args = case.args(&["--timeout", SAFETY_TIMEOUT]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = Running::start(
+        &args,
+        &case.cwd,
+        Some("first [[fake:text]]\nsecond [[fake:text]]\n"),
+    )
+    .finish(LIMIT);
+    assert_eq!(r.code(), 0, "{}", case.dump(&r));
+    let log = case.rpc();
+    assert_eq!(rpc_find(&log, "send", "request", "session/new").len(), 1);
+    assert_eq!(
+        stop_reasons(&log),
+        ["end_turn", "end_turn"],
+        "{}",
+        case.dump(&r)
+    );
+    let answers = r.stdout.lines().filter(|l| l.trim() == TEXT_ANSWER).count();
+    assert_eq!(answers, 2, "{}", case.dump(&r));
+    assert!(
+        case.model.turn_requests().iter().any(|t| {
+            let body = t["body"].to_string();
+            body.contains("second [[fake:text]]") && body.contains("first [[fake:text]]")
+        }),
+        "the second turn did not carry the first\n{}",
+        case.dump(&r)
+    );
+}
+
+/// SIGTERM while the agent runs a long command (both agents run commands themselves, each in
+/// its own session): acp exits 143, and the command does not outlive the chat.
+fn sigterm_stops_the_agent_and_its_command(agent: Agent) {
+    let case = Case::new(agent, "sigterm", Setup::Ready);
+    let pid_file = case.cwd.join("pid.txt");
+    let mut running = case.start(&[
+        "--timeout",
+        SAFETY_TIMEOUT,
+        "--yes",
+        "--prompt",
+        "run it [[fake:run echo $$ > pid.txt; exec sleep 60]]",
+    ]);
+    let deadline = std::time::Instant::now() + LIMIT;
+    let pid: libc::pid_t = loop {
+        let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if text.ends_with('\n') {
+            break text.trim().parse().expect("pid");
+        }
+        if std::time::Instant::now() > deadline || running.child.try_wait().unwrap().is_some() {
+            let _ = running.child.kill();
+            let r = running.finish(LIMIT);
+            panic!("the command never started\n{}", case.dump(&r));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // SAFETY: kill(2) on the child we started (not yet waited for).
+    let rc = unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(rc, 0, "kill -TERM acp");
+    let r = running.finish(LIMIT);
+    assert_eq!(r.code(), 143, "{}", case.dump(&r));
+    // Gone (or a zombie about to be reaped) within a bound.
+    let alive = |pid: libc::pid_t| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| {
+                let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+                !state.starts_with('Z')
+            })
+            .unwrap_or(false)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while alive(pid) {
+        if std::time::Instant::now() > deadline {
+            // SAFETY: the command this test started (its pid read from the file it wrote).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!(
+                "the agent's command (pid {pid}) outlived acp\n{}",
+                case.dump(&r)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// No key configured: `acp chat` starts no login, exits 1 without waiting for a timeout, and
 /// says on stderr what the agent needs; the model is never asked.
 fn auth_without_a_key(agent: Agent) {
@@ -745,5 +890,9 @@ for_agents!(
     cancel_with_ctrl_c,
     timeout_when_the_model_stalls,
     load_an_earlier_session,
+    unanswered_permission_cancels,
+    yes_always_picks_allow_always,
+    prompts_from_stdin,
+    sigterm_stops_the_agent_and_its_command,
     auth_without_a_key,
 );
