@@ -123,9 +123,9 @@ pub struct DriverConfig {
     /// ([`reserve_answer_bytes`]): reserved before a large answer is built, given back once it
     /// is written to the transport. 64 MiB.
     pub answer_budget: usize,
-    /// A reservation of the answer budget fails ([`AnswerBudgetError`]) when it has waited this
-    /// long without the writer making any progress while output is unwritten (the peer does
-    /// not read). 10 s.
+    /// A waiting reservation of the answer budget fails ([`AnswerBudgetError`]) once output
+    /// has been unwritten with no progress of the writer for this long (the peer does not
+    /// read). 10 s.
     pub answer_stall: Duration,
 }
 
@@ -774,6 +774,8 @@ struct AnswerBudget {
     written: AtomicU64,
     /// Bytes queued for the transport and not written yet.
     unwritten: AtomicUsize,
+    /// When the writer last made progress (or output became pending after none was).
+    progress_at: std::sync::Mutex<Instant>,
 }
 
 impl AnswerBudget {
@@ -786,6 +788,7 @@ impl AnswerBudget {
             stall,
             written: AtomicU64::new(0),
             unwritten: AtomicUsize::new(0),
+            progress_at: std::sync::Mutex::new(Instant::now()),
         }
     }
 }
@@ -943,7 +946,8 @@ pub async fn reserve_answer_bytes(bytes: usize) -> Result<usize, AnswerBudgetErr
     };
     let acquire = budget.permits.clone().acquire_many_owned(want as u32);
     tokio::pin!(acquire);
-    let mut progress = budget.written.load(Ordering::Relaxed);
+    // Checked a few times per stall period: it fails within 1.25 periods of the stall.
+    let check = (budget.stall / 4).max(Duration::from_millis(1));
     loop {
         tokio::select! {
             permit = &mut acquire => {
@@ -955,18 +959,21 @@ pub async fn reserve_answer_bytes(bytes: usize) -> Result<usize, AnswerBudgetErr
                 });
                 return Ok(want);
             }
-            _ = tokio::time::sleep(budget.stall) => {
-                let now = budget.written.load(Ordering::Relaxed);
+            _ = tokio::time::sleep(check) => {
                 let unwritten = budget.unwritten.load(Ordering::Relaxed);
-                if now == progress && unwritten > 0 {
+                let since = budget
+                    .progress_at
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .elapsed();
+                if unwritten > 0 && since >= budget.stall {
                     return Err(AnswerBudgetError {
                         needed: bytes,
                         budget: budget.total,
                         unwritten,
-                        stalled: budget.stall,
+                        stalled: since,
                     });
                 }
-                progress = now;
             }
         }
     }
@@ -1765,10 +1772,15 @@ where
     /// Tells waiting reservations of the answer budget how the writer is doing.
     fn publish_progress(&self) {
         let budget = &self.handle.shared.budget;
-        budget
-            .written
-            .store(self.out.written_total, Ordering::Relaxed);
-        budget.unwritten.store(self.out.len, Ordering::Relaxed);
+        let wrote = budget.written.swap(self.out.written_total, Ordering::Relaxed)
+            != self.out.written_total;
+        let started = budget.unwritten.swap(self.out.len, Ordering::Relaxed) == 0;
+        if wrote || (started && self.out.len > 0) {
+            *budget
+                .progress_at
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        }
     }
 
     /// Calls the service and polls the handler's future once, here on the driver task
