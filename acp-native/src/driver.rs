@@ -1772,14 +1772,13 @@ where
     /// Tells waiting reservations of the answer budget how the writer is doing.
     fn publish_progress(&self) {
         let budget = &self.handle.shared.budget;
-        let wrote = budget.written.swap(self.out.written_total, Ordering::Relaxed)
+        let wrote = budget
+            .written
+            .swap(self.out.written_total, Ordering::Relaxed)
             != self.out.written_total;
         let started = budget.unwritten.swap(self.out.len, Ordering::Relaxed) == 0;
         if wrote || (started && self.out.len > 0) {
-            *budget
-                .progress_at
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            *budget.progress_at.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
         }
     }
 
