@@ -17,6 +17,7 @@
 //!   or build tools execute or obey, and executables), whatever the agent asked before.
 //! - [`display`]: how agent-supplied text is put on one line (a command line quoted so what is
 //!   shown is exactly what runs, control and bidi characters escaped).
+//! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
 //! - [`env`]: the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
 //! - [`restart`]: restarting a crashed agent (backoff, crash budget, circuit breaker).
@@ -27,6 +28,7 @@
 pub mod auth;
 pub mod display;
 pub mod env;
+pub mod errors;
 pub mod permission;
 pub mod restart;
 pub mod terminal;

@@ -178,3 +178,16 @@ fn restart_cases() {
         std::fs::write(path, text + "\n").unwrap();
     }
 }
+
+#[test]
+fn error_cases() {
+    use acp_client::errors::Failure;
+    for case in table("errors.json") {
+        let f: Failure = serde_json::from_value(case["failure"].clone()).expect("failure");
+        check(
+            "errors.json",
+            &case,
+            json!({ "code": f.code(), "reason": f.reason() }),
+        );
+    }
+}

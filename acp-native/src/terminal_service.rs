@@ -53,12 +53,7 @@ use crate::process::{
     prepare_command, signal_group, signal_name, EnvPolicy, SpawnError, Termination,
 };
 
-/// JSON-RPC "Invalid params".
-pub const INVALID_PARAMS: i32 = -32602;
-/// JSON-RPC "Internal error".
-pub const INTERNAL_ERROR: i32 = -32603;
-/// ACP "Resource not found".
-pub const RESOURCE_NOT_FOUND: i32 = -32002;
+use acp_client::errors::Failure;
 
 /// After the process exits, how long to wait for its output pipe to reach EOF before reporting
 /// the exit anyway (a background grandchild may hold the pipe open indefinitely).
@@ -137,17 +132,26 @@ pub enum TerminalError {
 }
 
 impl TerminalError {
-    /// The JSON-RPC error code.
-    pub fn code(&self) -> i32 {
+    /// Which failure it is, in the shared table (acp-client's `errors`: one code and
+    /// `data.reason` per failure, the same in the extension).
+    pub fn failure(&self) -> Failure {
         match self {
-            TerminalError::NotFound { .. } => RESOURCE_NOT_FOUND,
-            TerminalError::InvalidParams { .. } => INVALID_PARAMS,
-            TerminalError::Spawn(SpawnError::Io { .. }) => INTERNAL_ERROR,
-            TerminalError::Spawn(_) => INVALID_PARAMS,
-            TerminalError::TooManyTerminals { .. }
-            | TerminalError::Io { .. }
-            | TerminalError::AnswerBudget(_) => INTERNAL_ERROR,
+            TerminalError::NotFound { .. } => Failure::UnknownTerminal,
+            TerminalError::InvalidParams { .. } => Failure::InvalidCommand,
+            TerminalError::Spawn(SpawnError::Io { .. }) => Failure::SpawnFailed,
+            TerminalError::Spawn(
+                SpawnError::CommandNotFound { .. } | SpawnError::NotExecutable { .. },
+            ) => Failure::CommandNotFound,
+            TerminalError::Spawn(_) => Failure::InvalidCommand,
+            TerminalError::TooManyTerminals { .. } => Failure::TooManyTerminals,
+            TerminalError::Io { .. } => Failure::Io,
+            TerminalError::AnswerBudget(_) => Failure::AnswerBudget,
         }
+    }
+
+    /// The JSON-RPC error code ([`TerminalError::failure`]'s).
+    pub fn code(&self) -> i32 {
+        self.failure().code() as i32
     }
 
     /// A one-sentence message for the JSON-RPC error (same as `Display`).
@@ -155,8 +159,18 @@ impl TerminalError {
         self.to_string()
     }
 
-    /// Structured details for the JSON-RPC error's `data`.
+    /// Structured details for the JSON-RPC error's `data`, with `reason` (the failure's
+    /// name) always set.
     pub fn data(&self) -> Option<serde_json::Value> {
+        let mut data = self.details().unwrap_or_else(|| json!({}));
+        if let Some(map) = data.as_object_mut() {
+            map.entry("reason")
+                .or_insert_with(|| json!(self.failure().reason()));
+        }
+        Some(data)
+    }
+
+    fn details(&self) -> Option<serde_json::Value> {
         match self {
             TerminalError::NotFound { terminal_id } => Some(json!({ "terminalId": terminal_id })),
             TerminalError::TooManyTerminals { limit } => Some(json!({ "limit": limit })),

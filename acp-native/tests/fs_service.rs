@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use acp_native::fs_service::{
-    AccessScope, FsConfig, FsError, FsService, Sensitive, SensitiveWrite, RESOURCE_NOT_FOUND,
+    AccessScope, FsConfig, FsError, FsService, Sensitive, SensitiveWrite,
 };
 use agent_client_protocol_schema::v1::{ErrorCode, ReadTextFileRequest, WriteTextFileRequest};
 use host_support::TempDir;
@@ -103,11 +103,10 @@ async fn missing_file_is_resource_not_found() {
         let err = fx.read(&path).await.unwrap_err();
         assert!(matches!(err, FsError::NotFound { .. }), "{err:?}");
         assert_eq!(err.code(), -32002);
-        assert_eq!(err.code(), RESOURCE_NOT_FOUND);
         assert_eq!(err.message(), format!("file not found: {}", path.display()));
         assert_eq!(
             err.data(),
-            Some(serde_json::json!({ "path": path.to_str().unwrap() }))
+            Some(serde_json::json!({ "path": path.to_str().unwrap(), "reason": "not_found" }))
         );
         let wire = err.to_acp_error();
         assert_eq!(wire.code, ErrorCode::ResourceNotFound);

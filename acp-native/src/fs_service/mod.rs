@@ -68,12 +68,7 @@ pub use approval::{SensitiveWrite, WriteApprover};
 use resolve::{locate, Target, Want};
 pub use write::wait_for_writes;
 
-/// JSON-RPC "Invalid params".
-pub const INVALID_PARAMS: i32 = -32602;
-/// JSON-RPC "Internal error".
-pub const INTERNAL_ERROR: i32 = -32603;
-/// ACP "Resource not found".
-pub const RESOURCE_NOT_FOUND: i32 = -32002;
+use acp_client::errors::Failure;
 
 /// Where an operation may touch files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,19 +266,25 @@ pub enum FsError {
 }
 
 impl FsError {
-    /// The JSON-RPC error code.
-    pub fn code(&self) -> i32 {
+    /// Which failure it is, in the shared table (acp-client's `errors`: one code and
+    /// `data.reason` per failure, the same in the extension).
+    pub fn failure(&self) -> Failure {
         match self {
-            FsError::RelativePath { .. }
-            | FsError::InvalidPath { .. }
-            | FsError::IsADirectory { .. }
-            | FsError::OutsideRoots { .. } => INVALID_PARAMS,
-            FsError::NotFound { .. } => RESOURCE_NOT_FOUND,
-            FsError::TooLarge { .. }
-            | FsError::NotUtf8 { .. }
-            | FsError::Refused { .. }
-            | FsError::Io { .. } => INTERNAL_ERROR,
+            FsError::RelativePath { .. } => Failure::RelativePath,
+            FsError::InvalidPath { .. } => Failure::InvalidPath,
+            FsError::IsADirectory { .. } => Failure::IsADirectory,
+            FsError::OutsideRoots { .. } => Failure::OutsideRoots,
+            FsError::NotFound { .. } => Failure::NotFound,
+            FsError::TooLarge { .. } => Failure::TooLarge,
+            FsError::NotUtf8 { .. } => Failure::NotText,
+            FsError::Refused { .. } => Failure::PermissionDenied,
+            FsError::Io { .. } => Failure::Io,
         }
+    }
+
+    /// The JSON-RPC error code ([`FsError::failure`]'s).
+    pub fn code(&self) -> i32 {
+        self.failure().code() as i32
     }
 
     /// A one-sentence message for the JSON-RPC error (same as `Display`).
@@ -291,18 +292,27 @@ impl FsError {
         self.to_string()
     }
 
-    /// Structured details for the JSON-RPC error's `data`: always `{"path": ...}`, plus
-    /// variant-specific fields (`reason`, `resolved`, `size`/`limit`, `op`/`error`). A refusal
-    /// is `{"reason": "permission_denied", "path", "resolved", "sensitive": "git", "why"}`,
-    /// like the other permission refusals of `acp chat`.
+    /// Structured details for the JSON-RPC error's `data`: always `{"reason": <the failure's
+    /// name>, "path": ...}`, plus variant-specific fields (`why`, `resolved`, `size`/`limit`,
+    /// `op`/`error`). A refusal is `{"reason": "permission_denied", "path", "resolved",
+    /// "sensitive": "git", "why"}`, like the other permission refusals of `acp chat`.
     pub fn data(&self) -> Option<serde_json::Value> {
+        let mut data = self.details();
+        if let Some(map) = data.as_object_mut() {
+            map.entry("reason")
+                .or_insert_with(|| json!(self.failure().reason()));
+        }
+        Some(data)
+    }
+
+    fn details(&self) -> serde_json::Value {
         let p = |p: &Path| p.to_string_lossy().into_owned();
-        Some(match self {
+        match self {
             FsError::RelativePath { path }
             | FsError::NotFound { path }
             | FsError::IsADirectory { path }
             | FsError::NotUtf8 { path } => json!({ "path": p(path) }),
-            FsError::InvalidPath { path, reason } => json!({ "path": p(path), "reason": reason }),
+            FsError::InvalidPath { path, reason } => json!({ "path": p(path), "why": reason }),
             FsError::OutsideRoots { path, resolved } => {
                 json!({ "path": p(path), "resolved": p(resolved) })
             }
@@ -324,7 +334,7 @@ impl FsError {
             FsError::Io { path, op, source } => {
                 json!({ "path": p(path), "op": op, "error": source.to_string() })
             }
-        })
+        }
     }
 
     /// The error as the schema crate's JSON-RPC error object.
