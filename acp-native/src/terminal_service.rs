@@ -60,6 +60,8 @@ use acp_client::errors::Failure;
 const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 /// What a `terminal/output` answer weighs besides its text (the other fields, the envelope).
 const ANSWER_OVERHEAD: usize = 256;
+/// Output up to this size is answered where the request is first polled (no task of its own).
+const INLINE_OUTPUT_BYTES: usize = 64 << 10;
 /// How often a running command is checked for exit besides on `SIGCHLD` (a backstop).
 const EXIT_POLL_BACKSTOP: Duration = Duration::from_secs(2);
 
@@ -241,6 +243,10 @@ pub struct OutputBuffer {
     data: VecDeque<u8>,
     limit: usize,
     truncated: bool,
+    /// Bumped by every push (what `json_len` was last computed for).
+    version: u64,
+    /// The last `json_len`: (version, complete, length).
+    json_len: Option<(u64, bool, usize)>,
 }
 
 impl OutputBuffer {
@@ -250,12 +256,15 @@ impl OutputBuffer {
             data: VecDeque::new(),
             limit,
             truncated: false,
+            version: 0,
+            json_len: None,
         }
     }
 
     /// Appends bytes, dropping the oldest ones beyond the limit and then any UTF-8 continuation
     /// bytes at the new front (so the retained text starts on a character boundary).
     pub fn push(&mut self, bytes: &[u8]) {
+        self.version += 1;
         let cut = if bytes.len() >= self.limit {
             // Only the tail of this chunk can survive.
             let cut = !self.data.is_empty() || bytes.len() > self.limit;
@@ -300,8 +309,20 @@ impl OutputBuffer {
     /// The length of [`OutputBuffer::text`] serialized as a JSON string, quotes included (at
     /// most: less when the text is cut again because invalid bytes became U+FFFD). Counted on
     /// the bytes, without building the text, so that an answer can be reserved before it is
-    /// built (a control character takes 6 bytes: `\u0001`). Makes the buffer contiguous.
+    /// built (a control character takes 6 bytes: `\u0001`). Makes the buffer contiguous;
+    /// counted once per content (many requests for the same output scan it once).
     pub fn json_len(&mut self, complete: bool) -> usize {
+        if let Some((version, c, n)) = self.json_len {
+            if version == self.version && c == complete {
+                return n;
+            }
+        }
+        let n = self.count_json_len(complete);
+        self.json_len = Some((self.version, complete, n));
+        n
+    }
+
+    fn count_json_len(&mut self, complete: bool) -> usize {
         let bytes = &*self.data.make_contiguous();
         let end = if complete {
             bytes.len()
@@ -643,6 +664,11 @@ impl TerminalService {
         req: TerminalOutputRequest,
     ) -> Result<TerminalOutputResponse, TerminalError> {
         let terminal = self.get(&req.session_id, &req.terminal_id)?;
+        if terminal.output().len() > INLINE_OUTPUT_BYTES {
+            // Measuring, copying and serializing megabytes is work for a task of its own: a
+            // driver polls a handler once inline, and must not compute for long there.
+            tokio::task::yield_now().await;
+        }
         reserve_answer_bytes(terminal.answer_bytes())
             .await
             .map_err(TerminalError::AnswerBudget)?;

@@ -29,6 +29,8 @@ const BUDGET_MIB: u64 = 512;
 /// The watchdog's limit: far enough above the budget to measure a regression, low enough
 /// for a shared 2-core machine.
 const KILL_AT_MIB: u64 = 1536;
+/// Bound of the full-size runs (64 answers of 60-96 MB each through a pipe, debug build).
+const FULL_SIZE: Duration = Duration::from_secs(900);
 
 /// The hostile agent: `python3 agent.py SCENARIO DIR SIZE`.
 const AGENT: &str = r#"
@@ -258,9 +260,9 @@ impl Scenario {
     }
 
     /// Waits (bounded) for the agent's `done`, or for acp to die; returns what `done` says.
-    fn wait_done(&self, acp: &mut Running, watch: &Watch) -> Option<String> {
+    fn wait_done(&self, acp: &mut Running, watch: &Watch, within: Duration) -> Option<String> {
         let done = self.signals.join("done");
-        let deadline = Instant::now() + EVENTUALLY;
+        let deadline = Instant::now() + within;
         loop {
             if let Ok(text) = std::fs::read_to_string(&done) {
                 return Some(text);
@@ -293,22 +295,35 @@ fn measure(
     env: &[(&str, &str)],
     prepare: impl FnOnce(&Path),
 ) -> (u64, Option<String>, Run) {
+    measure_within(tag, scenario, size, opts, env, prepare, EVENTUALLY)
+}
+
+/// [`measure`] with a longer bound (the full sizes move gigabytes through a pipe).
+fn measure_within(
+    tag: &str,
+    scenario: &str,
+    size: usize,
+    opts: &[&str],
+    env: &[(&str, &str)],
+    prepare: impl FnOnce(&Path),
+    within: Duration,
+) -> (u64, Option<String>, Run) {
     let s = Scenario::new(tag);
     prepare(&s.work);
     let mut acp = s.start(scenario, size, opts, env);
     let watch = Watch::start(acp.child.id());
-    let done = s.wait_done(&mut acp, &watch);
+    let done = s.wait_done(&mut acp, &watch, within);
     s.go();
     // Sampled until the exit (and exact up to the last sample: VmHWM is a high-water mark).
     let mut peak = watch.peak_mib();
-    let deadline = Instant::now() + EVENTUALLY;
+    let deadline = Instant::now() + within;
     while acp.child.try_wait().unwrap().is_none() && !watch.killed() && Instant::now() < deadline {
         peak = watch.peak_mib();
         std::thread::sleep(Duration::from_millis(10));
     }
     let peak = peak.max(watch.peak_mib());
     let killed = watch.killed();
-    let run = acp.finish(EVENTUALLY);
+    let run = acp.finish(within + EVENTUALLY);
     println!("{tag}: peak {peak} MiB");
     assert!(
         !killed,
@@ -452,13 +467,14 @@ fn file_reads_of_control_characters_to_64_concurrent_requests() {
 #[test]
 #[ignore = "slow: full size of the security review; run with --ignored"]
 fn full_size_terminal_output() {
-    let (_, report, run) = measure(
+    let (_, report, run) = measure_within(
         "mem-terminal-16m",
         "terminal-output",
         16 << 20,
         &[],
         &[],
         |_| {},
+        FULL_SIZE,
     );
     assert_all_answered(report, &run);
 }
@@ -468,8 +484,8 @@ fn full_size_terminal_output() {
 #[ignore = "slow, and needs FsService::read_text_file to reserve its answer; run with --ignored"]
 fn full_size_file_reads() {
     let size = 10 << 20;
-    let (_, report, run) = measure("mem-fs-10m", "fs-read", size, &[], &[], |work| {
-        std::fs::write(work.join("controls.txt"), vec![1u8; size]).unwrap();
-    });
+    let write = |work: &Path| std::fs::write(work.join("controls.txt"), vec![1u8; size]).unwrap();
+    let (_, report, run) =
+        measure_within("mem-fs-10m", "fs-read", size, &[], &[], write, FULL_SIZE);
     assert_all_answered(report, &run);
 }
