@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A fake model server for the real-agent tests (scripts/test-real-agents.sh): it speaks the
-// Anthropic Messages API (claude-agent-acp) and the OpenAI Responses and Chat Completions APIs
-// (codex-acp) on 127.0.0.1, with SSE streaming, and plays a scripted conversation chosen by a
+// Anthropic Messages API (claude-agent-acp), the OpenAI Responses and Chat Completions APIs
+// (codex-acp) and the Gemini API (gemini-cli) on 127.0.0.1, with SSE streaming, and plays a scripted conversation chosen by a
 // marker in the user's prompt. Only node's standard library.
 //
 //   node fake-model-server.mjs [--port N] [--log FILE]
@@ -20,8 +20,9 @@
 //   stall         accepts the request and answers nothing for at most 120 s (a turn to time out)
 // Without a marker, or for a request that offers no tools (titles, summaries, quota checks), the
 // answer is a short text (FAKE_SIDE_ANSWER; logged with `answer.side: true`). A request whose
-// last message is a tool result gets the final text. Tool call arguments follow the tools the request declares (Write/Bash for
-// Claude Code; apply_patch and shell/exec_command/shell_command for Codex).
+// last message is a tool result gets the final text. Tool call arguments follow the tools the
+// request declares (Write/Bash for Claude Code; apply_patch and exec_command/shell_command/shell
+// for Codex; write_file and run_shell_command for Gemini CLI).
 
 import http from "node:http";
 import fs from "node:fs";
@@ -117,6 +118,20 @@ function chatView(body) {
   };
 }
 
+function geminiView(body) {
+  const contents = body.contents ?? [];
+  const last = contents[contents.length - 1];
+  const parts = last && last.role !== "model" ? (last.parts ?? []) : [];
+  const results = parts.filter((p) => p.functionResponse);
+  return {
+    userTexts: parts.filter((p) => typeof p.text === "string").map((p) => p.text),
+    toolResult: results.length
+      ? results.map((p) => JSON.stringify(p.functionResponse.response ?? {})).join("\n") : null,
+    tools: (body.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((f) => f.name)),
+    toolTypes: {},
+  };
+}
+
 // ---- the script ---------------------------------------------------------------------------
 
 /**
@@ -147,6 +162,9 @@ function plan(view, api) {
 }
 
 function writeCall(view, api, path) {
+  if (api === "gemini") {
+    return { kind: "tool", name: "write_file", input: { file_path: path, content: FAKE_FILE_CONTENT } };
+  }
   if (api === "anthropic") {
     return { kind: "tool", name: "Write", input: { file_path: path, content: FAKE_FILE_CONTENT } };
   }
@@ -170,6 +188,9 @@ function writeCall(view, api, path) {
 }
 
 function runCall(view, api, command) {
+  if (api === "gemini") {
+    return { kind: "tool", name: "run_shell_command", input: { command, description: "Run a command" } };
+  }
   if (api === "anthropic") {
     return { kind: "tool", name: "Bash", input: { command, description: "Run a command" } };
   }
@@ -341,6 +362,56 @@ function chatAnswer(req, res, body, p, id) {
   done("stop");
 }
 
+/** A value that fits a (Gemini/OpenAPI-style) JSON schema: the first enum value, "fake", 1,
+ * false, [], objects with every property. */
+function fillSchema(schema) {
+  if (!schema || typeof schema !== "object") return "fake";
+  if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
+  switch (String(schema.type ?? "object").toLowerCase()) {
+    case "string": return "fake";
+    case "integer": case "number": return 1;
+    case "boolean": return false;
+    case "array": return [];
+    default:
+      return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, fillSchema(v)]));
+  }
+}
+
+function geminiAnswer(req, res, body, p, id, stream) {
+  // Side queries that want JSON (Gemini CLI's model router, ...) get JSON that fits the schema.
+  const cfg = body.generationConfig ?? {};
+  if (p.side && cfg.responseMimeType === "application/json") {
+    p = { ...p, chunks: [JSON.stringify(fillSchema(cfg.responseJsonSchema ?? cfg.responseSchema))] };
+  }
+  const usage = { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 };
+  const chunk = (parts, finish) => ({
+    candidates: [{ content: { role: "model", parts }, index: 0, ...(finish ? { finishReason: finish } : {}) }],
+    usageMetadata: usage,
+    modelVersion: "fake-model",
+    responseId: `fake_${id}`,
+  });
+  const toolParts = () => [{ functionCall: { id: `call_fake_${id}`, name: p.name, args: p.input } }];
+  if (!stream) {
+    const parts = p.kind === "tool" ? toolParts() : [{ text: (p.chunks ?? [FAKE_SIDE_ANSWER]).join("") }];
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(JSON.stringify(chunk(parts, "STOP")));
+  }
+  if (p.kind === "stall") return stall(res);
+  sseHeaders(res);
+  if (p.kind === "tool") {
+    sse(res, null, chunk(toolParts(), "STOP"));
+    return res.end();
+  }
+  const delta = (text) => sse(res, null, chunk([{ text }]));
+  const end = () => {
+    sse(res, null, chunk([{ text: "" }], "STOP"));
+    res.end();
+  };
+  if (p.kind === "slow") return tick(req, res, delta, end);
+  for (const c of p.chunks) delta(c);
+  end();
+}
+
 // ---- the server ---------------------------------------------------------------------------
 
 const server = http.createServer((req, res) => {
@@ -357,17 +428,19 @@ const server = http.createServer((req, res) => {
     }
     const path = req.url.split("?")[0];
     const headers = {};
-    for (const h of ["authorization", "x-api-key", "content-type", "user-agent", "anthropic-version", "accept"]) {
+    for (const h of ["authorization", "x-api-key", "x-goog-api-key", "content-type", "user-agent", "anthropic-version", "accept"]) {
       if (req.headers[h] !== undefined) headers[h] = req.headers[h];
     }
     let api = null;
     if (req.method === "POST" && /\/messages$/.test(path)) api = "anthropic";
     else if (req.method === "POST" && /\/responses$/.test(path)) api = "responses";
     else if (req.method === "POST" && /\/chat\/completions$/.test(path)) api = "chat";
+    else if (req.method === "POST" && /:(stream)?generateContent$/i.test(path)) api = "gemini";
     let p = null;
     if (api) {
       const view = api === "anthropic" ? anthropicView(body ?? {})
-        : api === "responses" ? responsesView(body ?? {}) : chatView(body ?? {});
+        : api === "responses" ? responsesView(body ?? {})
+        : api === "gemini" ? geminiView(body ?? {}) : chatView(body ?? {});
       p = plan(view, api);
     }
     log({ event: "request", id, method: req.method, path, headers, body, api, answer: p });
@@ -378,6 +451,13 @@ const server = http.createServer((req, res) => {
       if (api === "anthropic") return anthropicAnswer(req, res, body, p, id);
       if (api === "responses") return responsesAnswer(req, res, body, p, id);
       if (api === "chat") return chatAnswer(req, res, body, p, id);
+      if (api === "gemini") {
+        return geminiAnswer(req, res, body, p, id, /:streamGenerateContent$/i.test(path));
+      }
+      if (req.method === "POST" && /:countTokens$/.test(path)) {
+        res.writeHead(200, { "content-type": "application/json" });
+        return res.end(JSON.stringify({ totalTokens: 10 }));
+      }
       if (req.headers.upgrade) {
         // No WebSockets here: 426 makes Codex use HTTP streaming at once (a 404 is retried).
         res.writeHead(426, { "content-type": "application/json" });
