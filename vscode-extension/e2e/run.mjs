@@ -6,7 +6,8 @@
 //
 // Scenarios: allow (file written, answer shown, diff opens), deny, dismiss (Escape answers the
 // reject option), cancel mid-stream, cancel while the permission dialog is open, the agent
-// killed and restarted, the terminal approval modal (`acp.terminal.approval: ask`: Run, Cancel,
+// killed and restarted, a sensitive write (acp-demo.txt linked into .git: the write modal, Review
+// changes, Refuse), the terminal approval modal (`acp.terminal.approval: ask`: Run, Cancel,
 // Escape), modes and config options, an agent that fails to start.
 // Screenshots and logs go to artifacts/vscode-e2e/ (gitignored). Exit code 0 only if all pass.
 //
@@ -484,6 +485,54 @@ try {
     await turnEnds("end_turn");
     if (!fs.existsSync(demoFile)) throw new Error("the restarted agent did not write the file");
     await screenshot("restarted-after-crash");
+  });
+
+  await scenario("sensitive write: acp-demo.txt links into .git; the write modal, Review changes, Refuse; nothing written", async () => {
+    // The demo agent only ever writes acp-demo.txt; a link by that name into a repository's
+    // .git makes its write one that git would execute (core.fsmonitor, hooks). The extension
+    // classifies the real path (acp-client) and asks, whatever the agent was allowed before.
+    const repo = path.join(workspace, "e2e-repo");
+    const gitConfig = path.join(repo, ".git", "config");
+    const original = "[core]\n\trepositoryformatversion = 0\n";
+    fs.mkdirSync(path.dirname(gitConfig), { recursive: true });
+    fs.writeFileSync(gitConfig, original);
+    fs.rmSync(demoFile, { force: true });
+    fs.symlinkSync(path.join("e2e-repo", ".git", "config"), demoFile);
+    try {
+      await newSession();
+      await sendPrompt("Write the demo file through the link");
+      await (await dialogButton("Allow this write")).click();
+      // Then the extension's own question about the write.
+      const writeModal = async () => {
+        await until("the sensitive-write modal", async () => ((await dialog.textContent()) ?? "").includes("The agent wants to write a file that can change what runs"), 60_000);
+        const text = (await dialog.textContent()) ?? "";
+        for (const want of [`File: ${gitConfig}`, `(the agent asked for ${demoFile}, which leads there)`, "git runs what its directory configures"]) {
+          if (!text.includes(want)) throw new Error(`the write modal lacks ${JSON.stringify(want)}: ${text}`);
+        }
+        for (const b of ["Review changes", "Allow write", "Refuse"]) if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: b }).count())) throw new Error(`the write modal has no ${b} button`);
+      };
+      await writeModal();
+      await screenshot("sensitive-write-modal");
+      await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Review changes" }).click();
+      // The diff editor opens with the old and new text, and the question comes back.
+      await until("the review diff editor tab", async () => (await page.locator(".tab", { hasText: "agent's write: review before allowing" }).count()) > 0, 15_000);
+      await writeModal();
+      await screenshot("sensitive-write-review");
+      await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Refuse" }).click();
+      await turnEnds("end_turn");
+      const failed = chat.locator(".tool.status-failed", { hasText: `Write ${DEMO_FILE}` });
+      await until("the write tool call to fail with the refusal", async () => (await failed.count()) === 1 && ((await failed.textContent()) ?? "").includes("permission denied: the user did not allow writing"), 15_000);
+      if (fs.readFileSync(gitConfig, "utf8") !== original) throw new Error(".git/config was changed although the write was refused");
+      if (!fs.lstatSync(demoFile).isSymbolicLink()) throw new Error("the link was replaced");
+      await until("the refusal in the ACP log", async () => {
+        const l = await acpLog();
+        return l.includes(`fs/write_text_file ${gitConfig}: refused by the user`) && /→ #\d+ fs\/write_text_file error -32603 .*permission denied: the user did not allow writing/.test(l);
+      }, 10_000);
+      await screenshot("sensitive-write-refused");
+    } finally {
+      fs.rmSync(demoFile, { force: true });
+      fs.rmSync(repo, { recursive: true, force: true });
+    }
   });
 
   await scenario("terminal approval (ask): the modal, Run, the command runs in the terminal panel", async () => {
