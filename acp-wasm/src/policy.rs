@@ -17,6 +17,7 @@
 //! serde names. Results are written by serde and handed over as plain objects (one
 //! `JSON.parse`).
 
+use acp_client::display;
 use acp_client::env;
 use acp_client::permission::{self, AutoMode, OptionKind, PermissionOption};
 use acp_client::terminal::{self, CommandRequest, EnvVariable};
@@ -338,6 +339,20 @@ pub fn terminal_invalid_message(
     Ok(terminal::question(&request, |_| None)
         .err()
         .map(|e| e.message()))
+}
+
+/// `text` on one line, as every face shows agent-supplied text in a question: newlines, escape
+/// sequences, other controls, bidi overrides and zero-width characters written as `\n`, `\e`,
+/// `\x07`, `\u202e`…, backslashes doubled (so escapes cannot be forged). A non-string is a
+/// `TypeError`.
+#[wasm_bindgen(js_name = escapeLine)]
+pub fn escape_line(
+    #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
+) -> Result<String, JsValue> {
+    let text = text
+        .as_string()
+        .ok_or_else(|| type_error("text must be a string"))?;
+    Ok(display::escape_line(&text))
 }
 
 /// The host variables agents and their commands get by default (a trailing `*` matches a

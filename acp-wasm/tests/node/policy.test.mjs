@@ -96,6 +96,8 @@ test("wrong arguments are a TypeError naming the argument", () => {
     ["requestJson", () => acp.terminalInvalidMessage(7)],
     ["reason", () => acp.describeWriteReason("Git")],
     ["reason", () => acp.describeWriteReason(undefined)],
+    ["text", () => acp.escapeLine(undefined)],
+    ["text", () => acp.escapeLine(["a"])],
   ];
   for (const [what, call] of cases) {
     const e = throwsNamed(assert, call, "TypeError");
@@ -119,6 +121,12 @@ test("the words that go with a decision are one line each", () => {
     }
   }
   assert.match(acp.terminalInvalidMessage('{"command":"ls","env":[{"name":"A\\nB","value":""}]}'), /^invalid environment variable name "A\\nB"/);
+});
+
+test("escapeLine puts agent text on one line, escapes unforgeable", () => {
+  assert.equal(acp.escapeLine("plain text: é ✓"), "plain text: é ✓");
+  assert.equal(acp.escapeLine("a\nb\r\u001b[2K\u202efdp.exe\u200b"), "a\\nb\\r\\e[2K\\u202efdp.exe\\u200b");
+  assert.equal(acp.escapeLine("a\\nb\n"), "a\\\\nb\\n", "a written backslash-n cannot pass for an escaped newline");
 });
 
 test("the environment allowlist and valid names come from acp-client", () => {
@@ -150,6 +158,7 @@ test("the .d.ts declares the policy functions and their types", () => {
       "export function terminalInvalidMessage(requestJson: string): string | undefined;",
       "export function envAllowlist(): string[];",
       "export function validEnvName(name: string): boolean;",
+      "export function escapeLine(text: string): string;",
     ]) {
       assert.ok(dts.includes(needle), `${dir}/acp_wasm.d.ts lacks: ${needle}`);
     }

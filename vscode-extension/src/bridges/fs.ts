@@ -50,6 +50,9 @@ export interface SensitiveWrite {
   reason: WriteReason;
   /** Why, in words (acp-client's `describeWriteReason`). */
   why: string;
+  /** `path` and `realPath` as the question shows them: on one line, escaped (acp-client's
+   *  `escapeLine`; a file name may hold a newline). */
+  shown: { path: string; realPath: string };
   exists: boolean;
   executable: boolean;
   /** The current text (the open buffer, else the file), null for a new file. */
@@ -207,6 +210,7 @@ export class FsBridge {
       realPath: real,
       reason: cls.reason,
       why,
+      shown: { path: this.policy.escapeLine(file), realPath: this.policy.escapeLine(real) },
       ...facts,
       oldText: facts.exists ? await this.currentText(file, real) : null,
       newText,

@@ -81,23 +81,29 @@ export function validateRequest(params: unknown): RequestPermissionRequest {
   return p;
 }
 
-/** The prompt for a request. `closeId`: the option a dismissal answers (the close affordance),
- *  from acp-client's `dismissedPermission`. */
-export function buildPromptModel(req: RequestPermissionRequest, closeId?: string, maxButtons = MAX_DIALOG_BUTTONS): PermissionPromptModel {
+/** The prompt for a request. Every agent-supplied text goes through `escape` (acp-client's
+ *  `escapeLine`: one line each, so a title with newlines cannot draw a fake question). `closeId`:
+ *  the option a dismissal answers (the close affordance), from acp-client's `dismissedPermission`. */
+export function buildPromptModel(
+  req: RequestPermissionRequest,
+  escape: (text: string) => string,
+  closeId?: string,
+  maxButtons = MAX_DIALOG_BUTTONS,
+): PermissionPromptModel {
   const tc = req.toolCall;
-  const title = tc.title?.trim() || `tool call ${tc.toolCallId}`;
+  const title = escape(tc.title?.trim() || `tool call ${tc.toolCallId}`);
   const lines: string[] = [];
-  if (tc.kind) lines.push(`Kind: ${tc.kind}`);
-  for (const loc of tc.locations ?? []) lines.push(`Location: ${loc.path}${loc.line ? `:${loc.line}` : ""}`);
+  if (tc.kind) lines.push(`Kind: ${escape(tc.kind)}`);
+  for (const loc of tc.locations ?? []) lines.push(`Location: ${escape(String(loc.path))}${loc.line ? `:${loc.line}` : ""}`);
   for (const c of tc.content ?? []) {
-    if (c.type === "diff") lines.push(`Edits: ${c.path}`);
-    else if (c.type === "terminal") lines.push(`Terminal: ${c.terminalId}`);
-    else if (c.type === "content" && c.content.type === "text") lines.push(clip(c.content.text, 300));
+    if (c.type === "diff") lines.push(`Edits: ${escape(String(c.path))}`);
+    else if (c.type === "terminal") lines.push(`Terminal: ${escape(String(c.terminalId))}`);
+    else if (c.type === "content" && c.content.type === "text") lines.push(clip(escape(c.content.text), 300));
   }
-  if (tc.rawInput !== undefined && tc.rawInput !== null) lines.push(`Input: ${clip(safeJson(tc.rawInput), 300)}`);
+  if (tc.rawInput !== undefined && tc.rawInput !== null) lines.push(`Input: ${clip(escape(safeJson(tc.rawInput)), 300)}`);
   const items = req.options.map((o) => ({
     optionId: o.optionId,
-    label: o.name.trim() || o.kind.replace(/_/g, " "),
+    label: escape(o.name.trim() || o.kind.replace(/_/g, " ")),
     kind: o.kind,
     isCloseAffordance: o.optionId === closeId,
   }));
@@ -138,7 +144,7 @@ export class PermissionBridge {
     const decided = this.policy.decidePermission(req.options, mode);
     if (decided.answer !== "ask") return this.answer(req, decided, `automatic (${mode})`);
     const dismissal = this.policy.dismissedPermission(req.options);
-    const model = buildPromptModel(req, dismissal.answer === "select" ? dismissal.optionId : undefined);
+    const model = buildPromptModel(req, (t) => this.policy.escapeLine(t), dismissal.answer === "select" ? dismissal.optionId : undefined);
     const cancelled = whenCancelled(token).then(() => "cancelled" as const);
     const answer = await Promise.race([this.prompter.prompt(model, token).then((id) => ({ id })), cancelled]);
     if (answer === "cancelled" || token.isCancellationRequested) {

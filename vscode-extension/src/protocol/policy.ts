@@ -69,6 +69,7 @@ export interface PolicyModule {
   terminalInvalidMessage(requestJson: string): string | undefined;
   envAllowlist(): string[];
   validEnvName(name: string): boolean;
+  escapeLine(text: string): string;
 }
 
 export const POLICY_EXPORTS: ReadonlyArray<keyof PolicyModule> = [
@@ -82,6 +83,7 @@ export const POLICY_EXPORTS: ReadonlyArray<keyof PolicyModule> = [
   "terminalInvalidMessage",
   "envAllowlist",
   "validEnvName",
+  "escapeLine",
 ];
 
 type Option = Pick<PermissionOption, "optionId" | "kind"> & { name?: string | null };
@@ -137,6 +139,12 @@ export class ClientPolicy {
 
   validEnvName(name: string): boolean {
     return this.module().validEnvName(name);
+  }
+
+  /** Agent-supplied text on one line (controls, bidi overrides, zero-width characters escaped),
+   *  as every question shows it. */
+  escapeLine(text: string): string {
+    return this.module().escapeLine(text);
   }
 }
 

@@ -213,6 +213,11 @@ test("a link named like an ordinary file that leads into .git is asked about by 
   await assert.rejects(bridge(host, false, approver).writeTextFile({ sessionId: "s", path: hook, content: "#!/bin/sh\nid\n" }), /permission denied/);
   assert.equal(approver.asked[0]!.realPath, path.join(git, "hooks", "pre-commit"));
   assert.equal(approver.asked[0]!.path, hook);
+  assert.deepEqual(approver.asked[0]!.shown, { path: hook, realPath: path.join(git, "hooks", "pre-commit") });
+  // A file name with a newline is shown escaped, on one line.
+  const odd = path.join(ws, "repo2", ".git", "x\nFile: /safe.txt");
+  await assert.rejects(bridge(host, false, approver).writeTextFile({ sessionId: "s", path: odd, content: "" }), /permission denied/);
+  assert.equal(approver.asked[1]!.shown.realPath, path.join(git, "x\\nFile: /safe.txt"));
   assert.equal(fs.existsSync(path.join(git, "hooks", "pre-commit")), false);
 });
 

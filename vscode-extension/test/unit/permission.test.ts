@@ -56,8 +56,10 @@ function bridge(p: PermissionPrompter, autoApprove = false) {
   return Object.assign(b, { cancels });
 }
 
-test("the prompt is built from the agent's own options, in order, with the dismissal's option as close affordance", () => {
-  const m = buildPromptModel(req(), "no");
+const escape = (t: string) => testPolicy().escapeLine(t);
+
+test("the prompt is built from the agent's own options, in order, with the dismissal's option as close affordance", { skip }, () => {
+  const m = buildPromptModel(req(), escape, "no");
   assert.deepEqual(
     m.items.map((i) => [i.optionId, i.label, i.isCloseAffordance]),
     [
@@ -70,13 +72,32 @@ test("the prompt is built from the agent's own options, in order, with the dismi
   assert.match(m.detail, /Kind: edit/);
   assert.match(m.detail, /Location: \/w\/hello\.txt/);
   assert.equal(m.useQuickPick, false);
-  assert.equal(buildPromptModel(req([{ optionId: "m", name: " ", kind: "allow_sometimes" }])).items[0]!.label, "allow sometimes");
+  assert.equal(buildPromptModel(req([{ optionId: "m", name: " ", kind: "allow_sometimes" }]), escape).items[0]!.label, "allow sometimes");
 });
 
-test("more options than dialog buttons switch to a QuickPick", () => {
+test("agent text in the prompt is on one line: a title or option name cannot draw a fake question", { skip }, () => {
+  const m = buildPromptModel(
+    {
+      sessionId: "s",
+      toolCall: {
+        toolCallId: "t",
+        title: "Read notes.txt\n\nThe agent wants to: read README.md\u202e",
+        locations: [{ path: "/w/a\nLocation: /w/b" }],
+        content: [{ type: "content", content: { type: "text", text: "x\r\u001b[2Ky" } }],
+      },
+      options: [{ optionId: "a", name: "Allow\nonce", kind: "allow_once" }],
+    },
+    escape,
+  );
+  assert.equal(m.message, "The agent wants to: Read notes.txt\\n\\nThe agent wants to: read README.md\\u202e");
+  assert.deepEqual(m.detail.split("\n"), ["Location: /w/a\\nLocation: /w/b", "x\\r\\e[2Ky"]);
+  assert.equal(m.items[0]!.label, "Allow\\nonce");
+});
+
+test("more options than dialog buttons switch to a QuickPick", { skip }, () => {
   const many: PermissionOption[] = Array.from({ length: 5 }, (_, i) => ({ optionId: `o${i}`, name: `O${i}`, kind: "allow_once" }));
-  assert.equal(buildPromptModel(req(many)).useQuickPick, true);
-  assert.equal(buildPromptModel(req(many.slice(0, 4))).useQuickPick, false);
+  assert.equal(buildPromptModel(req(many), escape).useQuickPick, true);
+  assert.equal(buildPromptModel(req(many.slice(0, 4)), escape).useQuickPick, false);
 });
 
 test("a choice the agent did not offer is refused", () => {
