@@ -48,8 +48,9 @@
 //!
 //! Notifications are handled one at a time, in arrival order. While a notification handler
 //! runs, reading goes on (responses, requests and further notifications keep flowing) until
-//! [`DriverConfig::notification_buffer`] notifications are queued behind it; then the driver
-//! stops reading the transport until the queue drains. So a notification handler may await
+//! [`DriverConfig::notification_buffer`] notifications, or [`DriverConfig::notification_bytes`]
+//! of their params, are queued behind it; then the driver stops reading the transport until the
+//! queue drains. So a notification handler may await
 //! anything as long as the peer sends fewer than `notification_buffer` notifications in the
 //! meantime; a handler that waits for *later notifications* or for unbounded work must spawn
 //! it instead. Request handlers are never subject to this: they run concurrently.
@@ -105,6 +106,10 @@ pub struct DriverConfig {
     pub read_pause_bytes: usize,
     /// Notifications queued for the in-order notification handler before reading pauses. 1024.
     pub notification_buffer: usize,
+    /// Bytes (of params) of the notifications queued for the in-order notification handler
+    /// above which reading pauses too: the count alone lets 1024 large notifications pile up
+    /// behind a slow handler. 64 MiB (one notification larger than that is still taken).
+    pub notification_bytes: usize,
     /// Local commands queued for the driver (beyond that, senders wait). 64.
     pub command_buffer: usize,
     /// Size of one transport read. 64 KiB.
@@ -145,6 +150,7 @@ impl DriverConfig {
             write_high_water: 1 << 20,
             read_pause_bytes: 16 << 20,
             notification_buffer: 1024,
+            notification_bytes: 64 << 20,
             command_buffer: 64,
             read_chunk: 64 << 10,
             eof_grace: Duration::ZERO,
@@ -177,6 +183,12 @@ impl DriverConfig {
 
     pub fn notification_buffer(mut self, n: usize) -> Self {
         self.notification_buffer = n.max(1);
+        self
+    }
+
+    /// See [`DriverConfig::notification_bytes`].
+    pub fn notification_bytes(mut self, bytes: usize) -> Self {
+        self.notification_bytes = bytes;
         self
     }
 
@@ -358,6 +370,9 @@ enum Control {
     Abandoned {
         token: u64,
     },
+    /// The notification queue fell below [`DriverConfig::notification_bytes`]: reading may
+    /// resume.
+    NotificationsDrained,
 }
 
 struct Shared {
@@ -377,6 +392,10 @@ struct Shared {
     writer_done: watch::Receiver<bool>,
     /// The answer budget (see [`reserve_answer_bytes`]).
     budget: Arc<AnswerBudget>,
+    /// Bytes of params of the notifications queued for (or being handled by) the notification
+    /// task, and the limit above which reading pauses.
+    notification_bytes: AtomicUsize,
+    notification_limit: usize,
 }
 
 /// A cloneable handle to a driven connection: send requests and notifications, watch it end.
@@ -1043,6 +1062,8 @@ where
             notifications_handled: HandledCounter::default(),
             writer_done: writer_done_rx,
             budget: Arc::new(AnswerBudget::new(config.answer_budget, config.answer_stall)),
+            notification_bytes: AtomicUsize::new(0),
+            notification_limit: config.notification_bytes,
         }),
     };
     let service = RpcService::new(make(handle.clone()));
@@ -1092,12 +1113,16 @@ where
 /// A handler's future, as the service returns it.
 type HandlerFuture = BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
 
-/// Work for the in-order notification task.
+/// Work for the in-order notification task, and the bytes of its params.
 enum NotifWork {
     /// Not started: the task calls the service.
-    Call(Incoming),
+    Call(Incoming, usize),
     /// Started by the driver (polled once inline) and still pending: the task finishes it.
-    Started { method: String, fut: Budgeted },
+    Started {
+        method: String,
+        fut: Budgeted,
+        bytes: usize,
+    },
 }
 
 async fn notification_loop(
@@ -1115,8 +1140,8 @@ async fn notification_loop(
     }
     let shared = Ended(shared);
     while let Some(work) = rx.recv().await {
-        let (method, r) = match work {
-            NotifWork::Call(n) => {
+        let (method, r, bytes) = match work {
+            NotifWork::Call(n, bytes) => {
                 let method = n.method.clone();
                 let call = async {
                     match service.ready().await {
@@ -1124,14 +1149,19 @@ async fn notification_loop(
                         Err(e) => Err(e),
                     }
                 };
-                (method, AssertUnwindSafe(call).catch_unwind().await)
+                (method, AssertUnwindSafe(call).catch_unwind().await, bytes)
             }
-            NotifWork::Started { method, fut } => {
-                (method, AssertUnwindSafe(fut).catch_unwind().await)
+            NotifWork::Started { method, fut, bytes } => {
+                (method, AssertUnwindSafe(fut).catch_unwind().await, bytes)
             }
         };
         notification_done(&method, r.map_err(|_| ()));
         shared.0.notifications_handled.add_one();
+        let shared = &shared.0;
+        let before = shared.notification_bytes.fetch_sub(bytes, Ordering::SeqCst);
+        if before >= shared.notification_limit && before - bytes < shared.notification_limit {
+            let _ = shared.ctl.send(Control::NotificationsDrained);
+        }
     }
 }
 
@@ -1512,6 +1542,8 @@ where
             && self.eof_deadline.is_none()
             && self.overflow.is_empty()
             && self.out.len < self.config.read_pause_bytes
+            && self.handle.shared.notification_bytes.load(Ordering::SeqCst)
+                < self.handle.shared.notification_limit
     }
 
     /// Arms the timer for the next deadline and handles those that passed; true if any did.
@@ -1650,6 +1682,8 @@ where
                     self.eof_reason = Some(reason);
                 }
             }
+            // Nothing to do: waking up re-checks whether reading may resume.
+            Control::NotificationsDrained => {}
             Control::Abandoned { token } => {
                 if self.handlers.remove(&token).is_some() {
                     let e = ErrorObject::internal("the request handler ended without answering");
@@ -1834,6 +1868,13 @@ where
     }
 
     fn queue_notification(&mut self, n: NotifWork) {
+        let bytes = match &n {
+            NotifWork::Call(_, bytes) | NotifWork::Started { bytes, .. } => *bytes,
+        };
+        self.handle
+            .shared
+            .notification_bytes
+            .fetch_add(bytes, Ordering::SeqCst);
         if self.overflow.is_empty() {
             match self.notif_tx.try_send(n) {
                 Ok(()) => {}
@@ -1901,6 +1942,7 @@ where
                 }
             }
             Event::Notification { method, params } => {
+                let bytes = params.as_ref().map_or(0, |p| p.get().len());
                 let shared = &self.handle.shared;
                 let before = shared.notifications_received.fetch_add(1, Ordering::SeqCst);
                 let n = Incoming {
@@ -1915,7 +1957,7 @@ where
                 let idle = self.overflow.is_empty()
                     && shared.notifications_handled.count.load(Ordering::SeqCst) == before;
                 if !idle {
-                    self.queue_notification(NotifWork::Call(n));
+                    self.queue_notification(NotifWork::Call(n, bytes));
                     return;
                 }
                 let method = n.method.clone();
@@ -1929,9 +1971,9 @@ where
                         self.handle.shared.notifications_handled.add_one();
                     }
                     FirstPoll::Pending(fut) => {
-                        self.queue_notification(NotifWork::Started { method, fut })
+                        self.queue_notification(NotifWork::Started { method, fut, bytes })
                     }
-                    FirstPoll::NotReady(n) => self.queue_notification(NotifWork::Call(n)),
+                    FirstPoll::NotReady(n) => self.queue_notification(NotifWork::Call(n, bytes)),
                 }
             }
             Event::Response {
