@@ -4,12 +4,14 @@
 //! 1. A method the user named (`acp chat --auth ID`) is used as it is; an unknown id is an
 //!    error listing the methods.
 //! 2. Otherwise an `env_var` method whose variables are all set in the agent's environment.
-//! 3. Otherwise an `agent` method (the agent authenticates by itself) that does not look
-//!    interactive and whose description names no variable that is missing. Agents such as
-//!    gemini-cli and codex offer their browser/account logins as plain `agent` methods that
-//!    print a URL to stdout and wait for a code read from the JSON-RPC stream, so a method
-//!    whose id, name or description speaks of logging in, signing in, OAuth, a browser or an
-//!    account is never started uninvited.
+//! 3. Otherwise an `agent` method whose needs are met: one that speaks of an API key (or names
+//!    variables) is used when its variables are set: the ones it names, else the well-known key
+//!    of the provider it names (`Gemini` → `GEMINI_API_KEY`…); one that asks for setup the
+//!    client cannot see (a gateway, a cloud project, a custom endpoint) is not chosen; one that
+//!    asks nothing is. Agents such as gemini-cli and codex offer their browser/account logins
+//!    as plain `agent` methods that print a URL to stdout and wait for a code read from the
+//!    JSON-RPC stream, so a method whose id, name or description speaks of logging in,
+//!    signing in, OAuth, a browser or an account is never started uninvited.
 //! 4. `terminal` methods never run unless the user named them (the client advertises no
 //!    terminal authentication).
 //! 5. Nothing fits: the user is told, per method, what it needs (the variable to pass, or the
@@ -45,6 +47,22 @@ pub struct AuthVar {
     #[serde(default)]
     pub optional: bool,
 }
+
+/// Providers' well-known key variables, by a word a method's id, name or description uses.
+const KNOWN_KEYS: &[(&str, &[&str])] = &[
+    ("gemini", &["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
+    ("openai", &["OPENAI_API_KEY"]),
+    ("codex", &["CODEX_API_KEY", "OPENAI_API_KEY"]),
+    ("anthropic", &["ANTHROPIC_API_KEY"]),
+    ("claude", &["ANTHROPIC_API_KEY"]),
+    ("openrouter", &["OPENROUTER_API_KEY"]),
+    ("mistral", &["MISTRAL_API_KEY"]),
+    ("groq", &["GROQ_API_KEY"]),
+    ("deepseek", &["DEEPSEEK_API_KEY"]),
+    ("xai", &["XAI_API_KEY"]),
+    ("dashscope", &["DASHSCOPE_API_KEY"]),
+    ("qwen", &["DASHSCOPE_API_KEY"]),
+];
 
 /// What to do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +114,64 @@ impl AuthMethod {
             .collect();
         vars.dedup();
         vars
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.id,
+            self.name,
+            self.description.as_deref().unwrap_or("")
+        )
+        .to_ascii_lowercase()
+    }
+
+    /// It speaks of an API key, a token or a secret.
+    fn wants_key(&self) -> bool {
+        let t = self.text();
+        ["api key", "api-key", "apikey", "api_key", "token", "secret"]
+            .iter()
+            .any(|w| t.contains(w))
+    }
+
+    /// It needs setup the client cannot check (a gateway, a cloud project, an endpoint).
+    fn wants_setup(&self) -> bool {
+        let t = self.text();
+        [
+            "gateway",
+            "custom",
+            "endpoint",
+            "proxy",
+            "vertex",
+            "cloud",
+            "project",
+            "enterprise",
+            "bedrock",
+            "azure",
+        ]
+        .iter()
+        .any(|w| t.contains(w))
+    }
+
+    /// The variables that would satisfy it: the ones it names, else the well-known keys of the
+    /// providers it names (any one of them will do).
+    fn key_vars(&self) -> (Vec<String>, bool) {
+        let named = self.mentioned_vars();
+        if !named.is_empty() {
+            return (named, true);
+        }
+        let t = self.text();
+        let mut known = Vec::new();
+        for (word, vars) in KNOWN_KEYS {
+            if t.contains(word) {
+                for v in *vars {
+                    if !known.contains(&v.to_string()) {
+                        known.push(v.to_string());
+                    }
+                }
+            }
+        }
+        (known, false)
     }
 
     fn looks_interactive(&self) -> bool {
@@ -167,18 +243,11 @@ pub fn choose(
             why: are_set(&m.required_vars()),
         };
     }
-    if let Some(m) = methods.iter().find(|m| {
-        m.kind() == "agent" && !m.looks_interactive() && {
-            let vars = m.mentioned_vars();
-            vars.iter().all(|v| has_var(v))
-        }
-    }) {
-        let vars = m.mentioned_vars();
-        let why = if vars.is_empty() {
-            "the agent authenticates by itself".to_string()
-        } else {
-            are_set(&vars)
-        };
+    if let Some((m, why)) = methods
+        .iter()
+        .filter(|m| m.kind() == "agent" && !m.looks_interactive())
+        .find_map(|m| agent_method_ready(m, &has_var).map(|why| (m, why)))
+    {
         return AuthChoice::Authenticate {
             method_id: m.id.clone(),
             why,
@@ -197,17 +266,30 @@ pub fn choose(
                 pass(&missing)
             }
             "terminal" => format!("an interactive login: run it with --auth {}", m.id),
+            "agent" if m.looks_interactive() => format!(
+                "may start an interactive login; choose it with --auth {}",
+                m.id
+            ),
             "agent" => {
-                let missing: Vec<String> = m
-                    .mentioned_vars()
-                    .into_iter()
-                    .filter(|v| !has_var(v))
-                    .collect();
-                if !missing.is_empty() {
+                let (vars, all) = m.key_vars();
+                let missing: Vec<String> = vars.iter().filter(|v| !has_var(v)).cloned().collect();
+                if !missing.is_empty() && all {
                     pass(&missing)
+                } else if !vars.is_empty() {
+                    let flags: Vec<String> = vars.iter().map(|v| format!("--env {v}")).collect();
+                    format!(
+                        "set one of {} and pass it to the agent ({})",
+                        vars.join(", "),
+                        flags.join(" or ")
+                    )
+                } else if m.wants_key() {
+                    format!(
+                        "an API key: pass the agent's key variable with --env NAME, then choose it with --auth {}",
+                        m.id
+                    )
                 } else {
                     format!(
-                        "may start an interactive login; choose it with --auth {}",
+                        "needs setup acp cannot check; choose it with --auth {}",
                         m.id
                     )
                 }
@@ -222,6 +304,24 @@ pub fn choose(
     AuthChoice::NeedsUser {
         message: lines.join("\n"),
     }
+}
+
+/// Why an `agent` method may be used without asking, or `None`.
+fn agent_method_ready(m: &AuthMethod, has_var: &impl Fn(&str) -> bool) -> Option<String> {
+    let (vars, all) = m.key_vars();
+    if !vars.is_empty() {
+        let set: Vec<&String> = vars.iter().filter(|v| has_var(v)).collect();
+        let ok = if all {
+            set.len() == vars.len()
+        } else {
+            !set.is_empty()
+        };
+        return ok.then(|| are_set(&set));
+    }
+    if m.wants_key() || m.wants_setup() {
+        return None;
+    }
+    Some("the agent authenticates by itself".into())
 }
 
 /// "A is set" / "A and B are set".
