@@ -139,6 +139,11 @@ elif scenario == "big-line":
     # `size` zeros in a member nobody reads: beside the update, inside it, inside its content.
     zeros = "0," * (size - 1) + "0"
     where = os.environ.get("JUNK_IN", "params")
+    if where == "raw-input":
+        # A tool call whose raw input (shown nowhere) is the junk.
+        send_raw('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":'
+                 '{"sessionUpdate":"tool_call","toolCallId":"c1","title":"x","rawInput":{"junk":[%s]}}}}'
+                 % zeros)
     content = '{"type":"text","text":"x"%s}' % (',"junk":[%s]' % zeros if where == "content" else "")
     upd = '{"sessionUpdate":"agent_message_chunk","content":%s%s}' % (
         content, ',"junk":[%s]' % zeros if where == "update" else "")
@@ -415,6 +420,12 @@ fn junk_inside_the_update_is_skipped_in_bounded_memory() {
 #[test]
 fn junk_inside_the_content_is_skipped_in_bounded_memory() {
     big_line("mem-big-content", "content", &[]);
+}
+
+/// Junk as a tool call's raw input (which nothing shows).
+#[test]
+fn junk_in_a_tool_calls_raw_input_is_skipped_in_bounded_memory() {
+    big_line("mem-big-raw-input", "raw-input", &[]);
 }
 
 /// `--json`: the params are written as received, not rebuilt.
