@@ -325,6 +325,8 @@ async function terminalModal(commandLine) {
   await dialog.waitFor({ state: "visible", timeout: 60_000 });
   const text = (await dialog.textContent()) ?? "";
   if (!text.includes("The agent wants to run a command")) throw new Error(`expected the terminal approval modal, got: ${text}`);
+  // acp-client's question: its one-line title first, then the command line and directory.
+  if (!text.includes(`run \`${commandLine}\` in ${workspace}`)) throw new Error(`the modal lacks the question's title: ${text}`);
   if (!text.includes(`Command (run without a shell): ${commandLine}`)) throw new Error(`the modal does not name the command line: ${text}`);
   if (!text.includes(`Directory: ${workspace}`)) throw new Error(`the modal does not name the directory: ${text}`);
   return text;

@@ -308,6 +308,8 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
       for (const u of m.updates) applyUpdate(u);
       break;
     case "turnEnded": {
+      // The turn is over: its text is shown now, before the line that says so.
+      renders.flush();
       current = undefined;
       const text = m.stopReason === "error" ? `Error: ${m.message ?? "prompt failed"}` : `Turn ended: ${m.stopReason}`;
       const n = el("div", `turn-end stop-${m.stopReason}`, text);
