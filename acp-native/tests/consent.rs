@@ -41,6 +41,9 @@ def expect(method=None, id=None):
             sys.exit(0)
         if method is not None and m.get("method") == method:
             return m
+        if m.get("method") == "session/set_mode":
+            send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+            continue
         if id is not None and m.get("id") == id and "method" not in m:
             return m
 
@@ -82,7 +85,11 @@ while True:
             continue
         break
 cwd = m["params"]["cwd"]
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+result = {"sessionId": "s-1"}
+if scenario == "modes":
+    result["modes"] = {"currentModeId": "auto", "availableModes": [
+        {"id": "auto", "name": "Auto"}, {"id": "default", "name": "Ask first"}]}
+send({"jsonrpc": "2.0", "id": m["id"], "result": result})
 pid = expect("session/prompt")["id"]
 if scenario == "auth":
     update("authenticated with %s\n" % authed)
@@ -131,6 +138,9 @@ elif scenario == "sensitive-writes":
     for rel in sys.argv[3].split(","):
         report(call(10, "fs/write_text_file", {"sessionId": "s-1", "path": os.path.join(cwd, rel),
             "content": "[core]\n\tfsmonitor = \"touch pwned\"\n"}))
+    end(pid)
+elif scenario == "modes":
+    update("[prompted]\n")
     end(pid)
 elif scenario == "silent-until-cancel":
     expect("session/cancel")
@@ -449,6 +459,42 @@ fn auth_never_starts_an_interactive_login_uninvited() {
     assert!(
         r.stderr
             .contains("`gemini-api-key` method (GEMINI_API_KEY is set)"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn the_sessions_mode_is_shown_and_mode_sets_it_before_the_first_prompt() {
+    let dir = TempDir::new("modes");
+    let r = chat(&dir, "modes", &["--deny"], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("mode: auto (the agent's modes: auto, default; choose one with --mode)"),
+        "{}",
+        r.dump()
+    );
+    let dir = TempDir::new("modes-set");
+    let r = chat(&dir, "modes", &["--deny", "--mode", "default"], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains("mode: default (was auto)"),
+        "{}",
+        r.dump()
+    );
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+    let set = log.find("session/set_mode").expect("set_mode sent");
+    assert!(
+        set < log.find("session/prompt").unwrap(),
+        "before the prompt: {log}"
+    );
+    let dir = TempDir::new("modes-bad");
+    let r = chat(&dir, "modes", &["--mode", "yolo"], None);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("--mode yolo: the agent's modes are auto, default"),
         "{}",
         r.dump()
     );

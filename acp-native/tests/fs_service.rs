@@ -103,7 +103,10 @@ async fn missing_file_is_resource_not_found() {
         let err = fx.read(&path).await.unwrap_err();
         assert!(matches!(err, FsError::NotFound { .. }), "{err:?}");
         assert_eq!(err.code(), -32002);
-        assert_eq!(err.message(), format!("file not found: {}", path.display()));
+        assert_eq!(
+            err.message(),
+            format!("Resource not found: {} does not exist", path.display())
+        );
         assert_eq!(
             err.data(),
             Some(serde_json::json!({ "path": path.to_str().unwrap(), "reason": "not_found" }))

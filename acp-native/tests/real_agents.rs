@@ -660,6 +660,16 @@ fn load_an_earlier_session(agent: Agent) {
         "{}",
         case.dump(&second)
     );
+    // The new turn's answer starts on a line of its own, after the replayed conversation
+    // (codex's chunks carry no messageId: the replayed message used to run into it).
+    assert!(
+        second
+            .stdout
+            .lines()
+            .any(|l| l.starts_with(TEXT_ANSWER.split_whitespace().next().unwrap())),
+        "the answer on its own line\n{}",
+        case.dump(&second)
+    );
     let turns = case.model.turn_requests();
     assert!(
         turns.iter().any(|t| {
@@ -945,11 +955,12 @@ agent_tests!(
     ]
 );
 
-// Gemini CLI: not its file writes (it reads the file first through fs/read_text_file and takes
-// acp's not-found answer, -32002 "file not found: PATH", for a failure: it recognises only
-// "Resource not found", "ENOENT", "does not exist" or "No such file" in the message), nor
-// --load (gemini-cli 0.61.0 often answers "Invalid session identifier" for a session it has
-// just recorded). See docs/reliability.md, "Real agents".
+// Gemini CLI: not its file writes. It reads the file first through fs/read_text_file and
+// treats a missing file as a failure with any client: the official SDK rejects with the plain
+// error object ({code, message}), and gemini-cli 0.61.0's normalizeFileSystemError looks for
+// "Resource not found" only in `err instanceof Error ? err.message : String(err)`, which is
+// "[object Object]" for it. Not --load (gemini-cli 0.61.0 often answers "Invalid session
+// identifier" for a session it has just recorded). See docs/reliability.md, "Real agents".
 agent_tests!(
     gemini,
     Gemini,

@@ -238,6 +238,8 @@ struct Chat {
     activity: Arc<Activity>,
     /// The authentication method named with `--auth`.
     auth: Option<String>,
+    /// The session mode named with `--mode`.
+    mode_wanted: Option<String>,
     /// Variables set (non-empty) in the agent's environment, for the auth choice.
     agent_vars: std::collections::HashSet<String>,
     /// Permission requests to answer `cancelled` once `session/cancel` is sent.
@@ -370,6 +372,7 @@ impl Chat {
             rendered: 0,
             activity,
             auth: args.auth.clone(),
+            mode_wanted: args.mode.clone(),
             agent_vars,
             cancelling: Vec::new(),
         };
@@ -418,7 +421,8 @@ impl Chat {
             // The agent replays the conversation as `session/update`s before it answers; they
             // are shown in order before the first prompt.
             let request = s::LoadSessionRequest::new(id.to_string(), cwd);
-            self.wait("session/load", conn.load_session(request))
+            let loaded = self
+                .wait("session/load", conn.load_session(request))
                 .await?;
             self.session_id = s::SessionId::new(id);
             self.ui.spinner_stop();
@@ -426,7 +430,7 @@ impl Chat {
                 "connected to {name}; loaded session {id} in {}",
                 cwd.display()
             ));
-            return Ok(());
+            return self.apply_mode(&conn, loaded.modes).await;
         }
         let methods: Vec<acp_client::auth::AuthMethod> = info
             .auth_methods
@@ -457,6 +461,61 @@ impl Chat {
             "connected to {name}; session {} in {}",
             self.session_id.0,
             cwd.display()
+        ));
+        self.apply_mode(&conn, session.modes).await
+    }
+
+    /// Shows the session's mode (an agent's mode decides what it does without asking: with
+    /// claude-agent-acp's `auto`, `--deny` has nothing to refuse) and sets `--mode`.
+    async fn apply_mode(
+        &mut self,
+        conn: &ClientSideConnection,
+        modes: Option<s::SessionModeState>,
+    ) -> Result<(), Outcome> {
+        let Some(modes) = modes else {
+            return match &self.mode_wanted {
+                Some(m) => Err(Outcome::fail(
+                    exit::ERROR,
+                    format!("--mode {}: the agent has no session modes", escape_line(m)),
+                )),
+                None => Ok(()),
+            };
+        };
+        let ids: Vec<String> = modes
+            .available_modes
+            .iter()
+            .map(|m| escape_line(&m.id.0))
+            .collect();
+        let current = escape_line(&modes.current_mode_id.0);
+        match self.mode_wanted.clone() {
+            Some(wanted) if *wanted == *modes.current_mode_id.0 => {}
+            Some(wanted) => {
+                if !modes.available_modes.iter().any(|m| *m.id.0 == *wanted) {
+                    return Err(Outcome::fail(
+                        exit::ERROR,
+                        format!(
+                            "--mode {}: the agent's modes are {}",
+                            escape_line(&wanted),
+                            ids.join(", ")
+                        ),
+                    ));
+                }
+                let request =
+                    s::SetSessionModeRequest::new(self.session_id.clone(), wanted.clone());
+                self.wait(
+                    "session/set_mode",
+                    conn.with_timeout(self.timeout).set_session_mode(request),
+                )
+                .await?;
+                self.ui
+                    .notice(&format!("mode: {} (was {current})", escape_line(&wanted)));
+                return Ok(());
+            }
+            None => {}
+        }
+        self.ui.notice(&format!(
+            "mode: {current} (the agent's modes: {}; choose one with --mode)",
+            ids.join(", ")
         ));
         Ok(())
     }
@@ -542,6 +601,7 @@ impl Chat {
     /// [`HELD_EVENTS`] are held; then the loop stops taking events and the agent is no longer
     /// read until the user answers.
     async fn turn(&mut self, text: String) -> Result<s::StopReason, Outcome> {
+        self.ui.begin_turn(&text);
         self.ui.spinner_start("thinking…");
         let request = s::PromptRequest::new(self.session_id.clone(), vec![text.into()]);
         let conn = self.conn.without_timeout();
@@ -952,6 +1012,16 @@ impl Chat {
                     "the agent did not answer `{what}` within {} s (--timeout){}",
                     *after_ms as f64 / 1000.0,
                     self.stderr_hint().await
+                ),
+            ),
+            // Agents that offer no method (or that check only when prompted) say so here.
+            RpcError::Call(CallError::Remote(err)) if is_auth_required(&e) => Outcome::fail(
+                exit::ERROR,
+                format!(
+                    "the agent needs authentication (it answered `{what}` with: {err}); pass its \
+                     API key with --env NAME (e.g. --env ANTHROPIC_API_KEY, --env OPENAI_API_KEY, \
+                     --env GEMINI_API_KEY), choose one of its methods with --auth, or log in with \
+                     the agent's own command first"
                 ),
             ),
             RpcError::Call(CallError::Remote(err)) => Outcome::fail(

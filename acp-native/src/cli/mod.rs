@@ -118,8 +118,9 @@ pub struct ChatArgs {
 
     /// Seconds to wait for the agent to start and to answer each request; during a prompt
     /// turn, the longest the agent may stay silent (waiting on us, for a permission answer or
-    /// a terminal command, does not count). Default: 120 s for start-up and requests, no
-    /// limit on a turn.
+    /// a terminal command, does not count). Default: 120 s for start-up and requests; a
+    /// silence limit of 300 s on a `--prompt` turn, none on an interactive one. After
+    /// `session/cancel` (this limit or Ctrl-C) the agent gets 10 s to end the turn.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub timeout: Option<Duration>,
 
@@ -134,6 +135,12 @@ pub struct ChatArgs {
     /// interactive login (browser, OAuth, account) runs only when named here.
     #[arg(long, value_name = "METHOD_ID")]
     pub auth: Option<String>,
+
+    /// Put the session in this mode (`session/set_mode`) before the first prompt. An agent's
+    /// mode decides what it does without asking (claude-agent-acp's `auto` asks nothing, so
+    /// `--deny` has nothing to refuse: use `--mode default`). The modes are shown at start.
+    #[arg(long, value_name = "MODE_ID")]
+    pub mode: Option<String>,
 
     /// The session's working directory; the agent's file and terminal access is confined to
     /// it. Default: the current directory.

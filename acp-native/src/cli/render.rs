@@ -193,6 +193,7 @@ impl Ui {
     /// The end of a turn: a newline after streamed text; the JSON line with `--json`.
     pub fn turn_end(&self, session_id: &str, stop_reason: &str) {
         let mut st = self.lock();
+        st.thread.end_turn(stop_reason);
         st.clear_spinner();
         st.spinner = None;
         if st.json {
@@ -217,6 +218,16 @@ impl Ui {
                 st.status_line(&line);
             }
         }
+    }
+
+    /// A prompt turn starts: the prompt joins the thread (what the agent says next is a new
+    /// message, on a line of its own, even after a replayed one).
+    pub fn begin_turn(&self, prompt: &str) {
+        let mut st = self.lock();
+        st.thread
+            .begin_turn(vec![acp_client::thread::Block::text(prompt)]);
+        st.newline();
+        st.block = Block::None;
     }
 
     /// Renders one `session/update` (its raw params): folded into the thread, then what it

@@ -367,7 +367,10 @@ impl fmt::Display for FsError {
             FsError::InvalidPath { path, reason } => {
                 write!(f, "invalid path {}: {reason}", path.display())
             }
-            FsError::NotFound { path } => write!(f, "file not found: {}", path.display()),
+            // The official SDKs' wording first: agents (gemini-cli) recognise a missing file by it.
+            FsError::NotFound { path } => {
+                write!(f, "Resource not found: {} does not exist", path.display())
+            }
             FsError::IsADirectory { path } => write!(f, "path is a directory: {}", path.display()),
             FsError::OutsideRoots { path, .. } => {
                 write!(f, "path is outside the workspace roots: {}", path.display())
