@@ -122,6 +122,20 @@ elif scenario == "hold-back":
     open(os.path.join(cwd, "sent"), "w").close()
     report(expect(id=10))
     end(pid)
+elif scenario == "big-while-asking":
+    send({"jsonrpc": "2.0", "id": 10, "method": "session/request_permission", "params": {"sessionId": "s-1",
+        "toolCall": {"toolCallId": "t1", "title": "edit main.rs"},
+        "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "r", "name": "Reject", "kind": "reject_once"}]}})
+    big = "y" * (4 << 20)
+    progress = os.path.join(cwd, "progress")
+    for i in range(n):
+        update(big)
+        with open(progress + ".tmp", "w") as f:
+            f.write(str(i + 1))
+        os.replace(progress + ".tmp", progress)
+    report(expect(id=10))
+    end(pid)
 elif scenario == "flood":
     chunk = "x" * 1000
     progress = os.path.join(cwd, "progress")
@@ -602,6 +616,62 @@ fn an_unread_stdout_stops_reading_the_agent_instead_of_growing_memory() {
     assert_eq!(status, Some(0));
     let xs = out.iter().filter(|b| **b == b'x').count() as u64;
     assert_eq!(xs, N * 1000, "every update shown once reading resumed");
+    eprintln!("agent stalled after {stalled_at} of {N} updates; acp peak RSS {peak} KiB");
+}
+
+#[test]
+fn large_updates_held_behind_an_open_question_stay_within_the_byte_budget() {
+    const N: u64 = 100; // 4 MiB each: 400 MiB held if only their number were bounded
+    let dir = TempDir::new("big-held");
+    let mut args = agent_args(&dir, "big-while-asking", &[]);
+    args.push(N.to_string());
+    let mut child = Command::new(acp())
+        .args(&args)
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        stdout.read_to_end(&mut buf).unwrap();
+        buf
+    });
+    // The question stays open: the agent must end up blocked, acp within its budget.
+    let progress = dir.join("progress");
+    let deadline = Instant::now() + EVENTUALLY;
+    let (mut last, mut since) = (0, Instant::now());
+    let stalled_at = loop {
+        let now = read_progress(&progress);
+        assert!(
+            now < N,
+            "the agent sent all {N} updates behind an open question"
+        );
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if now > 0 && since.elapsed() > Duration::from_secs(3) {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let peak = status_kib(child.id(), "VmHWM:");
+    assert!(
+        peak < 300 * 1024,
+        "acp's peak RSS {peak} KiB with a question open (the agent stalled at {stalled_at})"
+    );
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"1\n").unwrap();
+    drop(stdin);
+    let status = wait_bounded(&mut child);
+    let out = reader.join().unwrap();
+    assert_eq!(status, Some(0));
+    let ys = out.iter().filter(|b| **b == b'y').count() as u64;
+    assert_eq!(ys, N * (4 << 20), "every update shown once answered");
     eprintln!("agent stalled after {stalled_at} of {N} updates; acp peak RSS {peak} KiB");
 }
 

@@ -462,10 +462,8 @@ fn an_agent_that_stops_reading_its_answers_gets_bounded_memory_and_a_timeout() {
 }
 
 /// 64 concurrent `fs/read_text_file` of a file of 2 MiB of control characters (12 MiB each as
-/// JSON). Needs the file service to reserve its answers (docs/security.md, "Memory budget":
-/// `reserve_answer_bytes` in `FsService::read_text_file`); ignored until then.
+/// JSON): `FsService::read_text_file` reserves its answer in the connection's answer budget.
 #[test]
-#[ignore = "needs FsService::read_text_file to reserve its answer (see docs/security.md)"]
 fn file_reads_of_control_characters_to_64_concurrent_requests() {
     let size = 2 << 20;
     let (_, report, run) = measure("mem-fs", "fs-read", size, &[], &[], |work| {
@@ -492,7 +490,7 @@ fn full_size_terminal_output() {
 
 /// Full size: 64 x a 10 MiB file of control characters (60 MiB each as JSON).
 #[test]
-#[ignore = "slow, and needs FsService::read_text_file to reserve its answer; run with --ignored"]
+#[ignore = "slow: full size of the security review; run with --ignored"]
 fn full_size_file_reads() {
     let size = 10 << 20;
     let write = |work: &Path| std::fs::write(work.join("controls.txt"), vec![1u8; size]).unwrap();

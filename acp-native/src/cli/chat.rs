@@ -54,6 +54,14 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// the handlers wait, the connection's notification queue fills and it stops reading the
 /// agent: memory stays bounded and the agent is slowed down instead.
 const EVENT_QUEUE: usize = 64;
+/// Bytes of `session/update` params waiting for the UI (queued or held back), in KiB permits:
+/// with the counts above, what an unread stdout or an open question can make `acp chat` hold
+/// (a larger update waits until it is alone).
+const EVENT_BYTES: usize = 64 << 20;
+
+/// An update's share of [`EVENT_BYTES`], given back when the update has been shown.
+type UpdateBytes = Option<tokio::sync::OwnedSemaphorePermit>;
+
 /// Most events held back while a question is open (shown in order after the answer); past
 /// that the UI stops taking events, with the same effect as a full queue.
 const HELD_EVENTS: usize = 256;
@@ -83,8 +91,9 @@ impl Outcome {
 
 /// What the connection's handlers hand to the UI loop.
 enum Event {
-    /// A `session/update` notification (raw params).
-    Update(Option<Box<RawValue>>),
+    /// A `session/update` notification (raw params), holding its bytes of [`EVENT_BYTES`]
+    /// until it is shown.
+    Update(Option<Box<RawValue>>, UpdateBytes),
     /// A `session/request_permission` waiting for an answer.
     Permission(Box<PermissionAsk>),
 }
@@ -731,7 +740,7 @@ impl Chat {
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.rendered < expected {
             match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Ok(Some(Event::Update(params))) => self.render_update(params),
+                Ok(Some(Event::Update(params, _bytes))) => self.render_update(params),
                 Ok(Some(Event::Permission(ask))) => {
                     let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
                 }
@@ -777,7 +786,7 @@ impl Chat {
                 break;
             };
             match event {
-                Event::Update(params) => self.render_update(params),
+                Event::Update(params, _bytes) => self.render_update(params),
                 Event::Permission(ask) => {
                     let title = self.ask_title(&ask);
                     if ask.withdrawn.is_cancelled() {
@@ -851,7 +860,7 @@ impl Chat {
     /// permission requests, which belong to turns.
     fn idle_event(&mut self, event: Event) {
         match event {
-            Event::Update(params) => self.render_update(params),
+            Event::Update(params, _bytes) => self.render_update(params),
             Event::Permission(ask) => {
                 let title = self.ask_title(&ask);
                 self.ui
@@ -1204,13 +1213,18 @@ fn client_router(
     ));
     let (fs_read, fs_write) = (fs.clone(), fs);
     let updates = events.clone();
+    let update_bytes = Arc::new(tokio::sync::Semaphore::new(EVENT_BYTES >> 10));
     let gate = terminal_gate(events.clone());
     let router = Router::new()
         .notification_raw(acp_core::acp::client::SESSION_UPDATE, move |params, _cx| {
             // Waits while the UI is behind: the connection then stops reading the agent.
             let updates = updates.clone();
+            let budget = update_bytes.clone();
             async move {
-                let _ = updates.send(Event::Update(params)).await;
+                let kib = params.as_ref().map_or(0, |p| p.get().len()) / 1024 + 1;
+                let kib = u32::try_from(kib.min(EVENT_BYTES >> 10)).unwrap_or(u32::MAX);
+                let bytes = budget.acquire_many_owned(kib).await.ok();
+                let _ = updates.send(Event::Update(params, bytes)).await;
             }
         })
         .route::<typed::RequestPermission, _, _>(move |request, cx| {

@@ -254,6 +254,14 @@ pub enum FsError {
         /// Whether an approver was asked (`false`: none is configured).
         asked: bool,
     },
+    /// The answer would not fit the connection's answer budget and the peer is not reading
+    /// (see [`crate::driver::reserve_answer_bytes`]).
+    AnswerBudget {
+        /// The path as requested.
+        path: PathBuf,
+        /// The budget's report.
+        source: crate::driver::AnswerBudgetError,
+    },
     /// Another I/O failure.
     Io {
         /// The path as requested.
@@ -277,6 +285,7 @@ impl FsError {
             FsError::NotFound { .. } => Failure::NotFound,
             FsError::TooLarge { .. } => Failure::TooLarge,
             FsError::NotUtf8 { .. } => Failure::NotText,
+            FsError::AnswerBudget { .. } => Failure::AnswerBudget,
             FsError::Refused { .. } => Failure::PermissionDenied,
             FsError::Io { .. } => Failure::Io,
         }
@@ -334,6 +343,11 @@ impl FsError {
             FsError::Io { path, op, source } => {
                 json!({ "path": p(path), "op": op, "error": source.to_string() })
             }
+            FsError::AnswerBudget { path, source } => json!({
+                "path": p(path),
+                "needed": source.needed,
+                "budget": source.budget,
+            }),
         }
     }
 
@@ -353,6 +367,7 @@ impl FsError {
             | FsError::TooLarge { path, .. }
             | FsError::NotUtf8 { path }
             | FsError::Refused { path, .. }
+            | FsError::AnswerBudget { path, .. }
             | FsError::Io { path, .. } => path,
         }
     }
@@ -408,6 +423,9 @@ impl fmt::Display for FsError {
             FsError::Io { path, op, source } => {
                 write!(f, "cannot {op} {}: {source}", path.display())
             }
+            FsError::AnswerBudget { path, source } => {
+                write!(f, "cannot answer the read of {}: {source}", path.display())
+            }
         }
     }
 }
@@ -448,14 +466,30 @@ impl FsService {
         let roots = self.scope(self.config.reads == AccessScope::WithinRoots);
         let (openat2, limit) = (self.config.openat2, self.config.max_read_bytes);
         let (line, lines) = (req.line, req.limit);
-        blocking(&path.clone(), move || {
-            let target = locate(&path, roots.as_deref(), Want::Read, openat2)?;
-            let text = read_target(&path, &target, limit)?;
-            Ok(ReadTextFileResponse::new(
-                slice_lines(&text, line, lines).to_owned(),
-            ))
+        let p = path.clone();
+        let target = blocking(&path, move || {
+            locate(&p, roots.as_deref(), Want::Read, openat2)
         })
-        .await
+        .await?;
+        // The answer's bytes are reserved in the connection's answer budget before the file
+        // is read (its size, escaped at worst 6 bytes a byte, plus the text itself), then made
+        // exact: 64 reads of a file of control characters wait for each other instead of
+        // holding gigabytes of escaped text (docs/security.md, "Memory budget").
+        let size = target
+            .meta
+            .map_or(0, |m| usize::try_from(m.size).unwrap_or(usize::MAX));
+        reserve(&path, size.saturating_mul(7).saturating_add(256)).await?;
+        let p = path.clone();
+        let text = blocking(&path, move || {
+            let text = read_target(&p, &target, limit)?;
+            Ok(slice_lines(&text, line, lines).to_owned())
+        })
+        .await?;
+        let exact = crate::driver::json_string_len(&text)
+            .saturating_add(text.len())
+            .saturating_add(256);
+        reserve(&path, exact).await?;
+        Ok(ReadTextFileResponse::new(text))
     }
 
     /// `fs/write_text_file`, within the configured write scope. A write that needs the user's
@@ -571,6 +605,17 @@ impl FsService {
 }
 
 /// Runs blocking file work on tokio's blocking pool.
+/// Reserves `bytes` of the answer budget ([`crate::driver::reserve_answer_bytes`]).
+async fn reserve(path: &Path, bytes: usize) -> Result<(), FsError> {
+    crate::driver::reserve_answer_bytes(bytes)
+        .await
+        .map(drop)
+        .map_err(|source| FsError::AnswerBudget {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
 async fn blocking<T: Send + 'static>(
     path: &Path,
     job: impl FnOnce() -> Result<T, FsError> + Send + 'static,
