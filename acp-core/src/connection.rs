@@ -52,6 +52,10 @@ pub struct Config {
     pub permission_timeout: Option<Millis>,
     /// At most this many incoming requests may await an answer; more are refused. 1024.
     pub max_incoming_in_flight: usize,
+    /// A received batch with more entries than this is refused as a whole (one Invalid
+    /// Request, `id: null`) without reading its entries: each entry can cost an answer and an
+    /// event, so a line of a few MB (`[0,0,…]`) would otherwise cost hundreds. 1024.
+    pub max_batch_entries: usize,
     /// Agent side: refuse to call `fs/*` / `terminal/*` unless the client advertised them.
     pub enforce_capabilities: bool,
 }
@@ -66,6 +70,7 @@ impl Config {
             incoming_request_timeout: None,
             permission_timeout: None,
             max_incoming_in_flight: 1024,
+            max_batch_entries: 1024,
             enforce_capabilities: true,
         }
     }
@@ -987,11 +992,61 @@ impl<T> Connection<T> {
     }
 
     fn handle_batch(&mut self, line: &[u8], now: Millis) {
-        let parsed = match std::str::from_utf8(line) {
-            Ok(text) => serde_json::from_str(text),
-            Err(_) => serde_json::from_slice(line),
+        /// The entries of a batch, at most `cap` of them kept; the others are counted and
+        /// skipped unbuilt (a refused batch costs no more than its line).
+        struct CappedEntries {
+            cap: usize,
+        }
+        impl<'de> serde::de::DeserializeSeed<'de> for CappedEntries {
+            type Value = (Vec<&'de RawValue>, usize);
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_seq(self)
+            }
+        }
+        impl<'de> serde::de::Visitor<'de> for CappedEntries {
+            type Value = (Vec<&'de RawValue>, usize);
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::new();
+                let mut total = 0;
+                while total < self.cap {
+                    match seq.next_element::<&'de RawValue>()? {
+                        Some(e) => entries.push(e),
+                        None => return Ok((entries, total)),
+                    }
+                    total += 1;
+                }
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    total += 1;
+                }
+                Ok((entries, total))
+            }
+        }
+
+        let seed = CappedEntries {
+            cap: self.config.max_batch_entries,
         };
-        let entries: Vec<&RawValue> = match parsed {
+        let parsed = match std::str::from_utf8(line) {
+            Ok(text) => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                serde::de::DeserializeSeed::deserialize(seed, &mut de)
+                    .and_then(|v| de.end().map(|()| v))
+            }
+            Err(_) => {
+                let mut de = serde_json::Deserializer::from_slice(line);
+                serde::de::DeserializeSeed::deserialize(seed, &mut de)
+                    .and_then(|v| de.end().map(|()| v))
+            }
+        };
+        let (entries, total) = match parsed {
             Ok(v) => v,
             Err(e) => {
                 // Invalid JSON: a single Parse error (rule 1).
@@ -999,9 +1054,19 @@ impl<T> Connection<T> {
                 return;
             }
         };
-        if entries.is_empty() || self.config.batch_policy == BatchPolicy::RejectAll {
+        let too_many;
+        if entries.is_empty()
+            || total > self.config.max_batch_entries
+            || self.config.batch_policy == BatchPolicy::RejectAll
+        {
             let message = if entries.is_empty() {
                 "empty batch"
+            } else if total > self.config.max_batch_entries {
+                too_many = format!(
+                    "a batch of {total} entries is over the limit of {}",
+                    self.config.max_batch_entries
+                );
+                &too_many
             } else {
                 "batches are not accepted"
             };
