@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The VS Code extension's suite: build, typecheck, unit tests (node --test, with the real wasm
+# The VS Code extension's suite: build, typecheck, format check and lint, unit tests (node --test, with the real wasm
 # engine), package the .vsix, and the end-to-end test in a real VS Code (code-server + headless
 # Chromium) against the real demo agent. Exits non-zero if any step fails.
 #
@@ -47,6 +47,9 @@ fi
 # --- build, typecheck, unit tests, package ------------------------------------------------------
 say "typecheck"
 npx tsc -p . --noEmit
+say "format check (prettier; npm run format rewrites) and lint (eslint)"
+npx prettier --check .
+npx eslint .
 say "unit tests"
 node esbuild.mjs --tests
 ACP_REQUIRE_WASM=1 node --test out/test/

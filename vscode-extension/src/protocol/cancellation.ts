@@ -10,24 +10,25 @@ export interface CancellationToken {
 
 export class CancellationSource {
   private cancelled = false;
-  private listeners = new Set<(e: unknown) => unknown>();
+  private readonly listeners = new Set<(e: unknown) => unknown>();
   readonly token: CancellationToken;
 
   constructor() {
-    const self = this;
+    const isCancelled = () => this.cancelled;
+    const listeners = this.listeners;
     this.token = {
       get isCancellationRequested() {
-        return self.cancelled;
+        return isCancelled();
       },
       onCancellationRequested(listener, thisArgs, disposables) {
         const bound = thisArgs ? listener.bind(thisArgs) : listener;
-        if (self.cancelled) {
+        if (isCancelled()) {
           // Like VS Code: a listener added after cancellation fires at once.
           queueMicrotask(() => bound(undefined));
           return { dispose() {} };
         }
-        self.listeners.add(bound);
-        const d = { dispose: () => self.listeners.delete(bound) };
+        listeners.add(bound);
+        const d = { dispose: () => listeners.delete(bound) };
         disposables?.push(d);
         return d;
       },
