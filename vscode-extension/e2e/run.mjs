@@ -39,7 +39,12 @@ const DELAY_MS = Number(process.env.ACP_E2E_DELAY_MS ?? 300);
 
 const log = (...a) => console.log(`[e2e ${new Date().toISOString().slice(11, 19)}]`, ...a);
 
-for (const [what, p] of [["demo agent (cargo build --release -p acp-native)", ACP_BIN], ["vsix (npm run package)", VSIX], ["code-server (scripts/install-code-server.sh)", CODE_SERVER], ["chromium (apt-get install chromium)", CHROMIUM]]) {
+for (const [what, p] of [
+  ["demo agent (cargo build --release -p acp-native)", ACP_BIN],
+  ["vsix (npm run package)", VSIX],
+  ["code-server (scripts/install-code-server.sh)", CODE_SERVER],
+  ["chromium (apt-get install chromium)", CHROMIUM],
+]) {
   if (!fs.existsSync(p)) {
     console.error(`e2e: missing ${what}: ${p}`);
     process.exit(2);
@@ -57,7 +62,8 @@ async function until(what, fn, timeoutMs = 30_000, intervalMs = 100) {
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last.message})` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${last.message})` : ""}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
@@ -91,13 +97,17 @@ fs.writeFileSync(path.join(workspace, "README.md"), "# e2e workspace\n");
 fs.mkdirSync(path.join(workspace, ".vscode"));
 fs.writeFileSync(
   path.join(workspace, ".vscode", "settings.json"),
-  JSON.stringify({
-    "acp.permissions.autoApprove": true,
-    "acp.terminal.approval": "allow",
-    "acp.terminal.useShell": true,
-    "acp.fs.allowWritesOutsideWorkspace": true,
-    "acp.env.inheritAll": true,
-  }, null, 2),
+  JSON.stringify(
+    {
+      "acp.permissions.autoApprove": true,
+      "acp.terminal.approval": "allow",
+      "acp.terminal.useShell": true,
+      "acp.fs.allowWritesOutsideWorkspace": true,
+      "acp.env.inheritAll": true,
+    },
+    null,
+    2,
+  ),
 );
 const SLOW_AGENT = "demo (e2e, slow)";
 const BROKEN_AGENT = "broken (e2e)";
@@ -112,8 +122,12 @@ fs.writeFileSync(
         { name: SLOW_AGENT, command: ACP_BIN, args: ["demo-agent", "--delay-ms", String(DELAY_MS)] },
         { name: BROKEN_AGENT, command: ACP_BIN, args: ["demo-agent", "--no-such-flag"] },
         // The test fixture agent (on the same wasm engine) offers modes and a config option.
-        { name: FIXTURE_AGENT, command: process.execPath, args: [path.join(EXT, "test", "fixtures", "agent.cjs")],
-          env: { ACP_WASM_ENTRY: path.join(EXT, "dist", "acp-wasm", "acp_wasm.js") } },
+        {
+          name: FIXTURE_AGENT,
+          command: process.execPath,
+          args: [path.join(EXT, "test", "fixtures", "agent.cjs")],
+          env: { ACP_WASM_ENTRY: path.join(EXT, "dist", "acp-wasm", "acp_wasm.js") },
+        },
       ],
       "acp.defaultAgent": SLOW_AGENT,
       "acp.trace.raw": true,
@@ -156,8 +170,20 @@ const port = await freePort();
 log(`starting code-server on 127.0.0.1:${port}`);
 const cs = spawn(
   CODE_SERVER,
-  [...csArgs, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-workspace-trust", "--reconnection-grace-time", "5",
-    "--disable-telemetry", "--disable-update-check", "--disable-getting-started-override", workspace],
+  [
+    ...csArgs,
+    "--auth",
+    "none",
+    "--bind-addr",
+    `127.0.0.1:${port}`,
+    "--disable-workspace-trust",
+    "--reconnection-grace-time",
+    "5",
+    "--disable-telemetry",
+    "--disable-update-check",
+    "--disable-getting-started-override",
+    workspace,
+  ],
   { env: csEnv, detached: true, stdio: ["ignore", "pipe", "pipe"] },
 );
 const csLog = fs.createWriteStream(path.join(ARTIFACTS, "code-server.log"));
@@ -206,8 +232,16 @@ await new Promise((resolve, reject) => {
 const context = await chromium.launchPersistentContext(chromeProfile, {
   executablePath: CHROMIUM,
   headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
   viewport: { width: 1500, height: 950 },
 });
 const page = context.pages()[0] ?? (await context.newPage());
@@ -230,7 +264,11 @@ async function runCommand(title) {
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ state: "visible", timeout: 10_000 });
   await input.fill(`>${title}`);
-  await until(`command palette entry "${title}"`, async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(title), 10_000);
+  await until(
+    `command palette entry "${title}"`,
+    async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(title),
+    10_000,
+  );
   await page.keyboard.press("Enter");
 }
 
@@ -239,14 +277,22 @@ async function openFileWithUnsavedEdit(name, typed) {
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ state: "visible", timeout: 10_000 });
   await input.fill(name); // no ">" prefix: quick open by file name
-  await until(`quick open entry "${name}"`, async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(name), 10_000);
+  await until(
+    `quick open entry "${name}"`,
+    async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(name),
+    10_000,
+  );
   await page.keyboard.press("Enter");
   const editor = page.locator(".editor-instance .monaco-editor").first();
   await editor.waitFor({ timeout: 10_000 });
   await editor.click();
   await page.keyboard.press("Control+Home");
   await page.keyboard.type(typed);
-  await until("the editor tab to show unsaved changes", async () => (await page.locator(".tab.dirty", { hasText: name }).count()) > 0, 10_000);
+  await until(
+    "the editor tab to show unsaved changes",
+    async () => (await page.locator(".tab.dirty", { hasText: name }).count()) > 0,
+    10_000,
+  );
 }
 
 function findFile(dir, re) {
@@ -266,21 +312,26 @@ async function transcriptText() {
 }
 
 async function turnEnds(stopReason, timeoutMs = 60_000) {
-  await until(`the turn to end with "${stopReason}"`, async () => {
-    const t = await transcriptText();
-    const m = [...t.matchAll(/Turn ended: (\w+)|Error: /g)];
-    const last = m[m.length - 1];
-    if (last && !last[0].startsWith("Turn ended: " + stopReason) && (await chat.locator(".turn-end").count()) > turnsBefore) {
-      throw new Error(`turn ended differently: ${last[0]}`);
-    }
-    return (await chat.locator(`.turn-end.stop-${stopReason}`).count()) > stopCountBefore[stopReason];
-  }, timeoutMs);
+  await until(
+    `the turn to end with "${stopReason}"`,
+    async () => {
+      const t = await transcriptText();
+      const m = [...t.matchAll(/Turn ended: (\w+)|Error: /g)];
+      const last = m[m.length - 1];
+      if (last && !last[0].startsWith("Turn ended: " + stopReason) && (await chat.locator(".turn-end").count()) > turnsBefore) {
+        throw new Error(`turn ended differently: ${last[0]}`);
+      }
+      return (await chat.locator(`.turn-end.stop-${stopReason}`).count()) > stopCountBefore[stopReason];
+    },
+    timeoutMs,
+  );
 }
 let turnsBefore = 0;
 const stopCountBefore = {};
 async function sendPrompt(text) {
   turnsBefore = await chat.locator(".turn-end").count();
-  for (const r of ["end_turn", "cancelled", "refusal", "max_tokens", "error"]) stopCountBefore[r] = await chat.locator(`.turn-end.stop-${r}`).count();
+  for (const r of ["end_turn", "cancelled", "refusal", "max_tokens", "error"])
+    stopCountBefore[r] = await chat.locator(`.turn-end.stop-${r}`).count();
   await chat.locator("#prompt").fill(text);
   await chat.locator("#send").click();
 }
@@ -290,7 +341,11 @@ async function newSession() {
   await chat.locator("#new-session").click();
   await until("a new session", async () => {
     const seq = await transcript.getAttribute("data-session-seq");
-    return seq !== before && (await transcript.getAttribute("data-session-id")) && (await chat.locator(".notice", { hasText: "New session with" }).count()) === 1;
+    return (
+      seq !== before &&
+      (await transcript.getAttribute("data-session-id")) &&
+      (await chat.locator(".notice", { hasText: "New session with" }).count()) === 1
+    );
   });
 }
 
@@ -313,8 +368,13 @@ async function setTerminalApproval(value) {
   await until("the acp.terminal.approval setting in the Settings editor", async () => (await select.count()) === 1, 30_000);
   await select.selectOption(value);
   // (The default, "ask", is written by removing the key.)
-  await until(`acp.terminal.approval = ${value} in settings.json and the Settings editor`, async () =>
-    (JSON.parse(fs.readFileSync(settingsFile, "utf8"))["acp.terminal.approval"] ?? "ask") === value && (await select.inputValue()) === value, 15_000);
+  await until(
+    `acp.terminal.approval = ${value} in settings.json and the Settings editor`,
+    async () =>
+      (JSON.parse(fs.readFileSync(settingsFile, "utf8"))["acp.terminal.approval"] ?? "ask") === value &&
+      (await select.inputValue()) === value,
+    15_000,
+  );
   const tab = page.locator(".tabs-container .tab", { hasText: "Settings" });
   await tab.locator(".tab-actions .action-label").click();
   await until("the Settings editor to close", async () => (await tab.count()) === 0, 10_000);
@@ -332,8 +392,13 @@ async function terminalModal(commandLine) {
   return text;
 }
 
-const acpLog = async () => fs.readFileSync(await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000), "utf8");
-const acpTrace = async () => fs.readFileSync(await until("the ACP raw trace file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP Trace\.log$/), 10_000), "utf8");
+const acpLog = async () =>
+  fs.readFileSync(await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000), "utf8");
+const acpTrace = async () =>
+  fs.readFileSync(
+    await until("the ACP raw trace file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP Trace\.log$/), 10_000),
+    "utf8",
+  );
 
 const demoFile = path.join(workspace, DEMO_FILE);
 const results = [];
@@ -361,7 +426,11 @@ let exitCode = 1;
 try {
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
   await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
-  await until("the ACP status bar item (extension activated)", async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0, 90_000);
+  await until(
+    "the ACP status bar item (extension activated)",
+    async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0,
+    90_000,
+  );
 
   await scenario("open the chat; the demo agent starts and a session opens", async () => {
     await runCommand("ACP: Open Chat");
@@ -381,27 +450,41 @@ try {
     const allow = await dialogButton("Allow this write");
     const text = await dialog.textContent();
     if (!text.includes(`Write ${demoFile}`)) throw new Error(`the dialog does not name the file: ${text}`);
-    if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Do not write" }).count())) throw new Error("the reject option is missing");
+    if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Do not write" }).count()))
+      throw new Error("the reject option is missing");
     await screenshot("permission-modal");
     await allow.click();
     const content = await until(`${DEMO_FILE} to be written`, () => fs.existsSync(demoFile) && fs.readFileSync(demoFile, "utf8"), 30_000);
     if (!content.includes("Please say hello")) throw new Error(`unexpected file content: ${JSON.stringify(content)}`);
     await turnEnds("end_turn");
     const t = await transcriptText();
-    for (const want of ["Hello from the acp demo agent", `I wrote ${DEMO_FILE}`]) if (!t.includes(want)) throw new Error(`answer lacks ${JSON.stringify(want)}: ${t}`);
+    for (const want of ["Hello from the acp demo agent", `I wrote ${DEMO_FILE}`])
+      if (!t.includes(want)) throw new Error(`answer lacks ${JSON.stringify(want)}: ${t}`);
     if ((await chat.locator(".plan .plan-entry").count()) < 2) throw new Error("no plan entries rendered");
     if ((await chat.locator(".plan .plan-completed").count()) < 2) throw new Error("plan entries not completed");
     if ((await chat.locator("details.thought").count()) < 1) throw new Error("no collapsible thought");
-    if ((await chat.locator(".tool.status-completed", { hasText: `Write ${DEMO_FILE}` }).count()) !== 1) throw new Error("write tool call not completed");
+    if ((await chat.locator(".tool.status-completed", { hasText: `Write ${DEMO_FILE}` }).count()) !== 1)
+      throw new Error("write tool call not completed");
     // The terminal step ran a real process; its output is in the tool call and the terminal panel.
-    await until("the terminal tool call to complete", async () => (await chat.locator(".tool.status-completed", { hasText: "e2e-terminal-ran" }).count()) >= 1, 10_000);
+    await until(
+      "the terminal tool call to complete",
+      async () => (await chat.locator(".tool.status-completed", { hasText: "e2e-terminal-ran" }).count()) >= 1,
+      10_000,
+    );
     const read = (await chat.locator(".tool", { hasText: "README.md" }).first().textContent()) ?? "";
     if (!read.includes("first line: UNSAVED-EDIT # e2e workspace")) throw new Error(`the read did not see the unsaved buffer: ${read}`);
     if (fs.readFileSync(path.join(workspace, "README.md"), "utf8") !== "# e2e workspace\n") throw new Error("README.md on disk changed");
     await screenshot("allowed-answer");
     // The diff from the tool call opens in VS Code's diff editor.
-    await chat.locator(".tool", { hasText: `Write ${DEMO_FILE}` }).locator("button.open-diff").click();
-    await until("the diff editor tab", async () => (await page.locator(".tab", { hasText: "agent's proposed change" }).count()) > 0, 15_000);
+    await chat
+      .locator(".tool", { hasText: `Write ${DEMO_FILE}` })
+      .locator("button.open-diff")
+      .click();
+    await until(
+      "the diff editor tab",
+      async () => (await page.locator(".tab", { hasText: "agent's proposed change" }).count()) > 0,
+      15_000,
+    );
     await until("the diff editor", async () => (await page.locator(".monaco-diff-editor").count()) > 0, 15_000);
     await screenshot("diff-editor");
   });
@@ -415,7 +498,8 @@ try {
     const t = await transcriptText();
     if (!t.includes(`OK, I did not write ${DEMO_FILE}`)) throw new Error(`no denial in the answer: ${t}`);
     if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written although denied`);
-    if ((await chat.locator(".tool.status-failed", { hasText: `Write ${DEMO_FILE}` }).count()) !== 1) throw new Error("write tool call not failed");
+    if ((await chat.locator(".tool.status-failed", { hasText: `Write ${DEMO_FILE}` }).count()) !== 1)
+      throw new Error("write tool call not failed");
     await screenshot("denied");
   });
 
@@ -424,15 +508,20 @@ try {
     await newSession();
     // The demo agent echoes the prompt: agent text carrying HTML and a javascript: link must be
     // rendered as text by the webview.
-    await sendPrompt('Dismiss the dialog please <b id="injected">not html</b> <img src=x onerror="document.body.dataset.pwned=1"> [x](javascript:alert(1))');
+    await sendPrompt(
+      'Dismiss the dialog please <b id="injected">not html</b> <img src=x onerror="document.body.dataset.pwned=1"> [x](javascript:alert(1))',
+    );
     await dialogButton("Allow this write");
     await page.keyboard.press("Escape");
     await turnEnds("end_turn");
     const agentMsg = chat.locator(".msg.agent").first();
-    if (!((await agentMsg.textContent()) ?? "").includes('<b id="injected">not html</b>')) throw new Error("the HTML was not shown as text");
-    if ((await chat.locator("#injected, .msg.agent img, a[href^='javascript']").count()) !== 0) throw new Error("agent text was injected as HTML");
+    if (!((await agentMsg.textContent()) ?? "").includes('<b id="injected">not html</b>'))
+      throw new Error("the HTML was not shown as text");
+    if ((await chat.locator("#injected, .msg.agent img, a[href^='javascript']").count()) !== 0)
+      throw new Error("agent text was injected as HTML");
     if ((await chat.locator("body[data-pwned]").count()) !== 0) throw new Error("an injected handler ran");
-    if (!(await transcriptText()).includes(`OK, I did not write ${DEMO_FILE}`)) throw new Error("dismissal was not answered with the reject option");
+    if (!(await transcriptText()).includes(`OK, I did not write ${DEMO_FILE}`))
+      throw new Error("dismissal was not answered with the reject option");
     if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after a dismissal`);
   });
 
@@ -440,7 +529,12 @@ try {
     fs.rmSync(demoFile, { force: true });
     await newSession();
     await sendPrompt("A long answer that I will cancel");
-    await until("the first streamed words", async () => (await chat.locator(".msg.agent").count()) > 0 && /Hello/.test((await chat.locator(".msg.agent").last().textContent()) ?? ""), 30_000);
+    await until(
+      "the first streamed words",
+      async () =>
+        (await chat.locator(".msg.agent").count()) > 0 && /Hello/.test((await chat.locator(".msg.agent").last().textContent()) ?? ""),
+      30_000,
+    );
     if (await dialog.isVisible()) throw new Error("the permission dialog came before the cancel could be tested");
     await chat.locator("#cancel").click();
     await turnEnds("cancelled", 30_000);
@@ -459,7 +553,11 @@ try {
     // The modal covers the workbench; the chat's Cancel button is clicked through the DOM.
     await chat.locator("#cancel").dispatchEvent("click");
     await turnEnds("cancelled", 30_000);
-    await until("the 'withdrawn' notification", async () => (await page.locator(".notification-toast", { hasText: "withdrawn" }).count()) > 0, 10_000);
+    await until(
+      "the 'withdrawn' notification",
+      async () => (await page.locator(".notification-toast", { hasText: "withdrawn" }).count()) > 0,
+      10_000,
+    );
     await screenshot("cancelled-during-permission");
     await allow.click(); // a late answer is ignored
     await dialog.waitFor({ state: "hidden", timeout: 10_000 });
@@ -478,7 +576,14 @@ try {
     const logText = () => fs.readFileSync(logFile, "utf8");
     await until("the crash in the log", () => /killed by SIGKILL/.test(logText()), 15_000);
     await until("the restart with backoff in the log", () => /restarting .* in 1000 ms \(crash 1 /.test(logText()), 5_000);
-    await until("the restarted agent's new session", async () => (await transcript.getAttribute("data-session-seq")) !== seqBefore && (await transcript.getAttribute("data-session-id")) && (await chat.locator("#status").getAttribute("data-state")) === "ready", 30_000);
+    await until(
+      "the restarted agent's new session",
+      async () =>
+        (await transcript.getAttribute("data-session-seq")) !== seqBefore &&
+        (await transcript.getAttribute("data-session-id")) &&
+        (await chat.locator("#status").getAttribute("data-state")) === "ready",
+      30_000,
+    );
     const newPids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
     if (newPids[newPids.length - 1] === pid) throw new Error("no new agent process");
     fs.rmSync(demoFile, { force: true });
@@ -506,30 +611,57 @@ try {
       await (await dialogButton("Allow this write")).click();
       // Then the extension's own question about the write.
       const writeModal = async () => {
-        await until("the sensitive-write modal", async () => ((await dialog.textContent()) ?? "").includes("The agent wants to write a file that can change what runs"), 60_000);
+        await until(
+          "the sensitive-write modal",
+          async () => ((await dialog.textContent()) ?? "").includes("The agent wants to write a file that can change what runs"),
+          60_000,
+        );
         const text = (await dialog.textContent()) ?? "";
-        for (const want of [`File: ${gitConfig}`, `(the agent asked for ${demoFile}, which leads there)`, "git runs what its directory configures"]) {
+        for (const want of [
+          `File: ${gitConfig}`,
+          `(the agent asked for ${demoFile}, which leads there)`,
+          "git runs what its directory configures",
+        ]) {
           if (!text.includes(want)) throw new Error(`the write modal lacks ${JSON.stringify(want)}: ${text}`);
         }
-        for (const b of ["Review changes", "Allow write", "Refuse"]) if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: b }).count())) throw new Error(`the write modal has no ${b} button`);
+        for (const b of ["Review changes", "Allow write", "Refuse"])
+          if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: b }).count()))
+            throw new Error(`the write modal has no ${b} button`);
       };
       await writeModal();
       await screenshot("sensitive-write-modal");
       await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Review changes" }).click();
       // The diff editor opens with the old and new text, and the question comes back.
-      await until("the review diff editor tab", async () => (await page.locator(".tab", { hasText: "agent's write: review before allowing" }).count()) > 0, 15_000);
+      await until(
+        "the review diff editor tab",
+        async () => (await page.locator(".tab", { hasText: "agent's write: review before allowing" }).count()) > 0,
+        15_000,
+      );
       await writeModal();
       await screenshot("sensitive-write-review");
       await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Refuse" }).click();
       await turnEnds("end_turn");
       const failed = chat.locator(".tool.status-failed", { hasText: `Write ${DEMO_FILE}` });
-      await until("the write tool call to fail with the refusal", async () => (await failed.count()) === 1 && ((await failed.textContent()) ?? "").includes("permission denied: the user did not allow writing"), 15_000);
+      await until(
+        "the write tool call to fail with the refusal",
+        async () =>
+          (await failed.count()) === 1 &&
+          ((await failed.textContent()) ?? "").includes("permission denied: the user did not allow writing"),
+        15_000,
+      );
       if (fs.readFileSync(gitConfig, "utf8") !== original) throw new Error(".git/config was changed although the write was refused");
       if (!fs.lstatSync(demoFile).isSymbolicLink()) throw new Error("the link was replaced");
-      await until("the refusal in the ACP log", async () => {
-        const l = await acpLog();
-        return l.includes(`fs/write_text_file ${gitConfig}: refused by the user`) && /→ #\d+ fs\/write_text_file error -32603 .*permission denied: the user did not allow writing/.test(l);
-      }, 10_000);
+      await until(
+        "the refusal in the ACP log",
+        async () => {
+          const l = await acpLog();
+          return (
+            l.includes(`fs/write_text_file ${gitConfig}: refused by the user`) &&
+            /→ #\d+ fs\/write_text_file error -32603 .*permission denied: the user did not allow writing/.test(l)
+          );
+        },
+        10_000,
+      );
       await screenshot("sensitive-write-refused");
     } finally {
       fs.rmSync(demoFile, { force: true });
@@ -543,19 +675,38 @@ try {
     await newSession();
     await sendPrompt("Run this after I approve it: `echo e2e-approved-output`");
     await terminalModal("echo e2e-approved-output");
-    for (const b of ["Run", "Cancel"]) if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: b }).count())) throw new Error(`the terminal modal has no ${b} button`);
-    if ((await chat.locator(".tool", { hasText: "e2e-approved-output" }).filter({ hasText: "exit code" }).count()) !== 0) throw new Error("the command ran before it was approved");
+    for (const b of ["Run", "Cancel"])
+      if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: b }).count()))
+        throw new Error(`the terminal modal has no ${b} button`);
+    if ((await chat.locator(".tool", { hasText: "e2e-approved-output" }).filter({ hasText: "exit code" }).count()) !== 0)
+      throw new Error("the command ran before it was approved");
     await screenshot("terminal-approval-modal");
     await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Run" }).click();
     // The process's output reaches the agent (it reports it in the tool call) and the panel.
-    await until("the terminal tool call to complete with the output", async () => (await chat.locator(".tool.status-completed", { hasText: "e2e-approved-output" }).filter({ hasText: "[exit code 0]" }).count()) === 1, 30_000);
-    await until("the output in the terminal panel", async () => (await page.locator(".xterm-rows", { hasText: "e2e-approved-output" }).filter({ hasText: "process exited with code 0" }).count()) > 0, 15_000);
+    await until(
+      "the terminal tool call to complete with the output",
+      async () =>
+        (await chat.locator(".tool.status-completed", { hasText: "e2e-approved-output" }).filter({ hasText: "[exit code 0]" }).count()) ===
+        1,
+      30_000,
+    );
+    await until(
+      "the output in the terminal panel",
+      async () =>
+        (await page.locator(".xterm-rows", { hasText: "e2e-approved-output" }).filter({ hasText: "process exited with code 0" }).count()) >
+        0,
+      15_000,
+    );
     // Then the turn goes on to the file-write permission.
     await (await dialogButton("Do not write")).click();
     await turnEnds("end_turn");
     const t = await transcriptText();
     if (!t.includes(`OK, I did not write ${DEMO_FILE}`)) throw new Error(`the turn did not finish normally: ${t}`);
-    await until("the started terminal in the ACP log", async () => /terminal term-\d+: \["echo","e2e-approved-output"\]/.test(await acpLog()), 10_000);
+    await until(
+      "the started terminal in the ACP log",
+      async () => /terminal term-\d+: \["echo","e2e-approved-output"\]/.test(await acpLog()),
+      10_000,
+    );
     await screenshot("terminal-approved-ran");
   });
 
@@ -576,21 +727,40 @@ try {
       const failed = chat.locator(".tool.status-failed", { hasText: `touch ${marker}` });
       await until("the terminal tool call to fail", async () => (await failed.count()) === 1, 30_000);
       const toolText = (await failed.textContent()) ?? "";
-      if (!toolText.includes("could not start") || !toolText.includes("permission denied")) throw new Error(`the tool call does not carry the client's error: ${toolText}`);
+      if (!toolText.includes("could not start") || !toolText.includes("permission denied"))
+        throw new Error(`the tool call does not carry the client's error: ${toolText}`);
       await (await dialogButton("Do not write")).click();
       await turnEnds("end_turn");
       if (fs.existsSync(path.join(workspace, marker))) throw new Error(`${marker} exists: the refused command ran`);
       // The extension's log: the refusal and the -32603 answer, and no process for the command.
-      const answered = new RegExp(`→ #\\d+ terminal/create error -32603 .*permission denied: the user did not allow running touch ${marker.replace(/\./g, "\\.")}`);
-      const logText = await until("the refusal and the -32603 answer in the ACP log", async () => {
-        const l = await acpLog();
-        return l.includes(`terminal/create refused by the user: touch ${marker}`) && answered.test(l) && l;
-      }, 10_000);
+      const answered = new RegExp(
+        `→ #\\d+ terminal/create error -32603 .*permission denied: the user did not allow running touch ${marker.replace(/\./g, "\\.")}`,
+      );
+      const logText = await until(
+        "the refusal and the -32603 answer in the ACP log",
+        async () => {
+          const l = await acpLog();
+          return l.includes(`terminal/create refused by the user: touch ${marker}`) && answered.test(l) && l;
+        },
+        10_000,
+      );
       if (new RegExp(`terminal term-\\d+: \\["touch"`).test(logText)) throw new Error("a terminal was started for the refused command");
       // What the agent received (the raw trace): a JSON-RPC error answering its terminal/create.
-      await until("the error response in the raw trace", async () =>
-        (await acpTrace()).split("\n").some((l) => l.startsWith("→") && l.includes('"error"') && l.includes(`permission denied: the user did not allow running touch ${marker}`)), 10_000);
-      if ((await page.locator(".xterm-rows", { hasText: marker }).count()) !== 0) throw new Error("a terminal panel shows the refused command");
+      await until(
+        "the error response in the raw trace",
+        async () =>
+          (await acpTrace())
+            .split("\n")
+            .some(
+              (l) =>
+                l.startsWith("→") &&
+                l.includes('"error"') &&
+                l.includes(`permission denied: the user did not allow running touch ${marker}`),
+            ),
+        10_000,
+      );
+      if ((await page.locator(".xterm-rows", { hasText: marker }).count()) !== 0)
+        throw new Error("a terminal panel shows the refused command");
       if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
       if (how === "Cancel") await screenshot("terminal-refused");
     });
@@ -600,25 +770,40 @@ try {
     await runCommand("ACP: Select Agent");
     const input = page.locator(".quick-input-widget input");
     await input.fill(name);
-    await until(`${name} in the picker`, async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(name), 10_000);
+    await until(
+      `${name} in the picker`,
+      async () => (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(name),
+      10_000,
+    );
     await page.keyboard.press("Enter");
   }
 
   await scenario("session modes and config options offered by the agent", async () => {
     const seqBefore = await transcript.getAttribute("data-session-seq");
     await selectAgent(FIXTURE_AGENT);
-    await until("the fixture agent's session", async () => (await transcript.getAttribute("data-session-seq")) !== seqBefore && (await transcript.getAttribute("data-session-id")) === "sess-1", 30_000);
+    await until(
+      "the fixture agent's session",
+      async () =>
+        (await transcript.getAttribute("data-session-seq")) !== seqBefore &&
+        (await transcript.getAttribute("data-session-id")) === "sess-1",
+      30_000,
+    );
     const mode = chat.locator("#mode-select");
     await mode.waitFor({ timeout: 10_000 });
     const modes = await mode.locator("option").allTextContents();
-    if (modes.join(",") !== "Ask,Code" || (await mode.inputValue()) !== "ask") throw new Error(`modes: ${modes} (${await mode.inputValue()})`);
+    if (modes.join(",") !== "Ask,Code" || (await mode.inputValue()) !== "ask")
+      throw new Error(`modes: ${modes} (${await mode.inputValue()})`);
     await mode.selectOption("code");
     await until("the agent to confirm the mode", async () => (await transcriptText()).includes("mode is now code"), 10_000);
     const model = chat.locator("#session-controls label", { hasText: "Model" }).locator("select");
     if ((await model.inputValue()) !== "small") throw new Error("config option not shown with its current value");
     await model.selectOption("large");
     await until("the agent to confirm the option", async () => (await transcriptText()).includes("model is now large"), 10_000);
-    await until("the option's new value from the agent's answer", async () => (await chat.locator("#session-controls label", { hasText: "Model" }).locator("select").inputValue()) === "large", 10_000);
+    await until(
+      "the option's new value from the agent's answer",
+      async () => (await chat.locator("#session-controls label", { hasText: "Model" }).locator("select").inputValue()) === "large",
+      10_000,
+    );
     if ((await chat.locator("#mode-select").inputValue()) !== "code") throw new Error("the mode went back after the option changed");
     await screenshot("modes-and-options");
   });
@@ -628,10 +813,17 @@ try {
     const toast = page.locator(".notification-toast", { hasText: "before initialize completed" });
     await until("the start-failure notification", async () => (await toast.count()) > 0, 30_000);
     const text = (await toast.first().textContent()) ?? "";
-    if (!/exited with code \d+/.test(text) || !text.includes("stderr:") || !text.includes("no-such-flag")) throw new Error(`notification lacks the exit or stderr tail: ${text}`);
-    for (const b of ["Show Log", "Retry"]) if (!(await toast.first().locator(".monaco-button", { hasText: b }).count())) throw new Error(`no ${b} button`);
-    await until("the failed state in the chat header", async () => (await chat.locator("#status").getAttribute("data-state")) === "failed", 10_000);
-    if (!(await page.locator(".statusbar-item", { hasText: "failed to start" }).count())) throw new Error("the status bar does not show the failure");
+    if (!/exited with code \d+/.test(text) || !text.includes("stderr:") || !text.includes("no-such-flag"))
+      throw new Error(`notification lacks the exit or stderr tail: ${text}`);
+    for (const b of ["Show Log", "Retry"])
+      if (!(await toast.first().locator(".monaco-button", { hasText: b }).count())) throw new Error(`no ${b} button`);
+    await until(
+      "the failed state in the chat header",
+      async () => (await chat.locator("#status").getAttribute("data-state")) === "failed",
+      10_000,
+    );
+    if (!(await page.locator(".statusbar-item", { hasText: "failed to start" }).count()))
+      throw new Error("the status bar does not show the failure");
     await screenshot("start-failure");
   });
 

@@ -116,8 +116,15 @@ export class AcpContext implements vscode.Disposable {
 
   /** The environment policy from the user's settings (acp-client's allowlist + passthrough). */
   private envPolicy(): EnvPolicy {
-    const { ignored, ...policy } = envPolicyFrom(this.policy, cfg().get<unknown[]>("env.passthrough", []), cfg().get<boolean>("env.inheritAll", false));
-    if (ignored.length) this.log.warn(`acp.env.passthrough: ignoring ${ignored.map((n) => JSON.stringify(n)).join(", ")} (not a variable name or NAME_PREFIX*)`);
+    const { ignored, ...policy } = envPolicyFrom(
+      this.policy,
+      cfg().get<unknown[]>("env.passthrough", []),
+      cfg().get<boolean>("env.inheritAll", false),
+    );
+    if (ignored.length)
+      this.log.warn(
+        `acp.env.passthrough: ignoring ${ignored.map((n) => JSON.stringify(n)).join(", ")} (not a variable name or NAME_PREFIX*)`,
+      );
     return policy;
   }
 
@@ -204,7 +211,9 @@ export class AcpContext implements vscode.Disposable {
   private setState(state: State, detail: string): void {
     this.state = state;
     this.stateDetail = detail;
-    const icon = { stopped: "$(circle-slash)", starting: "$(loading~spin)", ready: "$(hubot)", crashed: "$(warning)", failed: "$(error)" }[state];
+    const icon = { stopped: "$(circle-slash)", starting: "$(loading~spin)", ready: "$(hubot)", crashed: "$(warning)", failed: "$(error)" }[
+      state
+    ];
     const name = this.conn?.spec.name ?? "agent";
     this.status.text = `${icon} ACP: ${state === "ready" ? name : detail}`;
     this.status.tooltip = `ACP ${name}: ${state}${detail ? ` (${detail})` : ""}. Click to open the chat.`;
@@ -303,7 +312,11 @@ export class AcpContext implements vscode.Disposable {
     if (decision.restart) {
       this.log.warn(`restarting ${conn.spec.name} in ${decision.delayMs} ms (crash ${decision.crashesInWindow} in the budget window)`);
       this.setState("crashed", `crashed; restarting in ${Math.round(decision.delayMs / 1000)}s`);
-      this.chat.post({ type: "notice", level: "error", text: `${what}. Restarting in ${Math.round(decision.delayMs / 1000)}s (the session is lost).` });
+      this.chat.post({
+        type: "notice",
+        level: "error",
+        text: `${what}. Restarting in ${Math.round(decision.delayMs / 1000)}s (the session is lost).`,
+      });
       this.restartTimer = setTimeout(() => {
         this.restartTimer = undefined;
         // A new process knows nothing of the old sessions: open a fresh one.
@@ -311,7 +324,11 @@ export class AcpContext implements vscode.Disposable {
       }, decision.delayMs);
     } else {
       this.setState("failed", `crashed ${decision.crashesInWindow} times; stopped`);
-      this.chat.post({ type: "notice", level: "error", text: `${what}. It crashed ${decision.crashesInWindow} times recently; not restarting.` });
+      this.chat.post({
+        type: "notice",
+        level: "error",
+        text: `${what}. It crashed ${decision.crashesInWindow} times recently; not restarting.`,
+      });
       void vscode.window
         .showErrorMessage(
           `ACP: ${what}; it crashed ${decision.crashesInWindow} times recently, so it is not restarted.${tail ? ` stderr: ${lastLines(tail, 3).slice(-400)}` : ""}`,
@@ -439,7 +456,8 @@ export class AcpContext implements vscode.Disposable {
           // The webview shows the agent's answer: the new mode, or the old one back on failure.
           const show = (currentModeId: string | undefined) => {
             if (s.modes && currentModeId !== undefined) s.modes.currentModeId = currentModeId;
-            if (currentModeId !== undefined) this.chat.post({ type: "updates", updates: [{ sessionUpdate: "current_mode_update", currentModeId }] });
+            if (currentModeId !== undefined)
+              this.chat.post({ type: "updates", updates: [{ sessionUpdate: "current_mode_update", currentModeId }] });
           };
           this.conn.setMode(s.sessionId, m.modeId).then(
             () => show(m.modeId),
@@ -456,7 +474,10 @@ export class AcpContext implements vscode.Disposable {
             (r) => {
               if (this.session && Array.isArray(r?.configOptions)) {
                 this.session.configOptions = r.configOptions as SessionInfo["configOptions"];
-                this.chat.post({ type: "updates", updates: [{ sessionUpdate: "config_option_update", configOptions: this.session.configOptions ?? [] }] });
+                this.chat.post({
+                  type: "updates",
+                  updates: [{ sessionUpdate: "config_option_update", configOptions: this.session.configOptions ?? [] }],
+                });
               }
             },
             (e: Error) => this.chat.post({ type: "notice", level: "error", text: `set option: ${e.message}` }),
@@ -496,5 +517,9 @@ export class AcpContext implements vscode.Disposable {
 }
 
 function lastLines(text: string, n: number): string {
-  return text.split("\n").filter((l) => l.trim()).slice(-n).join("\n");
+  return text
+    .split("\n")
+    .filter((l) => l.trim())
+    .slice(-n)
+    .join("\n");
 }

@@ -261,7 +261,13 @@ export class TerminalManager {
     return this.approver.approve({ sessionId, question, directory, shell }, token ?? new CancellationSource().token);
   }
 
-  private async start(sessionId: string, run: CommandRequest, label: string, cwd: string | undefined, limit: number): Promise<{ terminalId: string }> {
+  private async start(
+    sessionId: string,
+    run: CommandRequest,
+    label: string,
+    cwd: string | undefined,
+    limit: number,
+  ): Promise<{ terminalId: string }> {
     const extra: Record<string, string> = {};
     for (const v of run.env ?? []) extra[v.name] = v.value;
     const settings = this.settings();

@@ -9,20 +9,18 @@ import { invalidEnvNames } from "./env";
 import { ClientPolicy } from "./policy";
 import type { Logger, TraceSink } from "./log";
 import { AgentProcess, type AgentSpec, type ExitInfo } from "./process";
-import type {
-  ClientCapabilities,
-  ContentBlock,
-  InitializeResponse,
-  NewSessionResponse,
-  PromptResponse,
-} from "./types";
+import type { ClientCapabilities, ContentBlock, InitializeResponse, NewSessionResponse, PromptResponse } from "./types";
 
 export const PROTOCOL_VERSION = 1;
 
 /** The agent could not be started or did not complete `initialize`. */
 export class AgentStartError extends Error {
   override name = "AgentStartError";
-  constructor(message: string, readonly stderrTail: string, readonly exit?: ExitInfo) {
+  constructor(
+    message: string,
+    readonly stderrTail: string,
+    readonly exit?: ExitInfo,
+  ) {
     super(message);
   }
 }
@@ -110,7 +108,10 @@ export class AgentConnection {
       o.initializeTimeoutMs ?? 30_000,
     );
     const outcome = await Promise.race([
-      init.then((r) => ({ ok: r }), (err: Error) => ({ err })),
+      init.then(
+        (r) => ({ ok: r }),
+        (err: Error) => ({ err }),
+      ),
       proc.exited.then((exit) => ({ exit })),
     ]);
     if ("exit" in outcome) return fail(`${spec.name} ${describeExit(outcome.exit)} before initialize completed`, outcome.exit);
@@ -150,8 +151,7 @@ export class AgentConnection {
   }
 
   setConfigOption(sessionId: string, configId: string, value: string | boolean): Promise<{ configOptions?: unknown }> {
-    const params =
-      typeof value === "boolean" ? { sessionId, configId, type: "boolean", value } : { sessionId, configId, value };
+    const params = typeof value === "boolean" ? { sessionId, configId, type: "boolean", value } : { sessionId, configId, value };
     return this.client.request("session/set_config_option", params);
   }
 

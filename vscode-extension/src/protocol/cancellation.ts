@@ -1,7 +1,9 @@
 // A cancellation token with the same shape as vscode.CancellationToken, so bridge code can take
 // either one without importing `vscode`.
 
-export interface Disposable { dispose(): unknown }
+export interface Disposable {
+  dispose(): unknown;
+}
 
 export interface CancellationToken {
   readonly isCancellationRequested: boolean;

@@ -299,12 +299,7 @@ export class AcpClient {
     }
   }
 
-  private answer(
-    token: number,
-    id: string | number | null,
-    entry: PendingIncoming,
-    outcome: { result?: unknown; err?: unknown },
-  ): void {
+  private answer(token: number, id: string | number | null, entry: PendingIncoming, outcome: { result?: unknown; err?: unknown }): void {
     this.incoming.delete(token);
     const took = ms(this.clock.now(), entry.started);
     if (entry.autoAnswered || this.freed || this.engine.isClosed) {

@@ -132,7 +132,5 @@ export function loadEngine(extensionRoot: string): { module: EngineModule; dir: 
     }
     return { module, dir };
   }
-  throw new EngineNotFoundError(
-    `acp-wasm package not found (tried ${tried.join(", ")}); build it with scripts/build-wasm.sh`,
-  );
+  throw new EngineNotFoundError(`acp-wasm package not found (tried ${tried.join(", ")}); build it with scripts/build-wasm.sh`);
 }

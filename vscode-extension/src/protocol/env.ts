@@ -47,11 +47,7 @@ function matches(name: string, pattern: string): boolean {
 }
 
 /** The environment for a child: allowed host variables, then `extra` on top. */
-export function explicitEnv(
-  host: NodeJS.ProcessEnv,
-  policy: EnvPolicy,
-  extra: Record<string, string> = {},
-): NodeJS.ProcessEnv {
+export function explicitEnv(host: NodeJS.ProcessEnv, policy: EnvPolicy, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   const allow = [...policy.allowlist, ...policy.passthrough];
   for (const [name, value] of Object.entries(host)) {

@@ -57,7 +57,10 @@ export class AgentProcess {
   /** Resolves once the OS started the process; rejects with the spawn error. */
   readonly started: Promise<void>;
 
-  constructor(readonly spec: AgentSpec, events: AgentProcessEvents) {
+  constructor(
+    readonly spec: AgentSpec,
+    events: AgentProcessEvents,
+  ) {
     let resolveExit!: (i: ExitInfo) => void;
     this.exited = new Promise((r) => (resolveExit = r));
     const finish = (info: ExitInfo) => {

@@ -3,7 +3,11 @@
 
 export type SessionId = string;
 
-export interface Implementation { name: string; title?: string | null; version: string }
+export interface Implementation {
+  name: string;
+  title?: string | null;
+  version: string;
+}
 
 export interface ClientCapabilities {
   fs: { readTextFile: boolean; writeTextFile: boolean };
@@ -26,11 +30,26 @@ export interface InitializeResponse {
   agentInfo?: Implementation | null;
 }
 
-export interface SessionMode { id: string; name: string; description?: string | null }
-export interface SessionModeState { currentModeId: string; availableModes: SessionMode[] }
+export interface SessionMode {
+  id: string;
+  name: string;
+  description?: string | null;
+}
+export interface SessionModeState {
+  currentModeId: string;
+  availableModes: SessionMode[];
+}
 
-export interface SessionConfigSelectOption { value: string; name: string; description?: string | null }
-export interface SessionConfigSelectGroup { group: string; name: string; options: SessionConfigSelectOption[] }
+export interface SessionConfigSelectOption {
+  value: string;
+  name: string;
+  description?: string | null;
+}
+export interface SessionConfigSelectGroup {
+  group: string;
+  name: string;
+  options: SessionConfigSelectOption[];
+}
 export type SessionConfigOption =
   | {
       type: "select";
@@ -56,15 +75,17 @@ export type ContentBlock =
   | { type: "resource"; resource: { uri: string; text?: string; blob?: string; mimeType?: string | null } };
 
 export type ToolCallStatus = "pending" | "in_progress" | "completed" | "failed";
-export type ToolKind =
-  | "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other";
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "switch_mode" | "other";
 
 export type ToolCallContent =
   | { type: "content"; content: ContentBlock }
   | { type: "diff"; path: string; oldText?: string | null; newText: string }
   | { type: "terminal"; terminalId: string };
 
-export interface ToolCallLocation { path: string; line?: number | null }
+export interface ToolCallLocation {
+  path: string;
+  line?: number | null;
+}
 
 export interface ToolCallUpdate {
   toolCallId: string;
@@ -96,27 +117,52 @@ export type SessionUpdate =
   | { sessionUpdate: "session_info_update"; title?: string | null }
   | { sessionUpdate: "usage_update"; used: number; size: number };
 
-export interface SessionNotification { sessionId: SessionId; update: SessionUpdate }
+export interface SessionNotification {
+  sessionId: SessionId;
+  update: SessionUpdate;
+}
 
 export type StopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
-export interface PromptResponse { stopReason: StopReason }
+export interface PromptResponse {
+  stopReason: StopReason;
+}
 
 /** Kinds this version does not know are kept (shown, never chosen automatically). */
 export type PermissionOptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always" | (string & {});
-export interface PermissionOption { optionId: string; name: string; kind: PermissionOptionKind }
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  kind: PermissionOptionKind;
+}
 export interface RequestPermissionRequest {
   sessionId: SessionId;
   toolCall: ToolCallUpdate;
   options: PermissionOption[];
 }
 export type RequestPermissionOutcome = { outcome: "cancelled" } | { outcome: "selected"; optionId: string };
-export interface RequestPermissionResponse { outcome: RequestPermissionOutcome }
+export interface RequestPermissionResponse {
+  outcome: RequestPermissionOutcome;
+}
 
-export interface ReadTextFileRequest { sessionId: SessionId; path: string; line?: number | null; limit?: number | null }
-export interface ReadTextFileResponse { content: string }
-export interface WriteTextFileRequest { sessionId: SessionId; path: string; content: string }
+export interface ReadTextFileRequest {
+  sessionId: SessionId;
+  path: string;
+  line?: number | null;
+  limit?: number | null;
+}
+export interface ReadTextFileResponse {
+  content: string;
+}
+export interface WriteTextFileRequest {
+  sessionId: SessionId;
+  path: string;
+  content: string;
+}
 
-export interface EnvVariable { name: string; value: string }
+export interface EnvVariable {
+  name: string;
+  value: string;
+}
 export interface CreateTerminalRequest {
   sessionId: SessionId;
   command: string;
@@ -125,9 +171,19 @@ export interface CreateTerminalRequest {
   cwd?: string | null;
   outputByteLimit?: number | null;
 }
-export interface TerminalExitStatus { exitCode?: number | null; signal?: string | null }
-export interface TerminalOutputResponse { output: string; truncated: boolean; exitStatus?: TerminalExitStatus | null }
-export interface TerminalRequest { sessionId: SessionId; terminalId: string }
+export interface TerminalExitStatus {
+  exitCode?: number | null;
+  signal?: string | null;
+}
+export interface TerminalOutputResponse {
+  output: string;
+  truncated: boolean;
+  exitStatus?: TerminalExitStatus | null;
+}
+export interface TerminalRequest {
+  sessionId: SessionId;
+  terminalId: string;
+}
 
 /** JSON-RPC / ACP error codes used by the client handlers. */
 export const ErrorCodes = {
@@ -141,7 +197,11 @@ export const ErrorCodes = {
 /** An error a handler throws to answer a request with a specific JSON-RPC error. */
 export class RequestError extends Error {
   override name = "RequestError";
-  constructor(readonly code: number, message: string, readonly data?: unknown) {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
     super(message);
   }
 }

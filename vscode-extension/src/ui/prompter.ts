@@ -103,7 +103,11 @@ export function writeQuestionDetail(w: SensitiveWrite): string {
   const lines = [`File: ${w.shown.realPath}`];
   if (w.realPath !== w.path) lines.push(`(the agent asked for ${w.shown.path}, which leads there)`);
   lines.push(`Why this needs your permission: ${w.why}`);
-  lines.push(w.exists ? `The file exists${w.executable ? " and is executable: it stays executable if you allow this" : ""}.` : "The file would be created.");
+  lines.push(
+    w.exists
+      ? `The file exists${w.executable ? " and is executable: it stays executable if you allow this" : ""}.`
+      : "The file would be created.",
+  );
   return lines.join("\n");
 }
 

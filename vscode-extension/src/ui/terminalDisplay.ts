@@ -27,8 +27,7 @@ export class PseudoterminalFactory implements TerminalDisplayFactory {
     terminal.show(true);
     return {
       write: emit,
-      exited: (s: TerminalExitStatus) =>
-        emit(`\n[process ${s.signal ? `killed by ${s.signal}` : `exited with code ${s.exitCode}`}]\n`),
+      exited: (s: TerminalExitStatus) => emit(`\n[process ${s.signal ? `killed by ${s.signal}` : `exited with code ${s.exitCode}`}]\n`),
       dispose: () => {
         terminal.dispose();
         writeEmitter.dispose();

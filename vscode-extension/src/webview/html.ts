@@ -3,7 +3,10 @@
 import * as crypto from "node:crypto";
 
 export function makeNonce(): string {
-  return crypto.randomBytes(18).toString("base64").replace(/[^A-Za-z0-9]/g, "");
+  return crypto
+    .randomBytes(18)
+    .toString("base64")
+    .replace(/[^A-Za-z0-9]/g, "");
 }
 
 export interface ChatHtmlParts {

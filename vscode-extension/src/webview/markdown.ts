@@ -46,7 +46,25 @@ export interface ElementLike {
 }
 
 /** Tags the renderer may create for a token's `tag` (anything else becomes a span or div). */
-const BLOCK_TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td"]);
+const BLOCK_TAGS = new Set([
+  "p",
+  "h1",
+  "h2",
+  "h3",
+  "h4",
+  "h5",
+  "h6",
+  "blockquote",
+  "ul",
+  "ol",
+  "li",
+  "table",
+  "thead",
+  "tbody",
+  "tr",
+  "th",
+  "td",
+]);
 const INLINE_TAGS = new Set(["em", "strong", "s"]);
 
 /** Parses `src` and appends its DOM to `parent`. */

@@ -9,7 +9,10 @@ test("demo agent: setting, else PATH, else the repository build", () => {
   const present = new Set(["/usr/local/bin/acp", "/repo/target/release/acp"]);
   const exists = (p: string) => present.has(p);
   assert.deepEqual(resolveDemoAgentBinary("/opt/acp", "/usr/local/bin", ext, exists), { path: "/opt/acp", source: "setting" });
-  assert.deepEqual(resolveDemoAgentBinary("", `/nope${path.delimiter}/usr/local/bin`, ext, exists), { path: "/usr/local/bin/acp", source: "PATH" });
+  assert.deepEqual(resolveDemoAgentBinary("", `/nope${path.delimiter}/usr/local/bin`, ext, exists), {
+    path: "/usr/local/bin/acp",
+    source: "PATH",
+  });
   assert.deepEqual(resolveDemoAgentBinary(undefined, "/nope", ext, exists), { path: "/repo/target/release/acp", source: "repository" });
   assert.equal(resolveDemoAgentBinary(undefined, "/nope", "/elsewhere/ext", exists), undefined);
   assert.deepEqual(demoAgentSpec("/opt/acp"), { name: "ACP demo agent", command: "/opt/acp", args: ["demo-agent"] });

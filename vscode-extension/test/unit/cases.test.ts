@@ -54,7 +54,11 @@ test("permission.json: every row through ClientPolicy", { skip }, () => {
 });
 
 /** What the bridge answered, as the case table writes it. */
-async function throughBridge(options: PermissionOption[], autoApprove: boolean, dismiss: boolean): Promise<PermissionDecision | { answer: "cancelled" }> {
+async function throughBridge(
+  options: PermissionOption[],
+  autoApprove: boolean,
+  dismiss: boolean,
+): Promise<PermissionDecision | { answer: "cancelled" }> {
   const cancels: string[] = [];
   let asked: PermissionPromptModel | undefined;
   const prompter = {
@@ -63,7 +67,13 @@ async function throughBridge(options: PermissionOption[], autoApprove: boolean, 
       return undefined; // Escape
     },
   };
-  const b = new PermissionBridge(prompter, () => ({ autoApprove }), nullLogger, testPolicy(), (sid) => cancels.push(sid));
+  const b = new PermissionBridge(
+    prompter,
+    () => ({ autoApprove }),
+    nullLogger,
+    testPolicy(),
+    (sid) => cancels.push(sid),
+  );
   const res = await b.handle({ sessionId: "s", toolCall: { toolCallId: "t" }, options }, new CancellationSource().token);
   if (!dismiss && asked) return { answer: "ask" };
   const outcome = res.outcome;
@@ -132,7 +142,11 @@ test("writes.json: POSIX rows through the FsBridge, on real files (the question'
       assert.equal(asked.length, 0, c.name);
       assert.equal(fs.readFileSync(file, "utf8"), "after\n", c.name);
     } else {
-      await assert.rejects(write, (e: unknown) => e instanceof RequestError && e.code === -32603 && /^permission denied/.test(e.message), c.name);
+      await assert.rejects(
+        write,
+        (e: unknown) => e instanceof RequestError && e.code === -32603 && /^permission denied/.test(e.message),
+        c.name,
+      );
       assert.equal(asked.length, 1, c.name);
       assert.equal(asked[0]!.reason, expect.reason, c.name);
       assert.equal(fs.existsSync(file) ? fs.readFileSync(file, "utf8") : null, facts.exists ? "before\n" : null, `${c.name}: untouched`);

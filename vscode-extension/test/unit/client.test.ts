@@ -61,11 +61,20 @@ class AgentPeer {
 }
 
 type Req = Extract<AcpEvent, { type: "request" }>;
-const isReq = (method: string) => (e: AcpEvent): e is Req => e.type === "request" && e.method === method;
+const isReq =
+  (method: string) =>
+  (e: AcpEvent): e is Req =>
+    e.type === "request" && e.method === method;
 
 function pair(handler: IncomingHandler, agentOptions?: object, clientOptions?: object) {
   const agent = new AgentPeer(agentOptions);
-  const client = new AcpClient(new E.AcpConnection("client", clientOptions), { write: (b) => agent.deliver(b) }, handler, nullLogger, nullTrace);
+  const client = new AcpClient(
+    new E.AcpConnection("client", clientOptions),
+    { write: (b) => agent.deliver(b) },
+    handler,
+    nullLogger,
+    nullTrace,
+  );
   agent.client = client;
   return { agent, client };
 }
@@ -96,11 +105,16 @@ test("engine: request/response round trip and notifications reach the handler", 
   const sess = client.request("session/new", { cwd: "/w", mcpServers: [] });
   const r = await agent.next(isReq("session/new"));
   assert.deepEqual(r.params, { cwd: "/w", mcpServers: [] });
-  agent.conn.notify("session/update", { sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } } });
+  agent.conn.notify("session/update", {
+    sessionId: "s",
+    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } },
+  });
   agent.conn.respond(r.token, { sessionId: "s" });
   agent.pump();
   assert.deepEqual(await sess, { sessionId: "s" });
-  assert.deepEqual(notes, [["session/update", { sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } } }]]);
+  assert.deepEqual(notes, [
+    ["session/update", { sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } } }],
+  ]);
   client.dispose();
 });
 
@@ -159,7 +173,10 @@ test("engine: session/cancel answers a pending permission request `cancelled` an
   agent.conn.respond(r.token, { sessionId: "s2" });
   agent.pump();
   await ping;
-  assert.deepEqual(agent.rest().filter((e) => e.type !== "notification"), []);
+  assert.deepEqual(
+    agent.rest().filter((e) => e.type !== "notification"),
+    [],
+  );
   assert.equal(client.pendingIncoming, 0);
   client.dispose();
 });
@@ -200,7 +217,10 @@ test("engine: closing the client (window closing) answers a pending permission r
 
 test("engine: an outgoing request times out; EOF fails what is pending and closes", { skip }, async () => {
   const { client } = await initialized(noHandler);
-  await assert.rejects(client.request("session/new", { cwd: "/", mcpServers: [] }, 20), (e: unknown) => e instanceof RpcError && e.kind === "timeout");
+  await assert.rejects(
+    client.request("session/new", { cwd: "/", mcpServers: [] }, 20),
+    (e: unknown) => e instanceof RpcError && e.kind === "timeout",
+  );
   const pending = client.request("session/prompt", { sessionId: "s", prompt: [] });
   client.receiveEof();
   await assert.rejects(pending, (e: unknown) => e instanceof RpcError && e.kind === "closed");
@@ -242,7 +262,13 @@ function setup(choice: string | undefined | "never", env: Record<string, string>
   let running: AgentConnection | undefined;
   const cancelTurn = (sid: string) => running?.cancel(sid);
   const handler = new ClientRouter({
-    permission: new PermissionBridge(prompter, () => ({ autoApprove: false }), nullLogger, testPolicy(), (sid) => cancelTurn(sid)),
+    permission: new PermissionBridge(
+      prompter,
+      () => ({ autoApprove: false }),
+      nullLogger,
+      testPolicy(),
+      (sid) => cancelTurn(sid),
+    ),
     fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
     onSessionUpdate: (n) => updates.push(n),
     log: nullLogger,
@@ -280,7 +306,10 @@ test("process: prompt, permission allowed, file written through the fs bridge", 
   assert.deepEqual(res, { stopReason: "end_turn" });
   assert.equal(fs.readFileSync(path.join(s.ws, "out.txt"), "utf8"), "written by fixture\n");
   assert.equal(s.text(), "Hello there (written)");
-  assert.deepEqual(s.prompter.models[0]!.items.map((i) => i.optionId), ["allow", "deny"]);
+  assert.deepEqual(
+    s.prompter.models[0]!.items.map((i) => i.optionId),
+    ["allow", "deny"],
+  );
   const exit = await conn.stop();
   assert.equal(exit.code, 0, "the agent exits by itself when its stdin closes");
 });
@@ -342,7 +371,10 @@ test("process: a crash during a prompt fails the prompt and reports the exit", {
   const s = setup("allow", { FIXTURE_MODE: "die-on-prompt" });
   const conn = await s.start();
   const sess = await conn.newSession(s.ws);
-  await assert.rejects(conn.prompt(sess.sessionId, [{ type: "text", text: "go" }]), (e: unknown) => e instanceof RpcError && e.kind === "closed");
+  await assert.rejects(
+    conn.prompt(sess.sessionId, [{ type: "text", text: "go" }]),
+    (e: unknown) => e instanceof RpcError && e.kind === "closed",
+  );
   const exit = await conn.exited;
   assert.equal(exit.code, 1);
   assert.match(conn.process.stderrTail.text(), /dying on prompt/);

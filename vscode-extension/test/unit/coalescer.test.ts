@@ -46,7 +46,10 @@ test("different kinds, sessions and non-text content stay apart and in order", (
   c.push({ sessionId: "s", update: { sessionUpdate: "tool_call", toolCallId: "t", title: "T" } } as TaggedUpdate);
   c.push(chunk("c"));
   c.push(chunk("d", "agent_message_chunk", "other"));
-  c.push({ sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "image", data: "", mimeType: "image/png" } } } as TaggedUpdate);
+  c.push({
+    sessionId: "s",
+    update: { sessionUpdate: "agent_message_chunk", content: { type: "image", data: "", mimeType: "image/png" } },
+  } as TaggedUpdate);
   sched.fire();
   const kinds = delivered[0]!.map((u) => `${u.sessionId}:${u.update.sessionUpdate}`);
   assert.deepEqual(kinds, [

@@ -13,7 +13,10 @@ const E = engine as EngineModule;
 
 const line = (o: object) => Buffer.from(JSON.stringify({ jsonrpc: "2.0", ...o }) + "\n");
 const note = (text: string) =>
-  line({ method: "session/update", params: { sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } } });
+  line({
+    method: "session/update",
+    params: { sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } },
+  });
 
 /** A client whose written bytes are collected as parsed lines (and as text in `wire`). */
 function client(handler: Partial<IncomingHandler>, log: Logger = nullLogger) {
@@ -88,7 +91,7 @@ const badParams: unknown[] = [BigInt(1), cyclic, () => 1, Symbol("s"), 5, "text"
 test("fast paths: requests and notifications write exactly the bytes of the plain calls (key order kept)", { skip }, async () => {
   const { c, wire } = client({});
   const plain = new E.AcpConnection("client", {});
-  const params = { z: 1, a: [1, "two", null, { y: true, b: 2.5 }], s: "é\n\"\u2028" };
+  const params = { z: 1, a: [1, "two", null, { y: true, b: 2.5 }], s: 'é\n"\u2028' };
   const answered = c.request("_x/req", params);
   plain.sendRequest("_x/req", params, 0);
   c.request("_x/none", undefined).catch(() => {});
@@ -129,7 +132,10 @@ test("fast paths: params the engine refuses fail exactly as with the plain calls
     } catch (e) {
       expectedNotify = e as Error;
     }
-    assert.throws(() => c.notify("_x/note", p), (e: Error) => e.name === expectedNotify!.name && e.message === expectedNotify!.message);
+    assert.throws(
+      () => c.notify("_x/note", p),
+      (e: Error) => e.name === expectedNotify!.name && e.message === expectedNotify!.message,
+    );
     plain.free();
   }
   assert.deepEqual(wire, [], "nothing was sent");

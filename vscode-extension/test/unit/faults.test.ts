@@ -102,7 +102,13 @@ async function start(mode: string, engineOptions: object = {}) {
   let running: AgentConnection | undefined;
   const cancelTurn = (sid: string) => running?.cancel(sid);
   const handler = new ClientRouter({
-    permission: new PermissionBridge(prompter, () => ({ autoApprove: false }), nullLogger, testPolicy(), (sid) => cancelTurn(sid)),
+    permission: new PermissionBridge(
+      prompter,
+      () => ({ autoApprove: false }),
+      nullLogger,
+      testPolicy(),
+      (sid) => cancelTurn(sid),
+    ),
     fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
     onSessionUpdate: (n) => updates.push(n),
     log: nullLogger,
@@ -164,15 +170,19 @@ test("a notification flood loses nothing and keeps order", { skip, timeout }, as
   await s.conn.stop();
 });
 
-test("the agent killed while a permission prompt is open: the prompt is withdrawn, the turn fails `closed`", { skip, timeout }, async () => {
-  const s = await start("permission-then-die");
-  const turn = s.conn.prompt(s.sess.sessionId, go);
-  await s.prompter.opened;
-  // Nobody answers the prompt; the agent dies (SIGKILL) while it is open.
-  s.conn.client.notify("_fault/die", {});
-  await assert.rejects(turn, (e: unknown) => e instanceof RpcError && e.kind === "closed");
-  const exit = await s.conn.exited;
-  assert.equal(exit.signal, "SIGKILL");
-  assert.equal(s.prompter.shown.length, 1);
-  assert.equal(s.prompter.withdrawn, 1, "the open prompt was withdrawn");
-});
+test(
+  "the agent killed while a permission prompt is open: the prompt is withdrawn, the turn fails `closed`",
+  { skip, timeout },
+  async () => {
+    const s = await start("permission-then-die");
+    const turn = s.conn.prompt(s.sess.sessionId, go);
+    await s.prompter.opened;
+    // Nobody answers the prompt; the agent dies (SIGKILL) while it is open.
+    s.conn.client.notify("_fault/die", {});
+    await assert.rejects(turn, (e: unknown) => e instanceof RpcError && e.kind === "closed");
+    const exit = await s.conn.exited;
+    assert.equal(exit.signal, "SIGKILL");
+    assert.equal(s.prompter.shown.length, 1);
+    assert.equal(s.prompter.withdrawn, 1, "the open prompt was withdrawn");
+  },
+);

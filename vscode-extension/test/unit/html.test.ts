@@ -6,7 +6,12 @@ test("the chat page has a strict CSP with a fresh nonce and no inline script", (
   const nonce = makeNonce();
   assert.match(nonce, /^[A-Za-z0-9]{16,}$/);
   assert.notEqual(makeNonce(), nonce);
-  const html = buildChatHtml({ cspSource: "https://x.vscode-cdn.net", scriptUri: "https://x/webview.js", styleUri: "https://x/webview.css", nonce });
+  const html = buildChatHtml({
+    cspSource: "https://x.vscode-cdn.net",
+    scriptUri: "https://x/webview.js",
+    styleUri: "https://x/webview.css",
+    nonce,
+  });
   const csp = /http-equiv="Content-Security-Policy" content="([^"]*)"/.exec(html)?.[1] ?? "";
   assert.match(csp, /^default-src 'none'; /);
   assert.match(csp, new RegExp(`script-src 'nonce-${nonce}'(;|$)`));

@@ -13,6 +13,8 @@ test("src/protocol, src/bridges, src/webview and src/agents.ts do not import vsc
     .concat(["src/agents.ts"])
     .filter((f) => f.endsWith(".ts"));
   assert.ok(files.length >= 12, `found ${files.length} files`);
-  const offenders = files.filter((f) => /(from\s+["']vscode["']|require\(\s*["']vscode["']\s*\))/.test(fs.readFileSync(path.join(root, f), "utf8")));
+  const offenders = files.filter((f) =>
+    /(from\s+["']vscode["']|require\(\s*["']vscode["']\s*\))/.test(fs.readFileSync(path.join(root, f), "utf8")),
+  );
   assert.deepEqual(offenders, []);
 });

@@ -1,6 +1,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { MAX_NESTING, StreamingMarkdown, renderMarkdown, safeHref, stableBoundary, type DomLike, type ElementLike } from "../../src/webview/markdown";
+import {
+  MAX_NESTING,
+  StreamingMarkdown,
+  renderMarkdown,
+  safeHref,
+  stableBoundary,
+  type DomLike,
+  type ElementLike,
+} from "../../src/webview/markdown";
 
 /** A fake DOM that records what the renderer builds; it has no HTML parser to abuse. */
 class FakeEl implements ElementLike {
@@ -27,7 +35,9 @@ class FakeEl implements ElementLike {
   }
   html(): string {
     const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-    const attrs = Object.entries(this.attrs).map(([k, v]) => ` ${k}="${esc(v)}"`).join("");
+    const attrs = Object.entries(this.attrs)
+      .map(([k, v]) => ` ${k}="${esc(v)}"`)
+      .join("");
     const inner = this._text !== null ? esc(this._text) : this.children.map((c) => (typeof c === "string" ? esc(c) : c.html())).join("");
     return `<${this.tag}${attrs}>${inner}</${this.tag}>`;
   }
@@ -60,8 +70,10 @@ const render = (md: string) => {
 };
 
 test("common markdown renders to the expected elements", () => {
-  assert.equal(render("# Title\n\nSome **bold** and *em* and `code`."),
-    "<div><h1>Title</h1><p>Some <strong>bold</strong> and <em>em</em> and <code>code</code>.</p></div>");
+  assert.equal(
+    render("# Title\n\nSome **bold** and *em* and `code`."),
+    "<div><h1>Title</h1><p>Some <strong>bold</strong> and <em>em</em> and <code>code</code>.</p></div>",
+  );
   assert.equal(render("- a\n- b\n\n1. x\n2. y"), "<div><ul><li>a</li><li>b</li></ul><ol><li>x</li><li>y</li></ol></div>");
   assert.equal(render("3. c\n4. d"), '<div><ol start="3"><li>c</li><li>d</li></ol></div>');
   assert.equal(render("```ts\nconst a = 1 < 2;\n```"), '<div><pre><code data-lang="ts">const a = 1 &lt; 2;</code></pre></div>');
@@ -90,7 +102,10 @@ test("links keep only http(s)/mailto targets; images become their alt text", () 
   assert.equal(render("[click](javascript:alert(1))"), "<div><p>click</p></div>");
   assert.equal(render("[**bold** click](vbscript:x) after"), "<div><p><strong>bold</strong> click after</p></div>");
   assert.equal(render("<javascript:alert(1)>"), "<div><p>javascript:alert(1)</p></div>");
-  assert.equal(render("[site](https://example.com)"), '<div><p><a href="https://example.com" title="https://example.com">site</a></p></div>');
+  assert.equal(
+    render("[site](https://example.com)"),
+    '<div><p><a href="https://example.com" title="https://example.com">site</a></p></div>',
+  );
   assert.equal(render("[m](mailto:a@b.c)"), '<div><p><a href="mailto:a@b.c" title="mailto:a@b.c">m</a></p></div>');
   assert.equal(render("![alt text](https://evil.example/x.png)"), "<div><p>alt text</p></div>");
   assert.equal(render("see https://example.com"), "<div><p>see https://example.com</p></div>", "no linkify");
@@ -98,7 +113,7 @@ test("links keep only http(s)/mailto targets; images become their alt text", () 
 
 test("no attribute but href/title/start/data-lang is ever set (no style, no handlers)", () => {
   const root = new FakeEl("div");
-  renderMarkdown(countingDoc().doc, "| a | b |\n|:--|--:|\n| 1 | 2 |\n\n[x](https://e.org \"t\")\n\n```js onload=x\ny\n```", root);
+  renderMarkdown(countingDoc().doc, '| a | b |\n|:--|--:|\n| 1 | 2 |\n\n[x](https://e.org "t")\n\n```js onload=x\ny\n```', root);
   const seen = new Set<string>();
   const todo: FakeEl[] = [root];
   while (todo.length) {
@@ -106,7 +121,10 @@ test("no attribute but href/title/start/data-lang is ever set (no style, no hand
     for (const k of Object.keys(e.attrs)) seen.add(k);
     for (const c of e.children) if (typeof c !== "string") todo.push(c);
   }
-  assert.deepEqual([...seen].filter((k) => !["href", "title", "start", "data-lang"].includes(k)), []);
+  assert.deepEqual(
+    [...seen].filter((k) => !["href", "title", "start", "data-lang"].includes(k)),
+    [],
+  );
   assert.match(root.html(), /<table>/);
 });
 
@@ -157,7 +175,10 @@ for (const [name, input] of PATHOLOGICAL) {
       }
     });
     assert.equal(threw, undefined, `it threw: ${threw}`);
-    assert.ok(took <= 30 * baseline + 250, `${name}: ${took.toFixed(1)} ms vs ${baseline.toFixed(1)} ms for ordinary text of the same length`);
+    assert.ok(
+      took <= 30 * baseline + 250,
+      `${name}: ${took.toFixed(1)} ms vs ${baseline.toFixed(1)} ms for ordinary text of the same length`,
+    );
     assert.ok(counts.elements + counts.texts <= input.length + 10, `${name}: ${counts.elements} elements, ${counts.texts} text nodes`);
     assert.ok(root.depth() <= MAX_NESTING + 5, `${name}: depth ${root.depth()}`);
   });
@@ -185,7 +206,10 @@ test("stableBoundary: after a blank line, outside fences, before a new top-level
 });
 
 test("streaming: the text renders as a whole would, and each character is parsed a bounded number of times", () => {
-  const paragraphs = Array.from({ length: 300 }, (_, i) => `Paragraph ${i} with **bold** and a [link](https://e.org/${i}).\n\n- item ${i}\n- more\n\n\`\`\`\ncode ${i}\n\n\`\`\`\n`);
+  const paragraphs = Array.from(
+    { length: 300 },
+    (_, i) => `Paragraph ${i} with **bold** and a [link](https://e.org/${i}).\n\n- item ${i}\n- more\n\n\`\`\`\ncode ${i}\n\n\`\`\`\n`,
+  );
   const text = paragraphs.join("\n");
   const { doc } = countingDoc();
   const root = new FakeEl("div");

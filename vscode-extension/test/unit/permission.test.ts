@@ -52,7 +52,13 @@ class FakePrompter implements PermissionPrompter {
 /** A bridge on the real engine's decisions; `cancels` records the session/cancel it sends. */
 function bridge(p: PermissionPrompter, autoApprove = false) {
   const cancels: string[] = [];
-  const b = new PermissionBridge(p, () => ({ autoApprove }), nullLogger, testPolicy(), (sid) => cancels.push(sid));
+  const b = new PermissionBridge(
+    p,
+    () => ({ autoApprove }),
+    nullLogger,
+    testPolicy(),
+    (sid) => cancels.push(sid),
+  );
   return Object.assign(b, { cancels });
 }
 
@@ -113,7 +119,11 @@ test("malformed requests are InvalidParams; no options and unknown kinds are not
     { sessionId: "s", toolCall: { toolCallId: "t" }, options: [opts[0], opts[0]] },
     { sessionId: "s", options: opts },
   ]) {
-    assert.throws(() => validateRequest(bad), (e: unknown) => e instanceof RequestError && e.code === -32602, JSON.stringify(bad));
+    assert.throws(
+      () => validateRequest(bad),
+      (e: unknown) => e instanceof RequestError && e.code === -32602,
+      JSON.stringify(bad),
+    );
   }
   validateRequest({ sessionId: "s", toolCall: { toolCallId: "t" }, options: [] });
   validateRequest({ sessionId: "s", toolCall: { toolCallId: "t" }, options: [{ optionId: "a", name: "A", kind: "allow_sometimes" }] });
@@ -144,7 +154,11 @@ test("closing the dialog without a reject_once option sends session/cancel, then
   const options: PermissionOption[] = [opts[0]!, { optionId: "never", name: "Never", kind: "reject_always" }];
   const answer = b.handle(req(options), new CancellationSource().token);
   await p.shown;
-  assert.equal(p.model!.items.some((i) => i.isCloseAffordance), false, "reject_always is never what Escape stands for");
+  assert.equal(
+    p.model!.items.some((i) => i.isCloseAffordance),
+    false,
+    "reject_always is never what Escape stands for",
+  );
   p.choose(undefined);
   assert.deepEqual(await answer, { outcome: { outcome: "cancelled" } });
   assert.deepEqual(b.cancels, ["s1"]);
@@ -191,7 +205,9 @@ test("an invalid id from the prompter is answered as a dismissal", { skip }, asy
 test("auto-approve only when set, only allow_once (even after allow_always), else it asks", { skip }, async () => {
   const p = new FakePrompter();
   const alwaysFirst = [opts[1]!, opts[0]!, opts[2]!];
-  assert.deepEqual(await bridge(p, true).handle(req(alwaysFirst), new CancellationSource().token), { outcome: { outcome: "selected", optionId: "ok" } });
+  assert.deepEqual(await bridge(p, true).handle(req(alwaysFirst), new CancellationSource().token), {
+    outcome: { outcome: "selected", optionId: "ok" },
+  });
   assert.equal(p.calls, 0);
   // Without an allow_once option it still asks.
   const onlyAlways = [opts[1]!, opts[2]!];

@@ -28,11 +28,21 @@ function cpu(): number {
 }
 
 const updateLine = (n: number) =>
-  JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s-1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "chunk number " + n + " of the streamed answer " } } } }) + "\n";
+  JSON.stringify({
+    jsonrpc: "2.0",
+    method: "session/update",
+    params: {
+      sessionId: "s-1",
+      update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "chunk number " + n + " of the streamed answer " } },
+    },
+  }) + "\n";
 
 async function initClient(handler: IncomingHandler, sink: (b: Uint8Array) => void) {
   const client = new AcpClient(new E.AcpConnection("client", {}), { write: sink }, handler, nullLogger, nullTrace);
-  const init = client.request("initialize", { protocolVersion: 1, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false } });
+  const init = client.request("initialize", {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+  });
   client.receive(Buffer.from(JSON.stringify({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } }) + "\n"));
   await init;
   return client;
@@ -41,7 +51,12 @@ async function initClient(handler: IncomingHandler, sink: (b: Uint8Array) => voi
 /** In memory: 20k session/update lines fed in 64 KiB chunks (like pipe reads). */
 async function incomingMem(): Promise<number> {
   let count = 0;
-  const handler = { handleRequest: async (): Promise<unknown> => ({}), handleNotification: () => { count++; } };
+  const handler = {
+    handleRequest: async (): Promise<unknown> => ({}),
+    handleNotification: () => {
+      count++;
+    },
+  };
   const client = await initClient(handler, () => {});
   const all = Buffer.from(Array.from({ length: N }, (_, n) => updateLine(n)).join(""));
   const t0 = cpu();
@@ -56,9 +71,15 @@ async function incomingMem(): Promise<number> {
 async function outgoingNotify(): Promise<number> {
   let bytes = 0;
   const handler = { handleRequest: async (): Promise<unknown> => ({}), handleNotification: () => {} };
-  const client = await initClient(handler, (b) => { bytes += b.length; });
+  const client = await initClient(handler, (b) => {
+    bytes += b.length;
+  });
   const t0 = cpu();
-  for (let n = 0; n < N; n++) client.notify("_bench/note", { sessionId: "s-1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "note " + n } } });
+  for (let n = 0; n < N; n++)
+    client.notify("_bench/note", {
+      sessionId: "s-1",
+      update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "note " + n } },
+    });
   const t1 = cpu();
   if (bytes < N * 50) throw new Error(`wrote ${bytes}`);
   client.dispose();
@@ -72,7 +93,9 @@ async function incomingRequests(size = 0): Promise<number> {
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
   const handler = {
-    handleRequest: async (_m: string, p: unknown): Promise<unknown> => ({ content: "contents of " + (p as { path: string }).path + "\nline two\n" + pad }),
+    handleRequest: async (_m: string, p: unknown): Promise<unknown> => ({
+      content: "contents of " + (p as { path: string }).path + "\nline two\n" + pad,
+    }),
     handleNotification: () => {},
   };
   let counting = false;
@@ -82,7 +105,16 @@ async function incomingRequests(size = 0): Promise<number> {
     if (lines >= N) done();
   });
   const all = Buffer.from(
-    Array.from({ length: N }, (_, n) => JSON.stringify({ jsonrpc: "2.0", id: n + 1, method: "fs/read_text_file", params: { sessionId: "s-1", path: "/w/file" + n + ".txt" } }) + "\n").join(""),
+    Array.from(
+      { length: N },
+      (_, n) =>
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: n + 1,
+          method: "fs/read_text_file",
+          params: { sessionId: "s-1", path: "/w/file" + n + ".txt" },
+        }) + "\n",
+    ).join(""),
   );
   counting = true;
   const t0 = cpu();
@@ -133,10 +165,19 @@ async function incomingProcess(): Promise<number> {
   const conn = await AgentConnection.start(
     { name: "bench", command: process.execPath, args: [script], env: { N: String(N) }, cwd: ws },
     {
-      engine: E, engineOptions: {}, capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+      engine: E,
+      engineOptions: {},
+      capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
       clientInfo: { name: "bench", version: "0" },
-      handler: { handleRequest: async (): Promise<unknown> => ({}), handleNotification: () => { count++; } },
-      log: nullLogger, trace: nullTrace, onStderr: () => {},
+      handler: {
+        handleRequest: async (): Promise<unknown> => ({}),
+        handleNotification: () => {
+          count++;
+        },
+      },
+      log: nullLogger,
+      trace: nullTrace,
+      onStderr: () => {},
     },
   );
   const sess = await conn.newSession(ws);
@@ -176,15 +217,22 @@ async function outgoingProcess(): Promise<number> {
   const conn = await AgentConnection.start(
     { name: "bench", command: process.execPath, args: [script], env: {}, cwd: ws },
     {
-      engine: E, engineOptions: {}, capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+      engine: E,
+      engineOptions: {},
+      capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
       clientInfo: { name: "bench", version: "0" },
       handler: { handleRequest: async (): Promise<unknown> => ({}), handleNotification: () => {} },
-      log: nullLogger, trace: nullTrace, onStderr: () => {},
+      log: nullLogger,
+      trace: nullTrace,
+      onStderr: () => {},
     },
   );
   const t0 = cpu();
   for (let n = 0; n < N; n++) {
-    conn.client.notify("_bench/note", { sessionId: "s-1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "note " + n } } });
+    conn.client.notify("_bench/note", {
+      sessionId: "s-1",
+      update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "note " + n } },
+    });
     if (n % 500 === 499) await new Promise((r) => setImmediate(r));
   }
   const t1 = cpu();
@@ -212,7 +260,9 @@ async function main(label: string) {
     for (let i = 0; i < reps; i++) xs.push(await fn());
     xs.sort((a, b) => a - b);
     const med = xs[Math.floor(xs.length / 2)]!;
-    console.log(`${label}  ${name.padEnd(34)} median ${(med * 1000 / N).toFixed(2)} µs/msg  (min ${(xs[0]! * 1000 / N).toFixed(2)}, max ${(xs[xs.length - 1]! * 1000 / N).toFixed(2)})`);
+    console.log(
+      `${label}  ${name.padEnd(34)} median ${((med * 1000) / N).toFixed(2)} µs/msg  (min ${((xs[0]! * 1000) / N).toFixed(2)}, max ${((xs[xs.length - 1]! * 1000) / N).toFixed(2)})`,
+    );
   }
 }
 

@@ -7,9 +7,7 @@ import * as path from "node:path";
 // that picks the program to run, approves on the user's behalf, widens file access, or hands the
 // host's environment to agents must come from the user's own settings only: scope
 // "application" makes VS Code ignore workspace and folder values for it.
-const manifest = JSON.parse(
-  fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"),
-);
+const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"));
 const props: Record<string, { scope?: string }> = manifest.contributes.configuration.properties;
 
 const SENSITIVE = [

@@ -86,15 +86,18 @@ class RecordingDisplays implements TerminalDisplayFactory {
   }
 }
 
-const settings = (over: Partial<TerminalSettings> = {}): (() => TerminalSettings) => () => ({
-  useShell: false,
-  killGraceMs: 200,
-  approval: "allow",
-  envPolicy: envPolicyFrom(testPolicy(), [], false),
-  workspaceFolders: [ws],
-  ...over,
-});
-const mgr = (displays?: TerminalDisplayFactory, useShell = false) => new TerminalManager(displays, settings({ useShell }), nullLogger, testPolicy());
+const settings =
+  (over: Partial<TerminalSettings> = {}): (() => TerminalSettings) =>
+  () => ({
+    useShell: false,
+    killGraceMs: 200,
+    approval: "allow",
+    envPolicy: envPolicyFrom(testPolicy(), [], false),
+    workspaceFolders: [ws],
+    ...over,
+  });
+const mgr = (displays?: TerminalDisplayFactory, useShell = false) =>
+  new TerminalManager(displays, settings({ useShell }), nullLogger, testPolicy());
 
 test("runs a real process without a shell; output, exit code, display", { skip }, async () => {
   const d = new RecordingDisplays();
@@ -136,7 +139,10 @@ test("without outputByteLimit the output is capped at 16 MiB, newest kept", { sk
   const { terminalId } = await m.create({
     sessionId: "s",
     command: node,
-    args: ["-e", "const b = Buffer.alloc(1 << 20, 0x61); for (let i = 0; i < 17; i++) process.stdout.write(b); process.stdout.write('END')"],
+    args: [
+      "-e",
+      "const b = Buffer.alloc(1 << 20, 0x61); for (let i = 0; i < 17; i++) process.stdout.write(b); process.stdout.write('END')",
+    ],
   });
   await m.waitForExit({ sessionId: "s", terminalId });
   const out = m.output({ sessionId: "s", terminalId });
@@ -234,10 +240,21 @@ test("input typed in the terminal panel reaches the process", { skip }, async ()
 test("terminal commands get an explicit environment: no host secrets unless passed through", { skip }, async () => {
   process.env.ACP_TEST_SECRET_TOKEN = "do-not-leak";
   try {
-    const script = "process.stdout.write(JSON.stringify([process.env.ACP_TEST_SECRET_TOKEN ?? null, !!process.env.PATH, process.env.ACP_T]))";
+    const script =
+      "process.stdout.write(JSON.stringify([process.env.ACP_TEST_SECRET_TOKEN ?? null, !!process.env.PATH, process.env.ACP_T]))";
     const run = async (passthrough: string[]) => {
-      const m = new TerminalManager(undefined, settings({ envPolicy: envPolicyFrom(testPolicy(), passthrough, false) }), nullLogger, testPolicy());
-      const { terminalId } = await m.create({ sessionId: "s", command: process.execPath, args: ["-e", script], env: [{ name: "ACP_T", value: "given" }] });
+      const m = new TerminalManager(
+        undefined,
+        settings({ envPolicy: envPolicyFrom(testPolicy(), passthrough, false) }),
+        nullLogger,
+        testPolicy(),
+      );
+      const { terminalId } = await m.create({
+        sessionId: "s",
+        command: process.execPath,
+        args: ["-e", script],
+        env: [{ name: "ACP_T", value: "given" }],
+      });
       await m.waitForExit({ sessionId: "s", terminalId }, new CancellationSource().token);
       return JSON.parse(m.output({ sessionId: "s", terminalId }).output);
     };
@@ -255,7 +272,12 @@ function approver(answer: boolean) {
 }
 
 test("terminal/create always goes through a permission decision showing acp-client's question", { skip }, async () => {
-  const req = { sessionId: "s", command: process.execPath, args: ["-e", "process.stdout.write('ran')"], env: [{ name: "K", value: "v w" }] };
+  const req = {
+    sessionId: "s",
+    command: process.execPath,
+    args: ["-e", "process.stdout.write('ran')"],
+    env: [{ name: "K", value: "v w" }],
+  };
   // Refused: a permission_denied error, and no process is started.
   const no = approver(false);
   const refused = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy(), no);
@@ -286,8 +308,16 @@ test("terminal/create always goes through a permission decision showing acp-clie
 
 test("the question puts agent text on one line and names what changes what runs", { skip }, async () => {
   const a = approver(false);
-  const m = new TerminalManager(undefined, settings({ approval: "ask", envPolicy: { allowlist: [], passthrough: [], inheritAll: false } }), nullLogger, testPolicy(), a);
-  await assert.rejects(m.create({ sessionId: "s", command: "sh", args: ["-c", "echo x\n\nrun `ls`? 1) Run it"], env: [{ name: "PATH", value: "/tmp/evil" }] }));
+  const m = new TerminalManager(
+    undefined,
+    settings({ approval: "ask", envPolicy: { allowlist: [], passthrough: [], inheritAll: false } }),
+    nullLogger,
+    testPolicy(),
+    a,
+  );
+  await assert.rejects(
+    m.create({ sessionId: "s", command: "sh", args: ["-c", "echo x\n\nrun `ls`? 1) Run it"], env: [{ name: "PATH", value: "/tmp/evil" }] }),
+  );
   const q = a.asked[0]!.question;
   for (const field of [q.title, q.commandLine]) assert.ok(!/[\n\r]/.test(field), field);
   assert.equal(q.commandLine, "sh -c $'echo x\\n\\nrun `ls`? 1) Run it'");
@@ -304,7 +334,10 @@ test("invalid requests are refused with acp-client's message before anyone is as
   const a = approver(true);
   const m = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy(), a);
   const cases: Array<[object, RegExp]> = [
-    [{ command: "ls", env: [{ name: "A\nrun `ls -la`", value: "" }] }, /^terminal\/create: invalid environment variable name "A\\nrun `ls -la`"/],
+    [
+      { command: "ls", env: [{ name: "A\nrun `ls -la`", value: "" }] },
+      /^terminal\/create: invalid environment variable name "A\\nrun `ls -la`"/,
+    ],
     [{ command: "ls", env: [{ name: "A=B", value: "c" }] }, /invalid environment variable name "A=B"/],
     [{ command: "ls", args: ["a\0b"] }, /an argument contains a NUL byte/],
     [{ command: "" }, /the command is empty/],
@@ -332,7 +365,10 @@ test("a cwd outside the workspace folders is refused before anyone is asked (sym
   const none = new TerminalManager(undefined, settings({ workspaceFolders: [] }), nullLogger, testPolicy());
   await assert.rejects(none.create({ sessionId: "s", command: node, args: script, cwd: ws }), isCode(-32602, /no workspace folder/));
   // Inside: runs there; none given: the first workspace folder.
-  for (const [cwd, want] of [[path.join(ws, "sub"), path.join(ws, "sub")], [undefined, ws]] as const) {
+  for (const [cwd, want] of [
+    [path.join(ws, "sub"), path.join(ws, "sub")],
+    [undefined, ws],
+  ] as const) {
     const { terminalId } = await m.create({ sessionId: "s", command: node, args: script, ...(cwd ? { cwd } : {}) });
     await m.waitForExit({ sessionId: "s", terminalId });
     assert.equal(m.output({ sessionId: "s", terminalId }).output, want);
