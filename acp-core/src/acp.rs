@@ -63,6 +63,24 @@ pub fn is_extension(method: &str) -> bool {
     method.starts_with('_')
 }
 
+/// An extension method's name as sent: `method` with a leading `_` added if it lacks one
+/// (`"myapp/ping"` -> `"_myapp/ping"`, `"_myapp/ping"` unchanged), so that [`is_extension`]
+/// holds for it.
+///
+/// ```
+/// use acp_core::acp::{ext_name, is_extension};
+/// assert_eq!(ext_name("myapp/ping"), "_myapp/ping");
+/// assert_eq!(ext_name("_myapp/ping"), "_myapp/ping");
+/// assert!(is_extension(&ext_name("myapp/ping")));
+/// ```
+pub fn ext_name(method: &str) -> String {
+    if is_extension(method) {
+        method.to_owned()
+    } else {
+        format!("_{method}")
+    }
+}
+
 /// Which side a connection plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {

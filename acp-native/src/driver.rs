@@ -74,7 +74,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use acp_core::acp::ClientCapabilities;
+use acp_core::acp::{ext_name, ClientCapabilities};
 use acp_core::{
     AutoAnswerReason, CallError, Config, Connection, ErrorCode, ErrorObject, Event, Id, Millis,
     RawValue, RequestOptions, Role,
@@ -581,7 +581,7 @@ impl ConnectionHandle {
         params: serde_json::Value,
         timeout: Option<Duration>,
     ) -> Result<serde_json::Value, RpcError> {
-        let method = crate::router::ext_name(method);
+        let method = ext_name(method);
         let raw = self
             .request(&*method, Some(to_raw(&params)?), timeout)
             .await?;
@@ -594,8 +594,7 @@ impl ConnectionHandle {
         method: &str,
         params: serde_json::Value,
     ) -> Result<(), RpcError> {
-        self.notify(crate::router::ext_name(method), Some(to_raw(&params)?))
-            .await
+        self.notify(ext_name(method), Some(to_raw(&params)?)).await
     }
 
     /// The outgoing side as a cloneable `tower::Service`, to stack `timeout`, `retry`,

@@ -24,6 +24,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use acp_core::acp::ext_name;
 use acp_core::typed::{self, Method, NotificationMethod};
 use acp_core::{ErrorObject, Id, RawValue};
 use futures::future::BoxFuture;
@@ -98,15 +99,6 @@ impl fmt::Debug for Router {
             .field("notifications", &n)
             .field("fallback", &self.inner.fallback.is_some())
             .finish()
-    }
-}
-
-/// A method name as sent: extension names get their leading `_` if they lack it.
-pub(crate) fn ext_name(method: &str) -> String {
-    if method.starts_with('_') {
-        method.to_owned()
-    } else {
-        format!("_{method}")
     }
 }
 
