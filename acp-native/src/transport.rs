@@ -280,6 +280,8 @@ where
 pub struct AgentChild {
     process: Arc<tokio::sync::Mutex<AgentProcess>>,
     pid: u32,
+    /// The exit report, once the agent exited.
+    exited: tokio::sync::watch::Receiver<Option<ExitReport>>,
     connection: ClientSideConnection,
     _guard: Arc<KillOnDrop>,
 }
@@ -315,6 +317,12 @@ impl AgentChild {
         self.process.lock().await.wait().await
     }
 
+    /// The exit report as a watch: `None` while the agent runs (never locks the process, so it
+    /// can be polled beside calls that do).
+    pub fn exit_watch(&self) -> tokio::sync::watch::Receiver<Option<ExitReport>> {
+        self.exited.clone()
+    }
+
     /// Closes the connection (the agent sees EOF on stdin), then stops the process: wait up to
     /// `grace`, `SIGTERM` its group, wait up to `grace`, `SIGKILL`.
     pub async fn shutdown(&self, grace: Duration) -> ShutdownOutcome {
@@ -336,11 +344,28 @@ pub const AGENT_EXIT_REPORT_GRACE: Duration = Duration::from_secs(3);
 pub fn spawn_agent<S>(
     cmd: &AgentCommand,
     service: S,
-    mut config: DriverConfig,
+    config: DriverConfig,
 ) -> Result<(ClientSideConnection, AgentChild), SpawnError>
 where
     S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject> + Clone + Send + 'static,
     S::Future: Send + 'static,
+{
+    spawn_agent_with(cmd, service, config, |stdout, stdin| (stdout, stdin))
+}
+
+/// [`spawn_agent`], with the agent's stdout and stdin passed through `wrap` first (a tap that
+/// logs every message, as `acp chat --log-rpc` does).
+pub fn spawn_agent_with<S, R, W>(
+    cmd: &AgentCommand,
+    service: S,
+    mut config: DriverConfig,
+    wrap: impl FnOnce(tokio::process::ChildStdout, tokio::process::ChildStdin) -> (R, W),
+) -> Result<(ClientSideConnection, AgentChild), SpawnError>
+where
+    S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
 {
     assert_eq!(
         config.core.role,
@@ -355,11 +380,14 @@ where
     }
     let pid = process.pid();
     let exit = process.exit_status();
-    let connection = ClientSideConnection::connect(stdout, stdin, service, config);
+    let (reader, writer) = wrap(stdout, stdin);
+    let connection = ClientSideConnection::connect(reader, writer, service, config);
     let process = Arc::new(tokio::sync::Mutex::new(process));
+    let (exit_tx, exited) = tokio::sync::watch::channel(None);
     let child = AgentChild {
         process: process.clone(),
         pid,
+        exited,
         connection: connection.clone(),
         _guard: Arc::new(KillOnDrop {
             process: process.clone(),
@@ -374,6 +402,7 @@ where
         // the exit report (at once if its stdout already ended; bounded if a grandchild keeps
         // the pipe open).
         handle.close_at_eof_with_reason(report.to_string());
+        let _ = exit_tx.send(Some(report.clone()));
         tokio::time::sleep(AGENT_EXIT_REPORT_GRACE).await;
         handle.close_with_reason(report.to_string());
     });

@@ -20,11 +20,12 @@ use acp_client::display::escape_line;
 use acp_client::permission::{self, AutoMode, Decision};
 use acp_core::{typed, CallError, ErrorCode, ErrorObject, RawValue, Role};
 use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
-use acp_native::process::{AgentCommand, AgentProcess, ExitReport};
+use acp_native::process::{AgentCommand, ExitReport};
+use acp_native::transport::{spawn_agent_with, AgentChild};
 use acp_native::{ClientSideConnection, DriverConfig, Incoming, Router, RpcError};
 use agent_client_protocol_schema::v1 as s;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::sync::{mpsc, oneshot, watch, Mutex};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -223,7 +224,8 @@ pub async fn run(args: ChatArgs) -> i32 {
 struct Chat {
     ui: Ui,
     conn: ClientSideConnection,
-    process: Arc<Mutex<AgentProcess>>,
+    /// The agent process (its stderr tail, its shutdown).
+    agent: AgentChild,
     /// The agent's exit report, once it exited.
     exited: watch::Receiver<Option<ExitReport>>,
     events: mpsc::Receiver<Event>,
@@ -294,11 +296,6 @@ impl Chat {
             .args(command[1..].iter().cloned())
             .cwd(&cwd)
             .env(env.clone());
-        let mut process = AgentProcess::spawn(&cmd)
-            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
-        let stdin = process.take_stdin().expect("a new process has stdin");
-        let stdout = process.take_stdout().expect("a new process has stdout");
-
         let (warn_tx, warnings) = mpsc::unbounded_channel();
         let tap = Tap::new(
             args.log_rpc.as_deref(),
@@ -323,31 +320,17 @@ impl Chat {
         let mut config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
         config.core.max_message_bytes = args.max_message_bytes;
         config.core.max_incoming_in_flight = args.max_concurrent_requests;
-        let conn = ClientSideConnection::connect(
-            TapReader::new(stdout, tap.clone()),
-            TapWriter::new(stdin, tap.clone()),
-            router,
-            config,
-        );
-
-        // When the agent exits, the connection closes with its exit report as the reason.
-        let exit_status = process.exit_status();
-        let process = Arc::new(Mutex::new(process));
-        let (exit_tx, exited) = watch::channel(None);
-        {
-            let process = process.clone();
-            let handle = conn.handle().clone();
-            tokio::spawn(async move {
-                exit_status.await;
-                let report = process.lock().await.wait().await;
-                // Its last messages (still in the pipe) are read first (bounded: a grandchild
-                // may hold the pipe open).
-                handle.close_at_eof_with_reason(report.to_string());
-                let _ = exit_tx.send(Some(report.clone()));
-                tokio::time::sleep(EXIT_REPORT_WAIT).await;
-                handle.close_with_reason(report.to_string());
-            });
-        }
+        // The library's agent spawn (its own process group, the connection closed with the
+        // exit report once what the agent wrote is read), through the --log-rpc tap.
+        let tap_io = tap.clone();
+        let (conn, agent) = spawn_agent_with(&cmd, router, config, move |stdout, stdin| {
+            (
+                TapReader::new(stdout, tap_io.clone()),
+                TapWriter::new(stdin, tap_io),
+            )
+        })
+        .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
+        let exited = agent.exit_watch();
 
         let mode = if args.yes_always {
             AutoMode::AllowAlways
@@ -361,7 +344,7 @@ impl Chat {
         let mut chat = Chat {
             ui,
             conn,
-            process,
+            agent,
             exited,
             events,
             warnings,
@@ -1066,10 +1049,11 @@ impl Chat {
         if let Some(g) = &self.last_garbage {
             out.push_str(&format!("; it wrote non-JSON to stdout: {g}"));
         }
-        let tail = match tokio::time::timeout(Duration::from_secs(1), self.process.lock()).await {
-            Ok(p) => p.stderr_tail(),
-            Err(_) => Vec::new(),
-        };
+        let tail =
+            match tokio::time::timeout(Duration::from_secs(1), self.agent.process().lock()).await {
+                Ok(p) => p.stderr_tail(),
+                Err(_) => Vec::new(),
+            };
         if tail.is_empty() {
             out.push_str("; it wrote nothing to stderr");
         } else {
@@ -1086,10 +1070,7 @@ impl Chat {
     async fn shutdown(&mut self) {
         self.ui.spinner_stop();
         self.terminals.release_all();
-        self.conn.close("acp chat is done");
-        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.conn.closed()).await;
-        let mut process = self.process.lock().await;
-        let outcome = process.shutdown(SHUTDOWN_GRACE).await;
+        let outcome = self.agent.shutdown(SHUTDOWN_GRACE).await;
         tracing::debug!("agent stopped ({:?}): {}", outcome.stage, outcome.report);
     }
 }
