@@ -1,0 +1,352 @@
+//! [`ConnectionHandle`]: the cloneable handle to a driven connection, and the commands it
+//! hands to the driver task.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_core::acp::{ext_name, ClientCapabilities};
+use acp_core::{CallError, ErrorObject, RawValue, Role};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit};
+use tokio_util::sync::{CancellationToken, PollSender};
+
+use super::answer_budget::AnswerBudget;
+use super::notifications::HandledCounter;
+use super::{decode, to_raw, RpcClient, RpcError};
+#[cfg(doc)] // (for links in the docs)
+use super::{reserve_answer_bytes, DriverConfig};
+
+pub(super) type Reply = oneshot::Sender<Result<Box<RawValue>, RpcError>>;
+
+pub(super) enum Command {
+    Request {
+        key: u64,
+        method: String,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+        reply: oneshot::Sender<Result<Box<RawValue>, RpcError>>,
+    },
+    Notify {
+        method: String,
+        params: Option<Box<RawValue>>,
+    },
+    Respond {
+        token: u64,
+        result: Result<Box<RawValue>, ErrorObject>,
+        /// The handler's reservation of the answer budget, held until the answer is written.
+        reserved: Option<OwnedSemaphorePermit>,
+    },
+}
+
+/// Commands that bypass backpressure (small, bounded by the number of calls).
+pub(super) enum Control {
+    Cancel {
+        key: u64,
+    },
+    Close {
+        reason: String,
+    },
+    /// Close with this reason once everything the peer sent is read (see
+    /// [`ConnectionHandle::close_at_eof_with_reason`]).
+    CloseAtEof {
+        reason: String,
+    },
+    /// A request handler's task ended without answering (it panicked or was aborted).
+    Abandoned {
+        token: u64,
+    },
+    /// The notification queue fell below [`DriverConfig::notification_bytes`]: reading may
+    /// resume.
+    NotificationsDrained,
+}
+
+pub(super) struct Shared {
+    pub(super) cmd: mpsc::Sender<Command>,
+    pub(super) ctl: mpsc::UnboundedSender<Control>,
+    pub(super) role: Role,
+    pub(super) next_key: AtomicU64,
+    /// Client capabilities as the engine read them (agent side), as bits.
+    pub(super) client_caps: AtomicU8,
+    pub(super) closed: watch::Receiver<Option<String>>,
+    pub(super) token: CancellationToken,
+    /// Notifications received from the peer (counted by the driver as they arrive).
+    pub(super) notifications_received: AtomicU64,
+    /// Notifications the handlers are done with.
+    pub(super) notifications_handled: HandledCounter,
+    /// True once the writer wrote everything and shut the transport down (or failed).
+    pub(super) writer_done: watch::Receiver<bool>,
+    /// The answer budget (see [`reserve_answer_bytes`]).
+    pub(super) budget: Arc<AnswerBudget>,
+    /// Bytes of params of the notifications queued for (or being handled by) the notification
+    /// task, and the limit above which reading pauses.
+    pub(super) notification_bytes: AtomicUsize,
+    pub(super) notification_limit: usize,
+}
+
+/// A cloneable handle to a driven connection: send requests and notifications, watch it end.
+#[derive(Clone)]
+pub struct ConnectionHandle {
+    // One `Arc`: every incoming message carries a clone (`Incoming::peer`).
+    pub(super) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ConnectionHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionHandle")
+            .field("role", &self.shared.role)
+            .field("closed", &self.close_reason())
+            .finish()
+    }
+}
+
+impl ConnectionHandle {
+    pub fn role(&self) -> Role {
+        self.shared.role
+    }
+
+    /// Sends a request and awaits its result. `timeout` is an engine deadline: when it passes
+    /// the call fails with [`CallError::TimedOut`] and the peer is sent `$/cancel_request`.
+    /// Dropping the future before it completes cancels the request the same way.
+    pub async fn request(
+        &self,
+        method: impl Into<String>,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let (tx, rx) = oneshot::channel();
+        let key = self.shared.next_key.fetch_add(1, Ordering::Relaxed);
+        let cmd = Command::Request {
+            key,
+            method: method.into(),
+            params,
+            timeout,
+            reply: tx,
+        };
+        self.shared
+            .cmd
+            .send(cmd)
+            .await
+            .map_err(|_| self.closed_error())?;
+        self.await_reply(key, rx).await
+    }
+
+    pub(super) async fn await_reply(
+        &self,
+        key: u64,
+        rx: oneshot::Receiver<Result<Box<RawValue>, RpcError>>,
+    ) -> Result<Box<RawValue>, RpcError> {
+        let mut guard = CancelOnDrop {
+            key,
+            ctl: Some(&self.shared.ctl),
+        };
+        let out = rx.await;
+        guard.ctl = None;
+        out.unwrap_or_else(|_| Err(self.closed_error()))
+    }
+
+    /// Sends a typed request (see [`acp_core::typed`]) and decodes its result.
+    pub async fn request_typed<M: acp_core::typed::Method>(
+        &self,
+        params: &M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, RpcError> {
+        let raw = self
+            .request(M::NAME, Some(to_raw(params)?), timeout)
+            .await?;
+        decode(M::NAME, &raw)
+    }
+
+    /// Like [`request_typed`](Self::request_typed), taking the params by value: they are
+    /// serialized and dropped before the call waits for its answer, so a large request (a
+    /// 64 MiB `fs/write_text_file`) is not held twice meanwhile.
+    pub async fn request_typed_owned<M: acp_core::typed::Method>(
+        &self,
+        params: M::Params,
+        timeout: Option<Duration>,
+    ) -> Result<M::Result, RpcError> {
+        let raw = to_raw(&params)?;
+        drop(params);
+        let raw = self.request(M::NAME, Some(raw), timeout).await?;
+        decode(M::NAME, &raw)
+    }
+
+    /// Sends a notification. Resolves once it is queued for the connection (waiting while the
+    /// queue is full, which it stays while the writer is above its high-water mark); a later
+    /// close still sends it first.
+    pub async fn notify(
+        &self,
+        method: impl Into<String>,
+        params: Option<Box<RawValue>>,
+    ) -> Result<(), RpcError> {
+        // Fire and forget once queued: the bounded command queue (which the driver stops
+        // draining while its write buffer is above the high-water mark) is the backpressure.
+        // The only refusals a notification can meet are checked here, so no round trip to the
+        // driver is needed per notification.
+        let method = method.into();
+        if method.is_empty() {
+            return Err(RpcError::Refused(acp_core::Error::InvalidMethod(method)));
+        }
+        if let Some(p) = &params {
+            if !matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) {
+                return Err(RpcError::Refused(acp_core::Error::InvalidParams(
+                    "params must serialize to a JSON object or array".into(),
+                )));
+            }
+        }
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        self.shared
+            .cmd
+            .send(Command::Notify { method, params })
+            .await
+            .map_err(|_| self.closed_error())
+    }
+
+    /// Sends a typed notification.
+    pub async fn notify_typed<N: acp_core::typed::NotificationMethod>(
+        &self,
+        params: &N::Params,
+    ) -> Result<(), RpcError> {
+        self.notify(N::NAME, Some(to_raw(params)?)).await
+    }
+
+    /// An extension request (`method` gets a leading `_` if it lacks one), JSON in and out.
+    pub async fn ext_method(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        timeout: Option<Duration>,
+    ) -> Result<serde_json::Value, RpcError> {
+        let method = ext_name(method);
+        let raw = self
+            .request(&*method, Some(to_raw(&params)?), timeout)
+            .await?;
+        decode(&method, &raw)
+    }
+
+    /// An extension notification (`method` gets a leading `_` if it lacks one).
+    pub async fn ext_notification(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<(), RpcError> {
+        self.notify(ext_name(method), Some(to_raw(&params)?)).await
+    }
+
+    /// The outgoing side as a cloneable `tower::Service`, to stack `timeout`, `retry`,
+    /// `concurrency_limit`, `buffer`...
+    pub fn client(&self) -> RpcClient {
+        RpcClient {
+            handle: self.clone(),
+            sender: PollSender::new(self.shared.cmd.clone()),
+        }
+    }
+
+    /// Closes the connection: pending incoming requests are answered, pending outgoing calls
+    /// fail with [`CallError::Closed`] carrying `reason`, the transport is flushed and shut.
+    /// Also the way to give an EOF a better reason (see [`DriverConfig::eof_grace`]).
+    pub fn close_with_reason(&self, reason: impl Into<String>) {
+        let _ = self.shared.ctl.send(Control::Close {
+            reason: reason.into(),
+        });
+    }
+
+    /// Like [`close_with_reason`](Self::close_with_reason), but only once the input has ended:
+    /// everything the peer wrote before is still read and handled (its last updates, its
+    /// answers). For a process owner whose peer exited: the pipe may still hold its last
+    /// messages, which an immediate close would drop. Does not wait for an EOF that never
+    /// comes (a grandchild holding the pipe): follow with a bounded
+    /// [`close_with_reason`](Self::close_with_reason).
+    pub fn close_at_eof_with_reason(&self, reason: impl Into<String>) {
+        let _ = self.shared.ctl.send(Control::CloseAtEof {
+            reason: reason.into(),
+        });
+    }
+
+    /// [`close_with_reason`](Self::close_with_reason) with a generic reason.
+    pub fn close(&self) {
+        self.close_with_reason("closed locally");
+    }
+
+    /// Resolves once the connection has closed and everything it had to send was written and
+    /// the transport shut down (or writing failed). A process that exits when its connection
+    /// closes awaits this (bounded) first, so that its last answers are not lost.
+    pub fn flushed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.shared.writer_done.clone();
+        async move {
+            let _ = rx.wait_for(|done| *done).await;
+        }
+    }
+
+    /// Resolves with the reason once the connection has closed.
+    pub fn closed(&self) -> impl Future<Output = String> + Send + 'static {
+        let mut rx = self.shared.closed.clone();
+        async move {
+            let seen = rx
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|r| r.clone());
+            seen.or_else(|| rx.borrow().clone())
+                .unwrap_or_else(|| "connection driver stopped".into())
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.borrow().is_some() || self.shared.cmd.is_closed()
+    }
+
+    /// Resolves once every notification received so far has been handled. Responses are
+    /// delivered without waiting for notification handlers (so a notification handler can call
+    /// the peer), which means a `session/prompt` result can reach its caller while the turn's
+    /// last `session/update`s are still being handled: await this to be sure they were.
+    pub fn notifications_handled(&self) -> impl Future<Output = ()> + Send + 'static {
+        let target = self.shared.notifications_received.load(Ordering::SeqCst);
+        let shared = self.shared.clone();
+        async move { shared.notifications_handled.wait_for(target).await }
+    }
+
+    /// Why it closed, once it has.
+    pub fn close_reason(&self) -> Option<String> {
+        self.shared.closed.borrow().clone()
+    }
+
+    /// Cancelled when the connection closes (pass it to work that should stop with it).
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.shared.token.clone()
+    }
+
+    /// Agent side: what the client advertised in `initialize` (all false before).
+    pub fn client_capabilities(&self) -> ClientCapabilities {
+        let bits = self.shared.client_caps.load(Ordering::Relaxed);
+        ClientCapabilities {
+            read_text_file: bits & 1 != 0,
+            write_text_file: bits & 2 != 0,
+            terminal: bits & 4 != 0,
+        }
+    }
+
+    pub(super) fn closed_error(&self) -> RpcError {
+        RpcError::Call(CallError::Closed {
+            reason: self
+                .close_reason()
+                .unwrap_or_else(|| "connection driver stopped".into()),
+        })
+    }
+}
+
+struct CancelOnDrop<'a> {
+    key: u64,
+    ctl: Option<&'a mpsc::UnboundedSender<Control>>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(ctl) = self.ctl {
+            let _ = ctl.send(Control::Cancel { key: self.key });
+        }
+    }
+}
