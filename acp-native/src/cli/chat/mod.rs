@@ -1,0 +1,696 @@
+//! `acp chat`: a conversation with an agent in the terminal.
+//!
+//! The flow: spawn the agent (the library's `transport::spawn_agent_with`: its own process
+//! group, stderr kept as a tail, the connection closed with its exit report) and connect to it
+//! as a client ([`ClientSideConnection`]) through the [`Tap`] (for `--log-rpc` and the "not
+//! JSON" warning), `initialize` (advertising `fs` read/write and `terminal`, served
+//! by [`FsService`] and [`Terminals`] confined to `--cwd`), `session/new`, then prompt turns.
+//!
+//! Everything the agent asks of the client arrives through the [`Router`] and is forwarded to
+//! the single UI loop as an [`Event`]: session updates (rendered by [`Ui`]) and permission
+//! requests (answered by the user, or by `--yes` / `--deny`). The UI loop also watches Ctrl-C
+//! (first: `session/cancel`; second: quit), the agent's exit, and the timeouts, so a crashed,
+//! silent or misbehaving agent always ends in a message and an exit code, never a hang.
+//!
+//! Here: start-up (session, auth, mode), the conversation loop, errors and shutdown;
+//! `requests.rs`: what the agent asks of us, as events (and the questions acp adds);
+//! `turn.rs`: one prompt turn (questions one at a time, held-back output, automatic answers,
+//! cancel and timeouts); `signals.rs`: Ctrl-C, SIGHUP, SIGTERM and stdin.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_client::display::escape_line;
+use acp_client::permission::{self, AutoMode, Decision};
+use acp_core::{typed, CallError, ErrorCode, ErrorObject, RawValue, Role};
+use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
+use acp_native::process::{AgentCommand, ExitReport};
+use acp_native::transport::{spawn_agent_with, AgentChild};
+use acp_native::{ClientSideConnection, DriverConfig, Incoming, Router, RpcError};
+use agent_client_protocol_schema::v1 as s;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::exit;
+use super::render::Ui;
+use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
+use super::terminals::{Gate, Terminals};
+use super::ChatArgs;
+
+mod requests;
+mod signals;
+mod turn;
+
+use requests::*;
+use signals::*;
+
+/// Start-up and per-request limit when `--timeout` is not given.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the agent gets to exit after its stdin closes (then SIGTERM, then SIGKILL).
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
+/// Longest wait to hand `session/cancel` to a connection whose peer stopped reading (its
+/// write buffer is full): the turn ends anyway.
+const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
+/// After the connection drops, how long to wait for the agent's exit status.
+const EXIT_REPORT_WAIT: Duration = Duration::from_secs(3);
+/// The silence limit of a `--prompt` turn when `--timeout` is not given: a run never hangs on
+/// an agent that stays silent (an interactive chat has none: Ctrl-C is there).
+const DEFAULT_PROMPT_SILENCE: Duration = Duration::from_secs(300);
+/// After `session/cancel` (Ctrl-C, a timeout), how long the agent gets to end the turn with
+/// stop reason `cancelled` before acp gives up on the turn.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+/// Events between the connection's handlers and the UI loop. When it is full (the UI is
+/// blocked writing to a stdout nobody reads, or holds events back while a question is open),
+/// the handlers wait, the connection's notification queue fills and it stops reading the
+/// agent: memory stays bounded and the agent is slowed down instead.
+const EVENT_QUEUE: usize = 64;
+/// Bytes of `session/update` params waiting for the UI (queued or held back), in KiB permits:
+/// with the counts above, what an unread stdout or an open question can make `acp chat` hold
+/// (a larger update waits until it is alone).
+const EVENT_BYTES: usize = 64 << 20;
+
+/// An update's share of [`EVENT_BYTES`], given back when the update has been shown.
+type UpdateBytes = Option<tokio::sync::OwnedSemaphorePermit>;
+
+/// Most events held back while a question is open (shown in order after the answer); past
+/// that the UI stops taking events, with the same effect as a full queue.
+const HELD_EVENTS: usize = 256;
+
+/// How the command ends: an exit code and, for failures, what to tell the user.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub message: Option<String>,
+}
+
+impl Outcome {
+    fn code(code: i32) -> Outcome {
+        Outcome {
+            code,
+            message: None,
+        }
+    }
+
+    fn fail(code: i32, message: impl Into<String>) -> Outcome {
+        Outcome {
+            code,
+            message: Some(message.into()),
+        }
+    }
+}
+
+/// Each line of `text` escaped on its own (agent-supplied names inside a message of ours).
+fn escape_lines(text: &str) -> String {
+    text.lines().map(escape_line).collect::<Vec<_>>().join("\n")
+}
+
+/// Runs `acp chat`; returns the exit code.
+pub async fn run(args: ChatArgs) -> i32 {
+    let ui = Ui::new(args.json);
+    let outcome = match Chat::start(&args, ui.clone()).await {
+        Ok(mut chat) => {
+            let outcome = chat.converse(&args).await;
+            chat.shutdown().await;
+            outcome
+        }
+        Err(outcome) => outcome,
+    };
+    ui.spinner_stop();
+    if let Some(message) = &outcome.message {
+        ui.error(message);
+    }
+    outcome.code
+}
+
+struct Chat {
+    ui: Ui,
+    conn: ClientSideConnection,
+    /// The agent process (its stderr tail, its shutdown).
+    agent: AgentChild,
+    /// The agent's exit report, once it exited.
+    exited: watch::Receiver<Option<ExitReport>>,
+    events: mpsc::Receiver<Event>,
+    warnings: mpsc::UnboundedReceiver<Warning>,
+    tap: Arc<Tap>,
+    signals: Signals,
+    stdin: Stdin,
+    mode: AutoMode,
+    timeout: Duration,
+    idle_limit: Option<Duration>,
+    /// `idle_limit` is [`DEFAULT_PROMPT_SILENCE`], not the user's `--timeout`.
+    idle_limit_is_default: bool,
+    session_id: s::SessionId,
+    program: String,
+    terminals: Terminals,
+    /// The last non-JSON line the agent printed (for error messages).
+    last_garbage: Option<String>,
+    /// `session/update`s shown so far; compared with [`Tap::updates_received`].
+    rendered: u64,
+    /// The agent's requests being served (a turn is not "silent" while one runs).
+    activity: Arc<Activity>,
+    /// The authentication method named with `--auth`.
+    auth: Option<String>,
+    /// The session mode named with `--mode`.
+    mode_wanted: Option<String>,
+    /// Variables set (non-empty) in the agent's environment, for the auth choice.
+    agent_vars: std::collections::HashSet<String>,
+    /// Permission requests to answer `cancelled` once `session/cancel` is sent.
+    cancelling: Vec<oneshot::Sender<s::RequestPermissionOutcome>>,
+}
+
+impl Chat {
+    /// Spawns the agent, initializes it and opens a session.
+    async fn start(args: &ChatArgs, ui: Ui) -> Result<Chat, Outcome> {
+        let cwd = match &args.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| Outcome::fail(exit::ERROR, format!("no current directory: {e}")))?,
+        };
+        let cwd = std::fs::canonicalize(&cwd)
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("--cwd {}: {e}", cwd.display())))?;
+        if !cwd.is_dir() {
+            return Err(Outcome::fail(
+                exit::ERROR,
+                format!("--cwd {} is not a directory", cwd.display()),
+            ));
+        }
+        // Before the agent starts: a hang-up from now on stops it instead of orphaning it.
+        let signals = Signals::new()
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle signals: {e}")))?;
+        let command: Vec<OsString> = if args.agent.is_empty() {
+            super::default_agent()
+        } else {
+            args.agent.clone()
+        };
+        let program = command[0].to_string_lossy().into_owned();
+
+        // The agent runs in --cwd, without a shell, with an explicit environment: the
+        // allowlist plus what --env passes (its API key...), or everything (--inherit-env).
+        let env = args.env_policy();
+        let agent_vars = env
+            .resolve_from_host()
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .filter_map(|(k, _)| k.into_string().ok())
+            .collect();
+        let cmd = AgentCommand::new(command[0].clone())
+            .args(command[1..].iter().cloned())
+            .cwd(&cwd)
+            .env(env.clone());
+        let (warn_tx, warnings) = mpsc::unbounded_channel();
+        let tap = Tap::new(
+            args.log_rpc.as_deref(),
+            Some(warn_tx),
+            args.max_message_bytes,
+        )
+        .map_err(|e| {
+            Outcome::fail(
+                exit::ERROR,
+                format!("cannot create the --log-rpc file: {e}"),
+            )
+        })?;
+
+        let (event_tx, events) = mpsc::channel(EVENT_QUEUE);
+        let terminals = Terminals::new(cwd.clone(), env, args.max_terminals);
+        ui.set_terminal_output(terminals.output_lookup());
+        let activity = Arc::new(Activity::default());
+        let router = CountInFlight {
+            inner: client_router(event_tx, &cwd, terminals.clone()),
+            activity: activity.clone(),
+        };
+        let mut config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
+        config.core.max_message_bytes = args.max_message_bytes;
+        config.core.max_incoming_in_flight = args.max_concurrent_requests;
+        // The library's agent spawn (its own process group, the connection closed with the
+        // exit report once what the agent wrote is read), through the --log-rpc tap.
+        let tap_io = tap.clone();
+        let (conn, agent) = spawn_agent_with(&cmd, router, config, move |stdout, stdin| {
+            (
+                TapReader::new(stdout, tap_io.clone()),
+                TapWriter::new(stdin, tap_io),
+            )
+        })
+        .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
+        let exited = agent.exit_watch();
+
+        let mode = if args.yes_always {
+            AutoMode::AllowAlways
+        } else if args.yes {
+            AutoMode::AllowOnce
+        } else if args.deny {
+            AutoMode::Deny
+        } else {
+            AutoMode::Ask
+        };
+        let mut chat = Chat {
+            ui,
+            conn,
+            agent,
+            exited,
+            events,
+            warnings,
+            tap,
+            signals,
+            stdin: Stdin::new(),
+            mode,
+            timeout: args.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            idle_limit: args
+                .timeout
+                .or(args.prompt.as_ref().map(|_| DEFAULT_PROMPT_SILENCE)),
+            idle_limit_is_default: args.timeout.is_none(),
+            session_id: s::SessionId::new(""),
+            program,
+            terminals,
+            last_garbage: None,
+            rendered: 0,
+            activity,
+            auth: args.auth.clone(),
+            mode_wanted: args.mode.clone(),
+            agent_vars,
+            cancelling: Vec::new(),
+        };
+        match chat.open_session(&cwd, args.load.as_deref()).await {
+            Ok(()) => Ok(chat),
+            Err(outcome) => {
+                chat.shutdown().await;
+                Err(outcome)
+            }
+        }
+    }
+
+    async fn open_session(
+        &mut self,
+        cwd: &std::path::Path,
+        load: Option<&str>,
+    ) -> Result<(), Outcome> {
+        self.ui.spinner_start("starting the agent…");
+        let conn = self.conn.with_timeout(self.timeout);
+        let init = s::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
+            .client_capabilities(
+                s::ClientCapabilities::new()
+                    .fs(s::FileSystemCapabilities::new()
+                        .read_text_file(true)
+                        .write_text_file(true))
+                    .terminal(true),
+            )
+            .client_info(s::Implementation::new("acp", env!("CARGO_PKG_VERSION")));
+        let info = self.wait("initialize", conn.initialize(init)).await?;
+        let name = info
+            .agent_info
+            .as_ref()
+            .map(|i| {
+                let title = i.title.clone().unwrap_or_else(|| i.name.clone());
+                format!("{title} {}", i.version)
+            })
+            .unwrap_or_else(|| self.program.clone());
+
+        if let Some(id) = load {
+            if !info.agent_capabilities.load_session {
+                return Err(Outcome::fail(
+                    exit::ERROR,
+                    format!("{name} cannot load sessions (its `loadSession` capability is false)"),
+                ));
+            }
+            // The agent replays the conversation as `session/update`s before it answers; they
+            // are shown in order before the first prompt.
+            let request = s::LoadSessionRequest::new(id.to_string(), cwd);
+            let loaded = self
+                .wait("session/load", conn.load_session(request))
+                .await?;
+            self.session_id = s::SessionId::new(id);
+            self.ui.spinner_stop();
+            self.ui.notice(&format!(
+                "connected to {name}; loaded session {id} in {}",
+                cwd.display()
+            ));
+            return self.apply_mode(&conn, loaded.modes).await;
+        }
+        let methods: Vec<acp_client::auth::AuthMethod> = info
+            .auth_methods
+            .iter()
+            .filter_map(|m| {
+                serde_json::to_value(m)
+                    .and_then(serde_json::from_value)
+                    .ok()
+            })
+            .collect();
+        // A method the user named is used before the session; otherwise one is chosen only
+        // when the agent says authentication is required.
+        if self.auth.is_some() {
+            self.authenticate(&conn, &methods).await?;
+        }
+        let new = s::NewSessionRequest::new(cwd);
+        let session = match self.wait_raw(conn.new_session(new.clone())).await? {
+            Ok(session) => session,
+            Err(e) if is_auth_required(&e) && self.auth.is_none() => {
+                self.authenticate(&conn, &methods).await?;
+                self.wait("session/new", conn.new_session(new)).await?
+            }
+            Err(e) => return Err(self.explain("session/new", e).await),
+        };
+        self.session_id = session.session_id;
+        self.ui.spinner_stop();
+        self.ui.notice(&format!(
+            "connected to {name}; session {} in {}",
+            self.session_id.0,
+            cwd.display()
+        ));
+        self.apply_mode(&conn, session.modes).await
+    }
+
+    /// Shows the session's mode (an agent's mode decides what it does without asking: with
+    /// claude-agent-acp's `auto`, `--deny` has nothing to refuse) and sets `--mode`.
+    async fn apply_mode(
+        &mut self,
+        conn: &ClientSideConnection,
+        modes: Option<s::SessionModeState>,
+    ) -> Result<(), Outcome> {
+        let Some(modes) = modes else {
+            return match &self.mode_wanted {
+                Some(m) => Err(Outcome::fail(
+                    exit::ERROR,
+                    format!("--mode {}: the agent has no session modes", escape_line(m)),
+                )),
+                None => Ok(()),
+            };
+        };
+        let ids: Vec<String> = modes
+            .available_modes
+            .iter()
+            .map(|m| escape_line(&m.id.0))
+            .collect();
+        let current = escape_line(&modes.current_mode_id.0);
+        match self.mode_wanted.clone() {
+            Some(wanted) if *wanted == *modes.current_mode_id.0 => {}
+            Some(wanted) => {
+                if !modes.available_modes.iter().any(|m| *m.id.0 == *wanted) {
+                    return Err(Outcome::fail(
+                        exit::ERROR,
+                        format!(
+                            "--mode {}: the agent's modes are {}",
+                            escape_line(&wanted),
+                            ids.join(", ")
+                        ),
+                    ));
+                }
+                let request =
+                    s::SetSessionModeRequest::new(self.session_id.clone(), wanted.clone());
+                self.wait(
+                    "session/set_mode",
+                    conn.with_timeout(self.timeout).set_session_mode(request),
+                )
+                .await?;
+                self.ui
+                    .notice(&format!("mode: {} (was {current})", escape_line(&wanted)));
+                return Ok(());
+            }
+            None => {}
+        }
+        self.ui.notice(&format!(
+            "mode: {current} (the agent's modes: {}; choose one with --mode)",
+            ids.join(", ")
+        ));
+        Ok(())
+    }
+
+    /// Runs the conversation: one `--prompt` turn, or prompts read from stdin.
+    async fn converse(&mut self, args: &ChatArgs) -> Outcome {
+        if let Some(prompt) = &args.prompt {
+            return match self.turn(prompt.clone()).await {
+                Ok(reason) => Outcome::code(stop_reason_code(reason)),
+                Err(outcome) => outcome,
+            };
+        }
+        let interactive = self.stdin.is_terminal;
+        if interactive {
+            self.ui.notice(
+                "type a prompt and press Enter; Ctrl-C cancels a turn, Ctrl-D (or /quit) quits",
+            );
+        }
+        let mut last = Outcome::code(exit::OK);
+        let mut interrupted_once = false;
+        loop {
+            if interactive {
+                self.ui.input_prompt();
+            }
+            let line = tokio::select! {
+                line = self.stdin.next_line() => line,
+                sig = self.signals.recv() => {
+                    if sig != Interrupt::Int {
+                        return quit(sig);
+                    }
+                    if interrupted_once {
+                        return Outcome::code(exit::INTERRUPTED);
+                    }
+                    interrupted_once = true;
+                    self.ui.notice("(press Ctrl-C again or Ctrl-D to quit)");
+                    continue;
+                }
+                report = wait_exit(&mut self.exited) => {
+                    return Outcome::fail(exit::ERROR, format!("the agent stopped: {report}"));
+                }
+                Some(event) = self.events.recv() => {
+                    self.idle_event(event);
+                    continue;
+                }
+                Some(line) = self.warnings.recv() => {
+                    self.garbage(line);
+                    continue;
+                }
+            };
+            interrupted_once = false;
+            let Some(line) = line else { break };
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if text == "/quit" || text == "/exit" {
+                break;
+            }
+            match self.turn(text.to_string()).await {
+                Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
+                // Quitting or a dead agent ends the chat; a failed turn does not.
+                Err(o) if ends_chat(&o) || self.conn.is_closed() => return o,
+                Err(o) => {
+                    if let Some(m) = &o.message {
+                        self.ui.error(m);
+                    }
+                    last = Outcome::code(o.code);
+                }
+            }
+        }
+        if interactive {
+            Outcome::code(exit::OK)
+        } else {
+            last
+        }
+    }
+
+    fn garbage(&mut self, warning: Warning) {
+        match warning {
+            Warning::NotJson(line) => {
+                self.ui.warn(&format!(
+                    "the agent wrote a line that is not JSON to stdout (ignored): {line}"
+                ));
+                self.last_garbage = Some(line);
+            }
+            Warning::Oversize { limit, start } => {
+                self.ui.warn(&format!(
+                    "the agent wrote a message over the {limit}-byte limit (skipped): {start}…"
+                ));
+                self.last_garbage = Some(format!("(a message over {limit} bytes) {start}…"));
+            }
+        }
+    }
+
+    /// Authenticates with the method the shared policy chooses (acp-client's `auth`): the one
+    /// named with `--auth`, an `env_var` method whose variables the agent gets, or an `agent`
+    /// method that starts no interactive login; otherwise says what each method needs.
+    async fn authenticate(
+        &mut self,
+        conn: &ClientSideConnection,
+        methods: &[acp_client::auth::AuthMethod],
+    ) -> Result<(), Outcome> {
+        use acp_client::auth::AuthChoice;
+        let vars = self.agent_vars.clone();
+        match acp_client::auth::choose(methods, |v| vars.contains(v), self.auth.as_deref()) {
+            AuthChoice::Authenticate { method_id, why } => {
+                self.ui.notice(&format!(
+                    "authenticating with the agent's `{}` method ({why})…",
+                    escape_line(&method_id)
+                ));
+                self.wait(
+                    "authenticate",
+                    conn.authenticate(s::AuthenticateRequest::new(method_id)),
+                )
+                .await?;
+                Ok(())
+            }
+            AuthChoice::Terminal { method_id } => Err(Outcome::fail(
+                exit::ERROR,
+                format!(
+                    "`{}` is a login the agent runs in a terminal: run the agent's own login command \
+                     there, then start acp chat again",
+                    escape_line(&method_id)
+                ),
+            )),
+            AuthChoice::NeedsUser { message } => {
+                self.ui.spinner_stop();
+                Err(Outcome::fail(exit::ERROR, escape_lines(&message)))
+            }
+        }
+    }
+
+    /// Awaits a start-up call, failing on its error, the agent's exit or Ctrl-C.
+    async fn wait<T>(
+        &mut self,
+        what: &str,
+        call: impl std::future::Future<Output = Result<T, RpcError>>,
+    ) -> Result<T, Outcome> {
+        match self.wait_raw(call).await? {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.explain(what, e).await),
+        }
+    }
+
+    async fn wait_raw<T>(
+        &mut self,
+        call: impl std::future::Future<Output = Result<T, RpcError>>,
+    ) -> Result<Result<T, RpcError>, Outcome> {
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                r = &mut call => return Ok(r),
+                Some(line) = self.warnings.recv() => self.garbage(line),
+                sig = self.signals.recv() => return Err(quit(sig)),
+            }
+        }
+    }
+
+    /// Turns a failed call into a message for the user.
+    async fn explain(&mut self, what: &str, e: RpcError) -> Outcome {
+        // Keep warnings about garbage in order before the error.
+        while let Ok(line) = self.warnings.try_recv() {
+            self.garbage(line);
+        }
+        match &e {
+            RpcError::Call(CallError::TimedOut { after_ms }) => Outcome::fail(
+                exit::TIMEOUT,
+                format!(
+                    "the agent did not answer `{what}` within {} s (--timeout){}",
+                    *after_ms as f64 / 1000.0,
+                    self.stderr_hint().await
+                ),
+            ),
+            // Agents that offer no method (or that check only when prompted) say so here.
+            RpcError::Call(CallError::Remote(err)) if is_auth_required(&e) => Outcome::fail(
+                exit::ERROR,
+                format!(
+                    "the agent needs authentication (it answered `{what}` with: {err}); pass its \
+                     API key with --env NAME (e.g. --env ANTHROPIC_API_KEY, --env OPENAI_API_KEY, \
+                     --env GEMINI_API_KEY), choose one of its methods with --auth, or log in with \
+                     the agent's own command first"
+                ),
+            ),
+            RpcError::Call(CallError::Remote(err)) => Outcome::fail(
+                exit::ERROR,
+                format!("the agent answered `{what}` with an error: {err}"),
+            ),
+            _ if e.is_closed() => {
+                let report = tokio::time::timeout(EXIT_REPORT_WAIT, wait_exit(&mut self.exited))
+                    .await
+                    .ok();
+                match report {
+                    Some(report) => Outcome::fail(
+                        exit::ERROR,
+                        format!("the agent stopped during `{what}`: {report}"),
+                    ),
+                    None => Outcome::fail(
+                        exit::ERROR,
+                        format!(
+                            "the agent closed the connection during `{what}` ({}){}",
+                            self.conn.handle().close_reason().unwrap_or_default(),
+                            self.stderr_hint().await
+                        ),
+                    ),
+                }
+            }
+            _ => Outcome::fail(exit::ERROR, format!("`{what}` failed: {e}")),
+        }
+    }
+
+    /// "; it printed this non-JSON line...; last stderr lines: ..." for error messages.
+    async fn stderr_hint(&self) -> String {
+        let mut out = String::new();
+        if let Some(g) = &self.last_garbage {
+            out.push_str(&format!("; it wrote non-JSON to stdout: {g}"));
+        }
+        let tail =
+            match tokio::time::timeout(Duration::from_secs(1), self.agent.process().lock()).await {
+                Ok(p) => p.stderr_tail(),
+                Err(_) => Vec::new(),
+            };
+        if tail.is_empty() {
+            out.push_str("; it wrote nothing to stderr");
+        } else {
+            out.push_str("; last stderr lines:");
+            for line in tail.iter().rev().take(10).rev() {
+                out.push_str("\n  ");
+                out.push_str(line);
+            }
+        }
+        out
+    }
+
+    /// Closes the connection and stops the agent (bounded: grace, SIGTERM, SIGKILL).
+    async fn shutdown(&mut self) {
+        self.ui.spinner_stop();
+        self.terminals.release_all();
+        let outcome = self.agent.shutdown(SHUTDOWN_GRACE).await;
+        tracing::debug!("agent stopped ({:?}): {}", outcome.stage, outcome.report);
+    }
+}
+
+/// Waits until the agent's exit report is known.
+async fn wait_exit(exited: &mut watch::Receiver<Option<ExitReport>>) -> ExitReport {
+    match exited.wait_for(Option::is_some).await {
+        Ok(r) => r.clone().expect("waited for Some"),
+        // The watcher task is gone: never resolve (the caller has other branches).
+        Err(_) => std::future::pending().await,
+    }
+}
+
+fn is_auth_required(e: &RpcError) -> bool {
+    e.remote()
+        .is_some_and(|o| o.code == ErrorCode::AuthRequired.code())
+}
+
+/// The exit code for a stop reason.
+fn stop_reason_code(reason: s::StopReason) -> i32 {
+    match reason {
+        s::StopReason::EndTurn => exit::OK,
+        s::StopReason::Cancelled => exit::CANCELLED,
+        s::StopReason::MaxTokens => exit::MAX_TOKENS,
+        s::StopReason::MaxTurnRequests => exit::MAX_TURN_REQUESTS,
+        s::StopReason::Refusal => exit::REFUSAL,
+        _ => exit::ERROR,
+    }
+}
+
+fn enum_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".into(),
+    }
+}
+
+fn fs_error(e: FsError) -> ErrorObject {
+    let mut o = ErrorObject::new(ErrorCode::from_code(i64::from(e.code())), e.message());
+    o.data = e.data();
+    o
+}

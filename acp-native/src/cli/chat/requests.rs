@@ -1,0 +1,287 @@
+//! What the agent asks of the client: the router serving `fs/*`, `terminal/*` and
+//! `session/request_permission`, turned into events for the UI loop; the questions acp adds
+//! (a command, a write that changes what runs).
+
+use super::*;
+
+/// What the connection's handlers hand to the UI loop.
+pub(super) enum Event {
+    /// A `session/update` notification (raw params), holding its bytes of [`EVENT_BYTES`]
+    /// until it is shown.
+    Update(Option<Box<RawValue>>, UpdateBytes),
+    /// A `session/request_permission` waiting for an answer.
+    Permission(Box<PermissionAsk>),
+}
+
+pub(super) struct PermissionAsk {
+    pub(super) request: s::RequestPermissionRequest,
+    /// Our own questions (a command, a sensitive write): the title and detail lines to show,
+    /// already escaped. `None`: the agent's request, titled from its tool call.
+    pub(super) shown: Option<(String, Vec<String>)>,
+    /// Only the user may approve it: `--yes` does not answer it (writes that change what
+    /// runs); with no one to answer, it is refused.
+    pub(super) user_only: bool,
+    pub(super) reply: oneshot::Sender<s::RequestPermissionOutcome>,
+    /// Fires when the engine answered it already (we sent `session/cancel`, or it closed).
+    pub(super) withdrawn: CancellationToken,
+}
+
+/// The agent's options as the shared policy reads them.
+pub(super) fn policy_options(options: &[s::PermissionOption]) -> Vec<permission::PermissionOption> {
+    options
+        .iter()
+        .map(|o| permission::PermissionOption {
+            option_id: o.option_id.0.to_string(),
+            name: o.name.clone(),
+            kind: serde_json::to_value(o.kind)
+                .and_then(serde_json::from_value)
+                .unwrap_or_else(|_| permission::OptionKind::Other(enum_name(&o.kind))),
+        })
+        .collect()
+}
+
+/// The agent's requests in flight on our side, and when the last one finished.
+#[derive(Default)]
+pub(super) struct Activity {
+    pub(super) in_flight: std::sync::atomic::AtomicUsize,
+    pub(super) last_done: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Activity {
+    pub(super) fn in_flight(&self) -> usize {
+        self.in_flight.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    pub(super) fn last_done(&self) -> Option<Instant> {
+        *self.last_done.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Counts the agent's requests while our handlers serve them (a `tower::Service` wrapper).
+#[derive(Clone)]
+pub(super) struct CountInFlight<S> {
+    pub(super) inner: S,
+    pub(super) activity: Arc<Activity>,
+}
+
+impl<S> tower::Service<Incoming> for CountInFlight<S>
+where
+    S: tower::Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>,
+    S::Future: Send + 'static,
+{
+    type Response = Box<RawValue>;
+    type Error = ErrorObject;
+    type Future = futures::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), ErrorObject>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Incoming) -> Self::Future {
+        let counted = !req.is_notification();
+        let activity = self.activity.clone();
+        if counted {
+            activity
+                .in_flight
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let result = fut.await;
+            if counted {
+                *activity.last_done.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(Instant::now());
+                activity
+                    .in_flight
+                    .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            result
+        })
+    }
+}
+
+/// The client side's handlers: everything the agent may ask of us.
+pub(super) fn client_router(
+    events: mpsc::Sender<Event>,
+    cwd: &std::path::Path,
+    terminals: Terminals,
+) -> Router {
+    // Reads and writes are confined to the session's directory; writes that change what runs
+    // are the user's question.
+    let fs = Arc::new(FsService::new(
+        FsConfig::new([cwd.to_path_buf()])
+            .reads(AccessScope::WithinRoots)
+            .writes(AccessScope::WithinRoots)
+            .sensitive_writes(write_gate(events.clone())),
+    ));
+    let (fs_read, fs_write) = (fs.clone(), fs);
+    let updates = events.clone();
+    let update_bytes = Arc::new(tokio::sync::Semaphore::new(EVENT_BYTES >> 10));
+    let gate = terminal_gate(events.clone());
+    let router = Router::new()
+        .notification_raw(acp_core::acp::client::SESSION_UPDATE, move |params, _cx| {
+            // Waits while the UI is behind: the connection then stops reading the agent.
+            let updates = updates.clone();
+            let budget = update_bytes.clone();
+            async move {
+                let kib = params.as_ref().map_or(0, |p| p.get().len()) / 1024 + 1;
+                let kib = u32::try_from(kib.min(EVENT_BYTES >> 10)).unwrap_or(u32::MAX);
+                let bytes = budget.acquire_many_owned(kib).await.ok();
+                let _ = updates.send(Event::Update(params, bytes)).await;
+            }
+        })
+        .route::<typed::RequestPermission, _, _>(move |request, cx| {
+            let events = events.clone();
+            async move {
+                let (reply, answer) = oneshot::channel();
+                let ask = PermissionAsk {
+                    request,
+                    shown: None,
+                    user_only: false,
+                    reply,
+                    withdrawn: cx.cancel.clone(),
+                };
+                let outcome = if events.send(Event::Permission(Box::new(ask))).await.is_ok() {
+                    tokio::select! {
+                        a = answer => a.unwrap_or(s::RequestPermissionOutcome::Cancelled),
+                        // Answered by the engine already; this answer is dropped.
+                        _ = cx.cancel.cancelled() => s::RequestPermissionOutcome::Cancelled,
+                    }
+                } else {
+                    s::RequestPermissionOutcome::Cancelled
+                };
+                Ok(s::RequestPermissionResponse::new(outcome))
+            }
+        })
+        .route::<typed::ReadTextFile, _, _>(move |req, _cx| {
+            let fs = fs_read.clone();
+            async move { fs.read_text_file(req).await.map_err(fs_error) }
+        })
+        .route::<typed::WriteTextFile, _, _>(move |req, _cx| {
+            let fs = fs_write.clone();
+            async move { fs.write_text_file(req).await.map_err(fs_error) }
+        });
+    terminals.routes(router, gate)
+}
+
+/// Every `terminal/create` is a permission question (the exact command line, directory and
+/// environment changes, on one line, from acp-client's question), answered like the agent's
+/// own: by the user, `--yes` (runs it) or `--deny` (refuses it); end of input refuses it and
+/// cancels the turn.
+pub(super) fn terminal_gate(events: mpsc::Sender<Event>) -> Gate {
+    let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Arc::new(
+        move |req: &s::CreateTerminalRequest,
+              question: acp_client::terminal::CommandQuestion,
+              cancel: CancellationToken| {
+            let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let request = s::RequestPermissionRequest::new(
+                req.session_id.clone(),
+                s::ToolCallUpdate::new(
+                    format!("acp-terminal-{n}"),
+                    s::ToolCallUpdateFields::new()
+                        .title(question.title.clone())
+                        .kind(s::ToolKind::Execute)
+                        .raw_input(serde_json::json!({
+                            "command": req.command, "args": req.args, "cwd": req.cwd,
+                        })),
+                ),
+                vec![
+                    s::PermissionOption::new("run", "Run it", s::PermissionOptionKind::AllowOnce),
+                    s::PermissionOption::new(
+                        "refuse",
+                        "Do not run it",
+                        s::PermissionOptionKind::RejectOnce,
+                    ),
+                ],
+            );
+            let detail = question.warnings.iter().map(|w| format!("⚠ {w}")).collect();
+            let events = events.clone();
+            Box::pin(async move {
+                let (reply, answer) = oneshot::channel();
+                let ask = PermissionAsk {
+                    request,
+                    shown: Some((question.title, detail)),
+                    user_only: false,
+                    reply,
+                    withdrawn: cancel.clone(),
+                };
+                if events.send(Event::Permission(Box::new(ask))).await.is_err() {
+                    return false;
+                }
+                tokio::select! {
+                    a = answer => matches!(
+                        a,
+                        Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == "run"
+                    ),
+                    _ = cancel.cancelled() => false,
+                }
+            })
+        },
+    )
+}
+
+/// Most diff lines a write question shows.
+pub(super) const WRITE_DIFF_LINES: usize = 40;
+
+/// A write that changes what runs (acp-client's `writes` rule: `.git/`, `.vscode/`, shell rc
+/// files, executables…) is a question showing the real path, why and the change. Only the
+/// user answers it (`--yes` does not); `--deny` and end of input refuse it.
+pub(super) fn write_gate(events: mpsc::Sender<Event>) -> acp_native::fs_service::WriteApprover {
+    let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Arc::new(move |w: acp_native::fs_service::SensitiveWrite| {
+        let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let path = w.path.display().to_string();
+        let title = format!("write {} ({})", escape_line(&path), w.reason.describe());
+        let mut detail = Vec::new();
+        if w.executable {
+            detail.push("⚠ the file is executable and stays executable".to_string());
+        }
+        detail.extend(acp_client::display::line_diff(
+            w.old_text.as_deref(),
+            &w.new_text,
+            2,
+            WRITE_DIFF_LINES,
+        ));
+        let request = s::RequestPermissionRequest::new(
+            // Not the agent's session id: the question is ours, about its request.
+            "acp",
+            s::ToolCallUpdate::new(
+                format!("acp-write-{n}"),
+                s::ToolCallUpdateFields::new()
+                    .title(title.clone())
+                    .kind(s::ToolKind::Edit)
+                    .locations(vec![s::ToolCallLocation::new(w.path.clone())]),
+            ),
+            vec![
+                s::PermissionOption::new("write", "Write it", s::PermissionOptionKind::AllowOnce),
+                s::PermissionOption::new(
+                    "refuse",
+                    "Do not write it",
+                    s::PermissionOptionKind::RejectOnce,
+                ),
+            ],
+        );
+        let events = events.clone();
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            let ask = PermissionAsk {
+                request,
+                shown: Some((title, detail)),
+                user_only: true,
+                reply,
+                withdrawn: CancellationToken::new(),
+            };
+            if events.send(Event::Permission(Box::new(ask))).await.is_err() {
+                return false;
+            }
+            matches!(
+                answer.await,
+                Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == "write"
+            )
+        })
+    })
+}
