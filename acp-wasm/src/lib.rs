@@ -9,12 +9,21 @@
 //!   TypeScript types emitted into the generated `.d.ts`).
 //! * Errors become JS values in one module ([`errors`]).
 //! * Time is always an argument (`nowMs`, a caller-chosen monotonic millisecond clock).
-//! * The client's decisions (`acp_client`: permission answers, sensitive writes, the
-//!   `terminal/create` question, the environment allowlist) are plain functions ([`policy`]).
+//! * With the `client` feature (off by default; `scripts/build-wasm.sh` builds both flavours),
+//!   everything from `acp_client`: the client's decisions as plain functions ([`policy`]:
+//!   permission answers, sensitive writes, the `terminal/create` question, the environment
+//!   allowlist, auth choice, fs/terminal error codes, terminal limits), the crash budget
+//!   ([`restart`]) and the conversation thread ([`thread`]). The default build is the engine
+//!   alone, within the 250 KB goal (docs/wasm.md).
 
 mod errors;
 mod events;
+#[cfg(feature = "client")]
 pub mod policy;
+#[cfg(feature = "client")]
+pub mod restart;
+#[cfg(feature = "client")]
+pub mod thread;
 
 use acp_core::{BatchPolicy, Config, Connection, ErrorObject, RawValue, RequestOptions, Role};
 use serde::Deserialize;
@@ -468,7 +477,7 @@ impl AcpConnection {
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 /// A non-negative millisecond count (fractions are truncated).
-fn millis(v: f64, what: &str) -> Result<u64, JsValue> {
+pub(crate) fn millis(v: f64, what: &str) -> Result<u64, JsValue> {
     if v.is_finite() && v >= 0.0 {
         Ok(v as u64)
     } else {
@@ -479,7 +488,7 @@ fn millis(v: f64, what: &str) -> Result<u64, JsValue> {
 }
 
 /// A token or request id: a non-negative safe integer.
-fn integer(v: f64, what: &str) -> Result<u64, JsValue> {
+pub(crate) fn integer(v: f64, what: &str) -> Result<u64, JsValue> {
     if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= MAX_SAFE_INTEGER {
         Ok(v as u64)
     } else {
@@ -513,7 +522,7 @@ fn optional_text(value: &JsValue, what: &str) -> Result<Option<String>, JsValue>
 
 /// A JS string argument. (A `&str` parameter would let the glue pass any value on: a number
 /// or an object made wasm trap with "memory access out of bounds".)
-fn string_arg(value: &JsValue, what: &str) -> Result<String, JsValue> {
+pub(crate) fn string_arg(value: &JsValue, what: &str) -> Result<String, JsValue> {
     value
         .as_string()
         .ok_or_else(|| type_error(&format!("{what} must be a string")))

@@ -1,6 +1,7 @@
-//! The client's decisions ([`acp_client`]) for JavaScript: which permission option an automatic
-//! or dismissed answer picks, which file writes need the user's question, the `terminal/create`
-//! question's text, and the environment allowlist.
+//! The client's decisions ([`acp_client`]) for JavaScript (feature `client`): which permission
+//! option an automatic or dismissed answer picks, which file writes need the user's question,
+//! the `terminal/create` question's text, the environment allowlist, which `authMethods` entry
+//! to use, the JSON-RPC error of each fs/terminal failure, and the terminal limits.
 //!
 //! Mechanical like the rest of the wrapper: each export checks and parses its arguments, calls
 //! one `acp_client` function and hands its result over as a plain JS object, whose shape is
@@ -13,12 +14,16 @@
 //! `serde_json::Value` and read field by field rather than through acp-client's derived
 //! `Deserialize` (which cost the module about 20 KB more of its 250 KB budget). A non-string,
 //! invalid JSON or JSON of another shape is a `TypeError` naming the argument and the shape it
-//! must have. Enum names (`mode`, `reason`, option kinds) are matched against acp-client's own
-//! serde names. Results are written by serde and handed over as plain objects (one
-//! `JSON.parse`).
+//! must have. Enum names (`mode`, `reason`, option kinds, `failure`) are matched against
+//! acp-client's own serde names. The first decisions' results are written by serde and handed
+//! over as plain objects (one `JSON.parse`); the later ones (`chooseAuth`, `failureError`,
+//! `terminalLimits`, like [`crate::thread`] and [`crate::restart`]) return serde's JSON text
+//! itself, for the caller to parse or pass on.
 
+use acp_client::auth::{self, AuthMethod};
 use acp_client::display;
 use acp_client::env;
+use acp_client::errors::Failure;
 use acp_client::permission::{self, AutoMode, OptionKind, PermissionOption};
 use acp_client::terminal::{self, CommandRequest, EnvVariable};
 use acp_client::writes::{self, FileFacts, Sensitive};
@@ -82,6 +87,44 @@ export type TerminalInvalid =
 export type TerminalQuestion =
   | { question: { title: string; commandLine: string; cwd: string | null; env: TerminalEnvChange[]; warnings: string[] } }
   | { invalid: TerminalInvalid };
+
+/** An agent's `AuthMethod`, as far as the choice needs it (other fields are ignored). */
+export interface AuthMethodInput {
+  id: string;
+  name?: string;
+  description?: string | null;
+  /** "agent" (also when absent), "env_var", "terminal", or a type this version does not know. */
+  type?: string | null;
+  varName?: string | null;
+  vars?: Array<{ name: string; optional?: boolean }>;
+}
+
+/** What to do when the agent needs authentication (tests/client/auth.json; the JSON text
+ *  `chooseAuth` returns). */
+export type AuthChoice =
+  | { choice: "authenticate"; methodId: string; why: string }
+  | { choice: "terminal"; methodId: string }
+  | { choice: "needs_user"; message: string };
+
+/** How an fs/* or terminal/* request failed (tests/client/errors.json). */
+export type FailureName = "relative_path" | "invalid_path" | "is_a_directory" | "outside_roots"
+  | "not_found" | "unknown_terminal" | "too_large" | "not_text" | "permission_denied"
+  | "invalid_command" | "command_not_found" | "spawn_failed" | "too_many_terminals"
+  | "answer_budget" | "io";
+
+/** The JSON-RPC error to answer for a failure: its `code`, and `reason` for `data.reason`
+ *  (the JSON text `failureError` returns). */
+export interface FailureError { code: number; reason: FailureName }
+
+/** Terminal limits every face applies (the JSON text `terminalLimits` returns). */
+export interface TerminalLimits {
+  /** Output kept per terminal when the request names no `outputByteLimit` (and the most kept). */
+  maxOutputBytes: number;
+  /** Terminals an agent may have unreleased at once. */
+  maxTerminals: number;
+  /** `terminal/kill`: SIGTERM to the group, then SIGKILL after this many ms. */
+  killGraceMs: number;
+}
 "#;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -118,13 +161,13 @@ fn array_field<'a>(v: &'a Value, key: &str) -> Option<&'a [Value]> {
 }
 
 /// The serde name of a unit variant (`"allow_once"`), without the quotes.
-fn wire_name<T: Serialize>(value: &T) -> String {
+pub(crate) fn wire_name<T: Serialize>(value: &T) -> String {
     let quoted = serde_json::to_string(value).unwrap_or_default();
     quoted.trim_matches('"').to_string()
 }
 
 /// The variant of `all` whose serde name is `name`.
-fn by_name<T: Serialize>(all: impl IntoIterator<Item = T>, name: &str) -> Option<T> {
+pub(crate) fn by_name<T: Serialize>(all: impl IntoIterator<Item = T>, name: &str) -> Option<T> {
     all.into_iter().find(|v| wire_name(v) == name)
 }
 
@@ -149,6 +192,25 @@ const REASONS: [Sensitive; 6] = [
     Sensitive::Environment,
     Sensitive::Tool,
     Sensitive::Executable,
+];
+
+/// Every way an fs/terminal request fails, read by name (`failureError`).
+const FAILURES: [Failure; 15] = [
+    Failure::RelativePath,
+    Failure::InvalidPath,
+    Failure::IsADirectory,
+    Failure::OutsideRoots,
+    Failure::NotFound,
+    Failure::UnknownTerminal,
+    Failure::TooLarge,
+    Failure::NotText,
+    Failure::PermissionDenied,
+    Failure::InvalidCommand,
+    Failure::CommandNotFound,
+    Failure::SpawnFailed,
+    Failure::TooManyTerminals,
+    Failure::AnswerBudget,
+    Failure::Io,
 ];
 
 /// A kind as acp-client's (untagged) deserializer reads it: a known name, else `Other`.
@@ -372,9 +434,86 @@ pub fn valid_env_name(#[wasm_bindgen(unchecked_param_type = "string")] name: JsV
     name.as_string().is_some_and(|n| env::valid_name(&n))
 }
 
+/// Which `authMethods` entry to use when the agent says authentication is required (JSON text
+/// of an `AuthChoice`). `methodsJson`: the agent's `authMethods`; `setVarsJson`: the names of
+/// the variables set (non-empty) in the environment the agent gets; `requested`: the method id
+/// the user named, or `null`.
+#[wasm_bindgen(js_name = chooseAuth)]
+pub fn choose_auth(
+    #[wasm_bindgen(js_name = methodsJson, unchecked_param_type = "string")] methods_json: JsValue,
+    #[wasm_bindgen(js_name = setVarsJson, unchecked_param_type = "string")] set_vars_json: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string | null")] requested: JsValue,
+) -> Result<String, JsValue> {
+    let methods: Vec<AuthMethod> = methods_json
+        .as_string()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| {
+            type_error("methodsJson must be the JSON text of an array of auth methods ({id: string, name?: string, description?: string | null, type?: string, varName?: string, vars?: {name: string, optional?: boolean}[]})")
+        })?;
+    let set: Vec<String> = set_vars_json
+        .as_string()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| {
+            type_error("setVarsJson must be the JSON text of an array of variable names (strings)")
+        })?;
+    let requested = match requested.as_string() {
+        Some(id) => Some(id),
+        None if requested.is_null() || requested.is_undefined() => None,
+        None => {
+            return Err(type_error(
+                "requested must be a string (a method id) or null",
+            ))
+        }
+    };
+    let choice = auth::choose(
+        &methods,
+        |v| set.iter().any(|s| s == v),
+        requested.as_deref(),
+    );
+    Ok(serde_json::to_string(&choice).unwrap_or_default())
+}
+
+/// The JSON-RPC error every face answers for an fs/terminal failure: JSON text of
+/// `{code, reason}` (`reason` goes in the error's `data.reason`).
+#[wasm_bindgen(js_name = failureError)]
+pub fn failure_error(
+    #[wasm_bindgen(unchecked_param_type = "FailureName")] failure: JsValue,
+) -> Result<String, JsValue> {
+    let failure = failure
+        .as_string()
+        .and_then(|f| by_name(FAILURES, &f))
+        .ok_or_else(|| {
+            type_error("failure must be the name of an fs/terminal failure (\"relative_path\", \"not_found\", \"permission_denied\", …: see FailureName)")
+        })?;
+    #[derive(Serialize)]
+    struct Answer {
+        code: i64,
+        reason: &'static str,
+    }
+    let answer = Answer {
+        code: failure.code(),
+        reason: failure.reason(),
+    };
+    Ok(serde_json::to_string(&answer).unwrap_or_default())
+}
+
+/// The terminal limits (`acp_client::terminal`): JSON text of
+/// `{maxOutputBytes, maxTerminals, killGraceMs}`.
+#[wasm_bindgen(js_name = terminalLimits)]
+pub fn terminal_limits() -> String {
+    format!(
+        "{{\"maxOutputBytes\":{},\"maxTerminals\":{},\"killGraceMs\":{}}}",
+        terminal::MAX_OUTPUT_BYTES,
+        terminal::MAX_TERMINALS,
+        terminal::KILL_GRACE_MS
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{by_name, option_kind, KINDS, MODES, REASONS, TS_TYPES};
+    use super::{by_name, option_kind, FAILURES, KINDS, MODES, REASONS, TS_TYPES};
+    use acp_client::auth::AuthChoice;
+    use acp_client::errors::Failure;
     use acp_client::permission::{AutoMode, CancelReason, OptionKind};
     use acp_client::writes::Sensitive;
 
@@ -439,6 +578,50 @@ mod tests {
             in_ts(&name(&r));
         }
         assert_eq!(by_name(REASONS, "Git"), None, "names are matched exactly");
+        let failure = |f: &Failure| match f {
+            Failure::RelativePath
+            | Failure::InvalidPath
+            | Failure::IsADirectory
+            | Failure::OutsideRoots
+            | Failure::NotFound
+            | Failure::UnknownTerminal
+            | Failure::TooLarge
+            | Failure::NotText
+            | Failure::PermissionDenied
+            | Failure::InvalidCommand
+            | Failure::CommandNotFound
+            | Failure::SpawnFailed
+            | Failure::TooManyTerminals
+            | Failure::AnswerBudget
+            | Failure::Io => 15,
+        };
+        assert_eq!(FAILURES.len(), failure(&FAILURES[0]));
+        for f in &FAILURES {
+            in_ts(&name(f));
+            assert_eq!(by_name(FAILURES, &name(f)).as_ref(), Some(f));
+            assert_eq!(name(f), f.reason(), "the wire name is data.reason");
+        }
+        let choice = |c: &AuthChoice| match c {
+            AuthChoice::Authenticate { .. } => "authenticate",
+            AuthChoice::Terminal { .. } => "terminal",
+            AuthChoice::NeedsUser { .. } => "needs_user",
+        };
+        for c in [
+            AuthChoice::Authenticate {
+                method_id: String::new(),
+                why: String::new(),
+            },
+            AuthChoice::Terminal {
+                method_id: String::new(),
+            },
+            AuthChoice::NeedsUser {
+                message: String::new(),
+            },
+        ] {
+            let v = serde_json::to_value(&c).unwrap();
+            assert_eq!(v["choice"], choice(&c));
+            in_ts(choice(&c));
+        }
     }
 
     /// `option_kind` reads kinds as acp-client's (untagged) deserializer does.

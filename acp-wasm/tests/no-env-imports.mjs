@@ -5,7 +5,9 @@
 // instantiated by the wasm-bindgen glue. No "env" import proves acp-core compiles cleanly for wasm32.
 //
 // Usage: node acp-wasm/tests/no-env-imports.mjs [file.wasm ...]
-// Without arguments it checks the raw cargo output and both wasm-bindgen packages.
+// Without arguments it checks the raw cargo output of each flavour (acp_wasm.default.wasm,
+// acp_wasm.client.wasm: scripts/build-wasm.sh copies them aside) and the four wasm-bindgen
+// packages (node, web, nodejs-client, web-client).
 import { readFileSync, existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join, relative } from "node:path";
@@ -35,16 +37,15 @@ if (envImports(withEnv).length !== 1 || envImports(withoutEnv).length !== 0) {
 }
 
 const args = process.argv.slice(2);
+const pkg = process.env.ACP_WASM_OUT ?? join(root, "acp-wasm/pkg");
 const files = args.length
   ? args
-  : [
-      join(process.env.ACP_WASM_OUT ?? join(root, "acp-wasm/pkg"), "node/acp_wasm_bg.wasm"),
-      join(process.env.ACP_WASM_OUT ?? join(root, "acp-wasm/pkg"), "web/acp_wasm_bg.wasm"),
-    ];
+  : ["node", "web", "nodejs-client", "web-client"].map((dir) => join(pkg, dir, "acp_wasm_bg.wasm"));
 if (args.length === 0) {
   const targetDir = process.env.ACP_WASM_TARGET_DIR ?? join(root, "target-wasm");
-  const raw = join(targetDir, "wasm32-unknown-unknown", process.env.ACP_WASM_PROFILE ?? "wasm", "acp_wasm.wasm");
-  if (existsSync(raw)) files.push(raw);
+  for (const flavour of ["default", "client"]) {
+    files.push(join(targetDir, "wasm32-unknown-unknown", process.env.ACP_WASM_PROFILE ?? "wasm", `acp_wasm.${flavour}.wasm`));
+  }
 }
 
 let failed = 0;

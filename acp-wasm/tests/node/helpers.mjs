@@ -1,5 +1,7 @@
-// Shared helpers of the node tests: they load the BUILT nodejs package (acp-wasm/pkg, made by
-// scripts/build-wasm.sh), never the sources, so they test what users get.
+// Shared helpers of the node tests: they load the BUILT nodejs packages (acp-wasm/pkg, made by
+// scripts/build-wasm.sh), never the sources, so they test what users get: `acp` is the default
+// flavour (pkg/node: the engine alone), `client` the client flavour (pkg/nodejs-client: the
+// engine plus everything from acp-client).
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
@@ -9,9 +11,13 @@ export const pkgDir = process.env.ACP_WASM_PKG ?? join(dirname(fileURLToPath(imp
 if (!existsSync(join(pkgDir, "node", "acp_wasm.js"))) {
   throw new Error(`acp-wasm package not built at ${pkgDir}: run scripts/build-wasm.sh`);
 }
+if (!existsSync(join(pkgDir, "nodejs-client", "acp_wasm.js"))) {
+  throw new Error(`the client flavour of acp-wasm is not built at ${pkgDir}/nodejs-client: run scripts/build-wasm.sh`);
+}
 const require = createRequire(import.meta.url);
 export const acp = require(join(pkgDir, "node", "acp_wasm.js"));
 export const { AcpConnection } = acp;
+export const client = require(join(pkgDir, "nodejs-client", "acp_wasm.js"));
 
 /** Drains a connection per the drain rule: all transmitted text and all events. */
 export function drain(conn) {

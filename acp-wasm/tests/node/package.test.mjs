@@ -49,6 +49,44 @@ test("require('acp-wasm') and import('acp-wasm') resolve to the nodejs build", a
   }
 });
 
+test("require('acp-wasm/client') resolves to the client flavour (nodejs-client)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "acp-wasm-pkg-"));
+  try {
+    mkdirSync(join(dir, "node_modules"));
+    symlinkSync(pkgDir, join(dir, "node_modules", "acp-wasm"), "dir");
+    const require = createRequire(join(dir, "index.js"));
+    assert.match(require.resolve("acp-wasm/client"), /[\\/]nodejs-client[\\/]acp_wasm\.js$/);
+    const cjs = require("acp-wasm/client");
+    const [id, done] = roundTrip(cjs.AcpConnection);
+    assert.deepEqual(done, { type: "response", requestId: id, method: "session/new", result: { sessionId: "w" } });
+    assert.equal(typeof cjs.Thread, "function");
+    assert.equal(require("acp-wasm").Thread, undefined, "the default export is the engine alone");
+    const pj = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"));
+    assert.equal(pj.exports["./client"].node.default, "./nodejs-client/acp_wasm.js");
+    assert.equal(pj.exports["./client"].browser.default, "./web-client/acp_wasm.js");
+    assert.equal(pj.exports["./client"].default.default, "./web-client/acp_wasm.js");
+    for (const cond of ["node", "browser", "default"]) {
+      const { types, default: js } = pj.exports["./client"][cond];
+      assert.ok(statSync(join(pkgDir, types)).isFile(), `${types} exists`);
+      assert.ok(statSync(join(pkgDir, js)).isFile(), `${js} exists`);
+    }
+    for (const f of pj.files) assert.ok(statSync(join(pkgDir, f)), `${f} (package.json files) exists`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the web-client build works after initSync, Thread included", async () => {
+  const web = await import(pathToFileURL(join(pkgDir, "web-client", "acp_wasm.js")));
+  web.initSync({ module: readFileSync(join(pkgDir, "web-client", "acp_wasm_bg.wasm")) });
+  const [id, done] = roundTrip(web.AcpConnection);
+  assert.deepEqual(done, { type: "response", requestId: id, method: "session/new", result: { sessionId: "w" } });
+  const t = new web.Thread();
+  t.applyUpdate('{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"ok"}}}');
+  assert.deepEqual(JSON.parse(t.takeDelta()).entries, [[0, { type: "agent", content: [{ type: "text", text: "ok" }] }]]);
+  t.free();
+});
+
 test("the web build works after initSync", async () => {
   const web = await import(pathToFileURL(join(pkgDir, "web", "acp_wasm.js")));
   web.initSync({ module: readFileSync(join(pkgDir, "web", "acp_wasm_bg.wasm")) });
@@ -57,7 +95,7 @@ test("the web build works after initSync", async () => {
 });
 
 test("the generated .d.ts carries the API types (from the crate source)", () => {
-  for (const dir of ["node", "web"]) {
+  for (const dir of ["node", "web", "nodejs-client", "web-client"]) {
     const dts = readFileSync(join(pkgDir, dir, "acp_wasm.d.ts"), "utf8");
     for (const needle of [
       'export type Role = "client" | "agent";',

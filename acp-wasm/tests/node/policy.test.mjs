@@ -1,13 +1,14 @@
-// The client's decisions (acp-client) through the built package: every row of the case tables
-// in tests/client/*.json that the package exports is replayed here, exactly as
-// acp-client/tests/cases.rs replays them natively, plus the argument checks (a TypeError naming
-// the argument) and the words that go with the decisions.
+// The client's decisions (acp-client) through the built client flavour (pkg/nodejs-client):
+// every row of every case table in tests/client/*.json is replayed here, with exactly the
+// expectations acp-client/tests/cases.rs replays them with natively (a table without a replay
+// fails the suite), plus the argument checks (a TypeError naming the argument) and the words
+// that go with the decisions.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
-import { acp, pkgDir, throwsNamed } from "./helpers.mjs";
+import { client as acp, pkgDir, throwsNamed } from "./helpers.mjs";
 
 const tablesDir = process.env.ACP_CLIENT_CASES_DIR ??
   join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "client");
@@ -16,6 +17,15 @@ function table(file) {
   const cases = JSON.parse(readFileSync(join(tablesDir, file), "utf8")).cases;
   assert.ok(Array.isArray(cases) && cases.length > 0, `${file} has cases`);
   return cases;
+}
+
+/** JSON text as serde_json writes a `Value` (what cases.rs feeds): compact, keys sorted. */
+function canonical(v) {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
 }
 
 /** Replays one permission row: `on` is {auto}, "dismissed", "unanswerable" or {typed}. */
@@ -28,10 +38,60 @@ function permission(c) {
   throw new Error(`unknown "on" in ${JSON.stringify(c.name)}: ${JSON.stringify(c.on)}`);
 }
 
+/** Replays one thread row as cases.rs does: `applied` per step, then the saved form (which
+ *  must read back to the same text). */
+function thread(c) {
+  const t = new acp.Thread();
+  try {
+    const applied = c.steps.map((step) => {
+      if ("update" in step) {
+        try {
+          return JSON.parse(t.applyUpdate(canonical(step.update)));
+        } catch (e) {
+          if (!(e instanceof Error) || e instanceof WebAssembly.RuntimeError) throw e;
+          return { error: e.message.startsWith("unreadable session/update") };
+        }
+      }
+      if ("beginTurn" in step) return { entry: t.beginTurn(canonical(step.beginTurn)) };
+      if ("endTurn" in step) return t.endTurn(step.endTurn) ?? null;
+      if ("failTurn" in step) return t.failTurn(step.failTurn) ?? null;
+      throw new Error(`unknown step in ${JSON.stringify(c.name)}: ${JSON.stringify(step)}`);
+    });
+    const saved = t.toJson();
+    const back = acp.Thread.fromJson(saved);
+    try {
+      assert.equal(back.toJson(), saved, `thread.json: ${c.name}: the saved form reads back`);
+    } finally {
+      back.free();
+    }
+    return { applied, thread: JSON.parse(saved) };
+  } finally {
+    t.free();
+  }
+}
+
+/** Replays one restart row: one decision per crash, null per reset. */
+function restart(c) {
+  const budget = c.policy === null ? new acp.CrashBudget() : new acp.CrashBudget(JSON.stringify(c.policy));
+  try {
+    return c.steps.map((step) => {
+      if ("crashAtMs" in step) return JSON.parse(budget.recordCrash(step.crashAtMs));
+      if ("reset" in step) return budget.reset() ?? null;
+      throw new Error(`unknown step in ${JSON.stringify(c.name)}: ${JSON.stringify(step)}`);
+    });
+  } finally {
+    budget.free();
+  }
+}
+
 const REPLAYS = {
   "permission.json": permission,
   "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts)),
   "terminal.json": (c) => acp.terminalQuestion(JSON.stringify(c.request), JSON.stringify(c.userEnv)),
+  "auth.json": (c) => JSON.parse(acp.chooseAuth(JSON.stringify(c.methods), JSON.stringify(c.env), c.requested)),
+  "errors.json": (c) => JSON.parse(acp.failureError(c.failure)),
+  "restart.json": restart,
+  "thread.json": thread,
 };
 
 for (const [file, replay] of Object.entries(REPLAYS)) {
@@ -43,11 +103,10 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
   });
 }
 
-test("the case tables this package does not export are named, not silently passed", (t) => {
-  const others = readdirSync(tablesDir).filter((f) => f.endsWith(".json") && !(f in REPLAYS));
-  // auth.json and thread.json (acp-client's auth choice and saved threads) have no export yet.
-  if (others.length) t.diagnostic(`not replayed here (no export): ${others.join(", ")}`);
-  for (const f of Object.keys(REPLAYS)) assert.ok(readdirSync(tablesDir).includes(f), `${f} exists`);
+test("every case table in tests/client is replayed here", () => {
+  const tables = readdirSync(tablesDir).filter((f) => f.endsWith(".json"));
+  assert.deepEqual(tables.filter((f) => !(f in REPLAYS)), [], "tables without a replay through the wasm build");
+  for (const f of Object.keys(REPLAYS)) assert.ok(tables.includes(f), `${f} exists`);
 });
 
 test("decisions are plain objects (no wasm handles) and the mode picks the answer", () => {
@@ -141,8 +200,8 @@ test("the environment allowlist and valid names come from acp-client", () => {
   }
 });
 
-test("the .d.ts declares the policy functions and their types", () => {
-  for (const dir of ["node", "web"]) {
+test("the client flavour's .d.ts declares the policy functions and their types", () => {
+  for (const dir of ["nodejs-client", "web-client"]) {
     const dts = readFileSync(join(pkgDir, dir, "acp_wasm.d.ts"), "utf8");
     for (const needle of [
       "export type PermissionDecision =",
