@@ -1,5 +1,5 @@
 // Builds the extension (dist/extension.js, CommonJS for the extension host), the chat webview
-// (dist/webview.js + dist/webview.css) and copies the wasm protocol engine (acp-wasm/pkg/node)
+// (dist/webview.js + dist/webview.css) and copies the wasm protocol engine (acp-wasm/pkg/nodejs-client)
 // into dist/acp-wasm. With --tests, also bundles test/unit/*.test.ts to out/test/.
 import * as esbuild from "esbuild";
 import * as fs from "node:fs";
@@ -34,8 +34,9 @@ await esbuild.build({
 });
 fs.copyFileSync(path.join(root, "src/webview/webview.css"), path.join(dist, "webview.css"));
 
-// The wasm engine: wasm-bindgen's nodejs target output, loaded at run time by src/protocol/engine.ts.
-const wasmPkg = process.env.ACP_WASM_PKG ?? path.join(root, "..", "acp-wasm", "pkg", "node");
+// The wasm engine, acp-wasm's client build (the engine and acp-client's exports; wasm-bindgen's
+// nodejs target), loaded at run time by src/protocol/engine.ts.
+const wasmPkg = process.env.ACP_WASM_PKG ?? path.join(root, "..", "acp-wasm", "pkg", "nodejs-client");
 if (fs.existsSync(path.join(wasmPkg, "acp_wasm.js"))) {
   fs.cpSync(wasmPkg, path.join(dist, "acp-wasm"), { recursive: true, filter: (src) => !src.endsWith(".gitignore") });
   console.log(`esbuild: copied ${wasmPkg} -> dist/acp-wasm`);

@@ -1,31 +1,36 @@
 // AcpContext: the one object that owns every disposable, the log output channel, the raw trace
-// channel, the status bar item, the chat view and the agent process lifecycle (start, crash,
-// restart with backoff and a crash budget, stop on deactivate).
+// channel, the status bar item, the chat view, the conversation shown (acp-client's thread
+// model, bridges/conversation.ts) and the agent process lifecycle (start, crash, restart with
+// acp-client's backoff and crash budget, stop on deactivate).
 
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { demoAgentSpec, parseAgentSettings, resolveDemoAgentBinary, DEMO_AGENT_NAME } from "./agents";
-import { Coalescer, mergeSessionUpdates, type TaggedUpdate } from "./bridges/coalescer";
+import type { ContentBlock } from "@agentclientprotocol/sdk";
+import { Conversation, timerScheduler } from "./bridges/conversation";
 import { FsBridge } from "./bridges/fs";
 import { PermissionBridge } from "./bridges/permission";
 import { ClientRouter } from "./bridges/router";
 import { TerminalManager } from "./bridges/terminal";
 import { AgentConnection, AgentStartError, describeExit } from "./protocol/agent";
 import { loadEngine, type EngineModule } from "./protocol/engine";
-import { ClientPolicy } from "./protocol/policy";
+import { ClientPolicy, type CrashBudget } from "./protocol/policy";
 import type { TraceSink } from "./protocol/log";
 import type { AgentSpec, ExitInfo } from "./protocol/process";
 import { envPolicyFrom, type EnvPolicy } from "./protocol/env";
-import { CrashBudget } from "./protocol/supervisor";
-import type { SessionNotification, ToolCallContent } from "./protocol/types";
 import { CHAT_VIEW_ID, ChatViewProvider } from "./ui/chatView";
 import { DIFF_SCHEME, DiffContentProvider } from "./ui/diff";
 import { VsCodeDocumentHost } from "./ui/documentHost";
 import { VsCodePermissionPrompter, VsCodeTerminalApprover, VsCodeWriteApprover } from "./ui/prompter";
 import { PseudoterminalFactory } from "./ui/terminalDisplay";
-import type { HostToWebview, SessionInfo, WebviewToHost } from "./webview/messages";
+import type { HostToWebview, WebviewToHost } from "./webview/messages";
 
 type State = "stopped" | "starting" | "ready" | "crashed" | "failed";
+
+interface SessionInfo {
+  sessionId: string;
+  agent: string;
+}
 
 const cfg = () => vscode.workspace.getConfiguration("acp");
 const workspaceFolders = () => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file").map((f) => f.uri.fsPath);
@@ -40,8 +45,8 @@ export class AcpContext implements vscode.Disposable {
   private readonly terminals: TerminalManager;
   private readonly permission: PermissionBridge;
   private readonly fsBridge: FsBridge;
-  private readonly coalescer: Coalescer<TaggedUpdate>;
-  private readonly budget: CrashBudget;
+  /** acp-client's crash budget (from the engine, made on the first crash). */
+  private budget: CrashBudget | undefined;
   private engine: EngineModule | undefined;
   /** acp-client's decisions, from the engine (loaded on first use). */
   private readonly policy = new ClientPolicy(() => this.loadEngineOnce());
@@ -55,7 +60,8 @@ export class AcpContext implements vscode.Disposable {
   private restartTimer: NodeJS.Timeout | undefined;
   private session: SessionInfo | null = null;
   private busy = false;
-  private toolContent = new Map<string, ToolCallContent[]>();
+  /** The conversation the chat shows (a session's, or the notices before any session). */
+  private conv: Conversation | undefined;
   private disposed = false;
 
   constructor(readonly extension: vscode.ExtensionContext) {
@@ -64,12 +70,6 @@ export class AcpContext implements vscode.Disposable {
     this.status.name = "ACP agent";
     this.status.command = "acp.openChat";
     this.status.show();
-    this.budget = new CrashBudget({
-      maxCrashes: cfg().get<number>("restart.maxCrashes", 3),
-      windowMs: cfg().get<number>("restart.windowMinutes", 3) * 60_000,
-      baseDelayMs: 1000,
-      maxDelayMs: 30_000,
-    });
     this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.onWebviewMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
@@ -100,13 +100,7 @@ export class AcpContext implements vscode.Disposable {
       new VsCodeWriteApprover(this.diffs),
       this.log,
     );
-    this.coalescer = new Coalescer<TaggedUpdate>(
-      (items) => this.chat.post({ type: "updates", updates: items.map((i) => i.update) }),
-      mergeSessionUpdates,
-      undefined,
-      cfg().get<number>("chat.updateIntervalMs", 50),
-    );
-    this.own({ dispose: () => this.coalescer.dispose() });
+    this.own({ dispose: () => this.conv?.dispose() });
     this.registerCommands();
     const syncTrace = () => ((this.trace as { enabled: boolean }).enabled = cfg().get<boolean>("trace.raw", false));
     syncTrace();
@@ -259,7 +253,7 @@ export class AcpContext implements vscode.Disposable {
             permission: this.permission,
             fs: this.fsBridge,
             terminal: this.terminals,
-            onSessionUpdate: (n) => this.onSessionUpdate(n),
+            onSessionUpdate: (sessionId, params) => this.onSessionUpdate(sessionId, params),
             log: this.log,
           }),
           log: this.log,
@@ -281,7 +275,7 @@ export class AcpContext implements vscode.Disposable {
       const tail = e instanceof AgentStartError ? e.stderrTail.trim() : "";
       this.setState("failed", `${spec?.name ?? "agent"} failed to start`);
       this.log.error(`${err.message}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
-      this.chat.post({ type: "notice", level: "error", text: `${err.message}${tail ? `\n${lastLines(tail, 5)}` : ""}` });
+      this.conversation().notice("error", `${err.message}${tail ? `\n${lastLines(tail, 5)}` : ""}`);
       void this.startFailureNotification(err.message, tail);
       throw err;
     }
@@ -300,7 +294,6 @@ export class AcpContext implements vscode.Disposable {
     this.terminals.disposeAll();
     this.conn = undefined;
     this.session = null;
-    this.coalescer.flush();
     if (conn.isStopping || this.disposed) {
       this.setState("stopped", "stopped");
       return;
@@ -308,30 +301,33 @@ export class AcpContext implements vscode.Disposable {
     const tail = conn.process.stderrTail.text().trim();
     const what = `${conn.spec.name} ${describeExit(exit)}`;
     this.log.error(`${what}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
-    const decision = this.budget.recordCrash(Date.now());
-    if (decision.restart) {
-      this.log.warn(`restarting ${conn.spec.name} in ${decision.delayMs} ms (crash ${decision.crashesInWindow} in the budget window)`);
-      this.setState("crashed", `crashed; restarting in ${Math.round(decision.delayMs / 1000)}s`);
-      this.chat.post({
-        type: "notice",
-        level: "error",
-        text: `${what}. Restarting in ${Math.round(decision.delayMs / 1000)}s (the session is lost).`,
-      });
+    // The crash stays in the conversation: a running turn fails with it (its partial answer
+    // kept), else it is a notice.
+    const conv = this.conversation();
+    const shown = `${what}${tail ? `\nstderr (last lines):\n${lastLines(tail, 5)}` : ""}`;
+    if (conv.turnRunning) conv.failTurn(shown);
+    else conv.notice("error", shown);
+    this.budget ??= this.policy.crashBudget();
+    const decision = this.budget.recordCrash(performance.now());
+    if (decision.decision === "restart") {
+      const secs = Math.round(decision.afterMs / 100) / 10;
+      this.log.warn(`restarting ${conn.spec.name} in ${decision.afterMs} ms (attempt ${decision.attempt} of the crash budget)`);
+      this.setState("crashed", `crashed; restarting in ${secs}s`);
+      conv.notice(
+        "info",
+        `Restarting ${conn.spec.name} in ${secs}s (attempt ${decision.attempt}); this conversation goes on in a new session.`,
+      );
       this.restartTimer = setTimeout(() => {
         this.restartTimer = undefined;
-        // A new process knows nothing of the old sessions: open a fresh one.
-        void this.ensureSession().catch(() => undefined);
-      }, decision.delayMs);
+        // A new process knows nothing of the old sessions: a new one, in the same conversation.
+        void this.ensureSession({ afterCrash: true }).catch(() => undefined);
+      }, decision.afterMs);
     } else {
-      this.setState("failed", `crashed ${decision.crashesInWindow} times; stopped`);
-      this.chat.post({
-        type: "notice",
-        level: "error",
-        text: `${what}. It crashed ${decision.crashesInWindow} times recently; not restarting.`,
-      });
+      this.setState("failed", "crashed too often; stopped");
+      conv.notice("error", `${decision.reason}. Run "ACP: Restart Agent" to try again.`);
       void vscode.window
         .showErrorMessage(
-          `ACP: ${what}; it crashed ${decision.crashesInWindow} times recently, so it is not restarted.${tail ? ` stderr: ${lastLines(tail, 3).slice(-400)}` : ""}`,
+          `ACP: ${what}; ${decision.reason}.${tail ? ` stderr: ${lastLines(tail, 3).slice(-400)}` : ""}`,
           "Restart",
           "Show Log",
         )
@@ -357,9 +353,8 @@ export class AcpContext implements vscode.Disposable {
   }
 
   async restart(): Promise<void> {
-    this.budget.reset();
+    this.budget?.reset();
     await this.stop();
-    this.chat.post({ type: "session", info: null });
     await this.newSession().catch(() => undefined);
   }
 
@@ -370,19 +365,43 @@ export class AcpContext implements vscode.Disposable {
     return f ? f.uri.fsPath : path.resolve(process.env.HOME ?? "/");
   }
 
-  async newSession(): Promise<SessionInfo> {
+  /** The conversation shown, made empty when there is none yet. */
+  private conversation(): Conversation {
+    if (!this.conv) {
+      const conv = new Conversation(
+        this.policy.newThread(),
+        (json) => {
+          if (this.conv === conv) this.chat.post({ type: "delta", json });
+        },
+        timerScheduler,
+        cfg().get<number>("chat.updateIntervalMs", 50),
+      );
+      this.conv = conv;
+    }
+    return this.conv;
+  }
+
+  /** A new session. After a crash it goes on in the same conversation (what was said stays);
+   *  otherwise the chat starts a new conversation. */
+  async newSession(o: { afterCrash?: boolean } = {}): Promise<SessionInfo> {
     const conn = await this.ensureAgent();
     if (this.busy && this.session) conn.cancel(this.session.sessionId);
     const res = await conn.newSession(this.workspaceCwd());
-    this.session = { sessionId: res.sessionId, agent: conn.agentTitle, modes: res.modes ?? null, configOptions: res.configOptions ?? null };
-    this.toolContent.clear();
-    this.chat.post({ type: "session", info: this.session });
+    this.session = { sessionId: res.sessionId, agent: conn.agentTitle };
+    if (!o.afterCrash) {
+      this.conv?.dispose();
+      this.conv = undefined;
+    }
+    const conv = this.conversation();
+    this.chat.post({ type: "conversation", sessionId: res.sessionId, agent: conn.agentTitle, reset: !o.afterCrash });
+    conv.setSession(res.sessionId, res.modes, res.configOptions);
+    conv.notice("info", `New session with ${conn.agentTitle}`);
     return this.session;
   }
 
-  async ensureSession(): Promise<{ conn: AgentConnection; session: SessionInfo }> {
+  async ensureSession(o: { afterCrash?: boolean } = {}): Promise<{ conn: AgentConnection; session: SessionInfo }> {
     const conn = await this.ensureAgent();
-    const session = this.session ?? (await this.newSession());
+    const session = this.session ?? (await this.newSession(o));
     return { conn, session };
   }
 
@@ -390,15 +409,22 @@ export class AcpContext implements vscode.Disposable {
     if (this.busy) return;
     this.setBusy(true);
     this.turnCancelled = false;
+    const blocks: ContentBlock[] = [{ type: "text", text }];
+    let conv: Conversation | undefined;
     try {
       const { conn, session } = await this.ensureSession();
-      this.chat.post({ type: "userPrompt", text });
-      const res = await conn.prompt(session.sessionId, [{ type: "text", text }]);
-      this.coalescer.flush();
-      this.chat.post({ type: "turnEnded", stopReason: res.stopReason });
+      conv = this.conversation();
+      conv.beginTurn(blocks);
+      const res = await conn.prompt(session.sessionId, blocks);
+      conv.endTurn(res.stopReason);
     } catch (e) {
-      this.coalescer.flush();
-      this.chat.post({ type: "turnEnded", stopReason: "error", message: (e as Error).message });
+      const message = (e as Error).message;
+      if (!conv) {
+        // No session: the prompt and why it was not sent stay in the conversation.
+        conv = this.conversation();
+        conv.beginTurn(blocks);
+      }
+      if (conv.turnRunning) conv.failTurn(message);
     } finally {
       this.setBusy(false);
     }
@@ -418,28 +444,35 @@ export class AcpContext implements vscode.Disposable {
     if (this.state === "ready") this.status.text = `${busy ? "$(sync~spin)" : "$(hubot)"} ACP: ${this.conn?.spec.name ?? ""}`;
   }
 
-  private onSessionUpdate(n: SessionNotification): void {
-    if (!this.session || n.sessionId !== this.session.sessionId) {
-      this.log.warn(`session/update for unknown session ${n.sessionId} dropped`);
+  private onSessionUpdate(sessionId: string, params: unknown): void {
+    if (!this.session || sessionId !== this.session.sessionId || !this.conv) {
+      this.log.warn(`session/update for unknown session ${sessionId} dropped`);
       return;
     }
-    const u = n.update;
-    if ((u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") && Array.isArray(u.content)) {
-      this.toolContent.set(u.toolCallId, u.content);
+    try {
+      this.conv.applyUpdate(params);
+    } catch (e) {
+      this.log.warn(`${(e as Error).message}: dropped`);
     }
-    if (u.sessionUpdate === "current_mode_update" && this.session.modes) this.session.modes.currentModeId = u.currentModeId;
-    if (u.sessionUpdate === "config_option_update") this.session.configOptions = u.configOptions;
-    this.coalescer.push({ sessionId: n.sessionId, update: u });
   }
 
   private onWebviewMessage(m: WebviewToHost): void {
     switch (m.type) {
-      case "ready":
+      case "ready": {
         this.setState(this.state, this.stateDetail);
-        if (this.session) this.chat.post({ type: "session", info: this.session });
+        // The view starts over from the whole conversation (its pending changes are in it).
+        this.conv?.discardChanges();
+        this.chat.post({
+          type: "conversation",
+          sessionId: this.session?.sessionId ?? null,
+          agent: this.session?.agent ?? null,
+          reset: true,
+          saved: this.conv?.savedJson(),
+        });
         this.chat.post({ type: "busy", busy: this.busy });
         if (!this.conn && !this.starting && this.state === "stopped") void this.ensureSession().catch(() => undefined);
         break;
+      }
       case "prompt":
         if (typeof m.text === "string" && m.text.trim()) void this.prompt(m.text);
         break;
@@ -447,45 +480,38 @@ export class AcpContext implements vscode.Disposable {
         this.cancel();
         break;
       case "newSession":
-        void this.newSession().catch((e: Error) => this.chat.post({ type: "notice", level: "error", text: e.message }));
+        void this.newSession().catch((e: Error) => this.conversation().notice("error", e.message));
         break;
       case "setMode":
-        if (this.conn && this.session && typeof m.modeId === "string") {
-          const s = this.session;
-          const previous = s.modes?.currentModeId;
-          // The webview shows the agent's answer: the new mode, or the old one back on failure.
-          const show = (currentModeId: string | undefined) => {
-            if (s.modes && currentModeId !== undefined) s.modes.currentModeId = currentModeId;
-            if (currentModeId !== undefined)
-              this.chat.post({ type: "updates", updates: [{ sessionUpdate: "current_mode_update", currentModeId }] });
-          };
-          this.conn.setMode(s.sessionId, m.modeId).then(
-            () => show(m.modeId),
+        if (this.conn && this.session && this.conv && typeof m.modeId === "string") {
+          const { sessionId } = this.session;
+          const conv = this.conv;
+          const previous = conv.saved().currentMode;
+          // The view shows the agent's answer: the new mode, or the old one back on failure.
+          this.conn.setMode(sessionId, m.modeId).then(
+            () => conv.setCurrentMode(sessionId, m.modeId),
             (e: Error) => {
-              show(previous);
-              this.chat.post({ type: "notice", level: "error", text: `set mode: ${e.message}` });
+              if (previous !== undefined) conv.setCurrentMode(sessionId, previous);
+              conv.notice("error", `set mode: ${e.message}`);
             },
           );
         }
         break;
       case "setConfig":
-        if (this.conn && this.session && typeof m.configId === "string") {
-          this.conn.setConfigOption(this.session.sessionId, m.configId, m.value).then(
+        if (this.conn && this.session && this.conv && typeof m.configId === "string") {
+          const { sessionId } = this.session;
+          const conv = this.conv;
+          this.conn.setConfigOption(sessionId, m.configId, m.value).then(
             (r) => {
-              if (this.session && Array.isArray(r?.configOptions)) {
-                this.session.configOptions = r.configOptions as SessionInfo["configOptions"];
-                this.chat.post({
-                  type: "updates",
-                  updates: [{ sessionUpdate: "config_option_update", configOptions: this.session.configOptions ?? [] }],
-                });
-              }
+              if (Array.isArray(r?.configOptions)) conv.setConfigOptions(sessionId, r.configOptions);
             },
-            (e: Error) => this.chat.post({ type: "notice", level: "error", text: `set option: ${e.message}` }),
+            (e: Error) => conv.notice("error", `set option: ${e.message}`),
           );
         }
         break;
       case "openDiff": {
-        const c = this.toolContent.get(m.toolCallId)?.[m.index];
+        const entry = typeof m.entry === "number" ? this.conv?.entry(m.entry) : undefined;
+        const c = entry?.type === "tool" ? entry.content[m.index] : undefined;
         if (c?.type === "diff") void this.diffs.open(c.path, c.oldText, c.newText);
         break;
       }

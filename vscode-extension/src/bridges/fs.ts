@@ -15,8 +15,12 @@
 // about, whatever the agent was allowed before: the classification is of the *real* path, with
 // the file's facts (exists, executable bits). The WriteApprover shows the path and why, can
 // show the change (old vs new text) and ask again; only "allow" writes. A refusal, or no one to
-// ask, answers -32603 `permission denied` (data.reason `permission_denied`) and touches
-// nothing. So an executable keeps its mode only if the user allowed writing it.
+// ask, answers `permission denied` and touches nothing. So an executable keeps its mode only if
+// the user allowed writing it.
+//
+// Every failure answers acp-client's code and `data.reason` for it (ClientPolicy.failure;
+// tests/client/errors.json): relative_path, invalid_path, outside_roots, not_found,
+// is_a_directory, permission_denied, io.
 //
 // Architecture Invariant: this file does not import `vscode`.
 
@@ -24,8 +28,9 @@ import * as fsp from "node:fs/promises";
 import * as path from "node:path";
 import { CancellationSource, type CancellationToken } from "../protocol/cancellation";
 import type { Logger } from "../protocol/log";
+import type { ReadTextFileResponse } from "@agentclientprotocol/sdk";
+import { JsonRpc, RequestError } from "../protocol/errors";
 import type { ClientPolicy, FileFacts, WriteReason } from "../protocol/policy";
-import { ErrorCodes, RequestError, type ReadTextFileResponse } from "../protocol/types";
 
 export interface DocumentHost {
   /** The text of the editor buffer for this absolute path, if one is open. */
@@ -94,7 +99,7 @@ export function isInside(folder: string, target: string): boolean {
  * dangling ones too (a link to a missing file is followed to where writing it would create the
  * file). At most 40 links are followed (then the path is refused, like the OS's ELOOP).
  */
-export async function realPathOfMaybeMissing(p: string, links = { left: 40 }): Promise<string> {
+export async function realPathOfMaybeMissing(p: string, links = { left: 40 }): Promise<string | undefined> {
   const abs = path.resolve(p);
   try {
     return await fsp.realpath(abs);
@@ -103,26 +108,20 @@ export async function realPathOfMaybeMissing(p: string, links = { left: 40 }): P
   }
   const st = await fsp.lstat(abs).catch(() => undefined);
   if (st?.isSymbolicLink()) {
-    if (links.left-- <= 0) throw new RequestError(ErrorCodes.InvalidParams, `too many symbolic links: ${p}`, { path: p });
+    if (links.left-- <= 0) return undefined;
     const target = await fsp.readlink(abs);
     return realPathOfMaybeMissing(path.resolve(path.dirname(abs), target), links);
   }
   const parent = path.dirname(abs);
   if (parent === abs) return abs;
-  return path.join(await realPathOfMaybeMissing(parent, links), path.basename(abs));
-}
-
-function requireAbsolute(method: string, p: unknown): string {
-  if (typeof p !== "string" || p.length === 0) throw new RequestError(ErrorCodes.InvalidParams, `${method}: path missing`);
-  if (p.includes("\0")) throw new RequestError(ErrorCodes.InvalidParams, `${method}: path contains a NUL byte`);
-  if (!path.isAbsolute(p)) throw new RequestError(ErrorCodes.InvalidParams, `${method}: path must be absolute: ${p}`);
-  return path.normalize(p);
+  const real = await realPathOfMaybeMissing(parent, links);
+  return real === undefined ? undefined : path.join(real, path.basename(abs));
 }
 
 function optionalCount(method: string, name: string, v: unknown): number | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
-    throw new RequestError(ErrorCodes.InvalidParams, `${method}: ${name} must be a non-negative integer`);
+    throw new RequestError(JsonRpc.InvalidParams, `${method}: ${name} must be a non-negative integer`);
   }
   return v;
 }
@@ -138,7 +137,7 @@ export class FsBridge {
 
   async readTextFile(params: unknown): Promise<ReadTextFileResponse> {
     const p = (params ?? {}) as { path?: unknown; line?: unknown; limit?: unknown };
-    const file = requireAbsolute("fs/read_text_file", p.path);
+    const file = this.requireAbsolute("fs/read_text_file", p.path);
     const line = optionalCount("fs/read_text_file", "line", p.line);
     const limit = optionalCount("fs/read_text_file", "limit", p.limit);
     await this.confine("fs/read_text_file", "read", file);
@@ -148,8 +147,9 @@ export class FsBridge {
         text = await fsp.readFile(file, "utf8");
       } catch (e) {
         const err = e as NodeJS.ErrnoException;
-        if (err.code === "ENOENT") throw new RequestError(ErrorCodes.ResourceNotFound, `file not found: ${file}`, { path: file });
-        throw new RequestError(ErrorCodes.InternalError, `cannot read ${file}: ${err.message}`);
+        if (err.code === "ENOENT") throw this.policy.failure("not_found", `Resource not found: ${file} does not exist`, { path: file });
+        if (err.code === "EISDIR") throw this.policy.failure("is_a_directory", `path is a directory: ${file}`, { path: file });
+        throw this.policy.failure("io", `cannot read ${file}: ${err.message}`, { path: file });
       }
     }
     return { content: sliceLines(text, line, limit) };
@@ -157,29 +157,38 @@ export class FsBridge {
 
   async writeTextFile(params: unknown, token: CancellationToken = new CancellationSource().token): Promise<Record<string, never>> {
     const p = (params ?? {}) as { path?: unknown; content?: unknown };
-    const file = requireAbsolute("fs/write_text_file", p.path);
-    if (typeof p.content !== "string") throw new RequestError(ErrorCodes.InvalidParams, "fs/write_text_file: content must be a string");
+    const file = this.requireAbsolute("fs/write_text_file", p.path);
+    if (typeof p.content !== "string") throw new RequestError(JsonRpc.InvalidParams, "fs/write_text_file: content must be a string");
     const real = await this.confine("fs/write_text_file", "write", file);
     await this.askIfSensitive(file, real, p.content, token);
     try {
       await this.host.applyWrite(file, p.content);
     } catch (e) {
-      throw new RequestError(ErrorCodes.InternalError, `cannot write ${file}: ${(e as Error).message}`);
+      throw this.policy.failure("io", `cannot write ${file}: ${(e as Error).message}`, { path: file });
     }
     return {};
+  }
+
+  private requireAbsolute(method: string, p: unknown): string {
+    if (typeof p !== "string" || p.length === 0) throw new RequestError(JsonRpc.InvalidParams, `${method}: path missing`);
+    if (p.includes("\0")) throw this.policy.failure("invalid_path", `${method}: invalid path: it contains a NUL byte`, { path: p });
+    if (!path.isAbsolute(p)) throw this.policy.failure("relative_path", `${method}: path must be absolute: ${p}`, { path: p });
+    return path.normalize(p);
   }
 
   /** The real path of `file`, refused (-32602) outside the workspace folders unless allowed. */
   async confine(method: string, what: "read" | "write", file: string): Promise<string> {
     const real = await realPathOfMaybeMissing(file);
+    if (real === undefined)
+      throw this.policy.failure("invalid_path", `${method}: invalid path ${file}: too many symbolic links`, { path: file });
     if (this.settings().allowWritesOutsideWorkspace) return real;
     const folders = this.host.workspaceFolders();
     for (const f of folders) {
       const realFolder = await realPathOfMaybeMissing(f);
-      if (isInside(realFolder, real)) return real;
+      if (realFolder !== undefined && isInside(realFolder, real)) return real;
     }
-    throw new RequestError(
-      ErrorCodes.InvalidParams,
+    throw this.policy.failure(
+      "outside_roots",
       folders.length === 0
         ? `${method}: refusing to ${what} ${file}: no workspace folder is open (setting acp.fs.allowWritesOutsideWorkspace)`
         : `${method}: refusing to ${what} ${file}: outside the workspace folders (setting acp.fs.allowWritesOutsideWorkspace)`,
@@ -194,12 +203,12 @@ export class FsBridge {
     if (cls.class === "ordinary") return;
     const why = this.policy.describeWriteReason(cls.reason);
     const refuse = (asked: boolean) =>
-      new RequestError(
-        ErrorCodes.InternalError,
+      this.policy.failure(
+        "permission_denied",
         asked
           ? `permission denied: the user did not allow writing ${real} (${why})`
           : `permission denied: writing ${real} needs the user's permission and no one can be asked (${why})`,
-        { reason: "permission_denied", path: file, resolved: real, sensitive: cls.reason, why },
+        { path: file, resolved: real, sensitive: cls.reason, why },
       );
     if (!this.approver) {
       this.log.warn(`fs/write_text_file ${real} refused: ${why}; no one to ask`);
@@ -245,7 +254,7 @@ export class FsBridge {
 }
 
 /** What acp-client's classification needs to know of the file at `real`. */
-export async function factsOf(real: string): Promise<FileFacts> {
+export async function factsOf(real: string): Promise<Required<{ [K in keyof FileFacts]: boolean }>> {
   try {
     const st = await fsp.stat(real);
     return { exists: true, executable: st.isFile() && (st.mode & 0o111) !== 0 };

@@ -18,17 +18,16 @@
 // Architecture Invariant: this file does not import `vscode`; VS Code UI plugs in as a
 // PermissionPrompter.
 
+import type {
+  PermissionOption,
+  RequestPermissionOutcome,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+} from "@agentclientprotocol/sdk";
 import { type CancellationToken, whenCancelled } from "../protocol/cancellation";
+import { JsonRpc, RequestError } from "../protocol/errors";
 import type { Logger } from "../protocol/log";
 import type { ClientPolicy, PermissionDecision } from "../protocol/policy";
-import {
-  ErrorCodes,
-  type PermissionOption,
-  type RequestPermissionOutcome,
-  type RequestPermissionRequest,
-  type RequestPermissionResponse,
-  RequestError,
-} from "../protocol/types";
 
 export interface PromptItem {
   optionId: string;
@@ -60,21 +59,21 @@ export const MAX_DIALOG_BUTTONS = 4;
 export function validateRequest(params: unknown): RequestPermissionRequest {
   const p = params as RequestPermissionRequest | undefined;
   if (!p || typeof p !== "object" || typeof p.sessionId !== "string") {
-    throw new RequestError(ErrorCodes.InvalidParams, "session/request_permission: sessionId missing");
+    throw new RequestError(JsonRpc.InvalidParams, "session/request_permission: sessionId missing");
   }
   if (!p.toolCall || typeof p.toolCall !== "object" || typeof p.toolCall.toolCallId !== "string") {
-    throw new RequestError(ErrorCodes.InvalidParams, "session/request_permission: toolCall missing");
+    throw new RequestError(JsonRpc.InvalidParams, "session/request_permission: toolCall missing");
   }
   if (!Array.isArray(p.options)) {
-    throw new RequestError(ErrorCodes.InvalidParams, "session/request_permission: options must be an array");
+    throw new RequestError(JsonRpc.InvalidParams, "session/request_permission: options must be an array");
   }
   const seen = new Set<string>();
   for (const o of p.options) {
     if (!o || typeof o.optionId !== "string" || typeof o.name !== "string" || typeof o.kind !== "string") {
-      throw new RequestError(ErrorCodes.InvalidParams, `session/request_permission: malformed option ${JSON.stringify(o)}`);
+      throw new RequestError(JsonRpc.InvalidParams, `session/request_permission: malformed option ${JSON.stringify(o)}`);
     }
     if (seen.has(o.optionId)) {
-      throw new RequestError(ErrorCodes.InvalidParams, `session/request_permission: duplicate optionId ${o.optionId}`);
+      throw new RequestError(JsonRpc.InvalidParams, `session/request_permission: duplicate optionId ${o.optionId}`);
     }
     seen.add(o.optionId);
   }

@@ -5,8 +5,8 @@
 
 import type { CancellationToken } from "../protocol/cancellation";
 import type { IncomingHandler } from "../protocol/client";
+import { JsonRpc, RequestError } from "../protocol/errors";
 import type { Logger } from "../protocol/log";
-import { ErrorCodes, RequestError, type SessionNotification } from "../protocol/types";
 import type { FsBridge } from "./fs";
 import type { PermissionBridge } from "./permission";
 import type { TerminalManager } from "./terminal";
@@ -15,7 +15,8 @@ export interface ClientBridges {
   permission: PermissionBridge;
   fs?: FsBridge;
   terminal?: TerminalManager;
-  onSessionUpdate(n: SessionNotification): void;
+  /** A `session/update`'s params (folded by acp-client's thread model, not here). */
+  onSessionUpdate(sessionId: string, params: unknown): void;
   log: Logger;
 }
 
@@ -41,25 +42,25 @@ export class ClientRouter implements IncomingHandler {
       case "terminal/release":
         return this.need(this.b.terminal, method).release(params);
       default:
-        throw new RequestError(ErrorCodes.MethodNotFound, `method not found: ${method}`);
+        throw new RequestError(JsonRpc.MethodNotFound, `method not found: ${method}`);
     }
   }
 
   handleNotification(method: string, params: unknown): void {
     if (method === "session/update") {
-      const n = params as SessionNotification;
-      if (!n || typeof n.sessionId !== "string" || !n.update || typeof n.update.sessionUpdate !== "string") {
-        this.b.log.warn("malformed session/update dropped");
+      const sessionId = (params as { sessionId?: unknown } | undefined)?.sessionId;
+      if (typeof sessionId !== "string") {
+        this.b.log.warn("session/update without a sessionId dropped");
         return;
       }
-      this.b.onSessionUpdate(n);
+      this.b.onSessionUpdate(sessionId, params);
       return;
     }
     this.b.log.info(`notification ${method} ignored`);
   }
 
   private need<T>(x: T | undefined, method: string): T {
-    if (!x) throw new RequestError(ErrorCodes.MethodNotFound, `${method}: capability not advertised`);
+    if (!x) throw new RequestError(JsonRpc.MethodNotFound, `${method}: capability not advertised`);
     return x;
   }
 }

@@ -4,21 +4,25 @@
 // - Checked first: a `cwd` must be absolute and inside the workspace folders (symlinks
 //   resolved), like `acp chat`'s terminals; then acp-client's question (through the wasm
 //   engine: ClientPolicy.terminalQuestion; tests/client/terminal.json) refuses invalid env
-//   names and NUL bytes with its message (-32602) and gives the text the user is shown: the
+//   names and NUL bytes with its message and gives the text the user is shown: the
 //   command line on one line with every agent-supplied field escaped, the variables the request
 //   adds or changes with their values, warnings.
 // - A permission decision before anything runs (`acp.terminal.approval`: `ask` shows the
-//   question; a refusal answers -32603 `permission denied`, data.reason `permission_denied`).
+//   question; a refusal answers `permission denied`).
 // - No shell: `command` and `args` go to the OS as they are, unless the user set
 //   `acp.terminal.useShell`, in which case the command line runs under /bin/sh -c (and the
 //   question shows exactly that).
-// - A command that cannot be started answers the request with an error (-32602 for a command
-//   not found or not executable, like `acp chat`), not a terminal that "exited 127".
-// - Output is kept as bytes, at most `outputByteLimit` or 16 MiB (acp chat's cap), whichever is
-//   smaller: the oldest bytes are dropped first and the retained output starts at a UTF-8
-//   character boundary. Chunks are kept in a list, never copied per chunk.
-// - Each terminal runs in its own process group; kill signals the whole group.
-// - Unknown (or released, or another session's) terminal ids answer -32002 (resource not found).
+// - A command that cannot be started answers the request with an error (like `acp chat`), not a
+//   terminal that "exited 127".
+// - acp-client's limits (ClientPolicy.terminalLimits, shared with `acp chat`): output is kept as
+//   bytes, at most `outputByteLimit` or its cap, whichever is smaller (the oldest bytes are
+//   dropped first and the retained output starts at a UTF-8 character boundary; chunks are kept
+//   in a list, never copied per chunk); at most its number of unreleased terminals; kill is
+//   SIGTERM to the process group, then SIGKILL after its grace.
+// - Every failure answers acp-client's code and `data.reason` for it (ClientPolicy.failure;
+//   tests/client/errors.json): invalid_command, permission_denied, command_not_found,
+//   spawn_failed, too_many_terminals, unknown_terminal (an unknown, released or another
+//   session's terminal id).
 //
 // Architecture Invariant: this file does not import `vscode`.
 
@@ -28,18 +32,10 @@ import { explicitEnv, type EnvPolicy, NO_HOST_ENV } from "../protocol/env";
 import { spawn, type ChildProcess } from "node:child_process";
 import { CancellationSource, type CancellationToken } from "../protocol/cancellation";
 import type { Logger } from "../protocol/log";
-import type { ClientPolicy, CommandQuestion, CommandRequest } from "../protocol/policy";
-import {
-  type CreateTerminalRequest,
-  ErrorCodes,
-  RequestError,
-  type TerminalExitStatus,
-  type TerminalOutputResponse,
-} from "../protocol/types";
+import type { CreateTerminalRequest, TerminalExitStatus, TerminalOutputResponse } from "@agentclientprotocol/sdk";
+import { JsonRpc, RequestError } from "../protocol/errors";
+import type { ClientPolicy, CommandQuestion, TerminalCommandRequest } from "../protocol/policy";
 import { isInside, realPathOfMaybeMissing } from "./fs";
-
-/** The most output kept per terminal, whatever the request asks (`acp chat`'s default). */
-export const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
 /** Output bytes with a limit; the oldest are dropped first, at a character boundary. Chunks are
  *  kept as they came (a list), so appending never copies what is already kept. */
@@ -48,8 +44,9 @@ export class OutputBuffer {
   private size = 0;
   truncated = false;
   readonly limit: number;
-  constructor(limit: number = MAX_OUTPUT_BYTES) {
-    this.limit = Math.max(0, Math.min(limit, MAX_OUTPUT_BYTES));
+  /** `limit`: the bytes kept (the smaller of the request's and acp-client's cap). */
+  constructor(limit: number) {
+    this.limit = Math.max(0, limit);
   }
 
   append(chunk: Uint8Array): void {
@@ -143,6 +140,7 @@ export interface TerminalSettings {
   /** Absolute paths of the workspace folders: a `cwd` must lie inside one of them, and the
    *  first is the default directory. None: a request naming a `cwd` is refused. */
   workspaceFolders?: readonly string[];
+  /** Overrides acp-client's kill grace (tests). */
   killGraceMs?: number;
 }
 
@@ -176,44 +174,59 @@ export class TerminalManager {
   async create(params: unknown, token?: CancellationToken): Promise<{ terminalId: string }> {
     const req = params as CreateTerminalRequest;
     if (!req || typeof req !== "object" || typeof req.sessionId !== "string") {
-      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: sessionId missing");
+      throw new RequestError(JsonRpc.InvalidParams, "terminal/create: sessionId missing");
     }
-    if (typeof req.command !== "string") throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: command missing");
+    if (typeof req.command !== "string") throw new RequestError(JsonRpc.InvalidParams, "terminal/create: command missing");
     const args = req.args ?? [];
     if (!Array.isArray(args) || !args.every((a) => typeof a === "string")) {
-      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: args must be an array of strings");
+      throw new RequestError(JsonRpc.InvalidParams, "terminal/create: args must be an array of strings");
     }
     const env = req.env ?? [];
     if (!Array.isArray(env) || !env.every((v) => v && typeof v.name === "string" && typeof v.value === "string")) {
-      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: env must be an array of {name, value} strings");
+      throw new RequestError(JsonRpc.InvalidParams, "terminal/create: env must be an array of {name, value} strings");
     }
     if (req.cwd !== undefined && req.cwd !== null && typeof req.cwd !== "string") {
-      throw new RequestError(ErrorCodes.InvalidParams, "terminal/create: cwd must be a string");
+      throw new RequestError(JsonRpc.InvalidParams, "terminal/create: cwd must be a string");
     }
-    const limit = typeof req.outputByteLimit === "number" && req.outputByteLimit >= 0 ? req.outputByteLimit : MAX_OUTPUT_BYTES;
+    const { maxOutputBytes } = this.policy.terminalLimits();
+    const limit =
+      typeof req.outputByteLimit === "number" && req.outputByteLimit >= 0 ? Math.min(req.outputByteLimit, maxOutputBytes) : maxOutputBytes;
     const settings = this.settings();
     // What runs: the command as given, or its command line under sh -c.
-    const shown: CommandRequest = settings.useShell
+    const shown: TerminalCommandRequest = settings.useShell
       ? { command: "/bin/sh", args: ["-c", [req.command, ...args.map(shellQuote)].join(" ")], cwd: req.cwd ?? null, env }
       : { command: req.command, args, cwd: req.cwd ?? null, env };
     const q = this.policy.terminalQuestion(shown, this.userEnv());
     if ("invalid" in q) {
       const message = this.policy.terminalInvalidMessage(shown) ?? `invalid request (${q.invalid.reason})`;
-      throw new RequestError(ErrorCodes.InvalidParams, `terminal/create: ${message}`, { ...q.invalid });
+      throw this.policy.failure("invalid_command", `terminal/create: ${message}`, { invalid: q.invalid });
     }
     const question = q.question;
+    this.checkCount();
     const directory = await this.directory(req.cwd ?? undefined, settings.workspaceFolders ?? []);
     const ok = await this.decide(req.sessionId, question, directory, settings.useShell, token);
     if (!ok) {
       this.log.info(`terminal/create refused by the user: ${question.commandLine}`);
-      throw new RequestError(ErrorCodes.InternalError, `permission denied: the user did not allow running ${question.commandLine}`, {
-        reason: "permission_denied",
+      throw this.policy.failure("permission_denied", `permission denied: the user did not allow running ${question.commandLine}`, {
         command: req.command,
         args,
         cwd: req.cwd ?? null,
       });
     }
     return this.start(req.sessionId, shown, question.commandLine, directory, limit);
+  }
+
+  /** acp-client's limit on unreleased terminals: checked before asking (no question for a command
+   *  that could not run) and again before starting (another may have started meanwhile). */
+  private checkCount(): void {
+    const { maxTerminals } = this.policy.terminalLimits();
+    if (this.terms.size >= maxTerminals) {
+      throw this.policy.failure(
+        "too_many_terminals",
+        `too many terminals (limit ${maxTerminals}); release terminals that are no longer needed`,
+        { limit: maxTerminals },
+      );
+    }
   }
 
   /** The variables a command gets without the request's `env` (what the question compares to). */
@@ -230,18 +243,19 @@ export class TerminalManager {
    *  are resolved, existing), else the first workspace folder. */
   private async directory(cwd: string | undefined, folders: readonly string[]): Promise<string | undefined> {
     if (cwd === undefined) return folders[0];
-    if (!path.isAbsolute(cwd)) throw new RequestError(ErrorCodes.InvalidParams, `terminal/create: cwd must be absolute: ${cwd}`, { cwd });
+    if (!path.isAbsolute(cwd)) throw this.policy.failure("invalid_command", `terminal/create: cwd must be absolute: ${cwd}`, { cwd });
     let real: string;
     try {
       real = await fsp.realpath(cwd);
     } catch (e) {
-      throw new RequestError(ErrorCodes.InvalidParams, `terminal/create: cwd ${cwd}: ${(e as Error).message}`, { cwd });
+      throw this.policy.failure("invalid_command", `terminal/create: cwd ${cwd}: ${(e as Error).message}`, { cwd });
     }
     for (const f of folders) {
-      if (isInside(await realPathOfMaybeMissing(f), real)) return real;
+      const folder = await realPathOfMaybeMissing(f);
+      if (folder !== undefined && isInside(folder, real)) return real;
     }
-    throw new RequestError(
-      ErrorCodes.InvalidParams,
+    throw this.policy.failure(
+      "invalid_command",
       folders.length === 0
         ? `terminal/create: cwd ${cwd} refused: no workspace folder is open`
         : `terminal/create: cwd ${cwd} is outside the workspace folders`,
@@ -263,11 +277,12 @@ export class TerminalManager {
 
   private async start(
     sessionId: string,
-    run: CommandRequest,
+    run: TerminalCommandRequest,
     label: string,
     cwd: string | undefined,
     limit: number,
   ): Promise<{ terminalId: string }> {
+    this.checkCount();
     const extra: Record<string, string> = {};
     for (const v of run.env ?? []) extra[v.name] = v.value;
     const settings = this.settings();
@@ -282,7 +297,7 @@ export class TerminalManager {
     // Started, or the request's error: a command that cannot run is not a terminal.
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
-      child.once("error", (err: NodeJS.ErrnoException) => reject(spawnError(run.command, err)));
+      child.once("error", (err: NodeJS.ErrnoException) => reject(this.spawnError(run.command, err)));
     });
     const id = `term-${this.next++}`;
     const output = new OutputBuffer(limit);
@@ -323,7 +338,7 @@ export class TerminalManager {
     const t = this.get("terminal/wait_for_exit", params);
     if (!token) return t.exited;
     return new Promise((resolve, reject) => {
-      const d = token.onCancellationRequested(() => reject(new RequestError(ErrorCodes.RequestCancelled, "cancelled")));
+      const d = token.onCancellationRequested(() => reject(new RequestError(JsonRpc.RequestCancelled, "cancelled")));
       void t.exited.then((s) => {
         d.dispose();
         resolve(s);
@@ -357,7 +372,7 @@ export class TerminalManager {
   private killTerm(t: Term): void {
     if (t.exit || t.child.pid === undefined) return;
     signalGroup(t.child, "SIGTERM");
-    const grace = this.settings().killGraceMs ?? 2000;
+    const grace = this.settings().killGraceMs ?? this.policy.terminalLimits().killGraceMs;
     const timer = setTimeout(() => {
       if (!t.exit) signalGroup(t.child, "SIGKILL");
     }, grace);
@@ -369,11 +384,20 @@ export class TerminalManager {
     const p = params as { terminalId?: unknown; sessionId?: unknown } | undefined;
     const t = typeof p?.terminalId === "string" ? this.terms.get(p.terminalId) : undefined;
     if (!t || t.sessionId !== p?.sessionId) {
-      throw new RequestError(ErrorCodes.ResourceNotFound, `${method}: unknown terminalId ${JSON.stringify(p?.terminalId)}`, {
+      throw this.policy.failure("unknown_terminal", `${method}: terminal not found: ${JSON.stringify(p?.terminalId)}`, {
         terminalId: p?.terminalId ?? null,
       });
     }
     return t;
+  }
+
+  /** The request's error for a command that could not be started (as `acp chat` answers it). */
+  private spawnError(command: string, err: NodeJS.ErrnoException): RequestError {
+    if (err.code === "ENOENT") return this.policy.failure("command_not_found", `command not found: \`${command}\``, { command });
+    if (err.code === "EACCES" || err.code === "EISDIR" || err.code === "ENOEXEC") {
+      return this.policy.failure("command_not_found", `cannot execute \`${command}\`: ${err.message}`, { command });
+    }
+    return this.policy.failure("spawn_failed", `failed to start \`${command}\`: ${err.message}`, { command });
   }
 }
 
@@ -387,17 +411,6 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
       /* gone */
     }
   }
-}
-
-/** The request's error for a command that could not be started (as `acp chat` answers it). */
-function spawnError(command: string, err: NodeJS.ErrnoException): RequestError {
-  if (err.code === "ENOENT") {
-    return new RequestError(ErrorCodes.InvalidParams, `command not found: \`${command}\``, { command });
-  }
-  if (err.code === "EACCES" || err.code === "EISDIR" || err.code === "ENOEXEC") {
-    return new RequestError(ErrorCodes.InvalidParams, `cannot execute \`${command}\`: ${err.message}`, { command });
-  }
-  return new RequestError(ErrorCodes.InternalError, `failed to start \`${command}\`: ${err.message}`, { command });
 }
 
 /** A POSIX sh word for `s` (for the command line acp.terminal.useShell runs under /bin/sh -c). */

@@ -3,13 +3,13 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
+import type { ClientCapabilities, ContentBlock, InitializeResponse, NewSessionResponse, PromptResponse } from "@agentclientprotocol/sdk";
 import { AcpClient, type Clock, type IncomingHandler, realClock } from "./client";
 import type { ConnectionOptions, EngineModule } from "./engine";
 import { invalidEnvNames } from "./env";
 import { ClientPolicy } from "./policy";
 import type { Logger, TraceSink } from "./log";
 import { AgentProcess, type AgentSpec, type ExitInfo } from "./process";
-import type { ClientCapabilities, ContentBlock, InitializeResponse, NewSessionResponse, PromptResponse } from "./types";
 
 export const PROTOCOL_VERSION = 1;
 

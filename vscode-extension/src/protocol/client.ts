@@ -10,9 +10,10 @@
 // Architecture Invariant: this file does not import `vscode`.
 
 import { CancellationSource, type CancellationToken } from "./cancellation";
-import type { EngineConnection, AcpEvent, RpcErrorObject } from "./engine";
+import type { RequestFailureKind } from "acp-wasm-client";
+import type { AcpEvent, EngineConnection, JsonRpcError } from "./engine";
+import { JsonRpc, RequestError } from "./errors";
 import { type Logger, type TraceSink, nullTrace, truncateJson, truncateText } from "./log";
-import { ErrorCodes, RequestError } from "./types";
 
 export interface Clock {
   now(): number;
@@ -43,8 +44,8 @@ export class RpcError extends Error {
   override name = "RpcError";
   constructor(
     readonly method: string,
-    readonly kind: "remote" | "timeout" | "cancelled" | "closed" | "invalidResponse" | "local",
-    readonly error: RpcErrorObject,
+    readonly kind: RequestFailureKind | "local",
+    readonly error: JsonRpcError,
   ) {
     super(`${method}: ${kind}: ${error.message} (${error.code})`);
   }
@@ -132,7 +133,7 @@ export class AcpClient {
     } catch (e) {
       this.pump();
       const err = e as Error;
-      return Promise.reject(new RpcError(method, "local", { code: ErrorCodes.InternalError, message: `${err.name}: ${err.message}` }));
+      return Promise.reject(new RpcError(method, "local", { code: JsonRpc.InternalError, message: `${err.name}: ${err.message}` }));
     }
     const started = this.clock.now();
     const promise = new Promise<T>((resolve, reject) => {
@@ -309,7 +310,7 @@ export class AcpClient {
     try {
       if ("err" in outcome && outcome.err !== undefined) {
         const e = outcome.err;
-        const code = e instanceof RequestError ? e.code : ErrorCodes.InternalError;
+        const code = e instanceof RequestError ? e.code : JsonRpc.InternalError;
         const message = e instanceof Error ? e.message : String(e);
         this.engine.respondError(token, code, message, e instanceof RequestError ? e.data : undefined);
         this.log.warn(`→ #${String(id)} ${entry.method} error ${code} in ${took}: ${message}`);

@@ -1,99 +1,62 @@
-// The TypeScript face of the acp-wasm engine (acp-wasm/API.md). Everything protocol-shaped
-// (framing, correlation, timeouts, permission auto-cancel) happens inside the engine, and the
-// client's decisions are its exports too (policy.ts); this file only names its API so the rest
-// of the extension is typed against it, and loads the package.
+// The acp-wasm engine, `client` build (acp-wasm/pkg/nodejs-client: the engine plus every
+// acp-client export), and its loader. Everything protocol-shaped (framing, correlation,
+// timeouts, permission auto-cancel) happens inside the engine; the client's decisions and the
+// conversation model are its exports too (policy.ts). The types are the ones wasm-bindgen
+// generates from the Rust sources (the package's .d.ts, type-only: `acp-wasm-client` is a
+// tsconfig path to acp-wasm/pkg/nodejs-client/acp_wasm.d.ts), so nothing here restates them.
 //
 // Architecture Invariant: nothing under src/protocol imports `vscode`.
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { POLICY_EXPORTS, type PolicyModule } from "./policy";
+import type * as Wasm from "acp-wasm-client";
 
-export type Role = "client" | "agent";
+export type { AcpEvent, ConnectionOptions, JsonRpcError, Role } from "acp-wasm-client";
 
-export interface ConnectionOptions {
-  maxMessageBytes?: number;
-  batchPolicy?: "seed" | "rejectAll";
-  requestTimeoutMs?: number;
-  incomingTimeoutMs?: number;
-  permissionTimeoutMs?: number;
-}
+/** The package's exports: `AcpConnection`, `Thread`, `CrashBudget` and acp-client's functions. */
+export type EngineModule = typeof Wasm;
+/** One `AcpConnection` (acp-wasm/API.md). */
+export type EngineConnection = Wasm.AcpConnection;
+/** acp-client's conversation model (acp-client/src/thread.rs), living in wasm memory. */
+export type WasmThread = Wasm.Thread;
+/** acp-client's crash budget (acp-client/src/restart.rs). */
+export type WasmCrashBudget = Wasm.CrashBudget;
 
-export interface RpcErrorObject {
-  code: number;
-  message: string;
-  data?: unknown;
-}
-
-export type AcpEvent =
-  | { type: "request"; token: number; id: string | number | null; method: string; params?: unknown }
-  | { type: "notification"; method: string; params?: unknown }
-  | { type: "response"; requestId: number; method: string; result: unknown }
-  | {
-      type: "requestFailed";
-      requestId: number;
-      method: string;
-      kind: "remote" | "timeout" | "cancelled" | "closed" | "invalidResponse";
-      error: RpcErrorObject;
-    }
-  | { type: "autoAnswered"; token: number; method: string; reason: "timeout" | "sessionCancelled" | "closed" }
-  | { type: "cancelRequested"; token: number }
-  | { type: "protocolError"; kind: string; message: string }
-  | { type: "closed"; reason: string };
-
-/** One `AcpConnection` of the wasm package, as documented in acp-wasm/API.md. */
-export interface EngineConnection {
-  feed(bytes: Uint8Array, nowMs: number): void;
-  feedString(text: string, nowMs: number): void;
-  feedEof(nowMs: number): void;
-  handleTimeout(nowMs: number): void;
-
-  sendRequest(method: string, params: unknown, nowMs: number, timeoutMs?: number): number;
-  notify(method: string, params: unknown): void;
-  respond(token: number, result: unknown): void;
-  respondError(token: number, code: number, message: string, data?: unknown): void;
-  /** The same commands with params/result given as JSON text (`JSON.stringify(value)`). */
-  sendRequestRaw(method: string, paramsJson: string | null | undefined, nowMs: number, timeoutMs?: number): number;
-  notifyRaw(method: string, paramsJson?: string | null): void;
-  respondRaw(token: number, resultJson: string): void;
-  cancelRequest(requestId: number, nowMs: number): void;
-  close(reason?: string): void;
-
-  pollTransmit(): Uint8Array | undefined;
-  pollTransmitString(): string | undefined;
-  pollEvent(): AcpEvent | undefined;
-  /** Every pending event at once, oldest first ([] when none); shares the queue with pollEvent(). */
-  pollEvents(): AcpEvent[];
-  pollTimeout(): number | undefined;
-
-  readonly role: Role;
-  readonly pendingOutgoing: number;
-  readonly pendingIncoming: number;
-  readonly isClosed: boolean;
-
-  free(): void;
-}
-
-/** The package: the connection class, and the client's decisions (policy.ts). */
-export interface EngineModule extends PolicyModule {
-  AcpConnection: new (role: Role, options?: ConnectionOptions) => EngineConnection;
-}
+/** The exports the extension needs; a package without one of them is an older build. */
+export const REQUIRED_EXPORTS = [
+  "AcpConnection",
+  "Thread",
+  "CrashBudget",
+  "decidePermission",
+  "dismissedPermission",
+  "unanswerablePermission",
+  "chosenPermission",
+  "classifyWrite",
+  "describeWriteReason",
+  "terminalQuestion",
+  "terminalInvalidMessage",
+  "envAllowlist",
+  "validEnvName",
+  "escapeLine",
+  "failureError",
+  "terminalLimits",
+] as const satisfies ReadonlyArray<keyof EngineModule>;
 
 /** The directory names tried, in order, for the wasm package (wasm-bindgen `--target nodejs`). */
 export function candidateEngineDirs(extensionRoot: string): string[] {
   const dirs: string[] = [];
   if (process.env.ACP_WASM_PKG) dirs.push(process.env.ACP_WASM_PKG);
-  // Packaged: esbuild.mjs copies acp-wasm/pkg/node to dist/acp-wasm.
+  // Packaged: esbuild.mjs copies acp-wasm/pkg/nodejs-client to dist/acp-wasm.
   dirs.push(path.join(extensionRoot, "dist", "acp-wasm"));
   // Development: the repository's build output.
-  dirs.push(path.join(extensionRoot, "..", "acp-wasm", "pkg", "node"));
+  dirs.push(path.join(extensionRoot, "..", "acp-wasm", "pkg", "nodejs-client"));
   return dirs;
 }
 
 /**
  * The JS entry point of a wasm-bindgen `--target nodejs` package directory, or undefined if it is
- * not one. scripts/build-wasm.sh writes `pkg/node/acp_wasm.js` next to a package.json that only
- * sets the module type, so `main` is optional.
+ * not one. scripts/build-wasm.sh writes `acp_wasm.js` next to a package.json that only sets the
+ * module type, so `main` is optional.
  */
 export function engineEntry(dir: string): string | undefined {
   const names: string[] = [];
@@ -125,9 +88,11 @@ export function loadEngine(extensionRoot: string): { module: EngineModule; dir: 
     if (!entry) continue;
     // A non-literal require: esbuild leaves it to Node at run time.
     const module = require(entry) as EngineModule;
-    for (const name of ["AcpConnection", ...POLICY_EXPORTS] as const) {
+    for (const name of REQUIRED_EXPORTS) {
       if (typeof module[name] !== "function") {
-        throw new EngineNotFoundError(`${entry} does not export ${name}: rebuild it with scripts/build-wasm.sh`);
+        throw new EngineNotFoundError(
+          `${entry} does not export ${name}: it is not acp-wasm's client build (rebuild it with scripts/build-wasm.sh)`,
+        );
       }
     }
     return { module, dir };

@@ -1,97 +1,57 @@
 // The client's decisions, from acp-client through the wasm engine (acp-wasm/API.md, "The
 // client's decisions"): which permission option an automatic or dismissed answer picks, which
 // file writes need the user's question, the terminal/create question, the environment
-// allowlist. The extension keeps no copy of these rules; this file only types the exports and
-// turns values into the JSON text they take. tests/client/*.json are replayed through it
-// (test/unit/cases.test.ts).
+// allowlist, the error each fs/terminal failure answers, the terminal limits, the crash budget
+// and the conversation thread. The extension keeps no copy of these rules; this file only
+// turns values into the JSON text the exports take and their JSON answers back into values.
+// tests/client/*.json are replayed through it (test/unit/cases.test.ts).
 //
 // Architecture Invariant: this file does not import `vscode`.
 
-import type { PermissionOption } from "./types";
+import type {
+  FailureError,
+  FailureName,
+  FileFacts,
+  PermissionDecision,
+  PermissionMode,
+  PermissionOptionInput,
+  TerminalCommandRequest,
+  RestartDecision,
+  TerminalLimits,
+  TerminalQuestion,
+  WriteClass,
+  WriteReason,
+} from "acp-wasm-client";
+import type { EngineModule, WasmCrashBudget, WasmThread } from "./engine";
+import { RequestError } from "./errors";
 
-export type PermissionMode = "ask" | "allow_once" | "allow_always" | "deny";
-export type PermissionCancelReason = "no_options" | "no_reject_once" | "dismissed" | "unanswerable";
+export type {
+  FailureError,
+  FailureName,
+  FileFacts,
+  PermissionDecision,
+  PermissionMode,
+  RestartDecision,
+  TerminalCommandRequest,
+  TerminalEnvChange,
+  TerminalInvalid,
+  TerminalLimits,
+  TerminalQuestion,
+  WriteClass,
+  WriteReason,
+} from "acp-wasm-client";
 
-/** What to answer a `session/request_permission`. For `cancelled`, send `session/cancel` for the
- *  session first (once per turn), then answer `cancelled`. */
-export type PermissionDecision =
-  | { answer: "ask" }
-  | { answer: "select"; optionId: string; kind: string }
-  | { answer: "cancelled"; reason: PermissionCancelReason };
+/** The question of a `terminal/create` that may be asked. */
+export type CommandQuestion = Extract<TerminalQuestion, { question: unknown }>["question"];
 
-export interface FileFacts {
-  exists: boolean;
-  executable: boolean;
-}
-
-export type WriteReason = "git" | "editor" | "shell" | "environment" | "tool" | "executable";
-export type WriteClass = { class: "ordinary" } | { class: "ask"; reason: WriteReason };
-
-export interface CommandRequest {
-  command: string;
-  args?: string[];
-  cwd?: string | null;
-  env?: Array<{ name: string; value: string }>;
-}
-
-export interface EnvChange {
-  name: string;
-  value: string;
-  change: "added" | "changed" | "same";
-}
-
-export interface CommandQuestion {
-  /** One line: ``run `git status` in /dir with PATH=/tmp/x:/usr/bin``. */
-  title: string;
-  /** Exactly what runs, quoted, on one line. */
-  commandLine: string;
-  /** The directory the agent named, escaped; null when it named none. */
-  cwd: string | null;
-  /** The variables the request adds or changes, with their values (raw: show the title). */
-  env: EnvChange[];
-  /** One line each: things to read twice. */
-  warnings: string[];
-}
-
-export type TerminalInvalid = { reason: "env_name"; name: string } | { reason: "nul"; field: string } | { reason: "empty_command" };
-
-export type TerminalQuestion = { question: CommandQuestion } | { invalid: TerminalInvalid };
-
-/** The exports of the wasm package this file uses (acp-wasm/src/policy.rs). */
-export interface PolicyModule {
-  decidePermission(optionsJson: string, mode: PermissionMode): PermissionDecision;
-  dismissedPermission(optionsJson: string): PermissionDecision;
-  unanswerablePermission(): PermissionDecision;
-  chosenPermission(optionsJson: string, typed: string): PermissionDecision | null;
-  classifyWrite(path: string, factsJson: string): WriteClass;
-  describeWriteReason(reason: WriteReason): string;
-  terminalQuestion(requestJson: string, userEnvJson: string): TerminalQuestion;
-  terminalInvalidMessage(requestJson: string): string | undefined;
-  envAllowlist(): string[];
-  validEnvName(name: string): boolean;
-  escapeLine(text: string): string;
-}
-
-export const POLICY_EXPORTS: ReadonlyArray<keyof PolicyModule> = [
-  "decidePermission",
-  "dismissedPermission",
-  "unanswerablePermission",
-  "chosenPermission",
-  "classifyWrite",
-  "describeWriteReason",
-  "terminalQuestion",
-  "terminalInvalidMessage",
-  "envAllowlist",
-  "validEnvName",
-  "escapeLine",
-];
-
-type Option = Pick<PermissionOption, "optionId" | "kind"> & { name?: string | null };
+type Option = Pick<PermissionOptionInput, "optionId" | "kind"> & { name?: string | null };
 
 /** The client's decisions, typed. The module is asked for on each call (it is loaded once, when
  *  the engine is), so a bridge can be built before the engine is loaded. */
 export class ClientPolicy {
-  constructor(private readonly module: () => PolicyModule) {}
+  private limits: TerminalLimits | undefined;
+
+  constructor(private readonly module: () => EngineModule) {}
 
   /** An automatic answer for `mode`, or `ask`. */
   decidePermission(options: readonly Option[], mode: PermissionMode): PermissionDecision {
@@ -123,12 +83,12 @@ export class ClientPolicy {
   }
 
   /** The terminal/create question, or why the request is refused before anyone is asked. */
-  terminalQuestion(request: CommandRequest, userEnv: Record<string, string>): TerminalQuestion {
+  terminalQuestion(request: TerminalCommandRequest, userEnv: Record<string, string>): TerminalQuestion {
     return this.module().terminalQuestion(JSON.stringify(request), JSON.stringify(userEnv));
   }
 
   /** The error message for a request `terminalQuestion` refuses (one line). */
-  terminalInvalidMessage(request: CommandRequest): string | undefined {
+  terminalInvalidMessage(request: TerminalCommandRequest): string | undefined {
     return this.module().terminalInvalidMessage(JSON.stringify(request));
   }
 
@@ -145,6 +105,53 @@ export class ClientPolicy {
    *  as every question shows it. */
   escapeLine(text: string): string {
     return this.module().escapeLine(text);
+  }
+
+  /** The code and `data.reason` every face answers for this failure. */
+  failureError(failure: FailureName): FailureError {
+    return JSON.parse(this.module().failureError(failure)) as FailureError;
+  }
+
+  /** The request error for `failure`: acp-client's code, `data.reason` first, then `data`. */
+  failure(failure: FailureName, message: string, data: Record<string, unknown> = {}): RequestError {
+    const { code, reason } = this.failureError(failure);
+    return new RequestError(code, message, { reason, ...data });
+  }
+
+  /** Output cap, terminal count and kill grace for agent terminals. */
+  terminalLimits(): TerminalLimits {
+    this.limits ??= JSON.parse(this.module().terminalLimits()) as TerminalLimits;
+    return this.limits;
+  }
+
+  /** A crash budget with acp-client's default policy. */
+  crashBudget(): CrashBudget {
+    return new CrashBudget(new (this.module().CrashBudget)());
+  }
+
+  /** An empty conversation thread (acp-client's default byte limit unless `maxBytes`). */
+  newThread(maxBytes?: number): WasmThread {
+    const T = this.module().Thread;
+    return maxBytes === undefined ? new T() : new T(maxBytes);
+  }
+}
+
+/** acp-client's crash budget, typed: crashes in, restart decisions out. */
+export class CrashBudget {
+  constructor(private readonly budget: WasmCrashBudget) {}
+
+  /** Records a crash at `nowMs` (any monotonic origin) and decides. */
+  recordCrash(nowMs: number): RestartDecision {
+    return JSON.parse(this.budget.recordCrash(nowMs)) as RestartDecision;
+  }
+
+  /** Forgets every crash and closes the breaker (the user restarted the agent). */
+  reset(): void {
+    this.budget.reset();
+  }
+
+  get isTripped(): boolean {
+    return this.budget.isTripped();
   }
 }
 

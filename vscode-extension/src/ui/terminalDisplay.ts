@@ -2,7 +2,7 @@
 
 import * as vscode from "vscode";
 import type { TerminalDisplay, TerminalDisplayFactory } from "../bridges/terminal";
-import type { TerminalExitStatus } from "../protocol/types";
+import type { TerminalExitStatus } from "@agentclientprotocol/sdk";
 
 export class PseudoterminalFactory implements TerminalDisplayFactory {
   create(title: string, onInput: (data: string) => void): TerminalDisplay {

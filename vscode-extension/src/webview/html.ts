@@ -38,10 +38,13 @@ export function buildChatHtml(p: ChatHtmlParts): string {
 <body>
 <header>
   <span id="status" data-state="idle">ACP: not started</span>
+  <span id="title"></span>
   <button id="new-session" title="Start a new session">New session</button>
 </header>
 <div id="session-controls"></div>
 <main id="transcript" aria-live="polite"></main>
+<div id="plan"></div>
+<div id="session-info"></div>
 <footer>
   <textarea id="prompt" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
   <div class="buttons">

@@ -1,13 +1,18 @@
 // The chat webview. Runs in the webview's browser context under a strict CSP (no inline script
-// but this nonce'd bundle, no eval, no remote content). Agent text is rendered through
-// markdown.ts (DOM built with textContent), never assigned as HTML. Changed messages are
-// re-rendered once per animation frame (renderQueue.ts), only the part of a message after its
-// last stable block is parsed again, and a message that cannot be rendered shows its raw text.
+// but this nonce'd bundle, no eval, no remote content). It renders acp-client's thread model:
+// the host folds every session/update in wasm (bridges/conversation.ts) and sends coalesced
+// deltas; threadModel.ts turns each into work on the entries shown, by number. Agent text is
+// rendered through markdown.ts (DOM built with textContent), never assigned as HTML. Changed
+// messages are re-rendered once per animation frame (renderQueue.ts), only the part of a
+// message after its last stable block is parsed again, and a message that cannot be rendered
+// shows its raw text.
 
+import type { SessionConfigOption } from "@agentclientprotocol/sdk";
+import type { SavedThread, ThreadBlock, ThreadDelta, ThreadEntry, ThreadMeta, ThreadToolCall, ThreadToolContent } from "acp-wasm-client";
 import { StreamingMarkdown, renderMarkdown } from "./markdown";
+import type { HostToWebview, WebviewToHost } from "./messages";
 import { RenderQueue, frameScheduler, type Renderable } from "./renderQueue";
-import type { HostToWebview, SessionInfo, WebviewToHost } from "./messages";
-import type { PlanEntry, SessionUpdate, ToolCallContent, ToolCallUpdate } from "../protocol/types";
+import { ThreadModel, messageSource, textChange, type ViewOp } from "./threadModel";
 
 declare function acquireVsCodeApi(): { postMessage(m: WebviewToHost): void };
 const vscode = acquireVsCodeApi();
@@ -20,7 +25,10 @@ const sendBtn = $<HTMLButtonElement>("send");
 const cancelBtn = $<HTMLButtonElement>("cancel");
 const newBtn = $<HTMLButtonElement>("new-session");
 const statusEl = $<HTMLSpanElement>("status");
+const titleEl = $<HTMLSpanElement>("title");
 const controls = $<HTMLDivElement>("session-controls");
+const planEl = $<HTMLDivElement>("plan");
+const infoEl = $<HTMLDivElement>("session-info");
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -29,69 +37,84 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: 
   return e;
 }
 
-// ---- transcript model -------------------------------------------------------------------------
+// ---- entries ----------------------------------------------------------------------------------
 
-interface TextBlock extends Renderable {
-  kind: "agent" | "thought" | "user";
-  text: string;
+/** A message or thought: its markdown grows as the thread's entry does. */
+interface MessageView extends Renderable {
   node: HTMLElement;
   body: HTMLElement;
+  /** The source shown so far (messageSource of the entry). */
+  source: string;
   md?: StreamingMarkdown;
-  /** Rendering threw once: from then on the block shows its raw text. */
+  /** Rendering threw once: from then on the entry shows its raw text. */
   failed: boolean;
 }
-let current: TextBlock | undefined; // the block the next chunk of the same kind extends
-const toolCalls = new Map<string, { node: HTMLElement; data: ToolCallUpdate }>();
-let planNode: HTMLElement | undefined;
-const renders = new RenderQueue(frameScheduler, scrollToEnd);
 
-function scrollToEnd() {
-  transcript.scrollTop = transcript.scrollHeight;
+interface EntryView {
+  node: HTMLElement;
+  message?: MessageView;
 }
 
-function textBlock(kind: TextBlock["kind"]): TextBlock {
-  if (current && current.kind === kind) return current;
+const model = new ThreadModel();
+const views = new Map<number, EntryView>();
+let stickToBottom = true;
+const renders = new RenderQueue(frameScheduler, scrollIfFollowing);
+
+function scrollIfFollowing() {
+  if (stickToBottom) transcript.scrollTop = transcript.scrollHeight;
+}
+
+transcript.addEventListener("scroll", () => {
+  // Following the stream only while the view is at (or near) its end: the user can read back.
+  stickToBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+});
+
+function messageView(kind: "agent" | "thought" | "user"): MessageView {
   let node: HTMLElement;
-  let body: HTMLElement;
+  const body = el("div", "md");
   if (kind === "thought") {
     const d = el("details", "thought");
     d.appendChild(el("summary", undefined, "Thinking"));
-    body = el("div", "md");
     d.appendChild(body);
     node = d;
   } else {
     node = el("div", kind === "agent" ? "msg agent" : "msg user");
-    body = el("div", "md");
     node.appendChild(body);
   }
-  transcript.appendChild(node);
-  const b: TextBlock = {
-    kind,
-    text: "",
+  const v: MessageView = {
     node,
     body,
+    source: "",
     md: kind === "user" ? undefined : new StreamingMarkdown(document, body),
     failed: false,
     render() {
-      if (b.md && !b.failed) b.md.render();
-      else b.body.textContent = b.text;
+      if (v.md && !v.failed) v.md.render();
+      else v.body.textContent = v.source;
     },
     fallback(error: unknown) {
-      b.failed = true;
+      v.failed = true;
       console.error("acp: markdown rendering failed; showing the raw text", error);
-      b.body.replaceChildren();
-      b.body.textContent = b.text;
+      v.body.replaceChildren();
+      v.body.textContent = v.source;
     },
   };
-  current = b;
-  return b;
+  return v;
 }
 
-function appendText(kind: TextBlock["kind"], text: string) {
-  const b = textBlock(kind);
-  b.text += text;
-  b.md?.append(text);
-  renders.add(b);
+function showMessage(v: MessageView, content: readonly ThreadBlock[]) {
+  const change = textChange(v.source, messageSource(content));
+  if ("append" in change) {
+    if (change.append === "") return;
+    v.source += change.append;
+    v.md?.append(change.append);
+  } else {
+    v.source = change.replace;
+    if (v.md) {
+      v.md = new StreamingMarkdown(document, v.body);
+      v.md.append(v.source);
+    }
+  }
+  renders.add(v);
 }
 
 /** Markdown into `box`, or its raw text if rendering throws. */
@@ -105,141 +128,140 @@ function renderMarkdownSafely(text: string, box: HTMLElement) {
   }
 }
 
-const STATUS_ICON: Record<string, string> = { pending: "○", in_progress: "◐", completed: "●", failed: "✕" };
+const STATUS_ICON: Record<string, string> = { pending: "○", in_progress: "◐", completed: "●", failed: "✕", cancelled: "⊘" };
 
-function renderToolCall(id: string, upd: ToolCallUpdate, isNew: boolean) {
-  let entry = toolCalls.get(id);
-  if (!entry) {
-    const node = el("div", "tool");
-    node.dataset.toolCallId = id;
-    entry = { node, data: { toolCallId: id } };
-    toolCalls.set(id, entry);
-    transcript.appendChild(node);
-    current = undefined;
-  }
-  const d = entry.data;
-  if (isNew) Object.assign(d, { content: [], locations: [] });
-  for (const k of ["title", "kind", "status", "content", "locations", "rawInput", "rawOutput"] as const) {
-    if (upd[k] !== undefined && upd[k] !== null) (d as unknown as Record<string, unknown>)[k] = upd[k];
-  }
-  const node = entry.node;
+function renderToolCall(n: number, node: HTMLElement, t: ThreadToolCall) {
   node.replaceChildren();
-  const status = d.status ?? "pending";
-  node.className = `tool status-${status}`;
+  node.className = `tool status-${t.status}`;
+  node.dataset.toolCallId = t.toolCallId;
   const head = el("div", "tool-head");
-  head.appendChild(el("span", "tool-status", `${STATUS_ICON[status] ?? "?"} ${status.replace("_", " ")}`));
-  head.appendChild(el("span", "tool-title", d.title ?? id));
-  if (d.kind) head.appendChild(el("span", "tool-kind", d.kind));
+  head.appendChild(el("span", "tool-status", `${STATUS_ICON[t.status] ?? "?"} ${t.status.replace("_", " ")}`));
+  head.appendChild(el("span", "tool-title", t.title));
+  if (t.kind && t.kind !== "other") head.appendChild(el("span", "tool-kind", t.kind));
   node.appendChild(head);
-  for (const loc of d.locations ?? []) node.appendChild(el("div", "tool-loc", `${loc.path}${loc.line ? `:${loc.line}` : ""}`));
-  (d.content ?? []).forEach((c: ToolCallContent, index: number) => node.appendChild(renderToolContent(id, c, index)));
+  for (const loc of t.locations) node.appendChild(el("div", "tool-loc", `${loc.path}${loc.line ? `:${loc.line}` : ""}`));
+  t.content.forEach((c, index) => node.appendChild(renderToolContent(n, c, index)));
+  if (t.contentMore) node.appendChild(el("div", "tool-content", `(${t.contentMore} more items not shown)`));
 }
 
-function renderToolContent(toolCallId: string, c: ToolCallContent, index: number): HTMLElement {
+function renderToolContent(n: number, c: ThreadToolContent, index: number): HTMLElement {
   if (c.type === "diff") {
     const box = el("div", "tool-diff");
     box.appendChild(el("span", undefined, `${c.oldText == null ? "New file" : "Edit"}: ${c.path} `));
     const btn = el("button", "open-diff", "Open diff");
-    btn.addEventListener("click", () => post({ type: "openDiff", toolCallId, index }));
+    btn.addEventListener("click", () => post({ type: "openDiff", entry: n, index }));
     box.appendChild(btn);
     return box;
   }
   if (c.type === "terminal") return el("div", "tool-term", `Terminal ${c.terminalId} (see the terminal panel)`);
-  const inner = c.content;
-  if (inner?.type === "text") {
-    const box = el("div", "tool-content md");
-    renderMarkdownSafely(inner.text, box);
-    return box;
+  if (c.type === "content") {
+    const inner = c.content;
+    if (inner.type === "text") {
+      const box = el("div", "tool-content md");
+      renderMarkdownSafely(inner.text ?? "", box);
+      return box;
+    }
+    if (inner.type === "resource_link") return el("div", "tool-content", `${inner.title ?? inner.name ?? ""}: ${inner.uri ?? ""}`);
+    return el("div", "tool-content", `[${inner.type} content]`);
   }
-  if (inner?.type === "resource_link") return el("div", "tool-content", `${inner.title ?? inner.name}: ${inner.uri}`);
-  return el("div", "tool-content", `[${inner?.type ?? "unknown"} content]`);
+  return el("div", "tool-content", "[content of a kind this version does not show]");
 }
 
-function renderPlan(entries: PlanEntry[]) {
-  if (!planNode || !planNode.isConnected) {
-    planNode = el("div", "plan");
-    transcript.appendChild(planNode);
-    current = undefined;
+function showEntry(n: number, entry: ThreadEntry, view: EntryView | undefined): EntryView {
+  switch (entry.type) {
+    case "user":
+    case "agent":
+    case "thought": {
+      const message = view?.message ?? messageView(entry.type);
+      showMessage(message, entry.content);
+      return { node: message.node, message };
+    }
+    case "tool": {
+      const node = view?.node ?? el("div", "tool");
+      renderToolCall(n, node, entry);
+      return { node };
+    }
+    case "notice": {
+      const node = view?.node ?? el("div");
+      node.className = `notice ${entry.level}`;
+      node.textContent = entry.text;
+      return { node };
+    }
   }
-  planNode.replaceChildren(el("div", "plan-title", "Plan"));
+}
+
+// ---- the session's fields: title, plan, modes and options, commands, usage ------------------
+
+function renderMeta(m: ThreadMeta) {
+  titleEl.textContent = m.title ?? "";
+  renderPlan(m);
+  renderControls(m);
+  renderInfo(m);
+}
+
+function renderPlan(m: ThreadMeta) {
+  planEl.replaceChildren();
+  if (m.plan.length === 0) return;
+  const box = el("div", "plan");
+  box.appendChild(el("div", "plan-title", "Plan"));
   const ol = el("ol");
-  for (const e of entries) {
+  for (const e of m.plan) {
     const li = el("li", `plan-entry plan-${e.status}`);
     li.appendChild(el("span", "plan-status", `${STATUS_ICON[e.status] ?? "?"} `));
     li.appendChild(el("span", "plan-content", e.content));
-    if (e.priority) li.appendChild(el("span", "plan-priority", ` (${e.priority})`));
+    if (e.priority === "high") li.appendChild(el("span", "plan-priority", " (high)"));
     ol.appendChild(li);
   }
-  planNode.appendChild(ol);
+  box.appendChild(ol);
+  if (m.planMore) box.appendChild(el("div", "plan-more", `(${m.planMore} more steps not shown)`));
+  planEl.appendChild(box);
 }
 
-function applyUpdate(u: SessionUpdate) {
-  switch (u.sessionUpdate) {
-    case "agent_message_chunk":
-    case "agent_thought_chunk":
-    case "user_message_chunk": {
-      const kind = u.sessionUpdate === "agent_message_chunk" ? "agent" : u.sessionUpdate === "agent_thought_chunk" ? "thought" : "user";
-      const c = u.content;
-      appendText(kind, c.type === "text" ? c.text : c.type === "resource_link" ? `[${c.name}](${c.uri})` : `[${c.type}]`);
-      break;
+function renderInfo(m: ThreadMeta) {
+  infoEl.replaceChildren();
+  if (m.commands.length > 0) {
+    const line = el("div", "commands", "Commands: ");
+    for (const c of m.commands) {
+      const s = el("span", "command", `/${c.name}`);
+      s.title = c.hint ? `${c.description} (${c.hint})` : c.description;
+      line.appendChild(s);
+      line.appendChild(document.createTextNode(" "));
     }
-    case "tool_call":
-      renderToolCall(u.toolCallId, u, true);
-      break;
-    case "tool_call_update":
-      renderToolCall(u.toolCallId, u, false);
-      break;
-    case "plan":
-      renderPlan(u.entries ?? []);
-      break;
-    case "current_mode_update":
-      if (session?.modes) {
-        session.modes.currentModeId = u.currentModeId;
-        renderControls();
-      }
-      break;
-    case "config_option_update":
-      if (session) {
-        session.configOptions = u.configOptions;
-        renderControls();
-      }
-      break;
-    default:
-      break;
+    if (m.commandsMore) line.appendChild(document.createTextNode(`(+${m.commandsMore})`));
+    infoEl.appendChild(line);
+  }
+  if (m.usage) {
+    const u = m.usage;
+    const cost = u.cost ? ` · ${u.cost.amount.toFixed(2)} ${u.cost.currency}` : "";
+    infoEl.appendChild(el("div", "usage", `Context: ${u.used.toLocaleString()} / ${u.size.toLocaleString()} tokens${cost}`));
   }
 }
 
-// ---- session controls (modes, config options) -------------------------------------------------
-
-let session: SessionInfo | null = null;
-
-function renderControls() {
+function renderControls(m: ThreadMeta) {
   controls.replaceChildren();
-  if (!session) return;
-  const modes = session.modes;
-  if (modes && modes.availableModes.length > 0) {
+  if (m.modes.length > 0) {
     const label = el("label", "control", "Mode ");
     const sel = el("select");
     sel.id = "mode-select";
-    for (const m of modes.availableModes) {
-      const o = el("option", undefined, m.name);
-      o.value = m.id;
-      o.selected = m.id === modes.currentModeId;
+    for (const mode of m.modes) {
+      const o = el("option", undefined, mode.name);
+      o.value = mode.id;
+      o.selected = mode.id === m.currentMode;
       sel.appendChild(o);
     }
-    sel.addEventListener("change", () => {
-      modes.currentModeId = sel.value; // until the host confirms (or restores) it
-      post({ type: "setMode", modeId: sel.value });
-    });
+    // Until the agent confirms it (a new delta), or the host shows the old one back.
+    sel.addEventListener("change", () => post({ type: "setMode", modeId: sel.value }));
     label.appendChild(sel);
     controls.appendChild(label);
   }
-  for (const opt of session.configOptions ?? []) {
+  const options = Array.isArray(m.configOptions) ? (m.configOptions as SessionConfigOption[]) : [];
+  for (const opt of options) {
+    if (!opt || typeof opt !== "object" || typeof opt.name !== "string") continue;
     const label = el("label", "control", `${opt.name} `);
     if (opt.type === "boolean") {
       const cb = el("input");
       cb.type = "checkbox";
-      cb.checked = opt.currentValue;
+      cb.checked = opt.currentValue === true;
       cb.addEventListener("change", () => post({ type: "setConfig", configId: opt.id, value: cb.checked }));
       label.appendChild(cb);
     } else if (opt.type === "select") {
@@ -250,7 +272,7 @@ function renderControls() {
         e.selected = o.value === opt.currentValue;
         parent.appendChild(e);
       };
-      for (const o of opt.options) {
+      for (const o of opt.options ?? []) {
         if ("group" in o) {
           const g = el("optgroup");
           g.label = o.name;
@@ -265,17 +287,59 @@ function renderControls() {
   }
 }
 
+// ---- applying the thread's changes ------------------------------------------------------------
+
+function run(ops: ViewOp[]) {
+  for (const op of ops) {
+    switch (op.op) {
+      case "add": {
+        const v = showEntry(op.n, op.entry, undefined);
+        v.node.dataset.entry = String(op.n);
+        transcript.appendChild(v.node);
+        views.set(op.n, v);
+        break;
+      }
+      case "update": {
+        const old = views.get(op.n);
+        const v = showEntry(op.n, op.entry, old);
+        if (old && old.node !== v.node) old.node.replaceWith(v.node);
+        views.set(op.n, v);
+        break;
+      }
+      case "drop":
+        views.get(op.n)?.node.remove();
+        views.delete(op.n);
+        break;
+      case "meta":
+        renderMeta(op.meta);
+        break;
+      case "turnEnded": {
+        // The turn's text is shown now, before the line that says it is over.
+        renders.flush();
+        transcript.appendChild(el("div", `turn-end stop-${op.stop}`, `Turn ended: ${op.stop}`));
+        break;
+      }
+    }
+  }
+}
+
+function startOver(saved: SavedThread | undefined) {
+  transcript.replaceChildren();
+  views.clear();
+  planEl.replaceChildren();
+  infoEl.replaceChildren();
+  controls.replaceChildren();
+  titleEl.textContent = "";
+  stickToBottom = true;
+  run(model.reset(saved));
+}
+
 // ---- host messages ------------------------------------------------------------------------------
 
 function setBusy(busy: boolean) {
   document.body.classList.toggle("busy", busy);
   sendBtn.disabled = busy;
   cancelBtn.disabled = !busy;
-}
-
-function notice(level: "info" | "error", text: string) {
-  transcript.appendChild(el("div", `notice ${level}`, text));
-  current = undefined;
 }
 
 window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
@@ -286,51 +350,27 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
       statusEl.textContent = m.text;
       statusEl.dataset.state = m.state;
       break;
-    case "session":
-      session = m.info;
-      transcript.replaceChildren();
-      transcript.dataset.sessionId = m.info?.sessionId ?? "";
+    case "conversation":
+      transcript.dataset.sessionId = m.sessionId ?? "";
       transcript.dataset.sessionSeq = String(Number(transcript.dataset.sessionSeq ?? 0) + 1);
-      toolCalls.clear();
-      planNode = undefined;
-      current = undefined;
-      renderControls();
-      if (m.info) notice("info", `New session with ${m.info.agent}`);
+      if (m.reset) startOver(typeof m.saved === "string" ? (JSON.parse(m.saved) as SavedThread) : undefined);
       break;
-    case "userPrompt": {
-      current = undefined;
-      appendText("user", m.text);
-      current = undefined;
-      planNode = undefined;
+    case "delta":
+      if (typeof m.json === "string") run(model.apply(JSON.parse(m.json) as ThreadDelta));
       break;
-    }
-    case "updates":
-      for (const u of m.updates) applyUpdate(u);
-      break;
-    case "turnEnded": {
-      // The turn is over: its text is shown now, before the line that says so.
-      renders.flush();
-      current = undefined;
-      const text = m.stopReason === "error" ? `Error: ${m.message ?? "prompt failed"}` : `Turn ended: ${m.stopReason}`;
-      const n = el("div", `turn-end stop-${m.stopReason}`, text);
-      transcript.appendChild(n);
-      break;
-    }
     case "busy":
       setBusy(m.busy);
       break;
-    case "notice":
-      notice(m.level, m.text);
-      break;
   }
-  // Text blocks render on the next frame (renders); everything else is in place already.
-  if (renders.pending === 0) scrollToEnd();
+  // Messages render on the next frame (renders); everything else is in place already.
+  if (renders.pending === 0) scrollIfFollowing();
 });
 
 function send() {
   const text = input.value.trim();
   if (!text || sendBtn.disabled) return;
   input.value = "";
+  stickToBottom = true;
   post({ type: "prompt", text });
 }
 

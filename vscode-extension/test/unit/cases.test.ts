@@ -3,7 +3,9 @@
 // the decision's face, through the bridge that applies it: PermissionBridge for automatic and
 // dismissed answers, FsBridge for writes (real files in a temporary workspace), TerminalManager
 // for terminal/create questions and refusals. acp-client/tests/cases.rs replays the same rows
-// natively, acp-wasm/tests/node/policy.test.mjs through the bare package.
+// natively, acp-wasm/tests/node/policy.test.mjs through the bare package. errors.json and
+// restart.json go through ClientPolicy.failureError and the crash budget the extension's
+// supervisor uses; thread.json through the extension's Conversation (conversation.test.ts).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -14,8 +16,9 @@ import { PermissionBridge, type PermissionPromptModel } from "../../src/bridges/
 import { TerminalManager, type TerminalApprovalRequest } from "../../src/bridges/terminal";
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
-import type { PermissionDecision, PermissionMode } from "../../src/protocol/policy";
-import { RequestError, type PermissionOption } from "../../src/protocol/types";
+import type { FailureName, PermissionDecision, PermissionMode } from "../../src/protocol/policy";
+import type { PermissionOption } from "@agentclientprotocol/sdk";
+import { RequestError } from "../../src/protocol/errors";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
 
 const { skip } = tryEngine();
@@ -189,12 +192,12 @@ test("terminal.json: rows without a directory through the TerminalManager (the q
     await assert.rejects(m.create({ sessionId: "s", ...request }), (e: unknown) => {
       assert.ok(e instanceof RequestError, c.name);
       if ("question" in expect) {
-        assert.equal(e.code, -32603, c.name);
+        assert.equal(e.code, testPolicy().failureError("permission_denied").code, c.name);
         assert.match(e.message, /^permission denied: the user did not allow running /, c.name);
       } else {
-        assert.equal(e.code, -32602, c.name);
+        assert.equal(e.code, testPolicy().failureError("invalid_command").code, c.name);
         assert.equal(e.message, `terminal/create: ${testPolicy().terminalInvalidMessage(request)}`, c.name);
-        assert.deepEqual(e.data, expect.invalid, c.name);
+        assert.deepEqual(e.data, { reason: "invalid_command", invalid: expect.invalid }, c.name);
       }
       return true;
     });
@@ -206,4 +209,34 @@ test("terminal.json: rows without a directory through the TerminalManager (the q
     replayed++;
   }
   assert.ok(replayed >= 10, `${replayed} rows replayed through the bridge`);
+});
+
+// ---- errors.json ------------------------------------------------------------------------------
+
+test("errors.json: every row through ClientPolicy.failureError and .failure (data.reason first)", { skip }, () => {
+  const policy = testPolicy();
+  for (const c of table("errors.json")) {
+    const failure = c.failure as FailureName;
+    assert.deepEqual(policy.failureError(failure), c.expect, c.name);
+    const e = policy.failure(failure, "m", { path: "/p" });
+    assert.deepEqual([e.code, e.message, e.data], [(c.expect as { code: number }).code, "m", { reason: failure, path: "/p" }], c.name);
+  }
+});
+
+// ---- restart.json -----------------------------------------------------------------------------
+
+test("restart.json: rows with the default policy through the extension's crash budget", { skip }, () => {
+  let replayed = 0;
+  for (const c of table("restart.json")) {
+    if (c.policy !== null) continue; // the extension uses acp-client's default policy only
+    const budget = testPolicy().crashBudget();
+    const got: unknown[] = [];
+    for (const step of c.steps as Array<{ crashAtMs?: number; reset?: true }>) {
+      if (step.reset) budget.reset();
+      else got.push(budget.recordCrash(step.crashAtMs!));
+    }
+    assert.deepEqual(got, c.expect, c.name);
+    replayed++;
+  }
+  assert.ok(replayed >= 1, `${replayed} rows replayed`);
 });

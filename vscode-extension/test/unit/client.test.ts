@@ -7,13 +7,15 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
 import { PermissionBridge, type PermissionPromptModel, type PermissionPrompter } from "../../src/bridges/permission";
+import { Conversation } from "../../src/bridges/conversation";
 import { ClientRouter } from "../../src/bridges/router";
 import { AgentConnection, AgentStartError } from "../../src/protocol/agent";
 import type { CancellationToken } from "../../src/protocol/cancellation";
 import { AcpClient, RpcError, type IncomingHandler } from "../../src/protocol/client";
 import type { AcpEvent, EngineConnection, EngineModule } from "../../src/protocol/engine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
-import { RequestError, type SessionNotification } from "../../src/protocol/types";
+import { RequestError } from "../../src/protocol/errors";
+import { messageSource } from "../../src/webview/threadModel";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
 
 const { engine, entry, skip } = tryEngine();
@@ -245,7 +247,8 @@ class ChoosingPrompter implements PermissionPrompter {
 
 function setup(choice: string | undefined | "never", env: Record<string, string> = {}) {
   const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-agent-")));
-  const updates: SessionNotification[] = [];
+  // The updates go where the extension sends them: acp-client's thread model (Conversation).
+  const conv = new Conversation(testPolicy().newThread(), () => {});
   const prompter = new ChoosingPrompter(choice);
   const host: DocumentHost = {
     openDocumentText: () => undefined,
@@ -270,7 +273,7 @@ function setup(choice: string | undefined | "never", env: Record<string, string>
       (sid) => cancelTurn(sid),
     ),
     fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
-    onSessionUpdate: (n) => updates.push(n),
+    onSessionUpdate: (_sessionId, params) => conv.applyUpdate(params),
     log: nullLogger,
   });
   const start = async () =>
@@ -287,13 +290,13 @@ function setup(choice: string | undefined | "never", env: Record<string, string>
         onStderr: () => {},
       },
     ));
+  /** The agent's messages, as the thread folded them. */
   const text = () =>
-    updates
-      .map((u) => u.update)
-      .filter((u) => u.sessionUpdate === "agent_message_chunk")
-      .map((u) => (u as { content: { text: string } }).content.text)
+    conv
+      .saved()
+      .entries.map((e) => (e.type === "agent" ? messageSource(e.content) : ""))
       .join("");
-  return { ws, updates, prompter, start, text, permissionShown };
+  return { ws, conv, prompter, start, text, permissionShown };
 }
 
 test("process: prompt, permission allowed, file written through the fs bridge", { skip }, async () => {
@@ -306,6 +309,10 @@ test("process: prompt, permission allowed, file written through the fs bridge", 
   assert.deepEqual(res, { stopReason: "end_turn" });
   assert.equal(fs.readFileSync(path.join(s.ws, "out.txt"), "utf8"), "written by fixture\n");
   assert.equal(s.text(), "Hello there (written)");
+  const tool = s.conv.saved().entries.find((e) => e.type === "tool");
+  assert.ok(tool?.type === "tool");
+  assert.equal(tool.status, "completed");
+  assert.equal(tool.content[0]?.type, "diff");
   assert.deepEqual(
     s.prompter.models[0]!.items.map((i) => i.optionId),
     ["allow", "deny"],
@@ -321,6 +328,11 @@ test("process: permission denied, nothing written", { skip }, async () => {
   assert.deepEqual(await conn.prompt(sess.sessionId, [{ type: "text", text: "go" }]), { stopReason: "end_turn" });
   assert.equal(fs.existsSync(path.join(s.ws, "out.txt")), false);
   assert.equal(s.text(), "Hello there (denied)");
+  assert.equal(
+    s.conv.saved().entries.find((e) => e.type === "tool")?.type === "tool" &&
+      (s.conv.saved().entries.find((e) => e.type === "tool") as { status: string }).status,
+    "failed",
+  );
   await conn.stop();
 });
 

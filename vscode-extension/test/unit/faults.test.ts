@@ -15,7 +15,7 @@ import type { CancellationToken } from "../../src/protocol/cancellation";
 import { RpcError } from "../../src/protocol/client";
 import type { EngineModule } from "../../src/protocol/engine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
-import type { SessionNotification } from "../../src/protocol/types";
+import type { SessionNotification } from "@agentclientprotocol/sdk";
 import { testPolicy, tryEngine } from "./engine-helpers";
 
 const { engine, skip } = tryEngine();
@@ -110,7 +110,7 @@ async function start(mode: string, engineOptions: object = {}) {
       (sid) => cancelTurn(sid),
     ),
     fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
-    onSessionUpdate: (n) => updates.push(n),
+    onSessionUpdate: (_sessionId, params) => updates.push(params as SessionNotification),
     log: nullLogger,
   });
   const conn = await AgentConnection.start(

@@ -15,7 +15,7 @@ import {
 } from "../../src/bridges/fs";
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
-import { RequestError } from "../../src/protocol/types";
+import { RequestError } from "../../src/protocol/errors";
 import { testPolicy, tryEngine } from "./engine-helpers";
 
 const { skip } = tryEngine();

@@ -10,7 +10,8 @@ import {
 } from "../../src/bridges/permission";
 import { CancellationSource, type CancellationToken } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
-import { RequestError, type PermissionOption } from "../../src/protocol/types";
+import type { PermissionOption } from "@agentclientprotocol/sdk";
+import { RequestError } from "../../src/protocol/errors";
 import { testPolicy, tryEngine } from "./engine-helpers";
 
 const { skip } = tryEngine();
@@ -78,7 +79,10 @@ test("the prompt is built from the agent's own options, in order, with the dismi
   assert.match(m.detail, /Kind: edit/);
   assert.match(m.detail, /Location: \/w\/hello\.txt/);
   assert.equal(m.useQuickPick, false);
-  assert.equal(buildPromptModel(req([{ optionId: "m", name: " ", kind: "allow_sometimes" }]), escape).items[0]!.label, "allow sometimes");
+  assert.equal(
+    buildPromptModel(req([{ optionId: "m", name: " ", kind: "allow_sometimes" as PermissionOption["kind"] }]), escape).items[0]!.label,
+    "allow sometimes",
+  );
 });
 
 test("agent text in the prompt is on one line: a title or option name cannot draw a fake question", { skip }, () => {

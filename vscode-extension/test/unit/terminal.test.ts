@@ -4,7 +4,6 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import {
-  MAX_OUTPUT_BYTES,
   OutputBuffer,
   TerminalManager,
   shellQuote,
@@ -16,7 +15,8 @@ import {
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { envPolicyFrom } from "../../src/protocol/env";
 import { nullLogger } from "../../src/protocol/log";
-import { RequestError, type TerminalExitStatus } from "../../src/protocol/types";
+import type { TerminalExitStatus } from "@agentclientprotocol/sdk";
+import { RequestError } from "../../src/protocol/errors";
 import { testPolicy, tryEngine } from "./engine-helpers";
 
 const { skip } = tryEngine();
@@ -26,16 +26,20 @@ const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-term-
 fs.mkdirSync(path.join(ws, "sub"));
 fs.symlinkSync(outside, path.join(ws, "escape"));
 
+/** acp-client's limits (16 MiB of output, 16 terminals, 2 s kill grace), from the engine. */
+const limits = () => testPolicy().terminalLimits();
 const isCode = (code: number, re?: RegExp) => (e: unknown) => e instanceof RequestError && e.code === code && (!re || re.test(e.message));
 
 test("OutputBuffer keeps everything under the limit", () => {
-  const b = new OutputBuffer();
+  const b = new OutputBuffer(1024);
   b.append(Buffer.from("héllo "));
   b.append(Buffer.from("wörld"));
   assert.equal(b.text(), "héllo wörld");
   assert.equal(b.truncated, false);
-  assert.equal(b.limit, MAX_OUTPUT_BYTES, "no outputByteLimit: acp chat's 16 MiB");
-  assert.equal(new OutputBuffer(64 * 1024 * 1024).limit, MAX_OUTPUT_BYTES, "a larger request is capped too");
+});
+
+test("acp-client's terminal limits, shared with acp chat", { skip }, () => {
+  assert.deepEqual(limits(), { maxOutputBytes: 16 * 1024 * 1024, maxTerminals: 16, killGraceMs: 2000 });
 });
 
 test("OutputBuffer truncates from the front at a character boundary", () => {
@@ -68,7 +72,8 @@ test("OutputBuffer truncates from the front at a character boundary", () => {
 
 test("OutputBuffer appends without copying what it keeps: 32 MiB in 4 KiB chunks stays 16 MiB, fast", { timeout: 10_000 }, () => {
   // The former buffer concatenated everything on every chunk: this took minutes.
-  const b = new OutputBuffer();
+  const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+  const b = new OutputBuffer(MAX_OUTPUT_BYTES);
   const chunk = Buffer.alloc(4096, 0x61);
   for (let i = 0; i < 8192; i++) b.append(chunk);
   assert.equal(b.byteLength, MAX_OUTPUT_BYTES);
@@ -147,7 +152,7 @@ test("without outputByteLimit the output is capped at 16 MiB, newest kept", { sk
   await m.waitForExit({ sessionId: "s", terminalId });
   const out = m.output({ sessionId: "s", terminalId });
   assert.equal(out.truncated, true);
-  assert.equal(Buffer.byteLength(out.output), MAX_OUTPUT_BYTES);
+  assert.equal(Buffer.byteLength(out.output), limits().maxOutputBytes, "no outputByteLimit: acp-client's cap");
   assert.ok(out.output.endsWith("aEND"));
   m.release({ sessionId: "s", terminalId });
 });
@@ -167,7 +172,7 @@ test("kill ends a running process (its group), output stays until release; then 
   assert.equal(exit.exitCode, null);
   assert.deepEqual(m.output({ sessionId: "s", terminalId }).exitStatus, exit);
   m.release({ sessionId: "s", terminalId });
-  assert.throws(() => m.output({ sessionId: "s", terminalId }), isCode(-32002, /unknown terminalId/));
+  assert.throws(() => m.output({ sessionId: "s", terminalId }), isCode(-32002, /terminal not found/));
 });
 
 test("release kills a running process", { skip }, async () => {
@@ -194,9 +199,9 @@ test("a command that cannot be started answers the request with an error, like a
   const m = mgr(d);
   await assert.rejects(m.create({ sessionId: "s", command: "/nonexistent/acp-test-cmd" }), (e: unknown) => {
     assert.ok(e instanceof RequestError);
-    assert.equal(e.code, -32602);
+    assert.equal(e.code, testPolicy().failureError("command_not_found").code);
     assert.match(e.message, /^command not found: `\/nonexistent\/acp-test-cmd`/);
-    assert.deepEqual(e.data, { command: "/nonexistent/acp-test-cmd" });
+    assert.deepEqual(e.data, { reason: "command_not_found", command: "/nonexistent/acp-test-cmd" });
     return true;
   });
   await assert.rejects(m.create({ sessionId: "s", command: "no-such-acp-test-command-xyz" }), isCode(-32602, /command not found/));
@@ -208,8 +213,8 @@ test("a command that cannot be started answers the request with an error, like a
 test("unknown terminal ids and other sessions' terminals are -32002 (resource not found)", { skip }, async () => {
   const m = mgr();
   const { terminalId } = await m.create({ sessionId: "s", command: node, args: ["-e", ""] });
-  assert.throws(() => m.output({ sessionId: "s", terminalId: "term-999" }), isCode(-32002, /unknown terminalId/));
-  assert.throws(() => m.output({ sessionId: "other", terminalId }), isCode(-32002, /unknown terminalId/));
+  assert.throws(() => m.output({ sessionId: "s", terminalId: "term-999" }), isCode(-32002, /terminal not found/));
+  assert.throws(() => m.output({ sessionId: "other", terminalId }), isCode(-32002, /terminal not found/));
   assert.throws(() => m.kill({ sessionId: "s", terminalId: 7 }), isCode(-32002));
   await assert.rejects(m.waitForExit({ sessionId: "s", terminalId: "nope" }), isCode(-32002));
   await assert.rejects(m.create({ sessionId: "s" }), isCode(-32602, /command missing/));
@@ -373,4 +378,47 @@ test("a cwd outside the workspace folders is refused before anyone is asked (sym
     await m.waitForExit({ sessionId: "s", terminalId });
     assert.equal(m.output({ sessionId: "s", terminalId }).output, want);
   }
+});
+
+test(
+  "acp-client's terminal count: the one past the limit is refused (too_many_terminals) before anyone is asked; a release makes room",
+  { skip },
+  async () => {
+    const { maxTerminals } = limits();
+    let asked = 0;
+    const m = new TerminalManager(undefined, settings({ approval: "ask" }), nullLogger, testPolicy(), {
+      approve: async () => (asked++, true),
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < maxTerminals; i++) ids.push((await m.create({ sessionId: "s", command: node, args: ["-e", ""] })).terminalId);
+    assert.equal(asked, maxTerminals);
+    const { code } = testPolicy().failureError("too_many_terminals");
+    await assert.rejects(m.create({ sessionId: "s", command: node, args: ["-e", ""] }), (e: unknown) => {
+      assert.ok(e instanceof RequestError);
+      assert.equal(e.code, code);
+      assert.match(e.message, new RegExp(`^too many terminals \\(limit ${maxTerminals}\\)`));
+      assert.deepEqual(e.data, { reason: "too_many_terminals", limit: maxTerminals });
+      return true;
+    });
+    assert.equal(asked, maxTerminals, "no question for a command that could not run");
+    m.release({ sessionId: "s", terminalId: ids.pop()! });
+    ids.push((await m.create({ sessionId: "s", command: node, args: ["-e", ""] })).terminalId);
+    assert.equal(m.size, maxTerminals);
+    for (const terminalId of ids) m.release({ sessionId: "s", terminalId });
+  },
+);
+
+test("a larger outputByteLimit is capped at acp-client's maximum", { skip, timeout: 30_000 }, async () => {
+  const m = mgr();
+  const { terminalId } = await m.create({
+    sessionId: "s",
+    command: node,
+    args: ["-e", "const b = Buffer.alloc(1 << 20, 0x62); for (let i = 0; i < 17; i++) process.stdout.write(b)"],
+    outputByteLimit: 64 * 1024 * 1024,
+  });
+  await m.waitForExit({ sessionId: "s", terminalId });
+  const out = m.output({ sessionId: "s", terminalId });
+  assert.equal(out.truncated, true);
+  assert.equal(Buffer.byteLength(out.output), limits().maxOutputBytes);
+  m.release({ sessionId: "s", terminalId });
 });

@@ -1,0 +1,149 @@
+// One conversation as the chat shows it: acp-client's thread model (acp-wasm's `Thread`, the
+// same folding `acp chat` renders from) fed with what arrives, and its changes handed to the
+// view coalesced. Nothing here folds an update: each `session/update`'s params go to
+// `Thread.applyUpdate`; prompts, stop reasons, errors and notices to `beginTurn`, `endTurn`,
+// `failTurn`, `notice`. The view is sent `Thread.takeDelta()` (each changed entry once,
+// whatever the number of updates that changed it) at most once per interval, and at once at a
+// turn's boundaries, as the JSON text the thread wrote (the webview parses it once).
+//
+// Architecture Invariant: this file does not import `vscode`; time comes from a Scheduler.
+
+import type { ContentBlock, SessionConfigOption, SessionModeState } from "@agentclientprotocol/sdk";
+import type { NoticeLevel, SavedThread, ThreadEntry } from "acp-wasm-client";
+import type { WasmThread } from "../protocol/engine";
+
+export interface Scheduler {
+  /** Calls `fn` once after about `ms`; the returned function cancels it. */
+  schedule(fn: () => void, ms: number): () => void;
+}
+
+export const timerScheduler: Scheduler = {
+  schedule(fn, ms) {
+    const t = setTimeout(fn, ms);
+    return () => clearTimeout(t);
+  },
+};
+
+export class Conversation {
+  private cancelTimer: (() => void) | undefined;
+  private turnOpen = false;
+  private disposed = false;
+  /** Deltas delivered, for observability and tests. */
+  deliveries = 0;
+
+  constructor(
+    private readonly thread: WasmThread,
+    /** Gets `Thread.takeDelta()`'s JSON text (a `ThreadDelta`). */
+    private readonly deliver: (deltaJson: string) => void,
+    private readonly scheduler: Scheduler = timerScheduler,
+    private readonly intervalMs = 50,
+  ) {}
+
+  /** A turn started (`beginTurn`) and has not ended or failed yet. */
+  get turnRunning(): boolean {
+    return this.turnOpen;
+  }
+
+  /** Folds one `session/update`'s params (or their JSON text). Throws the thread's
+   *  "unreadable session/update: …" for params it cannot read; nothing changes then. */
+  applyUpdate(params: unknown): void {
+    this.thread.applyUpdate(typeof params === "string" ? params : JSON.stringify(params));
+    this.later();
+  }
+
+  /** The user's prompt starts a turn; returns its entry number. */
+  beginTurn(prompt: readonly ContentBlock[]): number {
+    const n = this.thread.beginTurn(JSON.stringify(prompt));
+    this.turnOpen = true;
+    this.flush();
+    return n;
+  }
+
+  /** The turn ended with the agent's stop reason; what it streamed is delivered first. */
+  endTurn(stopReason: string): void {
+    this.thread.endTurn(stopReason);
+    this.turnOpen = false;
+    this.flush();
+  }
+
+  /** The turn failed (an error, the agent crashed): the message stays in the conversation. */
+  failTurn(message: string): void {
+    this.thread.failTurn(message);
+    this.turnOpen = false;
+    this.flush();
+  }
+
+  /** Something the extension reports in the conversation; returns its entry number. */
+  notice(level: NoticeLevel, text: string): number {
+    const n = this.thread.notice(level, text);
+    this.flush();
+    return n;
+  }
+
+  /** What `session/new` answered: the session, its modes and config options. */
+  setSession(sessionId: string, modes: SessionModeState | null | undefined, configOptions: SessionConfigOption[] | null | undefined): void {
+    this.thread.setSession(
+      sessionId,
+      modes ? JSON.stringify(modes.availableModes ?? []) : null,
+      modes?.currentModeId ?? null,
+      configOptions ? JSON.stringify(configOptions) : null,
+    );
+    this.flush();
+  }
+
+  /** The agent confirmed a mode (`session/set_mode` answered): shown as its own update would be. */
+  setCurrentMode(sessionId: string, currentModeId: string): void {
+    this.applyUpdate({ sessionId, update: { sessionUpdate: "current_mode_update", currentModeId } });
+    this.flush();
+  }
+
+  /** The agent's config options after `session/set_config_option`. */
+  setConfigOptions(sessionId: string, configOptions: unknown[]): void {
+    this.applyUpdate({ sessionId, update: { sessionUpdate: "config_option_update", configOptions } });
+    this.flush();
+  }
+
+  /** The saved form (everything, for a view that starts over). */
+  saved(): SavedThread {
+    return JSON.parse(this.thread.toJson()) as SavedThread;
+  }
+
+  /** The saved form's JSON text. */
+  savedJson(): string {
+    return this.thread.toJson();
+  }
+
+  /** Entry `n`, if still kept. */
+  entry(n: number): ThreadEntry | undefined {
+    const json = this.thread.entryJson(n);
+    return json === undefined || json === null ? undefined : (JSON.parse(json) as ThreadEntry);
+  }
+
+  /** Delivers the changes now (a turn's boundary, or the timer). */
+  flush(): void {
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    if (this.disposed || !this.thread.hasChanges()) return;
+    this.deliveries++;
+    this.deliver(this.thread.takeDelta());
+  }
+
+  /** Forgets the view's pending changes (a view that starts over is sent `savedJson()`). */
+  discardChanges(): void {
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    if (this.thread.hasChanges()) this.thread.takeDelta();
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    this.thread.free();
+  }
+
+  private later(): void {
+    if (!this.cancelTimer) this.cancelTimer = this.scheduler.schedule(() => this.flush(), this.intervalMs);
+  }
+}
