@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the browser client (acp-wasm/examples/browser) in headless Chromium:
-#   1. the web build of acp-wasm (scripts/build-wasm.sh, only when acp-wasm/pkg is missing or
-#      older than the engine's sources), and the `acp` binary (cargo decides what to rebuild);
+#   1. the web-client build of acp-wasm (scripts/build-wasm.sh, only when acp-wasm/pkg is missing
+#      or older than its sources: acp-core, acp-client, acp-wasm), and the `acp` binary (cargo
+#      decides what to rebuild);
 #   2. the example's npm packages (npm ci) and its bundle (npm run build: tsc + esbuild);
 #   3. Chromium (apt-get install chromium, only if /usr/bin/chromium is missing);
 #   4. `acp serve --ws 127.0.0.1:0` in its own process group (killed, whole group, on exit), in
@@ -17,9 +18,9 @@ EXAMPLE="$ROOT/acp-wasm/examples/browser"
 say() { echo "test-browser: $*"; }
 
 # --- 1. the wasm package and the acp binary ----------------------------------------------------
-WEB="$ROOT/acp-wasm/pkg/web/acp_wasm_bg.wasm"
-if [ ! -f "$WEB" ] || [ -n "$(find "$ROOT/acp-core/src" "$ROOT/acp-core/Cargo.toml" "$ROOT/acp-wasm/src" \
-  "$ROOT/acp-wasm/Cargo.toml" "$ROOT/acp-wasm/js" "$ROOT/Cargo.lock" -newer "$WEB" -print -quit)" ]; then
+# The page loads the client flavour (pkg/web-client: the engine and acp-client's Thread).
+source "$HERE/wasm-env.sh"
+if acp_wasm_pkg_stale "$ROOT/acp-wasm/pkg/web-client/acp_wasm_bg.wasm"; then
   say "building the wasm package"
   bash "$HERE/wasm-toolchain.sh"
   bash "$HERE/build-wasm.sh"

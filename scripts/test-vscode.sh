@@ -25,9 +25,12 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund
 fi
 
-WASM_JS="$ROOT/acp-wasm/pkg/node/acp_wasm.js"
-WASM_BIN="$ROOT/acp-wasm/pkg/node/acp_wasm_bg.wasm"
-if [ ! -f "$WASM_JS" ] || [ -n "$(find "$ROOT/acp-core/src" "$ROOT/acp-wasm/src" "$ROOT/Cargo.lock" -newer "$WASM_BIN" -print -quit 2>/dev/null)" ]; then
+# Rebuilt when the client flavour (nodejs-client, what the extension loads) or the default one
+# is missing, or older than any of their sources (acp-core, acp-client, acp-wasm, Cargo.lock,
+# build-wasm.sh: ACP_WASM_SOURCES in wasm-env.sh).
+if (source "$ROOT/scripts/wasm-env.sh" &&
+  acp_wasm_pkg_stale "$ROOT/acp-wasm/pkg/nodejs-client/acp_wasm_bg.wasm" "$ROOT/acp-wasm/pkg/node/acp_wasm_bg.wasm") ||
+  [ ! -f "$ROOT/acp-wasm/pkg/nodejs-client/acp_wasm.js" ]; then
   say "building the wasm engine (scripts/build-wasm.sh)"
   bash "$ROOT/scripts/wasm-toolchain.sh"
   bash "$ROOT/scripts/build-wasm.sh"

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by scripts/wasm-toolchain.sh, scripts/build-wasm.sh and scripts/test-wasm.sh.
+# Sourced by scripts/wasm-toolchain.sh, scripts/build-wasm.sh, scripts/test-wasm.sh,
+# scripts/test-browser.sh and scripts/test-vscode.sh.
 # Decides HOW to compile for wasm32-unknown-unknown on this machine, without installing anything:
 #
 #   rustup : the active rustup toolchain has the wasm32-unknown-unknown target installed
@@ -9,7 +10,9 @@
 #   none   : neither is available (run scripts/wasm-toolchain.sh)
 #
 # Exports ACP_WASM_MODE, ACP_ROOT, ACP_WASM_TARGET_DIR and defines wasm_cargo (a function that
-# runs cargo for the wasm target with the right environment; pass cargo arguments after "build").
+# runs cargo for the wasm target with the right environment; pass cargo arguments after "build")
+# and acp_wasm_pkg_stale (whether acp-wasm/pkg must be rebuilt; scripts/test-browser.sh and
+# scripts/test-vscode.sh source this file for it).
 
 ACP_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ACP_WASM_TARGET_DIR="${ACP_WASM_TARGET_DIR:-$ACP_ROOT/target-wasm}"
@@ -96,4 +99,28 @@ acp_find_wasm_opt() {
     fi
   done
   return 1
+}
+
+# What the packages in acp-wasm/pkg are built from (relative to ACP_ROOT): the engine, the
+# client's decisions and thread model (the `client` flavour), the wrapper, the package template,
+# the lock file and the build script itself.
+ACP_WASM_SOURCES=(acp-core/src acp-core/Cargo.toml acp-client/src acp-client/Cargo.toml
+  acp-wasm/src acp-wasm/Cargo.toml acp-wasm/js Cargo.lock scripts/build-wasm.sh)
+
+# Succeeds when the packages must be (re)built for a user of the given .wasm files
+# (acp-wasm/pkg/<dir>/acp_wasm_bg.wasm): one of them is missing, or a source is newer than the
+# oldest of them.
+acp_wasm_pkg_stale() {
+  local f oldest="" s
+  local sources=()
+  for f in "$@"; do
+    [ -f "$f" ] || return 0
+    if [ -z "$oldest" ] || [ "$f" -ot "$oldest" ]; then oldest="$f"; fi
+  done
+  [ -n "$oldest" ] || return 0
+  for s in "${ACP_WASM_SOURCES[@]}"; do
+    [ -e "$ACP_ROOT/$s" ] && sources+=("$ACP_ROOT/$s")
+  done
+  [ "${#sources[@]}" -gt 0 ] || return 1
+  [ -n "$(find "${sources[@]}" -newer "$oldest" -print -quit 2>/dev/null)" ]
 }
