@@ -11,6 +11,7 @@
 //! user's environment) and gets back a decision.
 //!
 //! - [`auth`]: which `authMethods` entry to use, never an interactive login uninvited.
+//! - [`mcp`]: MCP servers from the users' usual config file, kept per the agent's capabilities.
 //! - [`permission`]: which option an automatic answer picks, what a request with no options
 //!   or a dismissed question answers, and whether that cancels the turn.
 //! - [`writes`]: which file writes need the user's question (files that git, shells, editors
@@ -29,6 +30,7 @@ pub mod auth;
 pub mod display;
 pub mod env;
 pub mod errors;
+pub mod mcp;
 pub mod permission;
 pub mod restart;
 pub mod terminal;

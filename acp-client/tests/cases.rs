@@ -191,3 +191,21 @@ fn error_cases() {
         );
     }
 }
+
+#[test]
+fn mcp_cases() {
+    use acp_client::mcp::{self, McpCapabilities};
+    for case in table("mcp.json") {
+        let caps: McpCapabilities = serde_json::from_value(case["caps"].clone()).expect("caps");
+        let got = match mcp::parse_config(&case["config"].to_string()) {
+            Ok(servers) => json!(mcp::select(&servers, caps)),
+            Err(e) => match case["expect"].get("error_starts") {
+                Some(prefix) if e.starts_with(prefix.as_str().unwrap()) => {
+                    json!({ "error_starts": prefix })
+                }
+                _ => json!({ "error": e }),
+            },
+        };
+        check("mcp.json", &case, got);
+    }
+}

@@ -153,6 +153,9 @@ elif scenario == "sensitive-writes":
         report(call(10, "fs/write_text_file", {"sessionId": "s-1", "path": os.path.join(cwd, rel),
             "content": "[core]\n\tfsmonitor = \"touch pwned\"\n"}))
     end(pid)
+elif scenario == "plain":
+    update("ok\n")
+    end(pid)
 elif scenario == "modes":
     update("[prompted]\n")
     end(pid)
@@ -509,6 +512,58 @@ fn the_sessions_mode_is_shown_and_mode_sets_it_before_the_first_prompt() {
     assert!(
         r.stderr
             .contains("--mode yolo: the agent's modes are auto, default"),
+        "{}",
+        r.dump()
+    );
+}
+
+#[test]
+fn mcp_config_servers_go_to_session_new_per_the_agents_capabilities() {
+    let dir = TempDir::new("mcp");
+    let config = dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {
+            "files": {"command": "mcp-files", "args": ["/tmp"], "env": {"DEBUG": "1"}},
+            "docs": {"type": "http", "url": "https://mcp.example.com/mcp"}}}"#,
+    )
+    .unwrap();
+    let r = chat(
+        &dir,
+        "plain",
+        &["--mcp-config", config.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("--mcp-config: left out docs (http servers are not supported by this agent)"),
+        "{}",
+        r.dump()
+    );
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+    let new = log
+        .lines()
+        .find(|l| l.contains("session/new"))
+        .expect("session/new");
+    let v: serde_json::Value = serde_json::from_str(new).unwrap();
+    assert_eq!(
+        v["params"]["mcpServers"],
+        serde_json::json!([{"name": "files", "command": "mcp-files", "args": ["/tmp"],
+                            "env": [{"name": "DEBUG", "value": "1"}]}])
+    );
+    // A broken file is a clear error before anything starts.
+    std::fs::write(&config, r#"{"mcpServers": {"x": {"args": []}}}"#).unwrap();
+    let r = chat(
+        &dir,
+        "plain",
+        &["--mcp-config", config.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("server `x`: a stdio server needs \"command\""),
         "{}",
         r.dump()
     );

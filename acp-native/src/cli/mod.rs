@@ -142,6 +142,13 @@ pub struct ChatArgs {
     #[arg(long, value_name = "MODE_ID")]
     pub mode: Option<String>,
 
+    /// MCP servers for the session, from a JSON file in the shape other agents use:
+    /// `{"mcpServers": {"name": {"command": "…", "args": […], "env": {…}}, "web": {"type":
+    /// "http", "url": "https://…", "headers": {…}}}}`. stdio servers are always passed; http and
+    /// sse ones only to agents that advertise them (the others are named on stderr).
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+
     /// The session's working directory; the agent's file and terminal access is confined to
     /// it. Default: the current directory.
     #[arg(long, value_name = "DIR")]

@@ -156,6 +156,8 @@ struct Chat {
     auth: Option<String>,
     /// The session mode named with `--mode`.
     mode_wanted: Option<String>,
+    /// The servers of `--mcp-config`.
+    mcp: Vec<acp_client::mcp::McpServer>,
     /// Variables set (non-empty) in the agent's environment, for the auth choice.
     agent_vars: std::collections::HashSet<String>,
     /// Permission requests to answer `cancelled` once `session/cancel` is sent.
@@ -178,6 +180,17 @@ impl Chat {
                 format!("--cwd {} is not a directory", cwd.display()),
             ));
         }
+        let mcp = match &args.mcp_config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Outcome::fail(exit::ERROR, format!("--mcp-config {}: {e}", path.display()))
+                })?;
+                acp_client::mcp::parse_config(&text).map_err(|e| {
+                    Outcome::fail(exit::ERROR, format!("--mcp-config {}: {e}", path.display()))
+                })?
+            }
+            None => Vec::new(),
+        };
         // Before the agent starts: a hang-up from now on stops it instead of orphaning it.
         let signals = Signals::new()
             .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle signals: {e}")))?;
@@ -270,6 +283,7 @@ impl Chat {
             activity,
             auth: args.auth.clone(),
             mode_wanted: args.mode.clone(),
+            mcp,
             agent_vars,
             cancelling: Vec::new(),
         };
@@ -317,7 +331,8 @@ impl Chat {
             }
             // The agent replays the conversation as `session/update`s before it answers; they
             // are shown in order before the first prompt.
-            let request = s::LoadSessionRequest::new(id.to_string(), cwd);
+            let mcp = self.mcp_servers(&info)?;
+            let request = s::LoadSessionRequest::new(id.to_string(), cwd).mcp_servers(mcp);
             let loaded = self
                 .wait("session/load", conn.load_session(request))
                 .await?;
@@ -343,7 +358,7 @@ impl Chat {
         if self.auth.is_some() {
             self.authenticate(&conn, &methods).await?;
         }
-        let new = s::NewSessionRequest::new(cwd);
+        let new = s::NewSessionRequest::new(cwd).mcp_servers(self.mcp_servers(&info)?);
         let session = match self.wait_raw(conn.new_session(new.clone())).await? {
             Ok(session) => session,
             Err(e) if is_auth_required(&e) && self.auth.is_none() => {
@@ -505,6 +520,26 @@ impl Chat {
                 self.last_garbage = Some(format!("(a message over {limit} bytes) {start}…"));
             }
         }
+    }
+
+    /// The `--mcp-config` servers the agent can use (acp-client's `mcp`: stdio always, http
+    /// and sse when its `mcpCapabilities` say so); the others are named on stderr.
+    fn mcp_servers(&self, info: &s::InitializeResponse) -> Result<Vec<s::McpServer>, Outcome> {
+        let caps = acp_client::mcp::McpCapabilities {
+            http: info.agent_capabilities.mcp_capabilities.http,
+            sse: info.agent_capabilities.mcp_capabilities.sse,
+        };
+        let selection = acp_client::mcp::select(&self.mcp, caps);
+        for left in &selection.left_out {
+            self.ui
+                .warn(&format!("--mcp-config: left out {}", escape_line(left)));
+        }
+        selection
+            .servers
+            .iter()
+            .map(|m| serde_json::to_value(m).and_then(serde_json::from_value))
+            .collect::<Result<_, _>>()
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("--mcp-config: {e}")))
     }
 
     /// Authenticates with the method the shared policy chooses (acp-client's `auth`): the one
