@@ -398,3 +398,31 @@ fn demo_agent_session_ids_are_unique_across_processes() {
     assert!(a.starts_with("demo-") && b.starts_with("demo-"), "{a} {b}");
     assert_ne!(a, b);
 }
+
+#[test]
+fn the_prompt_can_come_from_a_file_or_stdin() {
+    let dir = TempDir::new("prompt-file");
+    std::fs::write(dir.join("prompt.txt"), "hi from a file\nsecond line\n").unwrap();
+    let r = run(
+        &["chat", "--deny", "--json", "-f", "prompt.txt"],
+        dir.path(),
+        None,
+    );
+    assert!(r.stdout.contains("hi from a file"), "{}", r.dump());
+    let r = run(
+        &["chat", "--deny", "--json", "--prompt-file", "-"],
+        dir.path(),
+        Some("hi from stdin\n"),
+    );
+    assert!(r.stdout.contains("hi from stdin"), "{}", r.dump());
+    let r = run(&["chat", "-f", "missing.txt"], dir.path(), None);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr.contains("--prompt-file missing.txt"),
+        "{}",
+        r.dump()
+    );
+    std::fs::write(dir.join("empty.txt"), " \n").unwrap();
+    let r = run(&["chat", "-f", "empty.txt"], dir.path(), None);
+    assert_eq!(r.code(), 2, "{}", r.dump());
+}

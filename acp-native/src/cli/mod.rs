@@ -20,7 +20,6 @@ pub mod exit {
     /// request; or a local failure. The message on stderr says which.
     pub const ERROR: i32 = 1;
     /// Invalid command-line usage (clap's code).
-    #[allow(dead_code)] // clap exits with it itself
     pub const USAGE: i32 = 2;
     /// The turn was cancelled (Ctrl-C, a permission request answered with EOF, ...).
     pub const CANCELLED: i32 = 3;
@@ -87,6 +86,16 @@ pub struct ChatArgs {
     /// Send this prompt, run one turn and exit (the exit code tells how the turn ended).
     #[arg(short, long, value_name = "TEXT")]
     pub prompt: Option<String>,
+
+    /// Like --prompt, with the prompt read from FILE (`-`: from stdin, which then cannot
+    /// answer questions: they are answered as if no one were there).
+    #[arg(
+        short = 'f',
+        long = "prompt-file",
+        value_name = "FILE",
+        conflicts_with = "prompt"
+    )]
+    pub prompt_file: Option<PathBuf>,
 
     /// Approve each permission request once: the agent's `allow_once` option. Never its
     /// "always" options (they persist a rule in the agent or the project): when the agent

@@ -109,8 +109,30 @@ fn escape_lines(text: &str) -> String {
 }
 
 /// Runs `acp chat`; returns the exit code.
-pub async fn run(args: ChatArgs) -> i32 {
+pub async fn run(mut args: ChatArgs) -> i32 {
     let ui = Ui::new(args.json);
+    if let Some(path) = args.prompt_file.take() {
+        let text = if path.as_os_str() == "-" {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+        } else {
+            std::fs::read_to_string(&path)
+        };
+        match text {
+            Ok(text) if !text.trim().is_empty() => args.prompt = Some(text),
+            Ok(_) => {
+                ui.error(&format!(
+                    "--prompt-file {}: the prompt is empty",
+                    path.display()
+                ));
+                return exit::USAGE;
+            }
+            Err(e) => {
+                ui.error(&format!("--prompt-file {}: {e}", path.display()));
+                return exit::ERROR;
+            }
+        }
+    }
     let outcome = match Chat::start(&args, ui.clone()).await {
         Ok(mut chat) => {
             let outcome = chat.converse(&args).await;
