@@ -1,4 +1,9 @@
 //! acp-native: the tokio + tower host around `acp-core`.
+//!
+//! The library is the host (driver, router, layers, role connections, transports, process
+//! supervision, fs and terminal services; see `API.md`). The `acp` command built from the same
+//! package needs the default feature `cli`; `default-features = false` leaves its dependencies
+//! (clap) out.
 pub mod agent;
 pub mod client;
 pub mod driver;
