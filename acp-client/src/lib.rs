@@ -21,6 +21,7 @@
 //! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
 //! - [`env`]: the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
+//! - [`registry`]: agents by name from the ACP registry format (a snapshot ships built in).
 //! - [`restart`]: restarting a crashed agent (backoff, crash budget, circuit breaker).
 //! - [`terminal`]: the `terminal/create` question: checks and the text every face shows.
 //! - [`thread`]: the conversation: `session/update`s folded into a saved, versioned thread
@@ -32,6 +33,7 @@ pub mod env;
 pub mod errors;
 pub mod mcp;
 pub mod permission;
+pub mod registry;
 pub mod restart;
 pub mod terminal;
 pub mod thread;

@@ -209,3 +209,29 @@ fn mcp_cases() {
         check("mcp.json", &case, got);
     }
 }
+
+#[test]
+fn registry_cases() {
+    use acp_client::registry;
+    for case in table("registry.json") {
+        let got = (|| -> Result<registry::Launch, String> {
+            let base = if case["registry"].is_null() {
+                registry::parse(registry::SNAPSHOT)?
+            } else {
+                registry::parse(&case["registry"].to_string())?
+            };
+            let reg = if case["overlay"].is_null() {
+                base
+            } else {
+                registry::merge(base, registry::parse(&case["overlay"].to_string())?)
+            };
+            let agent = registry::find(&reg, case["agent"].as_str().expect("agent"))?;
+            registry::launch(agent, case["platform"].as_str().expect("platform"))
+        })();
+        let got = match got {
+            Ok(l) => json!({ "launch": l }),
+            Err(e) => json!({ "error": e }),
+        };
+        check("registry.json", &case, got);
+    }
+}

@@ -426,3 +426,88 @@ fn the_prompt_can_come_from_a_file_or_stdin() {
     let r = run(&["chat", "-f", "empty.txt"], dir.path(), None);
     assert_eq!(r.code(), 2, "{}", r.dump());
 }
+
+/// `--agent NAME` resolves the registry entry (here the built-in gemini one, and one from a
+/// `--registry` agent.json) and runs its `npx` command: a fake `npx` first on PATH records its
+/// arguments and runs the demo agent.
+#[test]
+fn agents_by_name_run_their_registry_command() {
+    let dir = TempDir::new("agents");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    dir.script(
+        "bin/npx",
+        &format!(
+            "echo \"$@\" >> '{}'\nexec '{}' demo-agent",
+            dir.join("npx-args.txt").display(),
+            acp()
+        ),
+    );
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run_with_path = |args: &[&str]| {
+        let out = std::process::Command::new(acp())
+            .args(args)
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("NO_COLOR", "1")
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run_with_path(&["chat", "--deny", "--agent", "gemini", "--prompt", "hi"]);
+    assert_eq!(code, Some(0), "{err}");
+    let args = std::fs::read_to_string(dir.join("npx-args.txt")).unwrap();
+    assert_eq!(args.trim(), "-y @google/gemini-cli@0.61.0 --acp");
+
+    std::fs::write(
+        dir.join("mine.json"),
+        r#"{"id": "mine", "name": "My agent", "version": "1.0.0", "description": "",
+            "distribution": {"npx": {"package": "my-agent@1.0.0", "args": ["--acp"]}}}"#,
+    )
+    .unwrap();
+    let (code, _, err) = run_with_path(&[
+        "chat",
+        "--deny",
+        "--agent",
+        "mine",
+        "--registry",
+        "mine.json",
+        "--prompt",
+        "hi",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let args = std::fs::read_to_string(dir.join("npx-args.txt")).unwrap();
+    assert_eq!(args.lines().last().unwrap(), "-y my-agent@1.0.0 --acp");
+
+    let (code, _, err) = run_with_path(&["chat", "--agent", "cursor", "--prompt", "hi"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--agent: no agent is called `cursor`; known agents: claude, codex, gemini, qwen, opencode"),
+        "{err}"
+    );
+    let (code, out, _) = run_with_path(&["agents", "--json", "--registry", "mine.json"]);
+    assert_eq!(code, Some(0));
+    let ids: Vec<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        ["claude", "codex", "gemini", "qwen", "opencode", "mine"]
+    );
+}

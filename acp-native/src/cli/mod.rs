@@ -1,5 +1,6 @@
 //! The `acp` command line: arguments (clap derive) and dispatch.
 
+pub mod agents;
 pub mod chat;
 pub mod render;
 pub mod rpc_log;
@@ -60,6 +61,9 @@ pub enum Command {
     /// run without a shell, in --cwd, with this environment.
     #[command(after_long_help = CHAT_EXIT_CODES)]
     Chat(ChatArgs),
+    /// List the agents `acp chat --agent NAME` knows (a built-in list in the ACP registry
+    /// format, plus a cached or given registry file).
+    Agents(agents::AgentsArgs),
     /// Run the built-in demo agent on stdin/stdout (offline, deterministic).
     DemoAgent(DemoAgentArgs),
     /// Bridge WebSocket clients to local agents: one agent process per connection, one
@@ -158,6 +162,15 @@ pub struct ChatArgs {
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
 
+    /// Run this agent by name (`acp agents` lists them: claude, codex, gemini, qwen, opencode,
+    /// and those of a registry file) instead of a command after `--`.
+    #[arg(long = "agent", value_name = "NAME", conflicts_with = "agent")]
+    pub agent_name: Option<String>,
+
+    /// A registry file (the ACP registry's `registry.json`) or one `agent.json` for --agent.
+    #[arg(long, value_name = "FILE", requires = "agent_name")]
+    pub registry: Option<PathBuf>,
+
     /// The session's working directory; the agent's file and terminal access is confined to
     /// it. Default: the current directory.
     #[arg(long, value_name = "DIR")]
@@ -199,19 +212,46 @@ pub struct ChatArgs {
 
 impl ChatArgs {
     /// The environment of the agent and its terminals (`--env`, `--inherit-env`).
+    #[cfg(test)]
     pub fn env_policy(&self) -> acp_native::process::EnvPolicy {
-        env_policy(self.inherit_env, &self.env)
+        self.env_policy_with(&Default::default())
+    }
+
+    /// [`ChatArgs::env_policy`] with the variables of an `--agent` registry entry set first
+    /// (so `--env` overrides them).
+    pub fn env_policy_with(
+        &self,
+        extra: &std::collections::BTreeMap<String, String>,
+    ) -> acp_native::process::EnvPolicy {
+        use acp_native::process::EnvPolicy;
+        let mut policy = if self.inherit_env {
+            EnvPolicy::inherit_all()
+        } else {
+            EnvPolicy::default()
+        };
+        for (name, value) in extra {
+            policy = policy.var(name, value);
+        }
+        apply_env_items(policy, &self.env)
     }
 }
 
 /// The allowlist (or everything, `inherit`) plus `--env` items (`NAME`, `NAME_*`, `NAME=VALUE`).
 pub fn env_policy(inherit: bool, items: &[String]) -> acp_native::process::EnvPolicy {
     use acp_native::process::EnvPolicy;
-    let mut policy = if inherit {
+    let policy = if inherit {
         EnvPolicy::inherit_all()
     } else {
         EnvPolicy::default()
     };
+    apply_env_items(policy, items)
+}
+
+/// `--env` items (`NAME`, `NAME_*`, `NAME=VALUE`) applied to `policy`.
+pub fn apply_env_items(
+    mut policy: acp_native::process::EnvPolicy,
+    items: &[String],
+) -> acp_native::process::EnvPolicy {
     for item in items {
         policy = match item.split_once('=') {
             Some((name, value)) => policy.var(name, value),
@@ -319,6 +359,7 @@ pub async fn run(cli: Cli) -> i32 {
             .await
         }
         Command::Serve(args) => serve::run(args).await,
+        Command::Agents(args) => agents::run(args),
     }
 }
 

@@ -216,7 +216,14 @@ impl Chat {
         // Before the agent starts: a hang-up from now on stops it instead of orphaning it.
         let signals = Signals::new()
             .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle signals: {e}")))?;
-        let command: Vec<OsString> = if args.agent.is_empty() {
+        let mut registry_env = std::collections::BTreeMap::new();
+        let command: Vec<OsString> = if let Some(name) = &args.agent_name {
+            let (command, env) =
+                super::agents::resolve(name, args.registry.as_deref(), |m| ui.warn(m))
+                    .map_err(|e| Outcome::fail(exit::ERROR, format!("--agent: {e}")))?;
+            registry_env = env;
+            command
+        } else if args.agent.is_empty() {
             super::default_agent()
         } else {
             args.agent.clone()
@@ -225,7 +232,8 @@ impl Chat {
 
         // The agent runs in --cwd, without a shell, with an explicit environment: the
         // allowlist plus what --env passes (its API key...), or everything (--inherit-env).
-        let env = args.env_policy();
+        // The registry entry's variables, then --env (the user's word last).
+        let env = args.env_policy_with(&registry_env);
         let agent_vars = env
             .resolve_from_host()
             .into_iter()
