@@ -1,5 +1,6 @@
-// A small ACP client in a web page: the protocol engine is acp-wasm (the `web` build), the
-// transport a WebSocket to `acp serve --ws`, which runs one agent process per connection.
+// A small ACP client in a web page: the protocol engine is acp-wasm (the `web-client` build:
+// the engine plus acp-client), the transport a WebSocket to `acp serve --ws`, which runs one
+// agent process per connection.
 //
 // `acp serve` wants its token with every connection. A browser's WebSocket cannot set an
 // `Authorization` header, so the page offers the token as the subprotocol `acp.token.TOKEN`
@@ -11,9 +12,15 @@
 // answers the agent's requests: fs/read_text_file and fs/write_text_file from a virtual file
 // map kept in the page (shown on the right), and session/request_permission with buttons.
 //
+// The conversation is acp-client's thread model (`Thread`, the same one `acp chat` and the VS
+// Code extension render from): each session/update's params go to `applyUpdate`, and the page
+// is drawn from `takeDelta()`, the entries changed since the last frame, once per animation
+// frame however many chunks arrived in it.
+//
 // Every piece of agent text reaches the DOM through `textContent`, never `innerHTML`.
 
-import init, { AcpConnection, type AcpEvent } from "acp-wasm";
+import init, { AcpConnection, Thread, type AcpEvent, type ThreadApplied, type ThreadBlock, type ThreadDelta,
+  type ThreadEntry, type ThreadMeta } from "acp-wasm/client";
 
 // ---- the page's elements and a tiny DOM helper --------------------------------------------
 
@@ -76,7 +83,6 @@ let conn: AcpConnection | undefined;
 let ws: WebSocket | undefined;
 let timer: ReturnType<typeof setTimeout> | undefined;
 let sessionId: string | undefined;
-let turn: { agent: HTMLElement; thought: HTMLElement; box: HTMLElement } | undefined;
 const now = () => performance.now();
 
 /** What to do when an outgoing request completes, by request id. */
@@ -133,7 +139,7 @@ function handleEvent(event: AcpEvent) {
   switch (event.type) {
     case "request": return answerAgentRequest(event.token, event.method, event.params as any);
     case "notification":
-      if (event.method === "session/update") showUpdate((event.params as any).update);
+      if (event.method === "session/update") applyUpdate(event.params);
       return;
     case "response": waiting.get(event.requestId)?.ok(event.result); waiting.delete(event.requestId); return;
     case "requestFailed":
@@ -170,6 +176,7 @@ function connect() {
   }
   ws = socket;
   conn = new AcpConnection("client");
+  newThread();
   setStatus("connecting", `connecting to ${urlInput.value}…`);
   socket.onmessage = (e) => {
     if (ws !== socket || typeof e.data !== "string") return;
@@ -201,6 +208,9 @@ async function startSession(socket: WebSocket) {
     const session = await request("session/new", { cwd: cwdInput.value, mcpServers: [] }, 30_000);
     if (ws !== socket) return;
     sessionId = session.sessionId;
+    thread?.setSession(session.sessionId, session.modes ? JSON.stringify(session.modes.availableModes) : null,
+      session.modes?.currentModeId ?? null, session.configOptions ? JSON.stringify(session.configOptions) : null);
+    scheduleRender();
     const agent = info.agentInfo?.title ?? info.agentInfo?.name ?? "agent";
     setStatus("ready", `connected to ${agent}, session ${sessionId}`);
     setBusy(false);
@@ -226,22 +236,19 @@ function setBusy(busy: boolean) {
 }
 
 async function sendPrompt(text: string) {
-  const box = el("div", "turn");
-  turn = { box, agent: el("div", "agent"), thought: el("div", "thought") };
-  box.append(el("div", "user", text), turn.thought, turn.agent);
-  transcript.append(box);
-  planList.replaceChildren();
+  const t = thread!;
+  const prompt = [{ type: "text", text }];
+  t.beginTurn(JSON.stringify(prompt));
+  flush(); // the user's line at once
   setBusy(true);
-  let ended: string;
   try {
-    const result = await request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
-    ended = result.stopReason;
+    const result = await request("session/prompt", { sessionId, prompt });
+    if (t === thread) t.endTurn(result.stopReason);
   } catch (e) {
-    ended = `error: ${(e as Error).message}`;
+    if (t === thread) t.failTurn((e as Error).message);
   }
-  const stop = el("div", "stop", `turn ended: ${ended}`);
-  stop.dataset.stopReason = ended;
-  box.append(stop);
+  // The turn's last chunks are drawn before its end line, not a frame later.
+  flush();
   setBusy(false);
 }
 
@@ -252,46 +259,115 @@ function cancelTurn() {
   pump();
 }
 
-// ---- what the agent sends: session/update ---------------------------------------------------
+// ---- what the agent sends: the conversation (acp-client's Thread) ----------------------------
 
-/** The text of an ACP content block (other kinds are only named). */
-const blockText = (c: any) => (c?.type === "text" ? c.text : `[${c?.type ?? "content"}]`);
+let thread: Thread | undefined;
+/** The page's element of each entry of the thread, by entry number. */
+const views = new Map<number, HTMLElement>();
+/** How many session/update chunks went into each entry (shown as data-chunks). */
+const chunks = new Map<number, number>();
+/** The .turn box new entries go to (a user entry starts one). */
+let turnBox: HTMLElement | undefined;
+let frame: number | undefined;
 
-function showUpdate(u: any) {
-  if (!turn) return; // e.g. a session/load replay; this example does not load sessions
-  switch (u.sessionUpdate) {
-    case "agent_message_chunk": turn.agent.append(blockText(u.content)); break; // a text node
-    case "agent_thought_chunk": turn.thought.append(blockText(u.content)); break;
-    case "plan":
-      planList.replaceChildren(...u.entries.map((e: any) => {
-        const li = el("li", "", e.content);
-        li.dataset.status = e.status;
-        return li;
-      }));
-      break;
-    case "tool_call":
-    case "tool_call_update": showToolCall(u); break;
+/** A fresh conversation for a new connection; the old one's view is kept, its memory freed. */
+function newThread() {
+  if (frame !== undefined) cancelAnimationFrame(frame);
+  frame = undefined;
+  thread?.free();
+  thread = new Thread();
+  views.clear();
+  chunks.clear();
+  turnBox = undefined;
+}
+
+/** Folds one session/update into the thread; the page is drawn at the next frame. */
+function applyUpdate(params: unknown) {
+  if (!thread) return;
+  let applied: ThreadApplied;
+  try {
+    applied = JSON.parse(thread.applyUpdate(JSON.stringify(params)));
+  } catch (e) {
+    console.warn(`${(e as Error).message}`); // "unreadable session/update: ..."; nothing changed
+    return;
   }
+  if (applied.applied === "chunk") chunks.set(applied.entry, (chunks.get(applied.entry) ?? 0) + 1);
+  scheduleRender();
+}
+
+function scheduleRender() {
+  if (frame === undefined) frame = requestAnimationFrame(render);
+}
+
+/** Draws what is pending now (a turn's end, a new prompt) instead of at the next frame. */
+function flush() {
+  if (frame !== undefined) cancelAnimationFrame(frame);
+  render();
+}
+
+/** One frame: each entry changed since the last one is drawn once, however many chunks changed it. */
+function render() {
+  frame = undefined;
+  if (!thread?.hasChanges()) return;
+  const delta: ThreadDelta = JSON.parse(thread.takeDelta());
+  for (const [n, view] of views) {
+    if (n < delta.firstEntry) { view.remove(); views.delete(n); } // dropped for the memory limit
+  }
+  for (const [n, entry] of delta.entries) renderEntry(n, entry);
+  if (delta.meta) renderMeta(delta.meta);
   transcript.scrollTop = transcript.scrollHeight;
 }
 
-function showToolCall(u: any) {
-  let li = toolList.querySelector<HTMLElement>(`li[data-id="${CSS.escape(u.toolCallId)}"]`);
-  if (!li) {
-    li = el("li");
-    li.dataset.id = u.toolCallId;
-    li.append(el("span", "title"), el("span", "status"), el("div", "content"));
-    toolList.append(li);
+/** The text of content blocks (other kinds than text are only named). */
+const blocksText = (blocks: ThreadBlock[]) =>
+  blocks.map((b) => (b.type === "text" ? b.text ?? "" : `[${b.type}]`)).join("");
+
+function renderEntry(n: number, entry: ThreadEntry) {
+  let view = views.get(n);
+  if (entry.type === "tool") {
+    if (!view) {
+      view = el("li");
+      view.dataset.id = entry.toolCallId;
+      view.append(el("span", "title"), el("span", "status"), el("div", "content"));
+      toolList.append(view);
+    }
+    view.querySelector(".title")!.textContent = entry.title;
+    view.dataset.status = entry.status;
+    view.querySelector(".status")!.textContent = entry.status.replace("_", " ");
+    view.querySelector(".content")!.textContent = entry.content.map((c) =>
+      c.type === "diff" ? `diff of ${c.path}` : c.type === "content" ? blocksText([c.content]) : `[${c.type}]`).join("\n");
+  } else {
+    if (!view) {
+      if (entry.type === "user" || !turnBox) {
+        turnBox = el("div", "turn");
+        transcript.append(turnBox);
+      }
+      view = el("div", entry.type === "notice" ? "note" : entry.type);
+      turnBox.append(view);
+    }
+    if (entry.type === "notice") {
+      view.dataset.level = entry.level;
+      view.textContent = entry.text;
+    } else {
+      view.textContent = blocksText(entry.content); // one text node: the whole message so far
+      if (chunks.has(n)) view.dataset.chunks = String(chunks.get(n));
+    }
   }
-  if (u.title) li.querySelector(".title")!.textContent = u.title;
-  const status = u.status ?? (u.sessionUpdate === "tool_call" ? "pending" : undefined); // the default
-  if (status) {
-    li.dataset.status = status;
-    li.querySelector(".status")!.textContent = status.replace("_", " ");
-  }
-  if (u.content) {
-    li.querySelector(".content")!.textContent = u.content.map((c: any) =>
-      c.type === "diff" ? `diff of ${c.path}` : c.type === "content" ? blockText(c.content) : `[${c.type}]`).join("\n");
+  view.dataset.entry = String(n);
+  views.set(n, view);
+}
+
+function renderMeta(meta: ThreadMeta) {
+  planList.replaceChildren(...meta.plan.map((e) => {
+    const li = el("li", "", e.content);
+    li.dataset.status = e.status;
+    return li;
+  }));
+  // The turn's end line, once, after its entries.
+  if (meta.turn === "idle" && meta.lastStop && turnBox && !turnBox.querySelector(".stop")) {
+    const stop = el("div", "stop", `turn ended: ${meta.lastStop}`);
+    stop.dataset.stopReason = meta.lastStop;
+    turnBox.append(stop);
   }
 }
 
@@ -343,7 +419,8 @@ function closePermission(token: number, why: string) {
   const box = permissions.querySelector(`[data-token="${token}"]`);
   if (!box) return;
   box.remove();
-  turn?.box.append(el("div", "note", `permission: ${why}`));
+  thread?.notice("info", `permission: ${why}`);
+  scheduleRender();
 }
 
 // ---- wiring ---------------------------------------------------------------------------------

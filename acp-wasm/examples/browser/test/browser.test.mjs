@@ -120,6 +120,11 @@ async function send(page, text) {
 
 const lastTurn = (page) => page.locator(".turn").last();
 const texts = (locator) => locator.evaluateAll((els) => els.map((e) => e.textContent));
+/** The agent's text in the last turn: its messages (one element per message entry), joined. */
+const agentText = async (page) => (await texts(lastTurn(page).locator(".agent"))).join("");
+/** The demo agent's streamed answer to `prompt` (acp-native's demo_agent.rs, answer_chunks). */
+const demoAnswer = (prompt) => `Hello from the acp demo agent. You said: "${prompt.trim()}". I am not a model; ` +
+  "I show what an ACP agent can do: plans, streamed text, tool calls, permission requests, files and terminals.";
 
 async function waitStop(page, reason) {
   await waitFor(page, ".turn:last-child .stop", "the turn to end");
@@ -132,13 +137,24 @@ test("allow: streamed text, plan, tool calls, permission, the write lands in the
   const { page, problems } = await openClient();
   // notes.txt exists on disk (so the demo agent names it) with other text than the page's copy:
   // the read tool call shows the page's copy, so fs/read_text_file went through the page.
-  await send(page, "Please read notes.txt and write a summary");
+  const prompt = "Please read notes.txt and write a summary";
+  await send(page, prompt);
 
   await page.locator(".turn:last-child .agent", { hasText: "Hello from the acp demo agent" })
     .waitFor({ timeout: WAIT_MS });
   await waitFor(page, ".permission", "the permission prompt");
-  // Streamed: several chunks arrived (each one is its own text node).
-  assert.ok(await page.$eval(".turn:last-child .agent", (e) => e.childNodes.length) > 3, "text came in chunks");
+  // The streamed answer arrives whole: its chunks (several session/updates) end up in one
+  // message element (one entry of acp-client's thread), as one text node, the full answer.
+  const answer = demoAnswer(prompt);
+  await page.waitForFunction((want) => [...document.querySelectorAll(".turn:last-child .agent")]
+    .some((e) => e.textContent === want), answer, { timeout: WAIT_MS });
+  const message = await page.$$eval(".turn:last-child .agent", (els) => els.map((e) =>
+    ({ text: e.textContent, nodes: e.childNodes.length, chunks: Number(e.dataset.chunks), entry: e.dataset.entry })));
+  const whole = message.filter((m) => m.text.includes("Hello from the acp demo agent"));
+  assert.equal(whole.length, 1, `one message element holds the answer: ${JSON.stringify(message)}`);
+  assert.equal(whole[0].text, answer);
+  assert.equal(whole[0].nodes, 1, "drawn as one text node, not one per chunk");
+  assert.ok(whole[0].chunks > 3, `streamed: it came in ${whole[0].chunks} chunks`);
 
   // The prompt shows the agent's own options, plus our Cancel.
   const buttons = page.locator(".permission button");
@@ -159,7 +175,8 @@ test("allow: streamed text, plan, tool calls, permission, the write lands in the
     /The acp demo agent was asked:\s+Please read notes\.txt and write a summary/);
   await waitStop(page, "end_turn");
 
-  assert.match(await lastTurn(page).locator(".agent").textContent(), /I wrote acp-demo\.txt/);
+  assert.match(await agentText(page), /I wrote acp-demo\.txt/);
+  assert.ok((await agentText(page)).startsWith(answer), "the answer, then what the agent did");
   assert.deepEqual(await page.$$eval("#plan li", (ls) => ls.map((l) => l.dataset.status)),
     ["completed", "completed", "completed"]);
   const tools = await page.$$eval("#tools li", (ls) => ls.map((l) => [l.dataset.id.split("-")[0], l.dataset.status]));
@@ -181,9 +198,9 @@ test("deny, agent text stays text, then cancel from the permission prompt", { ti
   await waitFor(page, ".permission", "the permission prompt");
   await page.click('.permission button[data-option-id="reject"]');
   await waitStop(page, "end_turn");
-  const agentText = await lastTurn(page).locator(".agent").textContent();
-  assert.ok(agentText.includes(sneaky), `the prompt is echoed as text: ${agentText}`);
-  assert.match(agentText, /OK, I did not write acp-demo\.txt/);
+  const echoed = await agentText(page);
+  assert.ok(echoed.includes(sneaky), `the prompt is echoed as text: ${echoed}`);
+  assert.match(echoed, /OK, I did not write acp-demo\.txt/);
   assert.equal(await page.locator("#transcript img, #transcript b").count(), 0);
   assert.notEqual(await page.title(), "pwned");
   assert.equal(await page.locator(`.file[data-path="${PROJECT}/acp-demo.txt"]`).count(), 0);
