@@ -65,7 +65,8 @@ m = expect("initialize")
 methods = [{"id": "oauth-personal", "name": "Log in with Google"},
            {"id": "gemini-api-key", "name": "Use Gemini API key",
             "description": "Requires setting the `GEMINI_API_KEY` environment variable"}]
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {},
+caps = {"sessionCapabilities": {"resume": {}, "list": {}}} if scenario == "resumable" else {}
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": caps,
       "authMethods": methods if scenario == "auth" else []}})
 while True:
     m = recv()
@@ -79,6 +80,14 @@ while True:
             sys.stdout.write("Please visit https://accounts.example/o/oauth2 and enter the code:\n"); sys.stdout.flush()
             time.sleep(1000)
         continue
+    if m.get("method") == "session/list":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessions": [
+            {"sessionId": "s-1", "cwd": m["params"].get("cwd", "/"), "title": "From the agent"}]}})
+        continue
+    if m.get("method") == "session/resume":
+        cwd = m["params"]["cwd"]
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+        break
     if m.get("method") == "session/new":
         if scenario == "auth" and "authed" not in globals():
             send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32000, "message": "Authentication required"}})
@@ -86,10 +95,13 @@ while True:
         break
 cwd = m["params"]["cwd"]
 result = {"sessionId": "s-1"}
+if m.get("method") == "session/resume":
+    result = None
 if scenario == "modes":
     result["modes"] = {"currentModeId": "auto", "availableModes": [
         {"id": "auto", "name": "Auto"}, {"id": "default", "name": "Ask first"}]}
-send({"jsonrpc": "2.0", "id": m["id"], "result": result})
+if result is not None:
+    send({"jsonrpc": "2.0", "id": m["id"], "result": result})
 pid = expect("session/prompt")["id"]
 if scenario == "auth":
     update("authenticated with %s\n" % authed)
@@ -155,6 +167,9 @@ elif scenario == "sensitive-writes":
     end(pid)
 elif scenario == "plain":
     update("ok\n")
+    end(pid)
+elif scenario == "resumable":
+    update("resumed fine\n")
     end(pid)
 elif scenario == "modes":
     update("[prompted]\n")
@@ -728,6 +743,108 @@ fn large_updates_held_behind_an_open_question_stay_within_the_byte_budget() {
     let ys = out.iter().filter(|b| **b == b'y').count() as u64;
     assert_eq!(ys, N * (4 << 20), "every update shown once answered");
     eprintln!("agent stalled after {stalled_at} of {N} updates; acp peak RSS {peak} KiB");
+}
+
+/// `acp chat` saves each conversation per directory; `acp sessions` lists them (and the
+/// agent's own); `--resume` continues one with `session/resume`, the saved conversation shown.
+#[test]
+fn sessions_are_saved_listed_and_resumed() {
+    let dir = TempDir::new("sessions");
+    let state = dir.join("state");
+    let run_env = |args: &[String]| {
+        let out = Command::new(acp())
+            .args(args)
+            .current_dir(dir.path())
+            .env("XDG_STATE_HOME", &state)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let mut first = agent_args(&dir, "plain", &[]);
+    first[2] = "what is in notes.txt?".into();
+    let (code, _, err) = run_env(&first);
+    assert_eq!(code, Some(0), "{err}");
+    let cwd = dir.path().to_str().unwrap().to_string();
+    let (code, out, err) = run_env(&[
+        "sessions".into(),
+        "--json".into(),
+        "--cwd".into(),
+        cwd.clone(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let local: serde_json::Value = serde_json::from_str(out.lines().next().expect(&err)).unwrap();
+    assert_eq!(local["source"], "local");
+    assert_eq!(local["sessionId"], "s-1");
+    assert_eq!(local["title"], "what is in notes.txt?");
+    // The record is private.
+    use std::os::unix::fs::PermissionsExt;
+    let files: Vec<_> = walk(&state);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(
+        std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o077,
+        0
+    );
+
+    let mut resume = agent_args(&dir, "resumable", &["--resume", "s-1"]);
+    resume[2] = "and now?".into();
+    let (code, out, err) = run_env(&resume);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("resumed fine"), "{out}{err}");
+    assert!(err.contains("resumed session s-1"), "{err}");
+    assert!(
+        err.contains("what is in notes.txt? — 1 earlier prompt(s)"),
+        "{err}"
+    );
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+    assert!(log.contains("session/resume") && !log.lines().last().unwrap().contains("session/new"));
+    // The record now holds both prompts.
+    let (_, out, _) = run_env(&[
+        "sessions".into(),
+        "--json".into(),
+        "--cwd".into(),
+        cwd.clone(),
+    ]);
+    assert_eq!(out.lines().count(), 1, "{out}");
+
+    // The agent's own list.
+    let script = dir.join("agent.py").display().to_string();
+    let log = dir.join("agent2.log").display().to_string();
+    let (code, out, err) = run_env(&[
+        "sessions".into(),
+        "--json".into(),
+        "--cwd".into(),
+        cwd,
+        "--".into(),
+        "python3".into(),
+        script,
+        "resumable".into(),
+        log,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains(r#""source":"agent""#) && l.contains("From the agent")),
+        "{out}{err}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 fn gone(pid: u32) -> bool {

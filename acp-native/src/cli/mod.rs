@@ -5,6 +5,7 @@ pub mod chat;
 pub mod render;
 pub mod rpc_log;
 pub mod serve;
+pub mod sessions;
 pub mod terminals;
 
 use std::ffi::OsString;
@@ -64,6 +65,9 @@ pub enum Command {
     /// List the agents `acp chat --agent NAME` knows (a built-in list in the ACP registry
     /// format, plus a cached or given registry file).
     Agents(agents::AgentsArgs),
+    /// List the sessions of a directory: the conversations `acp chat` saved there, and the
+    /// agent's own (`session/list`) when one is given and offers it.
+    Sessions(SessionsArgs),
     /// Run the built-in demo agent on stdin/stdout (offline, deterministic).
     DemoAgent(DemoAgentArgs),
     /// Bridge WebSocket clients to local agents: one agent process per connection, one
@@ -139,8 +143,14 @@ pub struct ChatArgs {
 
     /// Continue an earlier session (`session/load`: the agent replays it) instead of starting
     /// a new one. Needs an agent with the `loadSession` capability.
-    #[arg(long, value_name = "SESSION_ID")]
+    #[arg(long, value_name = "SESSION_ID", conflicts_with = "resume")]
     pub load: Option<String>,
+
+    /// Continue an earlier session without a replay (`session/resume`, when the agent offers
+    /// it; else `session/load`). `acp sessions` lists this directory's sessions; the saved
+    /// conversation is shown and kept.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub resume: Option<String>,
 
     /// Authenticate with this method of the agent's `authMethods`, before the session. Without
     /// it, a method is chosen only when the agent requires one: an `env_var` method whose
@@ -274,6 +284,29 @@ fn parse_env(s: &str) -> Result<String, String> {
 }
 
 #[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// The directory (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    /// One session per line as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also ask this agent (by name, see `acp agents`) for its sessions.
+    #[arg(long = "agent", value_name = "NAME", conflicts_with = "agent")]
+    pub agent_name: Option<String>,
+
+    /// Pass an environment variable to the agent (as `acp chat --env`).
+    #[arg(long = "env", value_name = "NAME[=VALUE]", value_parser = parse_env)]
+    pub env: Vec<String>,
+
+    /// Also ask this agent command (after `--`) for its sessions.
+    #[arg(last = true, value_name = "AGENT_COMMAND")]
+    pub agent: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoAgentArgs {
     /// Milliseconds to pause between the steps of a turn (for demos and tests).
     #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
@@ -360,6 +393,7 @@ pub async fn run(cli: Cli) -> i32 {
         }
         Command::Serve(args) => serve::run(args).await,
         Command::Agents(args) => agents::run(args),
+        Command::Sessions(args) => sessions::run(args).await,
     }
 }
 

@@ -220,6 +220,16 @@ impl Ui {
         }
     }
 
+    /// The conversation so far, in the thread's saved form.
+    pub fn thread_json(&self) -> String {
+        self.lock().thread.to_json()
+    }
+
+    /// Continues from a saved conversation (`--resume`).
+    pub fn set_thread(&self, thread: Thread) {
+        self.lock().thread = thread;
+    }
+
     /// A prompt turn starts: the prompt joins the thread (what the agent says next is a new
     /// message, on a line of its own, even after a replayed one).
     pub fn begin_turn(&self, prompt: &str) {

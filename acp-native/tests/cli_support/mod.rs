@@ -122,6 +122,11 @@ impl Running {
             .args(args)
             .current_dir(cwd)
             .env("NO_COLOR", "1")
+            // Session records go to a scratch place, not the user's state directory.
+            .env(
+                "XDG_STATE_HOME",
+                std::env::temp_dir().join(format!("acp-test-state-{}", std::process::id())),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

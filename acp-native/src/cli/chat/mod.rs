@@ -180,6 +180,14 @@ struct Chat {
     mode_wanted: Option<String>,
     /// The servers of `--mcp-config`.
     mcp: Vec<acp_client::mcp::McpServer>,
+    /// The session to continue with `session/resume`.
+    resume: Option<String>,
+    /// The session's directory.
+    cwd: std::path::PathBuf,
+    /// The agent as the user named it (for the session record).
+    agent_label: String,
+    /// Saving the session record failed once (said once).
+    record_warned: bool,
     /// Variables set (non-empty) in the agent's environment, for the auth choice.
     agent_vars: std::collections::HashSet<String>,
     /// Permission requests to answer `cancelled` once `session/cancel` is sent.
@@ -314,6 +322,13 @@ impl Chat {
             auth: args.auth.clone(),
             mode_wanted: args.mode.clone(),
             mcp,
+            resume: args.resume.clone(),
+            cwd: cwd.clone(),
+            agent_label: args
+                .agent_name
+                .clone()
+                .unwrap_or_else(|| command[0].to_string_lossy().into_owned()),
+            record_warned: false,
             agent_vars,
             cancelling: Vec::new(),
         };
@@ -352,7 +367,41 @@ impl Chat {
             })
             .unwrap_or_else(|| self.program.clone());
 
-        if let Some(id) = load {
+        let resume = self.resume.clone();
+        if let Some(id) = resume.as_deref() {
+            if info
+                .agent_capabilities
+                .session_capabilities
+                .resume
+                .is_some()
+            {
+                // No replay: the conversation shown is the one saved here.
+                let mcp = self.mcp_servers(&info)?;
+                let request = s::ResumeSessionRequest::new(id.to_string(), cwd).mcp_servers(mcp);
+                let resumed = self
+                    .wait("session/resume", conn.resume_session(request))
+                    .await?;
+                self.session_id = s::SessionId::new(id);
+                self.ui.spinner_stop();
+                self.ui.notice(&format!(
+                    "connected to {name}; resumed session {} in {}",
+                    escape_line(id),
+                    cwd.display()
+                ));
+                self.recap(cwd, id);
+                return self.apply_mode(&conn, resumed.modes).await;
+            }
+            if !info.agent_capabilities.load_session {
+                return Err(Outcome::fail(
+                    exit::ERROR,
+                    format!("{name} can neither resume nor load sessions (no sessionCapabilities.resume, loadSession false)"),
+                ));
+            }
+            self.ui.notice(&format!(
+                "{name} cannot resume sessions; loading it (the agent replays it)"
+            ));
+        }
+        if let Some(id) = load.or(resume.as_deref()) {
             if !info.agent_capabilities.load_session {
                 return Err(Outcome::fail(
                     exit::ERROR,
@@ -405,6 +454,57 @@ impl Chat {
             cwd.display()
         ));
         self.apply_mode(&conn, session.modes).await
+    }
+
+    /// After `session/resume`: the conversation saved here becomes the thread again, and its
+    /// last exchange is shown.
+    fn recap(&mut self, cwd: &std::path::Path, id: &str) {
+        let Some(record) = super::sessions::find(cwd, id) else {
+            self.ui
+                .notice("(no saved conversation for this session in this directory)");
+            return;
+        };
+        let thread = acp_client::thread::Thread::from_json(
+            &record.thread.to_string(),
+            acp_client::thread::Limits::default(),
+        );
+        match thread {
+            Ok(thread) => {
+                let turns = thread
+                    .entries
+                    .iter()
+                    .filter(|e| matches!(e, acp_client::thread::Entry::User { .. }))
+                    .count();
+                self.ui.notice(&format!(
+                    "{} — {turns} earlier prompt(s), saved {}",
+                    record.title,
+                    super::sessions::when(record.updated_at)
+                ));
+                self.ui.set_thread(thread);
+            }
+            Err(e) => self
+                .ui
+                .warn(&format!("the saved conversation is unreadable: {e}")),
+        }
+    }
+
+    /// Saves the conversation as this directory's record of the session (`acp sessions`).
+    pub(super) fn save_record(&mut self) {
+        if self.session_id.0.is_empty() {
+            return;
+        }
+        if let Err(e) = super::sessions::save(
+            &self.cwd,
+            &self.agent_label,
+            &self.session_id.0,
+            &self.ui.thread_json(),
+        ) {
+            if !self.record_warned {
+                self.record_warned = true;
+                self.ui
+                    .warn(&format!("cannot save the session record: {e}"));
+            }
+        }
     }
 
     /// Shows the session's mode (an agent's mode decides what it does without asking: with
@@ -465,7 +565,9 @@ impl Chat {
     /// Runs the conversation: one `--prompt` turn, or prompts read from stdin.
     async fn converse(&mut self, args: &ChatArgs) -> Outcome {
         if let Some(prompt) = &args.prompt {
-            return match self.turn(prompt.clone()).await {
+            let result = self.turn(prompt.clone()).await;
+            self.save_record();
+            return match result {
                 Ok(reason) => Outcome::code(stop_reason_code(reason)),
                 Err(outcome) => outcome,
             };
@@ -516,7 +618,9 @@ impl Chat {
             if text == "/quit" || text == "/exit" {
                 break;
             }
-            match self.turn(text.to_string()).await {
+            let result = self.turn(text.to_string()).await;
+            self.save_record();
+            match result {
                 Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
                 // Quitting or a dead agent ends the chat; a failed turn does not.
                 Err(o) if ends_chat(&o) || self.conn.is_closed() => return o,

@@ -1,0 +1,335 @@
+//! Sessions: a local record of each `acp chat` conversation per directory (the shared thread
+//! model's saved form, with the agent and the time), `acp sessions` to list them (and the
+//! agent's own `session/list` when it offers it), and what `acp chat --resume` reads back.
+//!
+//! Records live in `$XDG_STATE_HOME/acp/sessions/<directory key>/<session id>.json` (else
+//! `~/.local/state/acp/sessions/…`), private to the user (directories 0700, files 0600),
+//! written atomically (a temporary file renamed over the old one).
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use acp_client::display::escape_line;
+use acp_client::thread::{Entry, Limits, Thread};
+use serde::{Deserialize, Serialize};
+
+/// The record format's version.
+const RECORD_FORMAT: u32 = 1;
+
+/// One saved conversation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub format: u32,
+    pub session_id: String,
+    pub cwd: PathBuf,
+    /// The agent as the user named it (`--agent` name, or the program).
+    pub agent: String,
+    /// Seconds since the Unix epoch.
+    pub updated_at: u64,
+    /// The title the agent gave, else the first prompt's start.
+    pub title: String,
+    /// The thread's saved form (acp-client's `Thread::to_json`).
+    pub thread: serde_json::Value,
+}
+
+/// The directory records are kept in.
+pub fn root() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
+        })?;
+    Some(base.join("acp").join("sessions"))
+}
+
+/// A directory's key: its name and a hash of its full path (FNV-1a 64).
+fn dir_key(cwd: &Path) -> String {
+    let bytes = cwd.as_os_str().as_encoded_bytes();
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    let name: String = cwd
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-_.".contains(*c))
+        .take(40)
+        .collect();
+    format!("{name}-{h:016x}")
+}
+
+/// A session id as a file name: ASCII letters, digits, `-`, `_` and `.` kept, the rest `%XX`.
+fn file_name(session_id: &str) -> String {
+    let mut out = String::new();
+    for b in session_id.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_".contains(&b) || (b == b'.' && !out.is_empty()) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out + ".json"
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A title for a thread: the agent's, else the first prompt's first line (80 characters).
+fn title_of(thread: &Thread) -> String {
+    if let Some(t) = &thread.title {
+        return escape_line(t);
+    }
+    let first = thread.entries.iter().find_map(|e| match e {
+        Entry::User { content, .. } => content.iter().find_map(|b| b.text.clone()),
+        _ => None,
+    });
+    let line = first.unwrap_or_default();
+    let line = line.lines().next().unwrap_or("").trim().to_string();
+    escape_line(&line.chars().take(80).collect::<String>())
+}
+
+/// Saves the conversation (best effort: a failure is returned for a warning, never fatal).
+pub fn save(cwd: &Path, agent: &str, session_id: &str, thread_json: &str) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let Some(root) = root() else {
+        return Err("no HOME or XDG_STATE_HOME to keep session records in".into());
+    };
+    let dir = root.join(dir_key(cwd));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let thread = Thread::from_json(thread_json, Limits::default())?;
+    let record = Record {
+        format: RECORD_FORMAT,
+        session_id: session_id.to_string(),
+        cwd: cwd.to_path_buf(),
+        agent: agent.to_string(),
+        updated_at: now(),
+        title: title_of(&thread),
+        thread: serde_json::from_str(thread_json).map_err(|e| e.to_string())?,
+    };
+    let path = dir.join(file_name(session_id));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        file_name(session_id),
+        std::process::id()
+    ));
+    let text = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(&text)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
+/// The records of `cwd`, newest first (unreadable files are skipped).
+pub fn list(cwd: &Path) -> Vec<Record> {
+    let Some(root) = root() else {
+        return Vec::new();
+    };
+    let Ok(dir) = std::fs::read_dir(root.join(dir_key(cwd))) else {
+        return Vec::new();
+    };
+    let mut records: Vec<Record> = dir
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .filter_map(|t| serde_json::from_str::<Record>(&t).ok())
+        .filter(|r| r.format == RECORD_FORMAT && r.cwd == cwd)
+        .collect();
+    records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    records
+}
+
+/// The record of `session_id` in `cwd`.
+pub fn find(cwd: &Path, session_id: &str) -> Option<Record> {
+    list(cwd).into_iter().find(|r| r.session_id == session_id)
+}
+
+/// "2026-11-23 20:14 UTC" for a Unix time.
+pub fn when(secs: u64) -> String {
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_and_dates() {
+        assert_eq!(file_name("demo-1a2b-1"), "demo-1a2b-1.json");
+        assert_eq!(file_name("../x y"), "%2E.%2Fx%20y.json");
+        assert_eq!(when(0), "1970-01-01 00:00 UTC");
+        assert_eq!(when(1_795_464_840), "2026-11-23 20:14 UTC");
+    }
+}
+
+/// `acp sessions`.
+pub async fn run(args: super::SessionsArgs) -> i32 {
+    use super::exit;
+    let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
+        Ok(d) => std::fs::canonicalize(&d).unwrap_or(d),
+        Err(e) => {
+            eprintln!("acp: no current directory: {e}");
+            return exit::ERROR;
+        }
+    };
+    let records = list(&cwd);
+    if args.json {
+        for r in &records {
+            let line = serde_json::json!({
+                "source": "local", "sessionId": r.session_id, "cwd": r.cwd,
+                "agent": r.agent, "updatedAt": r.updated_at, "title": r.title,
+            });
+            println!("{line}");
+        }
+    } else if records.is_empty() {
+        println!("No saved sessions in {}.", cwd.display());
+    } else {
+        println!("Saved sessions in {}:", cwd.display());
+        for r in &records {
+            println!(
+                "  {}  {}  {}  {}",
+                escape_line(&r.session_id),
+                when(r.updated_at),
+                escape_line(&r.agent),
+                r.title
+            );
+        }
+    }
+    let command = if let Some(name) = &args.agent_name {
+        match super::agents::resolve(name, None, |m| eprintln!("acp: warning: {m}")) {
+            Ok((command, _)) => command,
+            Err(e) => {
+                eprintln!("acp: --agent: {e}");
+                return exit::ERROR;
+            }
+        }
+    } else {
+        args.agent.clone()
+    };
+    if !command.is_empty() {
+        if let Err(e) = agent_sessions(&command, &args.env, &cwd, args.json).await {
+            eprintln!("acp: {}", super::render::sanitize(&e));
+            return exit::ERROR;
+        }
+    }
+    if !args.json && !records.is_empty() {
+        println!("Continue one with: acp chat --resume SESSION_ID (and the same agent)");
+    }
+    exit::OK
+}
+
+/// The agent's own sessions for `cwd` (`session/list`, every page up to 20).
+async fn agent_sessions(
+    command: &[std::ffi::OsString],
+    env: &[String],
+    cwd: &Path,
+    json: bool,
+) -> Result<(), String> {
+    use acp_core::Role;
+    use acp_native::process::AgentCommand;
+    use acp_native::{DriverConfig, Router};
+    use agent_client_protocol_schema::v1 as s;
+    let cmd = AgentCommand::new(command[0].clone())
+        .args(command[1..].iter().cloned())
+        .cwd(cwd)
+        .env(super::env_policy(false, env));
+    let (conn, child) =
+        acp_native::transport::spawn_agent(&cmd, Router::new(), DriverConfig::new(Role::Client))
+            .map_err(|e| format!("cannot start the agent: {e}"))?;
+    let conn = conn.with_timeout(std::time::Duration::from_secs(60));
+    let result = async {
+        let init = s::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
+            .client_info(s::Implementation::new("acp", env!("CARGO_PKG_VERSION")));
+        let info = conn
+            .initialize(init)
+            .await
+            .map_err(|e| format!("initialize: {e}"))?;
+        if info.agent_capabilities.session_capabilities.list.is_none() {
+            if !json {
+                println!("The agent does not list its sessions (no sessionCapabilities.list).");
+            }
+            return Ok(());
+        }
+        let mut cursor: Option<String> = None;
+        let mut shown = 0;
+        for _ in 0..20 {
+            let mut req = s::ListSessionsRequest::new().cwd(cwd.to_path_buf());
+            if let Some(c) = cursor.take() {
+                req = req.cursor(c);
+            }
+            let page = conn
+                .list_sessions(req)
+                .await
+                .map_err(|e| format!("session/list: {e}"))?;
+            for info in &page.sessions {
+                if json {
+                    let line = serde_json::json!({
+                        "source": "agent", "sessionId": info.session_id.0, "cwd": info.cwd,
+                        "updatedAt": info.updated_at, "title": info.title,
+                    });
+                    println!("{line}");
+                } else {
+                    if shown == 0 {
+                        println!("The agent's sessions in {}:", cwd.display());
+                    }
+                    println!(
+                        "  {}  {}  {}",
+                        escape_line(&info.session_id.0),
+                        escape_line(info.updated_at.as_deref().unwrap_or("")),
+                        escape_line(info.title.as_deref().unwrap_or(""))
+                    );
+                }
+                shown += 1;
+            }
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        if shown == 0 && !json {
+            println!("The agent has no sessions in {}.", cwd.display());
+        }
+        Ok(())
+    }
+    .await;
+    child.shutdown(std::time::Duration::from_millis(1500)).await;
+    result
+}
