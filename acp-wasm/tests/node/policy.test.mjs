@@ -103,10 +103,23 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
   });
 }
 
-test("every case table in tests/client is replayed here", () => {
+// Tables of acp-client modules this package does not export yet, each with why. Any other table
+// without a replay fails the suite: a new table is replayed here, or named here, never skipped
+// silently.
+const NOT_EXPORTED = {
+  "mcp.json": "acp_client::mcp (MCP server config for session/new): used by acp chat only so far",
+  "registry.json": "acp_client::registry (agents by name): used by acp chat only so far",
+};
+
+test("every case table in tests/client is replayed here (or named as not exported)", (t) => {
   const tables = readdirSync(tablesDir).filter((f) => f.endsWith(".json"));
-  assert.deepEqual(tables.filter((f) => !(f in REPLAYS)), [], "tables without a replay through the wasm build");
+  assert.deepEqual(tables.filter((f) => !(f in REPLAYS) && !(f in NOT_EXPORTED)), [],
+    "tables without a replay through the wasm build (replay them, or name them in NOT_EXPORTED)");
   for (const f of Object.keys(REPLAYS)) assert.ok(tables.includes(f), `${f} exists`);
+  for (const [f, why] of Object.entries(NOT_EXPORTED)) {
+    assert.ok(!(f in REPLAYS), `${f} is replayed: remove it from NOT_EXPORTED`);
+    if (tables.includes(f)) t.diagnostic(`not replayed here (no export): ${f}: ${why}`);
+  }
 });
 
 test("decisions are plain objects (no wasm handles) and the mode picks the answer", () => {
