@@ -102,6 +102,10 @@ if scenario == "modes":
         {"id": "auto", "name": "Auto"}, {"id": "default", "name": "Ask first"}]}
 if result is not None:
     send({"jsonrpc": "2.0", "id": m["id"], "result": result})
+if scenario == "modes":
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1", "update": {
+        "sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "review", "description": "Review the diff", "input": {"hint": "what"}}]}}})
 pid = expect("session/prompt")["id"]
 if scenario == "auth":
     update("authenticated with %s\n" % authed)
@@ -174,6 +178,15 @@ elif scenario == "resumable":
 elif scenario == "modes":
     update("[prompted]\n")
     end(pid)
+    while True:
+        m = recv()
+        if m is None:
+            sys.exit(0)
+        if m.get("method") == "session/set_mode":
+            send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+        elif m.get("method") == "session/prompt":
+            update("[prompt: %s]\n" % m["params"]["prompt"][0]["text"])
+            end(m["id"])
 elif scenario == "silent-until-cancel":
     expect("session/cancel")
     update("cleaned up after the cancel\n")
@@ -582,6 +595,43 @@ fn mcp_config_servers_go_to_session_new_per_the_agents_capabilities() {
         "{}",
         r.dump()
     );
+}
+
+#[test]
+fn slash_commands_are_acps_or_the_agents() {
+    let dir = TempDir::new("slash");
+    let script = dir.join("agent.py");
+    std::fs::write(&script, HOSTILE_AGENT).unwrap();
+    let log = dir.join("agent.log");
+    let (script, log) = (script.to_str().unwrap(), log.to_str().unwrap());
+    let r = run(
+        &["chat", "--", "python3", script, "modes", log],
+        dir.path(),
+        Some("first\n/help\n/mode\n/mode default\n/mode yolo\n/nope\n/review the diff\n"),
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains("/review <what>  Review the diff"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr
+            .contains("mode: auto; modes: auto (Auto), default (Ask first)"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("mode: default"), "{}", r.dump());
+    assert!(r.stderr.contains("no mode `yolo`"), "{}", r.dump());
+    assert!(r.stderr.contains("no command /nope"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("[prompt: /review the diff]"),
+        "the agent's command is sent: {}",
+        r.dump()
+    );
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+    assert_eq!(log.matches("session/set_mode").count(), 1, "{log}");
+    assert!(!log.contains("/nope") && !log.contains("/help"), "{log}");
 }
 
 #[test]

@@ -225,6 +225,64 @@ impl Ui {
         self.lock().thread.to_json()
     }
 
+    /// The session's modes and config options as the agent answered them (`session/new`,
+    /// `load`, `resume`), into the thread (later updates change them there).
+    pub fn session_started(
+        &self,
+        session_id: &str,
+        modes: Option<&s::SessionModeState>,
+        config_options: Option<&Vec<s::SessionConfigOption>>,
+    ) {
+        let list = modes
+            .map(|m| {
+                m.available_modes
+                    .iter()
+                    .map(|m| acp_client::thread::Mode {
+                        id: m.id.0.to_string(),
+                        name: m.name.clone(),
+                        description: m.description.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let current = modes.map(|m| m.current_mode_id.0.to_string());
+        let config = config_options
+            .and_then(|c| serde_json::value::to_raw_value(c).ok())
+            .map(acp_client::thread::RawJson);
+        self.lock()
+            .thread
+            .set_session(session_id, list, current, config);
+    }
+
+    /// The session's modes: the current one and (id, name) of each.
+    pub fn modes(&self) -> (Option<String>, Vec<(String, String)>) {
+        let st = self.lock();
+        let list = st
+            .thread
+            .modes
+            .iter()
+            .map(|m| (m.id.clone(), m.name.clone()))
+            .collect();
+        (st.thread.current_mode.clone(), list)
+    }
+
+    /// The session's config options (the agent's JSON), if it has any.
+    pub fn config_options(&self) -> Option<serde_json::Value> {
+        let st = self.lock();
+        let raw = st.thread.config_options.as_ref()?;
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    /// The agent's commands: (name, description, input hint).
+    pub fn commands(&self) -> Vec<(String, String, Option<String>)> {
+        self.lock()
+            .thread
+            .commands
+            .iter()
+            .map(|c| (c.name.clone(), c.description.clone(), c.hint.clone()))
+            .collect()
+    }
+
     /// Continues from a saved conversation (`--resume`).
     pub fn set_thread(&self, thread: Thread) {
         self.lock().thread = thread;

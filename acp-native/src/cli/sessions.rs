@@ -157,7 +157,7 @@ pub fn list(cwd: &Path) -> Vec<Record> {
         .filter_map(|t| serde_json::from_str::<Record>(&t).ok())
         .filter(|r| r.format == RECORD_FORMAT && r.cwd == cwd)
         .collect();
-    records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+    records.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
     records
 }
 
