@@ -1,0 +1,170 @@
+//! Slash commands at the interactive prompt: acp's own (`/help`, `/mode`, `/config`,
+//! `/model`, `/sessions`) and the agent's (sent to it as the prompt).
+
+use super::*;
+
+impl Chat {
+    /// A slash command typed at the prompt: `/help`, `/mode [ID]`, `/config [ID VALUE]`,
+    /// `/model [VALUE]`, `/sessions` are acp's; the agent's own commands
+    /// (`available_commands_update`) go to the agent as the prompt. Returns true when handled
+    /// here (nothing to send).
+    pub(super) async fn slash(&mut self, cmd: &str, arg: &str) -> bool {
+        let agent_commands = self.ui.commands();
+        match cmd {
+            "help" => {
+                let mut lines = vec![
+                    "acp's commands: /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /quit"
+                        .to_string(),
+                ];
+                if agent_commands.is_empty() {
+                    lines.push("the agent announced no commands".into());
+                } else {
+                    lines.push("the agent's commands:".into());
+                    for (name, description, hint) in &agent_commands {
+                        let hint = hint.as_ref().map(|h| format!(" <{h}>")).unwrap_or_default();
+                        lines.push(format!("  /{name}{hint}  {description}"));
+                    }
+                }
+                for l in lines {
+                    self.ui.notice(&escape_line(&l));
+                }
+                true
+            }
+            "mode" => {
+                let (current, modes) = self.ui.modes();
+                if arg.is_empty() || modes.is_empty() {
+                    let list: Vec<String> = modes
+                        .iter()
+                        .map(|(id, name)| format!("{id} ({name})"))
+                        .collect();
+                    self.ui.notice(&escape_line(&match current {
+                        Some(c) => format!("mode: {c}; modes: {}", list.join(", ")),
+                        None => "the agent has no session modes".to_string(),
+                    }));
+                    return true;
+                }
+                if !modes.iter().any(|(id, _)| id == arg) {
+                    self.ui.warn(&escape_line(&format!(
+                        "no mode `{arg}`; modes: {}",
+                        modes
+                            .iter()
+                            .map(|m| m.0.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                    return true;
+                }
+                let request =
+                    s::SetSessionModeRequest::new(self.session_id.clone(), arg.to_string());
+                let conn = self.conn.with_timeout(self.timeout);
+                match self
+                    .wait("session/set_mode", conn.set_session_mode(request))
+                    .await
+                {
+                    Ok(_) => {
+                        // The agent may not send current_mode_update for a change we asked for.
+                        self.ui.notice(&escape_line(&format!("mode: {arg}")));
+                    }
+                    Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
+                }
+                true
+            }
+            "config" | "model" => {
+                let options = self.ui.config_options().unwrap_or_default();
+                let options = options.as_array().cloned().unwrap_or_default();
+                let (id, value) = if cmd == "model" {
+                    let model = options
+                        .iter()
+                        .find(|o| o["id"] == "model" || o["category"] == "model");
+                    match model {
+                        Some(o) => (
+                            o["id"].as_str().unwrap_or("model").to_string(),
+                            arg.to_string(),
+                        ),
+                        None => {
+                            self.ui.warn("the agent has no model option");
+                            return true;
+                        }
+                    }
+                } else {
+                    let (id, value) = arg
+                        .split_once(char::is_whitespace)
+                        .map_or((arg, ""), |(a, b)| (a, b.trim()));
+                    (id.to_string(), value.to_string())
+                };
+                if id.is_empty() || value.is_empty() {
+                    if options.is_empty() {
+                        self.ui.notice("the agent has no config options");
+                    }
+                    for o in &options {
+                        let choices: Vec<String> = o["options"]
+                            .as_array()
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|c| c["value"].as_str().map(str::to_string))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        let line = format!(
+                            "{} = {} ({}{})",
+                            o["id"].as_str().unwrap_or("?"),
+                            o["currentValue"]
+                                .as_str()
+                                .map_or_else(|| o["currentValue"].to_string(), str::to_string),
+                            o["name"].as_str().unwrap_or(""),
+                            if choices.is_empty() {
+                                String::new()
+                            } else {
+                                format!("; {}", choices.join(", "))
+                            }
+                        );
+                        if id.is_empty() || o["id"] == id.as_str() {
+                            self.ui.notice(&escape_line(&line));
+                        }
+                    }
+                    return true;
+                }
+                let request = s::SetSessionConfigOptionRequest::new(
+                    self.session_id.clone(),
+                    id.clone(),
+                    value.as_str(),
+                );
+                let conn = self.conn.with_timeout(self.timeout);
+                match self
+                    .wait(
+                        "session/set_config_option",
+                        conn.set_session_config_option(request),
+                    )
+                    .await
+                {
+                    Ok(_) => self.ui.notice(&escape_line(&format!("{id} = {value}"))),
+                    Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
+                }
+                true
+            }
+            "sessions" => {
+                let records = crate::cli::sessions::list(&self.cwd);
+                if records.is_empty() {
+                    self.ui.notice("no saved sessions in this directory");
+                }
+                for r in records {
+                    self.ui.notice(&format!(
+                        "{}  {}  {}  {}",
+                        escape_line(&r.session_id),
+                        crate::cli::sessions::when(r.updated_at),
+                        escape_line(&r.agent),
+                        r.title
+                    ));
+                }
+                true
+            }
+            _ if agent_commands.iter().any(|(name, _, _)| name == cmd) => false,
+            _ => {
+                self.ui.warn(&escape_line(&format!(
+                    "no command /{cmd} (type /help; the agent's commands are listed there)"
+                )));
+                true
+            }
+        }
+    }
+}
