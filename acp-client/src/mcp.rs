@@ -87,8 +87,8 @@ fn pairs(map: std::collections::BTreeMap<String, String>) -> Vec<NameValue> {
         .collect()
 }
 
-/// Reads a config file's text. Errors name the server and what is wrong; disabled entries
-/// (`"disabled": true`) are skipped.
+/// Reads a config file's text, servers sorted by name. Errors name the server and what is
+/// wrong; disabled entries (`"disabled": true`) are skipped.
 pub fn parse_config(text: &str) -> Result<Vec<McpServer>, String> {
     let file: File = serde_json::from_str(text)
         .map_err(|e| format!("not an MCP config (an object with \"mcpServers\"): {e}"))?;
@@ -142,7 +142,20 @@ pub fn parse_config(text: &str) -> Result<Vec<McpServer>, String> {
             other => return Err(format!("server `{name}`: unknown type `{other}`")),
         }
     }
+    // By name: the same order whatever map serde_json was built with (feature unification
+    // can turn on `preserve_order`).
+    out.sort_by(|a, b| a.name().cmp(b.name()));
     Ok(out)
+}
+
+impl McpServer {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        match self {
+            McpServer::Remote(r) => &r.name,
+            McpServer::Stdio(s) => &s.name,
+        }
+    }
 }
 
 /// Keeps what the agent can use: stdio servers always, http and sse ones when advertised.
