@@ -6,7 +6,8 @@
 //
 // Scenarios: allow (file written, answer shown, diff opens), deny, dismiss (Escape answers the
 // reject option), cancel mid-stream, cancel while the permission dialog is open, the agent
-// killed and restarted, a sensitive write (acp-demo.txt linked into .git: the write modal, Review
+// killed mid-answer (its partial answer and the crash stay in the conversation, which goes on in
+// the restarted agent's new session), a sensitive write (acp-demo.txt linked into .git: the write modal, Review
 // changes, Refuse), the terminal approval modal (`acp.terminal.approval: ask`: Run, Cancel,
 // Escape), modes and config options, an agent that fails to start.
 // Screenshots and logs go to artifacts/vscode-e2e/ (gitignored). Exit code 0 only if all pass.
@@ -565,34 +566,64 @@ try {
     if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
   });
 
-  await scenario("crash: the agent is killed, restarted with backoff, and works again", async () => {
-    // The agent's pid, from the extension's own log (the ACP output channel's file).
-    const logFile = await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000);
-    const pids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
-    const pid = pids[pids.length - 1];
-    if (!pid) throw new Error("no agent pid in the log");
-    const seqBefore = await transcript.getAttribute("data-session-seq");
-    process.kill(pid, "SIGKILL");
-    const logText = () => fs.readFileSync(logFile, "utf8");
-    await until("the crash in the log", () => /killed by SIGKILL/.test(logText()), 15_000);
-    await until("the restart with backoff in the log", () => /restarting .* in 1000 ms \(crash 1 /.test(logText()), 5_000);
-    await until(
-      "the restarted agent's new session",
-      async () =>
-        (await transcript.getAttribute("data-session-seq")) !== seqBefore &&
-        (await transcript.getAttribute("data-session-id")) &&
-        (await chat.locator("#status").getAttribute("data-state")) === "ready",
-      30_000,
-    );
-    const newPids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
-    if (newPids[newPids.length - 1] === pid) throw new Error("no new agent process");
-    fs.rmSync(demoFile, { force: true });
-    await sendPrompt("After the crash");
-    await (await dialogButton("Allow this write")).click();
-    await turnEnds("end_turn");
-    if (!fs.existsSync(demoFile)) throw new Error("the restarted agent did not write the file");
-    await screenshot("restarted-after-crash");
-  });
+  await scenario(
+    "crash mid-answer: the partial answer and the exit stay in the conversation; restarted with backoff; works again",
+    async () => {
+      // The agent's pid, from the extension's own log (the ACP output channel's file).
+      const logFile = await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000);
+      const pids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
+      const pid = pids[pids.length - 1];
+      if (!pid) throw new Error("no agent pid in the log");
+      fs.rmSync(demoFile, { force: true });
+      await newSession();
+      await sendPrompt("An answer the crash cuts short");
+      await until(
+        "the first streamed words",
+        async () =>
+          (await chat.locator(".msg.agent").count()) > 0 && /Hello/.test((await chat.locator(".msg.agent").last().textContent()) ?? ""),
+        30_000,
+      );
+      const partial = (await chat.locator(".msg.agent").last().textContent()) ?? "";
+      const seqBefore = await transcript.getAttribute("data-session-seq");
+      process.kill(pid, "SIGKILL");
+      const logText = () => fs.readFileSync(logFile, "utf8");
+      await until("the crash in the log", () => /killed by SIGKILL/.test(logText()), 15_000);
+      // acp-client's default restart policy (the same as acp chat's): 500 ms for the first crash.
+      await until("the restart with backoff in the log", () => /restarting .* in 500 ms \(attempt 1 /.test(logText()), 5_000);
+      await turnEnds("error", 15_000);
+      await until(
+        "the crash in the conversation",
+        async () => (await chat.locator(".notice.error", { hasText: "killed by SIGKILL" }).count()) === 1,
+        10_000,
+      );
+      await until(
+        "the restarted agent's new session",
+        async () =>
+          (await transcript.getAttribute("data-session-seq")) !== seqBefore &&
+          (await transcript.getAttribute("data-session-id")) &&
+          (await chat.locator("#status").getAttribute("data-state")) === "ready" &&
+          (await chat.locator(".notice", { hasText: "New session with" }).count()) === 2,
+        30_000,
+      );
+      // The conversation went on: the prompt, the partial answer and the crash are all still there.
+      if (!((await chat.locator(".msg.user").last().textContent()) ?? "").includes("An answer the crash cuts short"))
+        throw new Error("the prompt is gone");
+      if (!(await transcriptText()).includes(partial.trim())) throw new Error(`the partial answer is gone: ${partial}`);
+      if ((await chat.locator(".notice.error", { hasText: "killed by SIGKILL" }).count()) !== 1)
+        throw new Error("the crash notice is gone after the restart");
+      if ((await chat.locator(".tool.status-in_progress, .tool.status-pending").count()) !== 0)
+        throw new Error("a tool call still shows as running after the crash");
+      await screenshot("crash-kept-in-conversation");
+      const newPids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
+      if (newPids[newPids.length - 1] === pid) throw new Error("no new agent process");
+      fs.rmSync(demoFile, { force: true });
+      await sendPrompt("After the crash");
+      await (await dialogButton("Allow this write")).click();
+      await turnEnds("end_turn");
+      if (!fs.existsSync(demoFile)) throw new Error("the restarted agent did not write the file");
+      await screenshot("restarted-after-crash");
+    },
+  );
 
   await scenario("sensitive write: acp-demo.txt links into .git; the write modal, Review changes, Refuse; nothing written", async () => {
     // The demo agent only ever writes acp-demo.txt; a link by that name into a repository's

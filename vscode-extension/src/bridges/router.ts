@@ -15,7 +15,8 @@ export interface ClientBridges {
   permission: PermissionBridge;
   fs?: FsBridge;
   terminal?: TerminalManager;
-  /** A `session/update`'s params (folded by acp-client's thread model, not here). */
+  /** A `session/update`'s params, as their JSON text when the client has it (folded by
+   *  acp-client's thread model, not here). */
   onSessionUpdate(sessionId: string, params: unknown): void;
   log: Logger;
 }
@@ -46,14 +47,14 @@ export class ClientRouter implements IncomingHandler {
     }
   }
 
-  handleNotification(method: string, params: unknown): void {
+  handleNotification(method: string, params: unknown, paramsJson?: string): void {
     if (method === "session/update") {
       const sessionId = (params as { sessionId?: unknown } | undefined)?.sessionId;
       if (typeof sessionId !== "string") {
         this.b.log.warn("session/update without a sessionId dropped");
         return;
       }
-      this.b.onSessionUpdate(sessionId, params);
+      this.b.onSessionUpdate(sessionId, paramsJson ?? params);
       return;
     }
     this.b.log.info(`notification ${method} ignored`);

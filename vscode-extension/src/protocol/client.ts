@@ -36,7 +36,9 @@ export interface ByteSink {
 /** The application side: what to do with the agent's requests and notifications. */
 export interface IncomingHandler {
   handleRequest(method: string, params: unknown, token: CancellationToken): Promise<unknown>;
-  handleNotification(method: string, params: unknown): void;
+  /** `paramsJson`: the params' JSON text (stringified once, for the log line and for consumers
+   *  that take JSON text, such as acp-client's thread model); undefined when there are none. */
+  handleNotification(method: string, params: unknown, paramsJson?: string): void;
 }
 
 /** An outgoing request that did not succeed. */
@@ -247,14 +249,16 @@ export class AcpClient {
         );
         break;
       }
-      case "notification":
-        this.log.info(`← ${ev.method} (notification) ${truncateJson(ev.params)}`);
+      case "notification": {
+        const json = ev.params === undefined ? undefined : jsonText(ev.params);
+        this.log.info(`← ${ev.method} (notification) ${json === undefined ? truncateJson(ev.params) : truncateText(json)}`);
         try {
-          this.handler.handleNotification(ev.method, ev.params);
+          this.handler.handleNotification(ev.method, ev.params, json);
         } catch (e) {
           this.log.error(`handler for ${ev.method} threw: ${(e as Error).stack ?? e}`);
         }
         break;
+      }
       case "response": {
         const p = this.outgoing.get(ev.requestId);
         this.outgoing.delete(ev.requestId);

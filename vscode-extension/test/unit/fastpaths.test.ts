@@ -48,9 +48,11 @@ function client(handler: Partial<IncomingHandler>, log: Logger = nullLogger) {
 test("fast paths: a burst of notifications reaches the handler in order, with calls made from the handler in between", { skip }, () => {
   const seen: string[] = [];
   const { c, sent } = client({
-    handleNotification: (_m, p) => {
+    handleNotification: (_m, p, json) => {
       const text = (p as { update: { content: { text: string } } }).update.content.text;
       seen.push(text);
+      // The params' JSON text comes along, stringified once (the thread model takes it as is).
+      assert.equal(json, JSON.stringify(p));
       // Re-entrant: sending from inside dispatch must neither reorder nor drop the burst.
       if (text === "b") c.notify("session/cancel", { sessionId: "s" });
     },
