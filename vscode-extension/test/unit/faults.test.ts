@@ -110,7 +110,8 @@ async function start(mode: string, engineOptions: object = {}) {
       (sid) => cancelTurn(sid),
     ),
     fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
-    onSessionUpdate: (_sessionId, params) => updates.push(params as SessionNotification),
+    // The router hands over the params' JSON text (what the thread model takes).
+    onSessionUpdate: (_sessionId, params) => updates.push(JSON.parse(params as string) as SessionNotification),
     log: nullLogger,
   });
   const conn = await AgentConnection.start(
