@@ -328,10 +328,11 @@ impl Chat {
             mcp,
             resume: args.resume.clone(),
             cwd: cwd.clone(),
-            agent_label: args
-                .agent_name
-                .clone()
-                .unwrap_or_else(|| command[0].to_string_lossy().into_owned()),
+            agent_label: match (&args.agent_name, args.agent.is_empty()) {
+                (Some(name), _) => name.clone(),
+                (None, true) => "acp demo-agent".to_string(),
+                (None, false) => command[0].to_string_lossy().into_owned(),
+            },
             record_warned: false,
             agent_vars,
             cancelling: Vec::new(),
