@@ -94,6 +94,15 @@ export function isInside(folder: string, target: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
 
+/** Whether the real path `real` lies inside one of `folders` (their symlinks resolved too). */
+export async function insideSomeFolder(real: string, folders: readonly string[]): Promise<boolean> {
+  for (const f of folders) {
+    const folder = await realPathOfMaybeMissing(f);
+    if (folder !== undefined && isInside(folder, real)) return true;
+  }
+  return false;
+}
+
 /**
  * The real path `p` reaches: symlinks resolved, those of its longest existing ancestor and
  * dangling ones too (a link to a missing file is followed to where writing it would create the
@@ -183,10 +192,7 @@ export class FsBridge {
       throw this.policy.failure("invalid_path", `${method}: invalid path ${file}: too many symbolic links`, { path: file });
     if (this.settings().allowWritesOutsideWorkspace) return real;
     const folders = this.host.workspaceFolders();
-    for (const f of folders) {
-      const realFolder = await realPathOfMaybeMissing(f);
-      if (realFolder !== undefined && isInside(realFolder, real)) return real;
-    }
+    if (await insideSomeFolder(real, folders)) return real;
     throw this.policy.failure(
       "outside_roots",
       folders.length === 0

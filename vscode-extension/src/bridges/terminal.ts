@@ -35,7 +35,7 @@ import type { Logger } from "../protocol/log";
 import type { CreateTerminalRequest, TerminalExitStatus, TerminalOutputResponse } from "@agentclientprotocol/sdk";
 import { JsonRpc, RequestError } from "../protocol/errors";
 import type { ClientPolicy, CommandQuestion, TerminalCommandRequest } from "../protocol/policy";
-import { isInside, realPathOfMaybeMissing } from "./fs";
+import { insideSomeFolder } from "./fs";
 
 /** Output bytes with a limit; the oldest are dropped first, at a character boundary. Chunks are
  *  kept as they came (a list), so appending never copies what is already kept. */
@@ -250,10 +250,7 @@ export class TerminalManager {
     } catch (e) {
       throw this.policy.failure("invalid_command", `terminal/create: cwd ${cwd}: ${(e as Error).message}`, { cwd });
     }
-    for (const f of folders) {
-      const folder = await realPathOfMaybeMissing(f);
-      if (folder !== undefined && isInside(folder, real)) return real;
-    }
+    if (await insideSomeFolder(real, folders)) return real;
     throw this.policy.failure(
       "invalid_command",
       folders.length === 0
