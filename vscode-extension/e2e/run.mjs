@@ -821,6 +821,12 @@ try {
     );
     const mode = chat.locator("#mode-select");
     await mode.waitFor({ timeout: 10_000 });
+    // The agent's commands, sent right behind its session/new answer, are shown (from the thread).
+    await until(
+      "the agent's /review command",
+      async () => (await chat.locator("#session-info .command", { hasText: "/review" }).count()) === 1,
+      10_000,
+    );
     const modes = await mode.locator("option").allTextContents();
     if (modes.join(",") !== "Ask,Code" || (await mode.inputValue()) !== "ask")
       throw new Error(`modes: ${modes} (${await mode.inputValue()})`);

@@ -62,6 +62,8 @@ export class AcpContext implements vscode.Disposable {
   private busy = false;
   /** The conversation the chat shows (a session's, or the notices before any session). */
   private conv: Conversation | undefined;
+  /** Updates for a session not set up yet (see onSessionUpdate). */
+  private early: Array<{ sessionId: string; params: unknown }> = [];
   private disposed = false;
 
   constructor(readonly extension: vscode.ExtensionContext) {
@@ -396,6 +398,12 @@ export class AcpContext implements vscode.Disposable {
     this.chat.post({ type: "conversation", sessionId: res.sessionId, agent: conn.agentTitle, reset: !o.afterCrash });
     conv.setSession(res.sessionId, res.modes, res.configOptions);
     conv.notice("info", `New session with ${conn.agentTitle}`);
+    const early = this.early;
+    this.early = [];
+    for (const u of early) {
+      if (u.sessionId === res.sessionId) this.onSessionUpdate(u.sessionId, u.params);
+      else this.log.warn(`session/update for unknown session ${u.sessionId} dropped`);
+    }
     return this.session;
   }
 
@@ -446,7 +454,10 @@ export class AcpContext implements vscode.Disposable {
 
   private onSessionUpdate(sessionId: string, params: unknown): void {
     if (!this.session || sessionId !== this.session.sessionId || !this.conv) {
-      this.log.warn(`session/update for unknown session ${sessionId} dropped`);
+      // An agent may send updates (its commands, say) right after answering session/new, before
+      // the answer's continuation has set the session up: kept (bounded) until it is.
+      if (this.early.length < 256) this.early.push({ sessionId, params });
+      else this.log.warn(`session/update for unknown session ${sessionId} dropped`);
       return;
     }
     try {
