@@ -8,26 +8,37 @@ use acp_client::terminal::{self, CommandRequest};
 use acp_client::writes::{self, FileFacts};
 use serde_json::{json, Value};
 
-fn table(name: &str) -> Vec<Value> {
-    let path = format!("{}/../tests/client/{name}", env!("CARGO_MANIFEST_DIR"));
+/// Replays `tests/client/{file}`: `decide` gives each case's result, compared with its
+/// `expect`. `ACP_BLESS=1` writes the results into `expect` instead (review the diff before
+/// committing).
+fn replay(file: &str, decide: impl Fn(&Value) -> Value) {
+    let path = format!("{}/../tests/client/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let cases = v["cases"].as_array().expect("a cases array").clone();
+    let mut cases = v["cases"].as_array().expect("a cases array").clone();
     assert!(!cases.is_empty(), "{path} has no cases");
-    cases
-}
-
-fn check(file: &str, case: &Value, got: Value) {
-    assert_eq!(
-        got, case["expect"],
-        "{file}: case {:?}\n  got:    {got}\n  expect: {}",
-        case["name"], case["expect"]
-    );
+    let bless = std::env::var_os("ACP_BLESS").is_some();
+    for case in &mut cases {
+        let got = decide(case);
+        if bless {
+            case["expect"] = got;
+        } else {
+            assert_eq!(
+                got, case["expect"],
+                "{file}: case {:?}\n  got:    {got}\n  expect: {}",
+                case["name"], case["expect"]
+            );
+        }
+    }
+    if bless {
+        let text = serde_json::to_string_pretty(&json!({ "cases": cases })).unwrap();
+        std::fs::write(path, text + "\n").unwrap();
+    }
 }
 
 #[test]
 fn permission_cases() {
-    for case in table("permission.json") {
+    replay("permission.json", |case| {
         let options: Vec<PermissionOption> =
             serde_json::from_value(case["options"].clone()).expect("options");
         let on = &case["on"];
@@ -43,22 +54,22 @@ fn permission_cases() {
         } else {
             panic!("unknown `on` {on}")
         };
-        check("permission.json", &case, json!(decision));
-    }
+        json!(decision)
+    });
 }
 
 #[test]
 fn write_cases() {
-    for case in table("writes.json") {
+    replay("writes.json", |case| {
         let facts: FileFacts = serde_json::from_value(case["facts"].clone()).expect("facts");
         let class = writes::classify(case["path"].as_str().expect("path"), facts);
-        check("writes.json", &case, json!(class));
-    }
+        json!(class)
+    });
 }
 
 #[test]
 fn terminal_cases() {
-    for case in table("terminal.json") {
+    replay("terminal.json", |case| {
         let request: CommandRequest =
             serde_json::from_value(case["request"].clone()).expect("request");
         let user: HashMap<String, String> =
@@ -67,18 +78,15 @@ fn terminal_cases() {
             Ok(q) => json!({ "question": q }),
             Err(e) => json!({ "invalid": e }),
         };
-        check("terminal.json", &case, got);
-    }
+        got
+    });
 }
 
-/// `ACP_BLESS=1` writes the results into `expect` (review the diff before committing).
 #[test]
 fn thread_cases() {
     use acp_client::thread::{Block, Limits, Thread};
     let file = "thread.json";
-    let mut cases = table(file);
-    let bless = std::env::var_os("ACP_BLESS").is_some();
-    for case in &mut cases {
+    replay(file, |case| {
         let mut t = Thread::new(Limits::default());
         let mut applied = Vec::new();
         for step in case["steps"].as_array().expect("steps") {
@@ -113,30 +121,21 @@ fn thread_cases() {
             "{file}: {:?} round trip",
             case["name"]
         );
-        if bless {
-            case["expect"] = got;
-        } else {
-            check(file, case, got);
-        }
-    }
-    if bless {
-        let path = format!("{}/../tests/client/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = serde_json::to_string_pretty(&json!({ "cases": cases })).unwrap();
-        std::fs::write(path, text + "\n").unwrap();
-    }
+        got
+    });
 }
 
 #[test]
 fn auth_cases() {
     use acp_client::auth::{self, AuthMethod};
-    for case in table("auth.json") {
+    replay("auth.json", |case| {
         let methods: Vec<AuthMethod> =
             serde_json::from_value(case["methods"].clone()).expect("methods");
         let env: Vec<String> = serde_json::from_value(case["env"].clone()).expect("env");
         let requested = case["requested"].as_str();
         let got = auth::choose(&methods, |v| env.iter().any(|e| e == v), requested);
-        check("auth.json", &case, json!(got));
-    }
+        json!(got)
+    });
 }
 
 #[test]
@@ -144,9 +143,7 @@ fn restart_cases() {
     use acp_client::restart::{CrashBudget, RestartPolicy};
     use std::time::Duration;
     let file = "restart.json";
-    let mut cases = table(file);
-    let bless = std::env::var_os("ACP_BLESS").is_some();
-    for case in &mut cases {
+    replay(file, |case| {
         let policy: RestartPolicy = if case["policy"].is_null() {
             RestartPolicy::default()
         } else {
@@ -165,37 +162,23 @@ fn restart_cases() {
                 panic!("unknown step {step}");
             }
         }
-        let got = json!(got);
-        if bless {
-            case["expect"] = got;
-        } else {
-            check(file, case, got);
-        }
-    }
-    if bless {
-        let path = format!("{}/../tests/client/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = serde_json::to_string_pretty(&json!({ "cases": cases })).unwrap();
-        std::fs::write(path, text + "\n").unwrap();
-    }
+        json!(got)
+    });
 }
 
 #[test]
 fn error_cases() {
     use acp_client::errors::Failure;
-    for case in table("errors.json") {
+    replay("errors.json", |case| {
         let f: Failure = serde_json::from_value(case["failure"].clone()).expect("failure");
-        check(
-            "errors.json",
-            &case,
-            json!({ "code": f.code(), "reason": f.reason() }),
-        );
-    }
+        json!({ "code": f.code(), "reason": f.reason() })
+    });
 }
 
 #[test]
 fn mcp_cases() {
     use acp_client::mcp::{self, McpCapabilities};
-    for case in table("mcp.json") {
+    replay("mcp.json", |case| {
         let caps: McpCapabilities = serde_json::from_value(case["caps"].clone()).expect("caps");
         let got = match mcp::parse_config(&case["config"].to_string()) {
             Ok(servers) => json!(mcp::select(&servers, caps)),
@@ -206,14 +189,14 @@ fn mcp_cases() {
                 _ => json!({ "error": e }),
             },
         };
-        check("mcp.json", &case, got);
-    }
+        got
+    });
 }
 
 #[test]
 fn registry_cases() {
     use acp_client::registry;
-    for case in table("registry.json") {
+    replay("registry.json", |case| {
         let got = (|| -> Result<registry::Launch, String> {
             let base = if case["registry"].is_null() {
                 registry::parse(registry::SNAPSHOT)?
@@ -228,10 +211,9 @@ fn registry_cases() {
             let agent = registry::find(&reg, case["agent"].as_str().expect("agent"))?;
             registry::launch(agent, case["platform"].as_str().expect("platform"))
         })();
-        let got = match got {
+        match got {
             Ok(l) => json!({ "launch": l }),
             Err(e) => json!({ "error": e }),
-        };
-        check("registry.json", &case, got);
-    }
+        }
+    });
 }
