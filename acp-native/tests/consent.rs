@@ -17,46 +17,10 @@ use std::time::{Duration, Instant};
 use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
 
 /// `python3 agent.py SCENARIO LOG [N]`: answers `initialize` and `session/new` (session `s-1`),
-/// reads `session/prompt`, then does as told. Every line it reads is appended to LOG.
+/// reads `session/prompt`, then does as told. Every line it reads is appended to LOG (its
+/// helpers are [`cli_support::PY_AGENT_HELPERS`]).
 const HOSTILE_AGENT: &str = r#"
-import json, os, sys, time
-scenario, log_path = sys.argv[1], sys.argv[2]
 n = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3].isdigit() else 0
-log = open(log_path, "a")
-
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-
-def recv():
-    line = sys.stdin.readline()
-    if not line:
-        return None
-    log.write(line); log.flush()
-    return json.loads(line)
-
-def expect(method=None, id=None):
-    while True:
-        m = recv()
-        if m is None:
-            sys.exit(0)
-        if method is not None and m.get("method") == method:
-            return m
-        if m.get("method") == "session/set_mode":
-            send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
-            continue
-        if id is not None and m.get("id") == id and "method" not in m:
-            return m
-
-def update(text):
-    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
-          "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
-
-def end(pid, reason="end_turn"):
-    send({"jsonrpc": "2.0", "id": pid, "result": {"stopReason": reason}})
-
-def call(id, method, params):
-    send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-    return expect(id=id)
 
 def report(r):
     update("[answer: %s]\n" % json.dumps(r.get("error") or r.get("result")))
@@ -202,7 +166,7 @@ elif scenario == "terminal-then-hang":
 /// `acp chat` args running the hostile agent with `scenario` in `dir`.
 fn agent_args(dir: &TempDir, scenario: &str, extra: &[&str]) -> Vec<String> {
     let script = dir.join("agent.py");
-    std::fs::write(&script, HOSTILE_AGENT).unwrap();
+    std::fs::write(&script, cli_support::py_agent(HOSTILE_AGENT)).unwrap();
     let mut args: Vec<String> = ["chat", "--prompt", "go"]
         .iter()
         .chain(extra)
@@ -601,7 +565,7 @@ fn mcp_config_servers_go_to_session_new_per_the_agents_capabilities() {
 fn slash_commands_are_acps_or_the_agents() {
     let dir = TempDir::new("slash");
     let script = dir.join("agent.py");
-    std::fs::write(&script, HOSTILE_AGENT).unwrap();
+    std::fs::write(&script, cli_support::py_agent(HOSTILE_AGENT)).unwrap();
     let log = dir.join("agent.log");
     let (script, log) = (script.to_str().unwrap(), log.to_str().unwrap());
     let r = run(
@@ -676,6 +640,31 @@ fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Waits until the hostile agent's progress counter (updates sent so far) stops moving for
+/// 3 s, and returns it: backpressure reached the agent. Fails (killing acp) if the agent sent
+/// all `n` or acp exited first, or if nothing started within [`EVENTUALLY`].
+fn wait_for_stall(child: &mut std::process::Child, progress: &Path, n: u64, how: &str) -> u64 {
+    let deadline = Instant::now() + EVENTUALLY;
+    let (mut last, mut since) = (0, Instant::now());
+    loop {
+        let now = read_progress(progress);
+        if now >= n || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!(
+                "the agent sent all {n} updates {how} (acp's peak RSS {} KiB)",
+                status_kib(child.id(), "VmHWM:")
+            );
+        }
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if now > 0 && since.elapsed() > Duration::from_secs(3) {
+            return now;
+        }
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn read_progress(path: &Path) -> u64 {
     std::fs::read_to_string(path)
         .ok()
@@ -699,26 +688,12 @@ fn an_unread_stdout_stops_reading_the_agent_instead_of_growing_memory() {
         .spawn()
         .unwrap();
     // Nobody reads acp's stdout (Ctrl-S, a slow ssh): the agent must end up blocked.
-    let progress = dir.join("progress");
-    let deadline = Instant::now() + EVENTUALLY;
-    let (mut last, mut since) = (0, Instant::now());
-    let stalled_at = loop {
-        let now = read_progress(&progress);
-        if now >= N || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            panic!(
-                "the agent wrote all {N} updates while acp's stdout was not read (peak RSS {} KiB)",
-                status_kib(child.id(), "VmHWM:")
-            );
-        }
-        if now != last {
-            (last, since) = (now, Instant::now());
-        } else if now > 0 && since.elapsed() > Duration::from_secs(3) {
-            break now;
-        }
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let stalled_at = wait_for_stall(
+        &mut child,
+        &dir.join("progress"),
+        N,
+        "while acp's stdout was not read",
+    );
     let peak = status_kib(child.id(), "VmHWM:");
     assert!(
         peak < 100 * 1024,
@@ -761,23 +736,12 @@ fn large_updates_held_behind_an_open_question_stay_within_the_byte_budget() {
         buf
     });
     // The question stays open: the agent must end up blocked, acp within its budget.
-    let progress = dir.join("progress");
-    let deadline = Instant::now() + EVENTUALLY;
-    let (mut last, mut since) = (0, Instant::now());
-    let stalled_at = loop {
-        let now = read_progress(&progress);
-        assert!(
-            now < N,
-            "the agent sent all {N} updates behind an open question"
-        );
-        if now != last {
-            (last, since) = (now, Instant::now());
-        } else if now > 0 && since.elapsed() > Duration::from_secs(3) {
-            break now;
-        }
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let stalled_at = wait_for_stall(
+        &mut child,
+        &dir.join("progress"),
+        N,
+        "behind an open question",
+    );
     let peak = status_kib(child.id(), "VmHWM:");
     assert!(
         peak < 300 * 1024,

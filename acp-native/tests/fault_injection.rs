@@ -13,42 +13,9 @@ use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
 
 /// The misbehaving agent: `python3 agent.py SCENARIO LOG`. It answers `initialize` and
 /// `session/new` (session `s-1`), reads `session/prompt`, then misbehaves as told. Every line it
-/// reads is appended to LOG (the environment is not passed to agents by default).
+/// reads is appended to LOG (the environment is not passed to agents by default). Its helpers
+/// are [`cli_support::PY_AGENT_HELPERS`].
 const FAULT_AGENT: &str = r#"
-import json, os, sys, time
-scenario, log_path = sys.argv[1], sys.argv[2]
-log = open(log_path, "a")
-
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
-
-def recv():
-    line = sys.stdin.readline()
-    if not line:
-        return None
-    log.write(line); log.flush()
-    return json.loads(line)
-
-def expect(method=None, id=None):
-    while True:
-        m = recv()
-        if m is None:
-            sys.exit(0)
-        if method is not None and m.get("method") == method:
-            return m
-        if id is not None and m.get("id") == id and "method" not in m:
-            return m
-
-def update(text):
-    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
-          "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
-
-def end(pid, reason="end_turn"):
-    send({"jsonrpc": "2.0", "id": pid, "result": {"stopReason": reason}})
-
-def call(id, method, params):
-    send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-    return expect(id=id)
 
 m = expect("initialize")
 send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
@@ -154,7 +121,7 @@ elif scenario == "fs-escape":
 /// Writes the agent; returns the agent command (after `--`) and the log path.
 fn agent(dir: &TempDir, scenario: &str) -> (Vec<String>, std::path::PathBuf) {
     let script = dir.join("fault_agent.py");
-    std::fs::write(&script, FAULT_AGENT).unwrap();
+    std::fs::write(&script, cli_support::py_agent(FAULT_AGENT)).unwrap();
     let log = dir.join("agent.log");
     (
         vec![

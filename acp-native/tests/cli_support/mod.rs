@@ -21,6 +21,54 @@ pub fn acp() -> &'static str {
 /// Bound for anything that must happen on a loaded 2-core machine.
 pub const EVENTUALLY: Duration = Duration::from_secs(60);
 
+/// The start of the scripted python agents (`python3 agent.py SCENARIO LOG …`): `scenario`,
+/// `log` (every line read is appended to LOG) and the helpers `send`, `recv`, `expect` (answers
+/// `session/set_mode` while waiting), `update`, `end` and `call`. A test's own part follows.
+pub const PY_AGENT_HELPERS: &str = r#"
+import json, os, sys, time
+scenario, log_path = sys.argv[1], sys.argv[2]
+log = open(log_path, "a")
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+
+def recv():
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    log.write(line); log.flush()
+    return json.loads(line)
+
+def expect(method=None, id=None):
+    while True:
+        m = recv()
+        if m is None:
+            sys.exit(0)
+        if method is not None and m.get("method") == method:
+            return m
+        if m.get("method") == "session/set_mode":
+            send({"jsonrpc": "2.0", "id": m["id"], "result": {}})
+            continue
+        if id is not None and m.get("id") == id and "method" not in m:
+            return m
+
+def update(text):
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
+          "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+
+def end(pid, reason="end_turn"):
+    send({"jsonrpc": "2.0", "id": pid, "result": {"stopReason": reason}})
+
+def call(id, method, params):
+    send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    return expect(id=id)
+"#;
+
+/// A scripted python agent: [`PY_AGENT_HELPERS`] then `body`.
+pub fn py_agent(body: &str) -> String {
+    format!("{PY_AGENT_HELPERS}{body}")
+}
+
 /// A temporary directory, removed on drop; canonical path.
 pub struct TempDir(PathBuf);
 
