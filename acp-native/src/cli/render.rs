@@ -220,9 +220,10 @@ impl Ui {
         }
     }
 
-    /// The conversation so far, in the thread's saved form.
-    pub fn thread_json(&self) -> String {
-        self.lock().thread.to_json()
+    /// The conversation so far for its record: its title and the thread's saved form.
+    pub fn thread_record(&self) -> (String, String) {
+        let st = self.lock();
+        (super::sessions::title_of(&st.thread), st.thread.to_json())
     }
 
     /// The session's modes and config options as the agent answered them (`session/new`,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use acp_client::display::escape_line;
-use acp_client::thread::{Entry, Limits, Thread};
+use acp_client::thread::{Entry, Thread};
 use serde::{Deserialize, Serialize};
 
 /// The record format's version.
@@ -29,8 +29,8 @@ pub struct Record {
     pub updated_at: u64,
     /// The title the agent gave, else the first prompt's start.
     pub title: String,
-    /// The thread's saved form (acp-client's `Thread::to_json`).
-    pub thread: serde_json::Value,
+    /// The thread's saved form (acp-client's `Thread::to_json`), kept as text.
+    pub thread: Box<serde_json::value::RawValue>,
 }
 
 /// The directory records are kept in.
@@ -83,7 +83,7 @@ fn now() -> u64 {
 }
 
 /// A title for a thread: the agent's, else the first prompt's first line (80 characters).
-fn title_of(thread: &Thread) -> String {
+pub fn title_of(thread: &Thread) -> String {
     if let Some(t) = &thread.title {
         return escape_line(t);
     }
@@ -96,8 +96,15 @@ fn title_of(thread: &Thread) -> String {
     escape_line(&line.chars().take(80).collect::<String>())
 }
 
-/// Saves the conversation (best effort: a failure is returned for a warning, never fatal).
-pub fn save(cwd: &Path, agent: &str, session_id: &str, thread_json: &str) -> Result<(), String> {
+/// Saves the conversation: `title` ([`title_of`]) and `thread_json` (its saved form) come from
+/// the live thread (best effort: a failure is returned for a warning, never fatal).
+pub fn save(
+    cwd: &Path,
+    agent: &str,
+    session_id: &str,
+    title: String,
+    thread_json: String,
+) -> Result<(), String> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let Some(root) = root() else {
         return Err("no HOME or XDG_STATE_HOME to keep session records in".into());
@@ -108,15 +115,14 @@ pub fn save(cwd: &Path, agent: &str, session_id: &str, thread_json: &str) -> Res
         .mode(0o700)
         .create(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let thread = Thread::from_json(thread_json, Limits::default())?;
     let record = Record {
         format: RECORD_FORMAT,
         session_id: session_id.to_string(),
         cwd: cwd.to_path_buf(),
         agent: agent.to_string(),
         updated_at: now(),
-        title: title_of(&thread),
-        thread: serde_json::from_str(thread_json).map_err(|e| e.to_string())?,
+        title,
+        thread: serde_json::value::RawValue::from_string(thread_json).map_err(|e| e.to_string())?,
     };
     let path = dir.join(file_name(session_id));
     let tmp = dir.join(format!(

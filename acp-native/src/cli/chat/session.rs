@@ -256,7 +256,7 @@ impl Chat {
             return;
         };
         let thread = acp_client::thread::Thread::from_json(
-            &record.thread.to_string(),
+            record.thread.get(),
             acp_client::thread::Limits::default(),
         );
         match thread {
@@ -284,11 +284,13 @@ impl Chat {
         if self.session_id.0.is_empty() {
             return;
         }
+        let (title, thread) = self.ui.thread_record();
         if let Err(e) = crate::cli::sessions::save(
             &self.cwd,
             &self.agent_label,
             &self.session_id.0,
-            &self.ui.thread_json(),
+            title,
+            thread,
         ) {
             if !self.record_warned {
                 self.record_warned = true;
