@@ -175,13 +175,7 @@ impl AuthMethod {
     }
 
     fn looks_interactive(&self) -> bool {
-        let text = format!(
-            "{} {} {}",
-            self.id,
-            self.name,
-            self.description.as_deref().unwrap_or("")
-        )
-        .to_ascii_lowercase();
+        let text = self.text();
         [
             "login",
             "log in",
