@@ -233,35 +233,30 @@ impl ChatArgs {
         &self,
         extra: &std::collections::BTreeMap<String, String>,
     ) -> acp_native::process::EnvPolicy {
-        use acp_native::process::EnvPolicy;
-        let mut policy = if self.inherit_env {
-            EnvPolicy::inherit_all()
-        } else {
-            EnvPolicy::default()
-        };
-        for (name, value) in extra {
-            policy = policy.var(name, value);
-        }
-        apply_env_items(policy, &self.env)
+        env_policy_with(self.inherit_env, extra, &self.env)
     }
 }
 
 /// The allowlist (or everything, `inherit`) plus `--env` items (`NAME`, `NAME_*`, `NAME=VALUE`).
 pub fn env_policy(inherit: bool, items: &[String]) -> acp_native::process::EnvPolicy {
+    env_policy_with(inherit, &Default::default(), items)
+}
+
+/// [`env_policy`] with `extra` variables set before the `--env` items.
+pub fn env_policy_with(
+    inherit: bool,
+    extra: &std::collections::BTreeMap<String, String>,
+    items: &[String],
+) -> acp_native::process::EnvPolicy {
     use acp_native::process::EnvPolicy;
-    let policy = if inherit {
+    let mut policy = if inherit {
         EnvPolicy::inherit_all()
     } else {
         EnvPolicy::default()
     };
-    apply_env_items(policy, items)
-}
-
-/// `--env` items (`NAME`, `NAME_*`, `NAME=VALUE`) applied to `policy`.
-pub fn apply_env_items(
-    mut policy: acp_native::process::EnvPolicy,
-    items: &[String],
-) -> acp_native::process::EnvPolicy {
+    for (name, value) in extra {
+        policy = policy.var(name, value);
+    }
     for item in items {
         policy = match item.split_once('=') {
             Some((name, value)) => policy.var(name, value),
