@@ -91,7 +91,7 @@ impl Chat {
                     turn.cancel_sent = true;
                     turn.cancel_deadline.get_or_insert(Instant::now() + CANCEL_WAIT);
                     self.ui.notice("cancelling the turn… (press Ctrl-C again to quit)");
-                    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, conn.cancel(s::CancelNotification::new(self.session_id.clone()))).await;
+                    self.send_session_cancel(&conn).await;
                     // The schema: after `session/cancel`, every pending permission request is
                     // answered `cancelled` (our own questions too: nothing waits on the agent
                     // withdrawing them); held ones are answered as they are reached.
@@ -131,7 +131,7 @@ impl Chat {
                             continue;
                         }
                     }
-                    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, conn.cancel(s::CancelNotification::new(self.session_id.clone()))).await;
+                    self.send_session_cancel(&conn).await;
                     let secs = self.idle_limit.unwrap_or_default().as_secs_f64();
                     let flag = if self.idle_limit_is_default { "the default for --prompt; set it with --timeout" } else { "--timeout" };
                     turn.timed_out = Some(Outcome::fail(
@@ -341,14 +341,17 @@ impl Chat {
         }
         if !*session_cancelled {
             *session_cancelled = true;
-            let _ = tokio::time::timeout(
-                CANCEL_SEND_LIMIT,
-                conn.cancel(s::CancelNotification::new(self.session_id.clone())),
-            )
-            .await;
+            self.send_session_cancel(conn).await;
         }
         for reply in self.cancelling.drain(..) {
             let _ = reply.send(s::RequestPermissionOutcome::Cancelled);
         }
+    }
+
+    /// `session/cancel` for this session, bounded by [`CANCEL_SEND_LIMIT`] (an agent that
+    /// stopped reading cannot hold the turn: it ends anyway).
+    async fn send_session_cancel(&self, conn: &ClientSideConnection) {
+        let cancel = conn.cancel(s::CancelNotification::new(self.session_id.clone()));
+        let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, cancel).await;
     }
 }
