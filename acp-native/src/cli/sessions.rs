@@ -193,19 +193,6 @@ pub fn when(secs: u64) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names_and_dates() {
-        assert_eq!(file_name("demo-1a2b-1"), "demo-1a2b-1.json");
-        assert_eq!(file_name("../x y"), "%2E.%2Fx%20y.json");
-        assert_eq!(when(0), "1970-01-01 00:00 UTC");
-        assert_eq!(when(1_795_464_840), "2026-11-23 20:14 UTC");
-    }
-}
-
 /// `acp sessions`.
 pub async fn run(args: super::SessionsArgs) -> i32 {
     use super::exit;
@@ -338,4 +325,17 @@ async fn agent_sessions(
     .await;
     child.shutdown(std::time::Duration::from_millis(1500)).await;
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_and_dates() {
+        assert_eq!(file_name("demo-1a2b-1"), "demo-1a2b-1.json");
+        assert_eq!(file_name("../x y"), "%2E.%2Fx%20y.json");
+        assert_eq!(when(0), "1970-01-01 00:00 UTC");
+        assert_eq!(when(1_795_464_840), "2026-11-23 20:14 UTC");
+    }
 }
