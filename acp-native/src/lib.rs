@@ -10,6 +10,8 @@ pub mod driver;
 pub mod fs_service;
 pub mod layers;
 pub mod process;
+#[cfg(feature = "remote")]
+pub mod remote;
 pub mod router;
 pub mod supervisor;
 pub mod terminal_service;

@@ -1,0 +1,6 @@
+//! Remote agents: ACP over HTTP + SSE and WebSocket, with the wire behaviour of the official
+//! `agent-client-protocol-http` 5 crate (feature `remote`).
+//!
+//! * [`wire`]: the wire's constants (path, header names, limits), its session-routing rules and
+//!   the SSE framing (an event writer and an incremental reader), shared by server and client.
+pub mod wire;
