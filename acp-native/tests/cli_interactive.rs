@@ -1,5 +1,6 @@
 //! Interactive `acp chat` in a real terminal (tmux): type a prompt, answer the permission
-//! dialog (after an invalid answer), see the answer; cancel a turn with Ctrl-C; quit with
+//! dialog (after an invalid answer), see the answer; cancel a turn with Ctrl-C; the line
+//! editor (Tab completion, `\` continuation, Up for history, the history file); quit with
 //! Ctrl-D and exit 0.
 //!
 //! tmux is installed with apt-get when missing; the test is skipped, with the reason printed,
@@ -111,8 +112,9 @@ fn interactive_chat_in_a_terminal() {
     };
     let command = format!(
         // The shell reports acp's exit status on the screen when it ends.
-        "cd '{}' && '{}' chat -- '{}' demo-agent --delay-ms 150; echo \"acp exited with $?\"",
+        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat -- '{}' demo-agent --delay-ms 150; echo \"acp exited with $?\"",
         dir.path().display(),
+        dir.join("state").display(),
         acp(),
         acp()
     );
@@ -152,10 +154,62 @@ fn interactive_chat_in_a_terminal() {
     tmux.keys(&["C-c"]);
     tmux.wait_for("[turn ended: cancelled]");
 
-    // Ctrl-D at the prompt quits with exit code 0.
     tmux.wait("the input prompt after the cancelled turn", |s| {
         s.trim_end().ends_with('>')
     });
+
+    // The line editor: Tab completes a slash command.
+    tmux.keys(&["/he", "Tab"]);
+    tmux.wait_for("> /help");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("acp's commands:");
+
+    // A line ending in `\` continues: one prompt of two lines.
+    tmux.keys(&["one\\", "Enter"]);
+    tmux.keys(&["two #max-tokens", "Enter"]);
+    tmux.wait_for("I run out of tokens");
+    let screen = tmux.pane();
+    assert!(
+        screen.contains("You said: \"one\ntwo #max-tokens\""),
+        "one two-line prompt, without the backslash:\n{screen}"
+    );
+    assert!(
+        !screen.contains("\"one\\"),
+        "the backslash was sent:\n{screen}"
+    );
+
+    // Up recalls the last prompt (history): sent again, a second identical answer.
+    tmux.wait("the input prompt after the two-line turn", |s| {
+        s.trim_end().ends_with('>')
+    });
+    tmux.keys(&["Up", "Enter"]);
+    tmux.wait("the recalled prompt's answer", |s| {
+        s.matches("two #max-tokens\". I am").count() == 2
+    });
+
+    // The history file keeps prompts, not answers to questions, readable by the user only.
+    let history_file = dir.join("state").join("acp").join("history");
+    let history = std::fs::read_to_string(&history_file).expect("history file");
+    assert!(history.contains("hello from tmux"), "{history}");
+    assert!(history.contains("second turn"), "{history}");
+    assert!(
+        !history.lines().any(|l| l.trim() == "5" || l.trim() == "1"),
+        "answers to questions are not history: {history}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&history_file)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "history readable by others: {mode:o}");
+
+    // Ctrl-C at the prompt (the line editor sees it, not a signal) warns; Ctrl-D then quits
+    // with exit code 0.
+    tmux.wait("the input prompt after the recalled turn", |s| {
+        s.trim_end().ends_with('>')
+    });
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("press Ctrl-C again or Ctrl-D to quit");
     tmux.keys(&["C-d"]);
     tmux.wait_for("acp exited with 0");
 }

@@ -45,6 +45,10 @@ struct State {
     last_title: Option<String>,
     last_output: Instant,
     terminal_output: Option<TerminalOutput>,
+    /// A line editor reads the input (a terminal): prompts are kept here for it to show
+    /// instead of being written to stderr.
+    line_editor: bool,
+    prompt: Option<String>,
 }
 
 struct Spinner {
@@ -110,6 +114,8 @@ impl Ui {
                 last_title: None,
                 last_output: Instant::now(),
                 terminal_output: None,
+                line_editor: false,
+                prompt: None,
             })),
         };
         if ui.lock().spinner_allowed {
@@ -185,9 +191,17 @@ impl Ui {
         st.newline();
         st.block = Block::None;
         let p = styled(st.color_err, "1;36", "> ");
-        st.err_raw(&p);
-        // The user's Enter ends the line.
-        st.at_line_start = true;
+        st.show_prompt(p);
+    }
+
+    /// Prompts go to the line editor (see [`Ui::take_prompt`]) instead of stderr.
+    pub fn use_line_editor(&self) {
+        self.lock().line_editor = true;
+    }
+
+    /// The prompt the line editor should show for the next input, if one was asked for.
+    pub fn take_prompt(&self) -> Option<String> {
+        self.lock().prompt.take()
     }
 
     /// The end of a turn: a newline after streamed text; the JSON line with `--json`.
@@ -474,7 +488,18 @@ impl State {
 
     fn permission_ask(&mut self, count: usize) {
         let q = styled(self.color_err, "1", &format!("choose 1-{count}: "));
-        self.err_raw(&q);
+        self.show_prompt(q);
+    }
+
+    /// Writes a prompt, or keeps it for the line editor to show.
+    fn show_prompt(&mut self, prompt: String) {
+        if self.line_editor {
+            self.clear_spinner();
+            self.prompt = Some(prompt);
+        } else {
+            self.err_raw(&prompt);
+        }
+        // The user's Enter ends the line.
         self.at_line_start = true;
     }
 

@@ -1,5 +1,5 @@
 //! Slash commands at the interactive prompt: acp's own (`/help`, `/mode`, `/config`,
-//! `/model`, `/sessions`) and the agent's (sent to it as the prompt).
+//! `/model`, `/sessions`, `/cancel`) and the agent's (sent to it as the prompt).
 
 use super::*;
 
@@ -13,7 +13,10 @@ impl Chat {
         match cmd {
             "help" => {
                 let mut lines = vec![
-                    "acp's commands: /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /quit"
+                    "acp's commands: /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
+                        .to_string(),
+                    "Tab completes a command; a line ending in \\ (or Alt-Enter) continues on the next; \
+                     Up/Down recall earlier prompts; Ctrl-C cancels a turn"
                         .to_string(),
                 ];
                 if agent_commands.is_empty() {
@@ -140,6 +143,12 @@ impl Chat {
                     Ok(_) => self.ui.notice(&escape_line(&format!("{id} = {value}"))),
                     Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
                 }
+                true
+            }
+            // Typed at the prompt, so no turn is running (Ctrl-C cancels one while it runs).
+            "cancel" => {
+                self.ui
+                    .notice("no turn is running (press Ctrl-C while a turn runs to cancel it)");
                 true
             }
             "sessions" => {

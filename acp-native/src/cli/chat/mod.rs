@@ -44,11 +44,13 @@ use super::terminals::{Gate, Terminals};
 use super::ChatArgs;
 
 mod commands;
+mod input;
 mod requests;
 mod session;
 mod signals;
 mod turn;
 
+use input::{Ask, Input, Stdin};
 use requests::*;
 use signals::*;
 
@@ -301,6 +303,7 @@ impl Chat {
         } else {
             AutoMode::Ask
         };
+        let stdin = Stdin::new(ui.clone());
         let mut chat = Chat {
             ui,
             conn,
@@ -310,7 +313,7 @@ impl Chat {
             warnings,
             tap,
             signals,
-            stdin: Stdin::new(),
+            stdin,
             mode,
             timeout: args.timeout.unwrap_or(DEFAULT_TIMEOUT),
             idle_limit: args
@@ -369,7 +372,19 @@ impl Chat {
                 self.ui.input_prompt();
             }
             let line = tokio::select! {
-                line = self.stdin.next_line() => line,
+                input = self.stdin.next(Ask::Prompt) => match input {
+                    Input::Line(line) => Some(line),
+                    Input::Eof => None,
+                    // Ctrl-C at the prompt: as the signal does.
+                    Input::Interrupt => {
+                        if interrupted_once {
+                            return Outcome::code(exit::INTERRUPTED);
+                        }
+                        interrupted_once = true;
+                        self.ui.notice("(press Ctrl-C again or Ctrl-D to quit)");
+                        continue;
+                    }
+                },
                 sig = self.signals.recv() => {
                     if sig != Interrupt::Int {
                         return quit(sig);

@@ -1,4 +1,4 @@
-//! What interrupts `acp chat` (Ctrl-C, SIGHUP, SIGTERM) and its stdin, read on a thread.
+//! What interrupts `acp chat`: Ctrl-C, SIGHUP, SIGTERM.
 
 use super::*;
 
@@ -54,39 +54,4 @@ pub(super) fn ends_chat(outcome: &Outcome) -> bool {
         outcome.code,
         exit::INTERRUPTED | exit::HANGUP | exit::TERMINATED
     )
-}
-
-/// Lines of this process's stdin, read on a thread (stdin cannot be read asynchronously in
-/// a portable way), started on first use. `None` once at end of input.
-pub(super) struct Stdin {
-    pub(super) rx: Option<mpsc::UnboundedReceiver<String>>,
-    pub(super) is_terminal: bool,
-}
-
-impl Stdin {
-    pub(super) fn new() -> Stdin {
-        use std::io::IsTerminal;
-        Stdin {
-            rx: None,
-            is_terminal: std::io::stdin().is_terminal(),
-        }
-    }
-
-    pub(super) async fn next_line(&mut self) -> Option<String> {
-        let rx = self.rx.get_or_insert_with(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            std::thread::spawn(move || {
-                use std::io::BufRead;
-                let stdin = std::io::stdin();
-                for line in stdin.lock().lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-            rx
-        });
-        rx.recv().await
-    }
 }

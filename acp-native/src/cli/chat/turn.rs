@@ -50,8 +50,17 @@ impl Chat {
                     self.show_held(&conn, &mut turn).await;
                 }
                 Some(line) = self.warnings.recv(), if turn.open.is_none() => self.garbage(line),
-                line = self.stdin.next_line(), if turn.open.is_some() => {
+                input = self.stdin.next(Ask::Answer), if turn.open.is_some() => {
                     last_activity = Instant::now();
+                    let line = match input {
+                        Input::Line(l) => Some(l),
+                        Input::Eof => None,
+                        // Ctrl-C at the question: as the signal does.
+                        Input::Interrupt => {
+                            self.interrupt(&conn, &mut turn).await?;
+                            continue;
+                        }
+                    };
                     let ask = turn.open.as_ref().expect("guarded");
                     let options = policy_options(&ask.request.options);
                     let decision = match &line {
@@ -85,22 +94,7 @@ impl Chat {
                     if sig != Interrupt::Int {
                         return Err(quit(sig));
                     }
-                    if turn.cancel_sent {
-                        return Err(Outcome::fail(exit::INTERRUPTED, "interrupted"));
-                    }
-                    turn.cancel_sent = true;
-                    turn.cancel_deadline.get_or_insert(Instant::now() + CANCEL_WAIT);
-                    self.ui.notice("cancelling the turn… (press Ctrl-C again to quit)");
-                    self.send_session_cancel(&conn).await;
-                    // The schema: after `session/cancel`, every pending permission request is
-                    // answered `cancelled` (our own questions too: nothing waits on the agent
-                    // withdrawing them); held ones are answered as they are reached.
-                    if let Some(ask) = turn.open.take() {
-                        let title = self.ask_title(&ask);
-                        self.ui.permission_outcome(&title, "withdrawn (the turn was cancelled)");
-                        let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
-                    }
-                    self.show_held(&conn, &mut turn).await;
+                    self.interrupt(&conn, &mut turn).await?;
                 }
                 _ = tokio::time::sleep_until(turn.cancel_deadline.unwrap_or_else(Instant::now)),
                     if turn.cancel_deadline.is_some() => {
@@ -195,6 +189,35 @@ impl Chat {
 
     /// Shows held events in order until one of them opens a question (or none is left), then
     /// sends `session/cancel` if an answer needs it.
+    /// Ctrl-C during a turn (the signal, or typed at a question): the first cancels the turn
+    /// and waits (bounded) for its answer, the second quits.
+    async fn interrupt(
+        &mut self,
+        conn: &ClientSideConnection,
+        turn: &mut TurnState,
+    ) -> Result<(), Outcome> {
+        if turn.cancel_sent {
+            return Err(Outcome::fail(exit::INTERRUPTED, "interrupted"));
+        }
+        turn.cancel_sent = true;
+        turn.cancel_deadline
+            .get_or_insert(Instant::now() + CANCEL_WAIT);
+        self.ui
+            .notice("cancelling the turn… (press Ctrl-C again to quit)");
+        self.send_session_cancel(conn).await;
+        // The schema: after `session/cancel`, every pending permission request is answered
+        // `cancelled` (our own questions too: nothing waits on the agent withdrawing them);
+        // held ones are answered as they are reached.
+        if let Some(ask) = turn.open.take() {
+            let title = self.ask_title(&ask);
+            self.ui
+                .permission_outcome(&title, "withdrawn (the turn was cancelled)");
+            let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
+        }
+        self.show_held(conn, turn).await;
+        Ok(())
+    }
+
     pub(super) async fn show_held(&mut self, conn: &ClientSideConnection, turn: &mut TurnState) {
         loop {
             if !self.cancelling.is_empty() {

@@ -1,0 +1,320 @@
+//! What the user types: a line editor on a terminal (rustyline: editing keys, history,
+//! completion of slash commands, multi-line input), plain lines otherwise.
+//!
+//! The terminal is read on a thread that reads one line per request, so it is in raw mode only
+//! while a prompt is shown: while a turn streams, Ctrl-C is a signal as usual; at a prompt,
+//! the editor sees it and reports [`Input::Interrupt`]. Piped input is read ahead line by line.
+//!
+//! Multi-line input: a line ending in `\` continues on the next one (the `\` is dropped), and
+//! Alt-Enter or Ctrl-J insert a newline; pasted text keeps its newlines (bracketed paste).
+//! History: prompts (never answers to questions) are kept in `$XDG_STATE_HOME/acp/history`
+//! (`~/.local/state/acp/history`), the newest [`HISTORY_SIZE`], readable by the user only.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::FileHistory;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{
+    Behavior, Cmd, CompletionType, Config, Editor, EventHandler, Helper, KeyCode, KeyEvent,
+    Modifiers,
+};
+use tokio::sync::mpsc;
+
+use crate::cli::render::Ui;
+
+/// Prompts kept in the history file.
+pub(super) const HISTORY_SIZE: usize = 1000;
+
+/// acp's own slash commands, completed with the agent's.
+const OWN_COMMANDS: &[&str] = &[
+    "help", "mode", "config", "model", "sessions", "cancel", "quit", "exit",
+];
+
+/// One thing the user typed.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Input {
+    Line(String),
+    /// Ctrl-C at a prompt (a signal otherwise).
+    Interrupt,
+    /// Ctrl-D on an empty line, or the end of piped input.
+    Eof,
+}
+
+/// What is being asked: prompts enter the history, answers to questions do not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ask {
+    Prompt,
+    Answer,
+}
+
+pub(super) struct Stdin {
+    pub(super) is_terminal: bool,
+    reader: Option<Reader>,
+    ui: Ui,
+}
+
+enum Reader {
+    /// Piped input, read ahead on a thread.
+    Lines(mpsc::UnboundedReceiver<String>),
+    /// The line editor's thread: one request, one answer; `pending` while a request is out
+    /// (a `select!` may drop the waiting future; the answer still comes to the next call).
+    Editor {
+        requests: std::sync::mpsc::Sender<(String, Ask)>,
+        answers: mpsc::UnboundedReceiver<Input>,
+        pending: bool,
+    },
+}
+
+impl Stdin {
+    pub(super) fn new(ui: Ui) -> Stdin {
+        use std::io::IsTerminal;
+        let is_terminal = std::io::stdin().is_terminal();
+        if is_terminal {
+            ui.use_line_editor();
+        }
+        Stdin {
+            is_terminal,
+            reader: None,
+            ui,
+        }
+    }
+
+    /// The next input; `ask` says whether it is a prompt or an answer to a question.
+    pub(super) async fn next(&mut self, ask: Ask) -> Input {
+        let is_terminal = self.is_terminal;
+        let ui = self.ui.clone();
+        let reader = self.reader.get_or_insert_with(|| {
+            if is_terminal {
+                match start_editor(ui.clone()) {
+                    Ok(reader) => return reader,
+                    Err(e) => ui.warn(&format!("no line editor ({e}); reading plain lines")),
+                }
+            }
+            read_lines()
+        });
+        match reader {
+            Reader::Lines(rx) => rx.recv().await.map_or(Input::Eof, Input::Line),
+            Reader::Editor {
+                requests,
+                answers,
+                pending,
+            } => {
+                if !*pending {
+                    let prompt = self.ui.take_prompt().unwrap_or_default();
+                    if requests.send((prompt, ask)).is_err() {
+                        return Input::Eof;
+                    }
+                    *pending = true;
+                }
+                let input = answers.recv().await.unwrap_or(Input::Eof);
+                *pending = false;
+                input
+            }
+        }
+    }
+}
+
+fn read_lines() -> Reader {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Reader::Lines(rx)
+}
+
+/// Where prompts are remembered.
+fn history_path() -> Option<PathBuf> {
+    let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),
+    };
+    Some(base.join("acp").join("history"))
+}
+
+fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
+    let config = Config::builder()
+        .max_history_size(HISTORY_SIZE)?
+        .history_ignore_dups(true)?
+        .history_ignore_space(true)
+        .auto_add_history(false)
+        .completion_type(CompletionType::List)
+        .bracketed_paste(true)
+        // The terminal, even when stdout is redirected: the conversation stays alone there.
+        .behavior(Behavior::PreferTerm)
+        .build();
+    let mut editor: Editor<ChatHelper, FileHistory> = Editor::with_config(config)?;
+    editor.set_helper(Some(ChatHelper { ui }));
+    for key in [
+        KeyEvent(KeyCode::Enter, Modifiers::ALT),
+        KeyEvent::ctrl('J'),
+    ] {
+        editor.bind_sequence(key, EventHandler::Simple(Cmd::Newline));
+    }
+    let history = history_path();
+    if let Some(path) = &history {
+        // A missing or unreadable history is not an error: it starts empty.
+        let _ = editor.load_history(path);
+    }
+    let (requests, requests_rx) = std::sync::mpsc::channel::<(String, Ask)>();
+    let (answers_tx, answers) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        while let Ok((prompt, ask)) = requests_rx.recv() {
+            let input = match editor.readline(&prompt) {
+                Ok(line) => {
+                    let line = join_continued(&line);
+                    if ask == Ask::Prompt && !line.trim().is_empty() {
+                        remember(&mut editor, history.as_deref(), &line);
+                    }
+                    Input::Line(line)
+                }
+                Err(ReadlineError::Interrupted) => Input::Interrupt,
+                Err(ReadlineError::Eof) => Input::Eof,
+                Err(_) => Input::Eof,
+            };
+            let end = input == Input::Eof;
+            if answers_tx.send(input).is_err() || end {
+                break;
+            }
+        }
+    });
+    Ok(Reader::Editor {
+        requests,
+        answers,
+        pending: false,
+    })
+}
+
+/// Adds a prompt to the history and to its file (created readable by the user only).
+fn remember(
+    editor: &mut Editor<ChatHelper, FileHistory>,
+    path: Option<&std::path::Path>,
+    line: &str,
+) {
+    if !matches!(editor.add_history_entry(line), Ok(true)) {
+        return;
+    }
+    let Some(path) = path else { return };
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if !path.exists() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+    }
+    let _ = editor.append_history(path);
+}
+
+/// Lines ending in `\` continue on the next line: the `\` is dropped, the newline kept.
+pub(super) fn join_continued(text: &str) -> String {
+    text.split('\n')
+        .map(|l| l.strip_suffix('\\').unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Completion of slash commands (acp's and the agent's) and multi-line continuation.
+struct ChatHelper {
+    ui: Ui,
+}
+
+impl ChatHelper {
+    fn candidates(&self, word: &str) -> Vec<Pair> {
+        let mut names: Vec<(String, String)> = OWN_COMMANDS
+            .iter()
+            .map(|c| (c.to_string(), String::new()))
+            .collect();
+        for (name, description, _) in self.ui.commands() {
+            names.push((name, description));
+        }
+        let mut pairs: Vec<Pair> = names
+            .into_iter()
+            .filter(|(name, _)| name.starts_with(word))
+            .map(|(name, description)| Pair {
+                display: if description.is_empty() {
+                    format!("/{name}")
+                } else {
+                    format!(
+                        "/{name}  {}",
+                        acp_client::display::escape_line(&description)
+                    )
+                },
+                replacement: format!("/{name} "),
+            })
+            .collect();
+        pairs.sort_by(|a, b| a.replacement.cmp(&b.replacement));
+        pairs.dedup_by(|a, b| a.replacement == b.replacement);
+        pairs
+    }
+}
+
+impl Completer for ChatHelper {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        // Only the command name: `/` at the start of the input, up to the cursor.
+        let head = &line[..pos];
+        match head.strip_prefix('/') {
+            Some(word) if !word.contains(char::is_whitespace) => Ok((0, self.candidates(word))),
+            _ => Ok((pos, Vec::new())),
+        }
+    }
+}
+
+impl Hinter for ChatHelper {
+    type Hint = String;
+}
+
+impl Highlighter for ChatHelper {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
+        &'s self,
+        prompt: &'p str,
+        _default: bool,
+    ) -> Cow<'b, str> {
+        Cow::Borrowed(prompt)
+    }
+}
+
+impl Validator for ChatHelper {
+    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
+        if ctx.input().ends_with('\\') {
+            Ok(ValidationResult::Incomplete)
+        } else {
+            Ok(ValidationResult::Valid(None))
+        }
+    }
+}
+
+impl Helper for ChatHelper {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continued_lines_join_without_their_backslash() {
+        assert_eq!(join_continued("one\\\ntwo\\\nthree"), "one\ntwo\nthree");
+        assert_eq!(join_continued("no continuation"), "no continuation");
+        // Only a final backslash continues a line.
+        assert_eq!(join_continued("a \\n b"), "a \\n b");
+    }
+}
