@@ -20,7 +20,16 @@
 //! Magic words, for trying the client's handling of other stop reasons: a prompt containing
 //! `#refuse` ends with `refusal`, one containing `#max-tokens` with `max_tokens`. A command in
 //! backticks (`` `echo hi` ``) is what the terminal step runs (split on whitespace, no shell);
-//! otherwise it runs `ls`.
+//! otherwise it runs `ls`. A prompt containing `#mcp` is answered with the names of the MCP
+//! servers the session was given (`session/new`, `load`, `resume`), and nothing else.
+//!
+//! Options for clients' tests: `--state-dir DIR` keeps every session on disk ([`store`]), so
+//! `session/load`, `session/resume` and `session/list` (advertised then) work across agent
+//! restarts; `--require-auth env:NAME` advertises an `env_var` auth method reading `NAME` and
+//! answers `session/*` with -32000 (auth required) until `authenticate` is called with it
+//! while `NAME` is set in the agent's environment.
+
+mod store;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -44,11 +53,31 @@ pub const DEMO_FILE: &str = "acp-demo.txt";
 pub struct DemoOptions {
     /// Pause between streamed steps (tests use it to cancel a turn half-way).
     pub delay: Duration,
+    /// Where sessions are kept across restarts (`--state-dir`); in this process only if unset.
+    pub state_dir: Option<PathBuf>,
+    /// The variable an `env_var` auth method reads (`--require-auth env:NAME`): sessions need
+    /// `authenticate` first.
+    pub require_auth: Option<String>,
+}
+
+/// The id of the `env_var` auth method `--require-auth` advertises.
+pub const AUTH_METHOD_ID: &str = "demo-env-token";
+
+/// Parses `--require-auth`'s value: `env:NAME`.
+pub fn parse_require_auth(v: &str) -> Result<String, String> {
+    match v.strip_prefix("env:") {
+        Some(name) if acp_client::env::valid_name(name) => Ok(name.to_string()),
+        _ => Err(format!(
+            "`{v}`: give env:NAME (NAME a variable name, [A-Za-z_][A-Za-z0-9_]*)"
+        )),
+    }
 }
 
 /// Runs the demo agent on stdin/stdout until the client closes the connection.
 pub async fn run(options: DemoOptions) -> i32 {
     let agent = Arc::new(DemoAgent {
+        store: options.state_dir.clone().map(store::Store::new),
+        authenticated: std::sync::atomic::AtomicBool::new(options.require_auth.is_none()),
         options,
         sessions: Mutex::new(HashMap::new()),
         id_prefix: format!("demo-{:08x}", random_u64() as u32),
@@ -81,6 +110,33 @@ struct Session {
     turn: CancellationToken,
     /// Every update sent so far, replayed by `session/load`.
     history: Vec<s::SessionUpdate>,
+    /// The first prompt's first line (`session/list`'s title).
+    title: Option<String>,
+    /// The names of the MCP servers the client gave it (what `#mcp` answers).
+    mcp: Vec<String>,
+}
+
+impl Session {
+    fn new(cwd: PathBuf, mcp: Vec<String>) -> Self {
+        Session {
+            cwd,
+            turn: CancellationToken::new(),
+            history: Vec::new(),
+            title: None,
+            mcp,
+        }
+    }
+}
+
+/// The servers' names, in order (whatever their transport).
+fn mcp_names(servers: &[s::McpServer]) -> Vec<String> {
+    servers
+        .iter()
+        .filter_map(|m| {
+            let v = serde_json::to_value(m).ok()?;
+            v.get("name")?.as_str().map(str::to_string)
+        })
+        .collect()
 }
 
 /// The agent's state, shared by all handlers.
@@ -90,6 +146,10 @@ pub struct DemoAgent {
     /// `demo-<random>`: session ids are unique across processes (clients key saved sessions
     /// by id).
     id_prefix: String,
+    /// `--state-dir`: sessions on disk.
+    store: Option<store::Store>,
+    /// `authenticate` succeeded (always, without `--require-auth`).
+    authenticated: std::sync::atomic::AtomicBool,
 }
 
 /// A random 64-bit value for ids (the OS's random source; the clock and pid if unreadable).
@@ -133,10 +193,23 @@ impl DemoAgent {
             self.clone(),
             self.clone(),
         );
+        let (f, g, h) = (self.clone(), self.clone(), self.clone());
         Router::new()
-            .route::<typed::Initialize, _, _>(move |p, _cx| {
+            .route_raw("initialize", move |p, _cx| {
                 let a = a.clone();
-                async move { Ok(a.initialize(p)) }
+                async move { a.initialize_raw(p) }
+            })
+            .route::<typed::Authenticate, _, _>(move |p, _cx| {
+                let f = f.clone();
+                async move { f.authenticate(p) }
+            })
+            .route::<typed::ResumeSession, _, _>(move |p, _cx| {
+                let g = g.clone();
+                async move { g.resume_session(p) }
+            })
+            .route::<typed::ListSessions, _, _>(move |p, _cx| {
+                let h = h.clone();
+                async move { h.list_sessions(p) }
             })
             .route::<typed::NewSession, _, _>(move |p, _cx| {
                 let b = b.clone();
@@ -163,15 +236,172 @@ impl DemoAgent {
         } else {
             agent_client_protocol_schema::ProtocolVersion::LATEST
         };
+        let mut caps = s::AgentCapabilities::new().load_session(true);
+        if self.store.is_some() {
+            caps = caps.session_capabilities(
+                s::SessionCapabilities::new()
+                    .list(s::SessionListCapabilities::new())
+                    .resume(s::SessionResumeCapabilities::new()),
+            );
+        }
         s::InitializeResponse::new(version)
-            .agent_capabilities(s::AgentCapabilities::new().load_session(true))
+            .agent_capabilities(caps)
             .agent_info(
                 s::Implementation::new("acp-demo-agent", env!("CARGO_PKG_VERSION"))
                     .title("acp demo agent (offline, deterministic)".to_string()),
             )
     }
 
+    /// `initialize` as JSON: the typed answer plus, with `--require-auth`, an `env_var` auth
+    /// method (a method type the typed schema does not have yet).
+    fn initialize_raw(
+        &self,
+        params: Option<Box<serde_json::value::RawValue>>,
+    ) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+        let p: s::InitializeRequest = typed::decode_params::<typed::Initialize>(params.as_deref())
+            .map_err(ErrorObject::invalid_params)?;
+        let mut answer = serde_json::to_value(self.initialize(p)).map_err(ErrorObject::internal)?;
+        if let Some(var) = &self.options.require_auth {
+            answer["authMethods"] = serde_json::json!([{
+                "id": AUTH_METHOD_ID,
+                "name": "Demo token",
+                "description": format!("reads the token from {var}"),
+                "type": "env_var",
+                "varName": var,
+            }]);
+        }
+        serde_json::value::to_raw_value(&answer).map_err(ErrorObject::internal)
+    }
+
+    /// `authenticate`: the `env_var` method succeeds when its variable is set (non-empty).
+    fn authenticate(
+        &self,
+        p: s::AuthenticateRequest,
+    ) -> Result<s::AuthenticateResponse, ErrorObject> {
+        let Some(var) = &self.options.require_auth else {
+            return Ok(s::AuthenticateResponse::new());
+        };
+        if &*p.method_id.0 != AUTH_METHOD_ID {
+            return Err(ErrorObject::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "unknown authentication method `{}` (this agent offers `{AUTH_METHOD_ID}`)",
+                    p.method_id.0
+                ),
+            ));
+        }
+        if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+            return Err(ErrorObject::new(
+                ErrorCode::AuthRequired,
+                format!("{var} is not set in the agent's environment"),
+            ));
+        }
+        self.authenticated
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(s::AuthenticateResponse::new())
+    }
+
+    /// -32000 until `authenticate` succeeded (with `--require-auth`).
+    fn check_auth(&self) -> Result<(), ErrorObject> {
+        if self.authenticated.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
+        Err(ErrorObject::new(
+            ErrorCode::AuthRequired,
+            "Authentication required: call authenticate with the `demo-env-token` method"
+                .to_string(),
+        ))
+    }
+
+    /// Writes session `key` to the state directory (with `--state-dir`; best effort).
+    fn persist(&self, key: &str) {
+        let Some(store) = &self.store else { return };
+        let mut saved = {
+            let sessions = self.sessions.lock().unwrap();
+            let Some(session) = sessions.get(key) else {
+                return;
+            };
+            let mut saved = store::Saved::new(key, &session.cwd);
+            saved.title = session.title.clone();
+            saved.updates = session.history.clone();
+            saved
+        };
+        if let Err(e) = store.save(&mut saved) {
+            eprintln!("acp demo-agent: cannot save session {key}: {e}");
+        }
+    }
+
+    /// Session `key` in memory, from the state directory if it is only there.
+    fn restore(&self, key: &str, cwd: &Path, mcp: Vec<String>) -> bool {
+        let mut sessions = self.sessions.lock().unwrap();
+        if let Some(session) = sessions.get_mut(key) {
+            session.cwd = cwd.to_path_buf();
+            session.mcp = mcp;
+            return true;
+        }
+        let Some(saved) = self.store.as_ref().and_then(|st| st.load(key)) else {
+            return false;
+        };
+        let mut session = Session::new(cwd.to_path_buf(), mcp);
+        session.history = saved.updates;
+        session.title = saved.title;
+        sessions.insert(key.to_string(), session);
+        true
+    }
+
+    /// `session/resume`: the session continues without a replay (from memory or the state
+    /// directory); an unknown id is -32002.
+    fn resume_session(
+        &self,
+        p: s::ResumeSessionRequest,
+    ) -> Result<s::ResumeSessionResponse, ErrorObject> {
+        self.check_auth()?;
+        check_cwd(&p.cwd)?;
+        let key = p.session_id.0.to_string();
+        if !self.restore(&key, &p.cwd, mcp_names(&p.mcp_servers)) {
+            return Err(ErrorObject::new(
+                ErrorCode::ResourceNotFound,
+                format!("Resource not found: unknown session {key}"),
+            )
+            .with_data(serde_json::json!({ "sessionId": key })));
+        }
+        Ok(s::ResumeSessionResponse::new())
+    }
+
+    /// `session/list`: the sessions of the state directory and of this process (for `cwd` when
+    /// given), most recent first.
+    fn list_sessions(
+        &self,
+        p: s::ListSessionsRequest,
+    ) -> Result<s::ListSessionsResponse, ErrorObject> {
+        self.check_auth()?;
+        let mut infos: Vec<s::SessionInfo> = self
+            .store
+            .as_ref()
+            .map(|st| st.list().iter().map(store::Saved::info).collect())
+            .unwrap_or_default();
+        {
+            let sessions = self.sessions.lock().unwrap();
+            let mut live: Vec<_> = sessions
+                .iter()
+                .filter(|(id, _)| !infos.iter().any(|i| &*i.session_id.0 == id.as_str()))
+                .map(|(id, sn)| {
+                    s::SessionInfo::new(id.clone(), sn.cwd.clone())
+                        .title(sn.title.clone())
+                        .updated_at(store::iso8601(store::now()))
+                })
+                .collect();
+            live.sort_by(|a, b| b.session_id.0.cmp(&a.session_id.0));
+            live.append(&mut infos);
+            infos = live;
+        }
+        infos.retain(|i| p.cwd.as_ref().is_none_or(|c| *c == i.cwd));
+        infos.truncate(store::MAX_SESSIONS);
+        Ok(s::ListSessionsResponse::new(infos))
+    }
+
     fn new_session(&self, p: s::NewSessionRequest) -> Result<s::NewSessionResponse, ErrorObject> {
+        self.check_auth()?;
         check_cwd(&p.cwd)?;
         let mut sessions = self.sessions.lock().unwrap();
         // The first free `demo-<random>-N` (a `session/load` may have taken any id).
@@ -179,35 +409,33 @@ impl DemoAgent {
             .map(|n| format!("{}-{n}", self.id_prefix))
             .find(|id| !sessions.contains_key(id))
             .expect("some id is free");
-        sessions.insert(
-            id.clone(),
-            Session {
-                cwd: p.cwd,
-                turn: CancellationToken::new(),
-                history: Vec::new(),
-            },
-        );
+        sessions.insert(id.clone(), Session::new(p.cwd, mcp_names(&p.mcp_servers)));
+        drop(sessions);
+        self.persist(&id);
         Ok(s::NewSessionResponse::new(id))
     }
 
-    /// `session/load`: sessions live in this process only, so a session can be loaded again
-    /// (its history is replayed) as long as this agent runs; an unknown id starts empty.
+    /// `session/load`: a session of this process or (with `--state-dir`) of an earlier one is
+    /// loaded again (its history is replayed); an unknown id starts empty.
     async fn load_session(
         &self,
         p: s::LoadSessionRequest,
         cx: RequestContext,
     ) -> Result<s::LoadSessionResponse, ErrorObject> {
+        self.check_auth()?;
         check_cwd(&p.cwd)?;
         let key = p.session_id.0.to_string();
+        let mcp = mcp_names(&p.mcp_servers);
         let history = {
-            let mut sessions = self.sessions.lock().unwrap();
-            let session = sessions.entry(key).or_insert_with(|| Session {
-                cwd: p.cwd.clone(),
-                turn: CancellationToken::new(),
-                history: Vec::new(),
-            });
-            session.cwd = p.cwd.clone();
-            session.history.clone()
+            if !self.restore(&key, &p.cwd, mcp.clone()) {
+                let mut sessions = self.sessions.lock().unwrap();
+                sessions.insert(key.clone(), Session::new(p.cwd.clone(), mcp));
+            }
+            let sessions = self.sessions.lock().unwrap();
+            sessions
+                .get(&key)
+                .map(|s| s.history.clone())
+                .unwrap_or_default()
         };
         // The spec: replay the conversation as `session/update`s, then answer.
         let client = cx.client();
@@ -249,6 +477,11 @@ impl DemoAgent {
             (session.cwd.clone(), session.turn.clone())
         };
         let text = prompt_text(&p.prompt);
+        if let Some(session) = self.sessions.lock().unwrap().get_mut(&key) {
+            if session.title.is_none() {
+                session.title = store::title_from(&text);
+            }
+        }
         let mut turn = Turn {
             agent: self,
             client: cx.client(),
@@ -259,7 +492,9 @@ impl DemoAgent {
         turn.record(s::SessionUpdate::UserMessageChunk(s::ContentChunk::new(
             text.clone().into(),
         )));
-        let stop_reason = match turn.run(&text).await {
+        let outcome = turn.run(&text).await;
+        self.persist(&key);
+        let stop_reason = match outcome {
             Ok(reason) => reason,
             Err(Stop::Cancelled) => s::StopReason::Cancelled,
             // A closed connection or a refused call: nobody is listening for a clean answer
@@ -284,6 +519,23 @@ impl Turn<'_> {
         let caps = self.client.client_capabilities();
         let files = files_named_in(text, &self.cwd);
         let command = command_in(text);
+        if text.contains("#mcp") {
+            let names = self
+                .agent
+                .sessions
+                .lock()
+                .unwrap()
+                .get(&*self.session_id.0)
+                .map(|s| s.mcp.clone())
+                .unwrap_or_default();
+            let answer = if names.is_empty() {
+                "MCP servers: none".to_string()
+            } else {
+                format!("MCP servers: {}", names.join(", "))
+            };
+            self.chunk(&answer).await?;
+            return Ok(s::StopReason::EndTurn);
+        }
 
         // 1. The plan: what this turn will do, updated as steps complete.
         let mut plan = vec![plan_entry("Understand the request", Status::InProgress)];

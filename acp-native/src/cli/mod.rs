@@ -306,6 +306,16 @@ pub struct DemoAgentArgs {
     /// Milliseconds to pause between the steps of a turn (for demos and tests).
     #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
     pub delay_ms: u64,
+
+    /// Keep sessions in DIR so session/load, session/resume and session/list work across
+    /// restarts (bounded: 64 sessions, 1 MiB of updates each). Default: this process only.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Require authentication: advertise an env_var method reading NAME and refuse sessions
+    /// (-32000) until `authenticate` is called with it while NAME is set. Value: env:NAME.
+    #[arg(long, value_name = "env:NAME", value_parser = crate::demo_agent::parse_require_auth)]
+    pub require_auth: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -383,6 +393,8 @@ pub async fn run(cli: Cli) -> i32 {
         Command::DemoAgent(args) => {
             crate::demo_agent::run(crate::demo_agent::DemoOptions {
                 delay: Duration::from_millis(args.delay_ms),
+                state_dir: args.state_dir,
+                require_auth: args.require_auth,
             })
             .await
         }
