@@ -21,6 +21,8 @@
 //! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
 //! - [`env`]: the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
+//! - [`prompt`]: the content block each attachment (a mentioned file or symbol, the selection,
+//!   an image) is sent as, per the agent's `promptCapabilities`, or why it is refused.
 //! - [`registry`]: agents by name from the ACP registry format (a snapshot ships built in).
 //! - [`restart`]: restarting a crashed agent (backoff, crash budget, circuit breaker).
 //! - [`terminal`]: the `terminal/create` question: checks and the text every face shows.
@@ -33,6 +35,7 @@ pub mod env;
 pub mod errors;
 pub mod mcp;
 pub mod permission;
+pub mod prompt;
 pub mod registry;
 pub mod restart;
 pub mod terminal;

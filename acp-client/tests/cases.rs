@@ -217,3 +217,13 @@ fn registry_cases() {
         }
     });
 }
+
+#[test]
+fn prompt_cases() {
+    use acp_client::prompt::{self, Attachment, PromptCapabilities};
+    replay("prompt.json", |case| {
+        let caps: PromptCapabilities = serde_json::from_value(case["caps"].clone()).expect("caps");
+        let a = Attachment::from_json(&case["attachment"]).expect("attachment");
+        json!(prompt::attach(caps, &a))
+    });
+}

@@ -25,6 +25,7 @@ use acp_client::display;
 use acp_client::env;
 use acp_client::errors::Failure;
 use acp_client::permission::{self, AutoMode, OptionKind, PermissionOption};
+use acp_client::prompt::{self, Attachment, PromptCapabilities};
 use acp_client::terminal::{self, CommandRequest, EnvVariable};
 use acp_client::writes::{self, FileFacts, Sensitive};
 use js_sys::Array;
@@ -117,6 +118,19 @@ export type FailureName = "relative_path" | "invalid_path" | "is_a_directory" | 
 export interface FailureError { code: number; reason: FailureName }
 
 /** Terminal limits every face applies (the JSON text `terminalLimits` returns). */
+/** What the user attached to a prompt, as the face found it (tests/client/prompt.json). */
+export type PromptAttachment =
+  | { kind: "file"; uri: string; name: string; mimeType?: string | null; size?: number | null; text?: string | null }
+  | { kind: "symbol"; uri: string; name: string; line: number }
+  | { kind: "selection"; uri: string; name: string; lines: { start: number; end: number }; text: string; language?: string | null }
+  | { kind: "image"; name: string; mimeType: string; data: string };
+
+/** The content block to send for an attachment, or why it is refused. */
+export type PromptAttachDecision = { block: { type: string; [k: string]: unknown } } | { refuse: string };
+
+/** Limits of `attachToPrompt`: text embedded at most, image bytes at most, image types sent. */
+export interface PromptLimits { maxEmbedBytes: number; maxImageBytes: number; imageTypes: string[] }
+
 export interface TerminalLimits {
   /** Output kept per terminal when the request names no `outputByteLimit` (and the most kept). */
   maxOutputBytes: number;
@@ -495,6 +509,45 @@ pub fn failure_error(
         reason: failure.reason(),
     };
     Ok(serde_json::to_string(&answer).unwrap_or_default())
+}
+
+/// The content block an attachment is sent as, per the agent's `promptCapabilities`, or why it
+/// is refused (JSON text of `{"block": ContentBlock}` or `{"refuse": message}`;
+/// tests/client/prompt.json). `capsJson`: the agent's `promptCapabilities` (or `null`);
+/// `attachmentJson`: a `PromptAttachment`.
+#[wasm_bindgen(js_name = attachToPrompt)]
+pub fn attach_to_prompt(
+    #[wasm_bindgen(js_name = capsJson, unchecked_param_type = "string")] caps_json: JsValue,
+    #[wasm_bindgen(js_name = attachmentJson, unchecked_param_type = "string")]
+    attachment_json: JsValue,
+) -> Result<String, JsValue> {
+    let caps: Option<PromptCapabilities> = caps_json
+        .as_string()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| {
+            type_error("capsJson must be the JSON text of the agent's promptCapabilities ({image?: boolean, audio?: boolean, embeddedContext?: boolean}) or null")
+        })?;
+    let attachment = json(&attachment_json)
+        .and_then(|v| Attachment::from_json(&v).ok())
+        .ok_or_else(|| {
+            type_error("attachmentJson must be the JSON text of a PromptAttachment ({kind: \"file\", uri, name, mimeType?, size?, text?} | {kind: \"symbol\", uri, name, line} | {kind: \"selection\", uri, name, lines: {start, end}, text, language?} | {kind: \"image\", name, mimeType, data})")
+        })?;
+    Ok(
+        serde_json::to_string(&prompt::attach(caps.unwrap_or_default(), &attachment))
+            .unwrap_or_default(),
+    )
+}
+
+/// The prompt limits (`acp_client::prompt`): JSON text of `{maxEmbedBytes, maxImageBytes,
+/// imageTypes}`.
+#[wasm_bindgen(js_name = promptLimits)]
+pub fn prompt_limits() -> String {
+    serde_json::json!({
+        "maxEmbedBytes": prompt::MAX_EMBED_BYTES,
+        "maxImageBytes": prompt::MAX_IMAGE_BYTES,
+        "imageTypes": prompt::IMAGE_TYPES,
+    })
+    .to_string()
 }
 
 /// The terminal limits (`acp_client::terminal`): JSON text of

@@ -17,7 +17,7 @@ const chunk = (text, extra = {}) =>
 test("the default flavour is the engine alone; the client flavour is the engine plus acp-client", () => {
   const clientOnly = ["Thread", "CrashBudget", "chooseAuth", "failureError", "terminalLimits", "decidePermission",
     "dismissedPermission", "unanswerablePermission", "chosenPermission", "classifyWrite", "describeWriteReason",
-    "terminalQuestion", "terminalInvalidMessage", "envAllowlist", "validEnvName", "escapeLine"];
+    "terminalQuestion", "terminalInvalidMessage", "envAllowlist", "validEnvName", "escapeLine", "attachToPrompt", "promptLimits"];
   for (const name of clientOnly) {
     assert.equal(acp[name], undefined, `pkg/node exports ${name}`);
     assert.equal(typeof client[name], "function", `pkg/nodejs-client lacks ${name}`);
@@ -288,4 +288,18 @@ test("the client flavour's .d.ts declares the new classes, functions and their t
       assert.ok(!dts.includes(absent), `${dir}/acp_wasm.d.ts (default flavour) has ${absent}`);
     }
   }
+});
+
+test("attachToPrompt and promptLimits: the block per promptCapabilities, refusals, argument checks", () => {
+  const file = JSON.stringify({ kind: "file", uri: "file:///w/a.md", name: "a.md", size: 3, text: "hi\n" });
+  assert.equal(JSON.parse(client.attachToPrompt(JSON.stringify({ embeddedContext: true }), file)).block.type, "resource");
+  // null capabilities: none advertised (the baseline: text and resource links).
+  assert.equal(JSON.parse(client.attachToPrompt("null", file)).block.type, "resource_link");
+  const image = JSON.stringify({ kind: "image", name: "p.png", mimeType: "image/png", data: "iVBORw0KGgo=" });
+  assert.match(JSON.parse(client.attachToPrompt("{}", image)).refuse, /does not accept images/);
+  const limits = JSON.parse(client.promptLimits());
+  assert.deepEqual(limits, { maxEmbedBytes: 262144, maxImageBytes: 5242880, imageTypes: ["image/png", "image/jpeg", "image/gif", "image/webp"] });
+  assert.match(throwsNamed(assert, () => client.attachToPrompt("{", file), "TypeError").message, /^capsJson must be/);
+  assert.match(throwsNamed(assert, () => client.attachToPrompt("{}", '{"kind":"video"}'), "TypeError").message, /^attachmentJson must be/);
+  assert.match(throwsNamed(assert, () => client.attachToPrompt("{}", 7), "TypeError").message, /^attachmentJson must be/);
 });

@@ -92,6 +92,7 @@ const REPLAYS = {
   "errors.json": (c) => JSON.parse(acp.failureError(c.failure)),
   "restart.json": restart,
   "thread.json": thread,
+  "prompt.json": (c) => JSON.parse(acp.attachToPrompt(JSON.stringify(c.caps), JSON.stringify(c.attachment))),
 };
 
 for (const [file, replay] of Object.entries(REPLAYS)) {
