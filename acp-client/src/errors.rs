@@ -88,3 +88,90 @@ impl Failure {
         }
     }
 }
+
+/// A turn's stop reason in plain words, as every face shows it (`end_turn` → "Done"); a reason
+/// this version does not know is named as sent.
+pub fn stop_words(stop_reason: &str) -> String {
+    match stop_reason {
+        "end_turn" => "Done".into(),
+        "cancelled" => "Cancelled".into(),
+        "max_tokens" => "Stopped: the agent reached its output limit".into(),
+        "max_turn_requests" => "Stopped: the agent reached its limit of steps for one turn".into(),
+        "refusal" => "The agent declined to continue".into(),
+        "error" => "Failed".into(),
+        other => format!(
+            "Stopped ({})",
+            crate::display::escape_line(&other.replace('_', " "))
+        ),
+    }
+}
+
+/// A JSON-RPC error an agent answered (`code`, `message`, `data.reason` when given) in plain
+/// words: what happened, then the agent's own message (one line, escaped) when it says more.
+pub fn rpc_words(code: i64, message: &str, reason: Option<&str>) -> String {
+    let what = match (code, reason) {
+        (_, Some("permission_denied")) => "it was not allowed",
+        (-32000, _) => "the agent needs you to sign in",
+        (-32002, _) => "the agent could not find it",
+        (-32600, _) => "the agent could not read the request",
+        (-32601, _) => "the agent does not support this",
+        (-32602, _) => "the agent did not accept the request",
+        (-32603, _) => "the agent ran into an internal error",
+        (-32700, _) => "the agent could not read the message",
+        (-32800, _) => "it was cancelled",
+        _ => "the agent reported an error",
+    };
+    let message = crate::display::escape_line(message.trim());
+    let generic = [
+        "Internal error",
+        "Method not found",
+        "Invalid params",
+        "Invalid request",
+        "Parse error",
+        "Authentication required",
+        "Resource not found",
+        "Request cancelled",
+    ];
+    if message.is_empty() || generic.iter().any(|g| message.eq_ignore_ascii_case(g)) {
+        what.to_string()
+    } else {
+        format!("{what}: {message}")
+    }
+}
+
+#[cfg(test)]
+mod words_tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_in_words() {
+        assert_eq!(stop_words("end_turn"), "Done");
+        assert_eq!(stop_words("cancelled"), "Cancelled");
+        assert!(stop_words("max_tokens").contains("output limit"));
+        assert!(!stop_words("max_turn_requests").contains('_'));
+        assert_eq!(stop_words("new_reason"), "Stopped (new reason)");
+        assert_eq!(stop_words("a\u{1b}[2J"), "Stopped (a\\e[2J)");
+    }
+
+    #[test]
+    fn rpc_errors_in_words() {
+        assert_eq!(
+            rpc_words(-32603, "Internal error", None),
+            "the agent ran into an internal error"
+        );
+        assert_eq!(
+            rpc_words(-32603, "disk full", None),
+            "the agent ran into an internal error: disk full"
+        );
+        assert_eq!(
+            rpc_words(-32000, "Authentication required", None),
+            "the agent needs you to sign in"
+        );
+        assert_eq!(
+            rpc_words(-32602, "x", Some("permission_denied")),
+            "it was not allowed: x"
+        );
+        assert_eq!(rpc_words(1234, "", None), "the agent reported an error");
+        assert!(!rpc_words(-32603, "a\nb", None).contains('\n'));
+    }
+}

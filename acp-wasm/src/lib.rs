@@ -23,6 +23,8 @@ pub mod policy;
 #[cfg(feature = "client")]
 pub mod restart;
 #[cfg(feature = "client")]
+pub mod session;
+#[cfg(feature = "client")]
 pub mod thread;
 
 use acp_core::{BatchPolicy, Config, Connection, ErrorObject, RawValue, RequestOptions, Role};
