@@ -55,6 +55,10 @@ pub const NOT_BATCHABLE: &[&str] = &[
 ];
 
 pub fn is_batchable(method: &str) -> bool {
+    #[cfg(feature = "unstable")]
+    if crate::unstable::NOT_BATCHABLE.contains(&method) {
+        return false;
+    }
     !NOT_BATCHABLE.contains(&method)
 }
 

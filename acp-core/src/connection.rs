@@ -57,6 +57,8 @@ pub struct Config {
     /// event, so a line of a few MB (`[0,0,…]`) would otherwise cost hundreds. 1024.
     pub max_batch_entries: usize,
     /// Agent side: refuse to call `fs/*` / `terminal/*` unless the client advertised them.
+    /// With the feature `unstable`, both sides also follow the unstable methods' capability
+    /// rules (`acp_core::unstable`).
     pub enforce_capabilities: bool,
 }
 
@@ -230,6 +232,8 @@ pub struct Connection<T = ()> {
     client_caps: ClientCapabilities,
     agent_initialize_result: Option<Box<RawValue>>,
     turns: HashMap<String, TurnState>,
+    #[cfg(feature = "unstable")]
+    advertised: crate::unstable::Advertised,
 }
 
 impl<T> Connection<T> {
@@ -253,6 +257,8 @@ impl<T> Connection<T> {
             client_caps: ClientCapabilities::default(),
             agent_initialize_result: None,
             turns: HashMap::new(),
+            #[cfg(feature = "unstable")]
+            advertised: crate::unstable::Advertised::default(),
         }
     }
 
@@ -293,6 +299,12 @@ impl<T> Connection<T> {
     /// Agent side: what the client advertised in `initialize` (all false before it).
     pub fn client_capabilities(&self) -> ClientCapabilities {
         self.client_caps
+    }
+
+    /// Both sides' unstable capabilities, as exchanged in `initialize` (feature `unstable`).
+    #[cfg(feature = "unstable")]
+    pub fn advertised(&self) -> crate::unstable::Advertised {
+        self.advertised
     }
 
     /// Client side: the agent's `initialize` result, once it arrived.
@@ -436,6 +448,12 @@ impl<T> Connection<T> {
         let id = self.next_id;
         let start = self.out.len();
         self.write_request(Some(id), method, params)?;
+        #[cfg(feature = "unstable")]
+        if self.config.role == Role::Client && method == acp::agent::INITIALIZE {
+            self.advertised.client = crate::unstable::member_of_message(&self.out[start..], false)
+                .map(|p| crate::unstable::ClientCapabilities::from_initialize_params(&p))
+                .unwrap_or_default();
+        }
         let prompt_session =
             if self.config.role == Role::Client && method == acp::agent::SESSION_PROMPT {
                 let line = &self.out[start..];
@@ -508,7 +526,12 @@ impl<T> Connection<T> {
                 next_id += 1;
                 next_id - 1
             });
+            let entry_start = self.out.len();
             if let Err(err) = self.write_request(id, &e.method, e.params.as_deref()) {
+                self.out.truncate(start);
+                return Err(err);
+            }
+            if let Err(err) = self.check_sent(&e.method, entry_start) {
                 self.out.truncate(start);
                 return Err(err);
             }
@@ -557,6 +580,10 @@ impl<T> Connection<T> {
         self.check_can_send(method)?;
         let start = self.out.len();
         self.write_request(None, method, params)?;
+        if let Err(err) = self.check_sent(method, start) {
+            self.out.truncate(start);
+            return Err(err);
+        }
         let cancelled_session =
             if self.config.role == Role::Client && method == acp::agent::SESSION_CANCEL {
                 request_params_session(&self.out[start..])
@@ -599,7 +626,16 @@ impl<T> Connection<T> {
             None => {
                 // Alone: written straight into the output (a large result is not built aside
                 // and copied, which held it twice).
+                #[cfg(feature = "unstable")]
+                let start = self.out.len();
                 write_result_response(&mut self.out, &inc.id, result).map_err(invalid)?;
+                #[cfg(feature = "unstable")]
+                if self.config.role == Role::Agent && inc.method == acp::agent::INITIALIZE {
+                    self.advertised.agent =
+                        crate::unstable::member_of_message(&self.out[start..], true)
+                            .map(|r| crate::unstable::AgentCapabilities::from_initialize_result(&r))
+                            .unwrap_or_default();
+                }
                 self.out.push(b'\n');
             }
             Some(b) => {
@@ -662,6 +698,45 @@ impl<T> Connection<T> {
         if self.config.role == Role::Agent && self.config.enforce_capabilities {
             if let Some(cap) = acp::required_client_capability(method) {
                 if !self.client_caps.allows(cap) {
+                    return Err(Error::CapabilityNotAdvertised {
+                        method: method.to_owned(),
+                        capability: cap,
+                    });
+                }
+            }
+        }
+        #[cfg(feature = "unstable")]
+        if self.config.enforce_capabilities {
+            use crate::unstable::{required_agent_capability, AUTH_STATUS_UPDATE};
+            // A client's request needs the agent's capability; the agent's own
+            // `auth/status_update` needs what it advertised itself.
+            let gated = match self.config.role {
+                Role::Client => method != AUTH_STATUS_UPDATE,
+                Role::Agent => method == AUTH_STATUS_UPDATE,
+            };
+            if let (true, Some(cap)) = (gated, required_agent_capability(method)) {
+                if !self.advertised.agent.allows(cap) {
+                    return Err(Error::CapabilityNotAdvertised {
+                        method: method.to_owned(),
+                        capability: cap,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks a message just written at `out[start..]` against what its params need (feature
+    /// `unstable`: an agent's `session/update` of a kind the client did not allow).
+    #[cfg_attr(not(feature = "unstable"), allow(unused_variables))]
+    fn check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
+        #[cfg(feature = "unstable")]
+        if self.config.enforce_capabilities
+            && self.config.role == Role::Agent
+            && method == acp::client::SESSION_UPDATE
+        {
+            if let Some(cap) = crate::unstable::gated_update_kind_in_message(&self.out[start..]) {
+                if !self.advertised.client.allows(cap) {
                     return Err(Error::CapabilityNotAdvertised {
                         method: method.to_owned(),
                         capability: cap,
@@ -1195,6 +1270,24 @@ impl<T> Connection<T> {
             self.protocol_error(PeerErrorKind::NotAllowedInBatch, message);
             return;
         }
+        #[cfg(feature = "unstable")]
+        if self.config.role == Role::Agent && self.config.enforce_capabilities {
+            if let Some(cap) = crate::unstable::required_agent_capability(&method) {
+                if !self.advertised.agent.allows(cap) {
+                    // Not advertised: the method does not exist for this client.
+                    let message = format!("{method} needs the agent capability {cap}, which this agent did not advertise");
+                    let mut out = Vec::new();
+                    write_error_response(
+                        &mut out,
+                        &id,
+                        &ErrorObject::new(ErrorCode::MethodNotFound, message.clone()),
+                    );
+                    self.emit_response_unbatched(batch, out);
+                    self.protocol_error(PeerErrorKind::CapabilityNotAdvertised, message);
+                    return;
+                }
+            }
+        }
         if self.incoming.len() >= self.config.max_incoming_in_flight {
             let message = format!(
                 "too many requests in flight (at most {})",
@@ -1221,6 +1314,13 @@ impl<T> Connection<T> {
         if self.config.role == Role::Agent && method == acp::agent::INITIALIZE {
             self.client_caps =
                 ClientCapabilities::from_initialize_params(params.map(RawValue::get));
+            #[cfg(feature = "unstable")]
+            {
+                self.advertised.client =
+                    crate::unstable::ClientCapabilities::from_initialize_params(
+                        params.map_or("null", RawValue::get),
+                    );
+            }
         }
         let timeout = if is_permission {
             self.config
@@ -1279,6 +1379,25 @@ impl<T> Connection<T> {
             // Unknown or malformed cancellations are ignored, as the spec asks.
             return;
         }
+        #[cfg(feature = "unstable")]
+        if self.config.role == Role::Client && self.config.enforce_capabilities {
+            let needs = if method == crate::unstable::AUTH_STATUS_UPDATE {
+                Some(("agent", "auth.status", self.advertised.agent.auth_status))
+            } else if method == acp::client::SESSION_UPDATE {
+                params
+                    .and_then(|p| crate::unstable::gated_update_kind(p.get().as_bytes()))
+                    .map(|cap| ("client", cap, self.advertised.client.allows(cap)))
+            } else {
+                None
+            };
+            if let Some((side, cap, false)) = needs {
+                self.protocol_error(
+                    PeerErrorKind::CapabilityNotAdvertised,
+                    format!("{method} needs the {side} capability {cap}, which was not advertised; dropped"),
+                );
+                return;
+            }
+        }
         self.events.push_back(Event::Notification {
             method,
             params: params.map(ToOwned::to_owned),
@@ -1335,6 +1454,13 @@ impl<T> Connection<T> {
                 if self.config.role == Role::Client && o.method == acp::agent::INITIALIZE {
                     match acp::protocol_version_of(raw.get()) {
                         Some(v) if v.as_u64() == Some(u64::from(acp::PROTOCOL_VERSION)) => {
+                            #[cfg(feature = "unstable")]
+                            {
+                                self.advertised.agent =
+                                    crate::unstable::AgentCapabilities::from_initialize_result(
+                                        raw.get(),
+                                    );
+                            }
                             self.agent_initialize_result = Some(raw.to_owned());
                             Ok(raw.to_owned())
                         }

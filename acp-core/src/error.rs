@@ -168,6 +168,9 @@ pub enum PeerErrorKind {
     TooManyRequests,
     /// A received batch held a method that must not be batched; that entry was refused.
     NotAllowedInBatch,
+    /// The peer used an unstable method or update that needs a capability it was not given
+    /// (feature `unstable`): a request was answered -32601, a notification dropped.
+    CapabilityNotAdvertised,
 }
 
 impl PeerErrorKind {
@@ -181,6 +184,7 @@ impl PeerErrorKind {
             PeerErrorKind::ErrorWithoutId => "errorWithoutId",
             PeerErrorKind::TooManyRequests => "tooManyRequests",
             PeerErrorKind::NotAllowedInBatch => "notAllowedInBatch",
+            PeerErrorKind::CapabilityNotAdvertised => "capabilityNotAdvertised",
         }
     }
 }

@@ -40,6 +40,8 @@ pub mod pair;
 pub mod sniff;
 #[cfg(feature = "typed")]
 pub mod typed;
+#[cfg(feature = "unstable")]
+pub mod unstable;
 
 pub use acp::{Role, TurnState};
 pub use connection::{

@@ -133,3 +133,49 @@ impl<T> Connection<T> {
         self.respond(token, result)
     }
 }
+
+/// Marker types of the unstable (draft) methods (features `typed` and `unstable`): the schema
+/// crate's `unstable_*` types under the same [`Method`] / [`NotificationMethod`] traits. Their
+/// capability rules are in [`crate::unstable`]. They may change with any schema release.
+#[cfg(feature = "unstable")]
+pub mod unstable {
+    use super::{s, Method, NotificationMethod, Role};
+    use crate::unstable as u;
+
+    methods! {
+        /// `session/fork` (agent capability `sessionCapabilities.fork`).
+        ForkSession = u::SESSION_FORK, Agent, s::ForkSessionRequest => s::ForkSessionResponse;
+        /// `session/archive` (`sessionCapabilities.archive`).
+        ArchiveSession = u::SESSION_ARCHIVE, Agent, s::ArchiveSessionRequest => s::ArchiveSessionResponse;
+        /// `session/unarchive` (`sessionCapabilities.archive`).
+        UnarchiveSession = u::SESSION_UNARCHIVE, Agent, s::UnarchiveSessionRequest => s::UnarchiveSessionResponse;
+        /// `session/status` (`sessionCapabilities.status`).
+        SessionStatus = u::SESSION_STATUS, Agent, s::SessionStatusRequest => s::SessionStatusResponse;
+        /// `session/set_title` (`sessionCapabilities.title`).
+        SetSessionTitle = u::SESSION_SET_TITLE, Agent, s::SetSessionTitleRequest => s::SetSessionTitleResponse;
+        /// `auth/status` (`auth.status`).
+        AuthStatus = u::AUTH_STATUS, Agent, s::AuthStatusRequest => s::AuthStatusResponse;
+        /// `providers/list` (`providers`).
+        ListProviders = u::PROVIDERS_LIST, Agent, s::ListProvidersRequest => s::ListProvidersResponse;
+        /// `providers/set` (`providers`).
+        SetProvider = u::PROVIDERS_SET, Agent, s::SetProviderRequest => s::SetProviderResponse;
+        /// `providers/disable` (`providers`).
+        DisableProvider = u::PROVIDERS_DISABLE, Agent, s::DisableProviderRequest => s::DisableProviderResponse;
+        /// `mcp/message` to the side that declared the ACP MCP server (usually the client;
+        /// either side may be the provider).
+        McpMessage = u::MCP_MESSAGE, Client, s::MessageMcpRequest => s::MessageMcpResponse;
+        /// `proxy/initialize`: a conductor's `initialize` to a proxy.
+        InitializeProxy = u::PROXY_INITIALIZE, Agent, s::InitializeProxyRequest => s::InitializeProxyResponse;
+        /// `proxy/successor`: a request to or from a proxy's successor (either side sends it).
+        ProxySuccessor = u::PROXY_SUCCESSOR, Agent, s::ProxySuccessorRequest => s::ProxySuccessorResponse;
+    }
+
+    notifications! {
+        /// `mcp/message` from the MCP provider to the consumer, for an active request.
+        McpMessageNotification = u::MCP_MESSAGE, Agent, s::MessageMcpNotification;
+        /// `proxy/successor` carrying a notification (either side sends it).
+        ProxySuccessorNotification = u::PROXY_SUCCESSOR, Agent, s::ProxySuccessorNotification;
+        /// `auth/status_update` from an agent that advertised `auth.status`.
+        AuthStatusUpdate = u::AUTH_STATUS_UPDATE, Client, s::AuthStatusUpdateNotification;
+    }
+}

@@ -315,9 +315,34 @@ fn vector_files() -> Vec<PathBuf> {
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "transcript"))
+        .filter(|p| UNSTABLE || !is_unstable_vector(p))
         .collect();
     files.sort();
     files
+}
+
+/// `unstable-*.transcript` vectors need the feature `unstable` (the rules of the draft methods).
+const UNSTABLE: bool = cfg!(feature = "unstable");
+
+fn is_unstable_vector(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("unstable-"))
+}
+
+#[test]
+fn unstable_vectors_run_exactly_with_the_feature() {
+    let n = vector_files()
+        .iter()
+        .filter(|p| is_unstable_vector(p))
+        .count();
+    if UNSTABLE {
+        assert!(
+            n >= 3,
+            "expected the unstable-*.transcript vectors, found {n}"
+        );
+    } else {
+        assert_eq!(n, 0, "unstable vectors replayed without the feature");
+    }
 }
 
 #[test]

@@ -70,7 +70,9 @@ export type AcpEvent =
 /** Kinds of peer misbehaviour reported by "protocolError" events. */
 export type ProtocolErrorKind =
   | "parseError" | "invalidRequest" | "oversize" | "unknownResponseId" | "lateResponse"
-  | "errorWithoutId" | "tooManyRequests" | "notAllowedInBatch";
+  | "errorWithoutId" | "tooManyRequests" | "notAllowedInBatch"
+  /** Feature `unstable` only: a draft method or update without its capability. */
+  | "capabilityNotAdvertised";
 
 /** The `name` of the Errors thrown by AcpConnection methods (besides TypeError for arguments
  *  of the wrong type). */

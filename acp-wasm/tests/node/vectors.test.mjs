@@ -207,7 +207,11 @@ export function unescape(s) {
   return Uint8Array.from(out);
 }
 
-const files = readdirSync(vectorsDir).filter((f) => f.endsWith(".transcript")).sort();
+// `unstable-*` vectors need acp-core's feature `unstable`, which the packages are built without
+// (the native runners replay them with it: acp-core/tests/vectors.rs).
+const files = readdirSync(vectorsDir)
+  .filter((f) => f.endsWith(".transcript") && !f.startsWith("unstable-"))
+  .sort();
 
 test("the vectors are there", () => {
   assert.ok(files.length >= 20, `expected the vectors in ${vectorsDir}, found ${files.length}`);
