@@ -73,7 +73,10 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// The saved form's version. A thread saved with another version is refused by
-/// [`Thread::from_json`] with a message saying so.
+/// [`Thread::from_json`] with a message saying so. Fields added later are optional (absent
+/// when unset) and readers skip fields they do not know, so a new field keeps the version;
+/// it changes when a field changes meaning. Format 1 gained `turnUsage` and `sessionStatus`
+/// (feature `unstable`) that way.
 pub const FORMAT: u32 = 1;
 
 /// How much a thread keeps.
@@ -359,6 +362,41 @@ pub struct Cost {
     pub currency: String,
 }
 
+/// Token usage of one turn, as the agent reported it with its stop reason (feature `unstable`:
+/// the draft `PromptResponse.usage`, the schema's `unstable_end_turn_token_usage`).
+#[cfg(feature = "unstable")]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnUsage {
+    #[serde(default)]
+    pub total_tokens: u64,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_read_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_write_tokens: Option<u64>,
+}
+
+#[cfg(feature = "unstable")]
+impl TurnUsage {
+    /// The `usage` of a `session/prompt` result (JSON text): `None` when there is none, or
+    /// when it is not an object of token counts (a malformed usage never fails the turn).
+    pub fn from_prompt_result(result: &str) -> Option<TurnUsage> {
+        #[derive(Deserialize)]
+        struct R {
+            #[serde(default)]
+            usage: Option<serde_json::Value>,
+        }
+        let v = serde_json::from_str::<R>(result).ok()?.usage?;
+        serde_json::from_value(v).ok()
+    }
+}
+
 /// Where the turn is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -407,6 +445,15 @@ pub struct Thread {
     /// How the last turn ended (`end_turn`, `cancelled`… or `error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_stop: Option<String>,
+    /// Token usage of the last turn that reported one (feature `unstable`).
+    #[cfg(feature = "unstable")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_usage: Option<TurnUsage>,
+    /// What `session/status` last said of the session (`open`, `saved`, or a value this
+    /// version does not know, kept as sent; feature `unstable`).
+    #[cfg(feature = "unstable")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_status: Option<String>,
     #[serde(skip)]
     limits: Limits,
     /// Bytes of the kept entries' content ([`Entry::bytes`]).
@@ -482,6 +529,12 @@ pub struct Meta<'a> {
     pub usage: &'a Option<Usage>,
     pub turn: Turn,
     pub last_stop: &'a Option<String>,
+    #[cfg(feature = "unstable")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_usage: &'a Option<TurnUsage>,
+    #[cfg(feature = "unstable")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_status: &'a Option<String>,
 }
 
 /// A `session/update` that cannot be read.
@@ -690,6 +743,10 @@ impl Thread {
             usage: None,
             turn: Turn::Idle,
             last_stop: None,
+            #[cfg(feature = "unstable")]
+            turn_usage: None,
+            #[cfg(feature = "unstable")]
+            session_status: None,
             limits,
             bytes: 0,
             tools: HashMap::new(),
@@ -983,6 +1040,40 @@ impl Thread {
         }
     }
 
+    /// The turn ended as the `session/prompt` result (JSON text) says: its stop reason and
+    /// (feature `unstable`) its token usage, kept as [`Thread::turn_usage`] when present. A
+    /// result without a stop reason is refused and changes nothing. Returns the stop reason.
+    pub fn end_turn_json(&mut self, prompt_result: &str) -> Result<String, BadUpdate> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct R {
+            stop_reason: String,
+        }
+        let r: R = serde_json::from_str(prompt_result)
+            .map_err(|e| BadUpdate(format!("session/prompt result: {e}")))?;
+        #[cfg(feature = "unstable")]
+        if let Some(u) = TurnUsage::from_prompt_result(prompt_result) {
+            self.turn_usage = Some(u);
+        }
+        self.end_turn(&r.stop_reason);
+        Ok(r.stop_reason)
+    }
+
+    /// Keeps what `session/status` answered (feature `unstable`).
+    #[cfg(feature = "unstable")]
+    pub fn set_session_status(&mut self, status: &str) {
+        self.session_status = Some(status.to_string());
+        self.meta_changed = true;
+    }
+
+    /// Sets the title (what `session/set_title` answered; feature `unstable`). Agents change
+    /// it with `session_info_update`.
+    #[cfg(feature = "unstable")]
+    pub fn set_title(&mut self, title: &str) {
+        self.title = Some(title.to_string());
+        self.meta_changed = true;
+    }
+
     /// The turn failed (an error, the agent crashed): `message` is kept in the conversation
     /// as an error notice, and unfinished tool calls and plan entries are marked `failed`.
     pub fn fail_turn(&mut self, message: &str) {
@@ -1072,6 +1163,10 @@ impl Thread {
             usage: &self.usage,
             turn: self.turn,
             last_stop: &self.last_stop,
+            #[cfg(feature = "unstable")]
+            turn_usage: &self.turn_usage,
+            #[cfg(feature = "unstable")]
+            session_status: &self.session_status,
         }
     }
 
@@ -1170,6 +1265,71 @@ fn trim_front(e: &mut Entry, keep: usize) {
             }
         }
         Entry::Notice { text, .. } => cut(text, keep),
+    }
+}
+
+#[cfg(all(test, feature = "unstable"))]
+mod unstable_tests {
+    use super::*;
+
+    #[test]
+    fn turn_usage_status_and_title_are_kept_saved_and_sent_in_deltas() {
+        let mut t = Thread::new(Limits::default());
+        t.begin_turn(vec![Block::text("hi")]);
+        let _ = t.take_delta();
+        let stop = t
+            .end_turn_json(r#"{"stopReason":"end_turn","usage":{"totalTokens":30,"inputTokens":20,"outputTokens":10,"cachedReadTokens":5}}"#)
+            .unwrap();
+        assert_eq!(stop, "end_turn");
+        let want = TurnUsage {
+            total_tokens: 30,
+            input_tokens: 20,
+            output_tokens: 10,
+            cached_read_tokens: Some(5),
+            ..TurnUsage::default()
+        };
+        assert_eq!(t.turn_usage.as_ref(), Some(&want));
+        t.set_session_status("open");
+        t.set_title("Refactor");
+        let delta = serde_json::to_value(t.take_delta()).unwrap();
+        assert_eq!(delta["meta"]["turnUsage"]["totalTokens"], 30);
+        assert_eq!(delta["meta"]["sessionStatus"], "open");
+        assert_eq!(delta["meta"]["title"], "Refactor");
+        // Saved and read back.
+        let back = Thread::from_json(&t.to_json(), Limits::default()).unwrap();
+        assert_eq!(back.turn_usage, Some(want.clone()));
+        assert_eq!(back.session_status.as_deref(), Some("open"));
+        // A turn without usage keeps the last one; a malformed one is ignored, not an error.
+        t.begin_turn(vec![Block::text("again")]);
+        assert_eq!(
+            t.end_turn_json(r#"{"stopReason":"cancelled","usage":"lots"}"#)
+                .unwrap(),
+            "cancelled"
+        );
+        assert_eq!(t.turn_usage, Some(want));
+        assert_eq!(t.last_stop.as_deref(), Some("cancelled"));
+    }
+
+    #[test]
+    fn a_prompt_result_without_a_stop_reason_changes_nothing() {
+        let mut t = Thread::new(Limits::default());
+        t.begin_turn(vec![Block::text("hi")]);
+        let err = t
+            .end_turn_json(r#"{"usage":{"totalTokens":1}}"#)
+            .unwrap_err();
+        assert!(err.0.contains("stopReason"), "{err}");
+        assert_eq!((t.turn, &t.turn_usage), (Turn::Running, &None));
+    }
+
+    #[test]
+    fn format_1_threads_without_the_new_fields_still_read() {
+        let old = r#"{"format":1,"entries":[],"droppedEntries":0,"plan":[],"modes":[],"commands":[],"turn":"idle"}"#;
+        let t = Thread::from_json(old, Limits::default()).unwrap();
+        assert_eq!((t.turn_usage, t.session_status), (None, None));
+        // And what this build saves without them has none of their keys.
+        assert!(!Thread::new(Limits::default())
+            .to_json()
+            .contains("turnUsage"));
     }
 }
 
