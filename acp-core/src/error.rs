@@ -63,7 +63,7 @@ impl fmt::Display for Error {
             }
             Error::CapabilityNotAdvertised { method, capability } => write!(
                 f,
-                "cannot call {method}: the client did not advertise the `{capability}` capability"
+                "cannot call {method}: the `{capability}` capability was not advertised in initialize"
             ),
             Error::PromptInFlight { session_id } => write!(
                 f,
