@@ -70,8 +70,9 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Run the built-in demo agent on stdin/stdout (offline, deterministic).
     DemoAgent(DemoAgentArgs),
-    /// Bridge WebSocket clients to local agents: one agent process per connection, one
-    /// JSON-RPC message per text frame.
+    /// Serve local agents to remote clients: `--ws` (a WebSocket bridge, one JSON-RPC message
+    /// per text frame) or `--http` (HTTP + SSE and WebSocket, the official transport's wire);
+    /// one agent process per connection, a token required.
     Serve(ServeArgs),
 }
 
@@ -320,11 +321,35 @@ pub struct DemoAgentArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on: IP:PORT, HOST:PORT, or a bare PORT (loopback, 127.0.0.1). Port 0
-    /// picks a free port; the address is printed on stderr. Any non-loopback address is warned
-    /// about: ws:// is unencrypted.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
-    pub ws: String,
+    /// Serve the WebSocket bridge on ADDR: IP:PORT, HOST:PORT, or a bare PORT (loopback,
+    /// 127.0.0.1). Port 0 picks a free port; the address is printed on stderr. Any non-loopback
+    /// address is warned about: ws:// is unencrypted. The default (without --http).
+    #[arg(long, value_name = "ADDR", conflicts_with = "http")]
+    pub ws: Option<String>,
+
+    /// Serve ACP over HTTP + SSE and WebSocket on ADDR (same forms as --ws), at the path /acp,
+    /// with the wire of the official `agent-client-protocol-http` transport (its HttpClient
+    /// connects to http://ADDR or ws://ADDR). One agent per connection.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+
+    /// With --http: serve HTTPS / WSS with this certificate chain (PEM). Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key", requires = "http")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// With --http: the private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// With --http: the largest request body (and WebSocket message) accepted, in bytes;
+    /// larger ones are answered HTTP 413.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    pub max_body: usize,
+
+    /// With --http: seconds an HTTP connection may go without a request or an open event
+    /// stream before it is closed (its agent stopped).
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_seconds)]
+    pub idle_timeout: Duration,
 
     /// Also accept browser connections from this Origin (repeatable; `*` for any). Pages on
     /// localhost, 127.0.0.1 and [::1] are always accepted; clients sending no Origin
@@ -340,7 +365,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
 
-    /// Seconds a connection has to complete its WebSocket handshake before it is closed.
+    /// Seconds a connection has to complete its handshake (TLS, the WebSocket upgrade, each
+    /// HTTP request head) before it is closed.
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     pub handshake_timeout: Duration,
 

@@ -1,0 +1,1830 @@
+//! Serving any agent over HTTP + SSE and WebSocket, with the wire behaviour of the official
+//! `agent-client-protocol-http` 5 server ([`super::wire`] describes it), secured by default.
+//!
+//! ```no_run
+//! # async fn f() -> std::io::Result<()> {
+//! use acp_native::process::AgentCommand;
+//! use acp_native::remote::server::{command_agent, RemoteServer, RemoteServerConfig};
+//! let token = acp_native::remote::auth::generate_token()?;
+//! let server = RemoteServer::new(
+//!     command_agent(AgentCommand::new("acp").arg("demo-agent")),
+//!     RemoteServerConfig::new(token),
+//! );
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await?;
+//! server.serve(listener).await; // until `server.stop()`
+//! # Ok(()) }
+//! ```
+//!
+//! Each ACP connection (an `initialize` POST, or a WebSocket) gets its own agent from an
+//! [`AgentFactory`]: a spawned command ([`command_agent`]) or an in-process agent written with
+//! this crate ([`router_agent`], [`in_process_agent`]). The agent speaks NDJSON over a pair of
+//! byte streams, as over stdio; the server copies messages between it and the client, reading
+//! only their envelope (method, id, `sessionId`) to pick the SSE stream.
+//!
+//! Secure by default:
+//! * every request but `GET /health` must carry the token ([`super::auth::authorize`]: 401
+//!   otherwise) and, from a browser page, come from an allowed origin (403);
+//! * an agent starts only once a request that creates a connection was authorised (and within
+//!   [`RemoteServerConfig::max_connections`]: 503 beyond);
+//! * limits: request heads and TLS handshakes within `handshake_timeout`; POST bodies up to
+//!   `max_body_bytes` (413); at most `max_backlog_bytes` queued for a client that does not read
+//!   its streams (the connection is closed beyond, rather than growing without bound);
+//!   `max_sockets` open sockets (503 beyond); an HTTP connection with no stream open and no
+//!   request for `idle_timeout` is closed;
+//! * TLS with [`tls_config_from_pem`]; `TCP_NODELAY` on every socket.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use acp_core::{ErrorObject, Id, RawValue, Role};
+use bytes::Bytes;
+use http_body::Frame;
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited};
+use hyper::body::Incoming as IncomingBody;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::rustls;
+use tokio_tungstenite::tungstenite::protocol::{Role as WsRole, WebSocketConfig};
+use tokio_tungstenite::WebSocketStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::Service;
+
+use super::auth::{self, Credential};
+use super::wire::{self, Route};
+use crate::driver::{DriverConfig, Incoming};
+use crate::process::{AgentCommand, AgentProcess};
+use crate::transport::{self, DuplexHalves};
+use crate::AgentSideConnection;
+
+/// rustls's server configuration (the type of [`RemoteServerConfig::tls`]).
+pub use tokio_rustls::rustls::ServerConfig as TlsServerConfig;
+
+/// How long an agent gets to exit after its input closed, before `SIGTERM`, then `SIGKILL`.
+const AGENT_STOP_GRACE: Duration = Duration::from_millis(1500);
+/// Bytes buffered per direction between the server and an in-process agent.
+const IN_PROCESS_BUFFER: usize = 64 << 10;
+/// At most this much of a backlog goes out in one SSE write.
+const SSE_WRITE_CHUNK: usize = 64 << 10;
+/// Refusals (503) being written at once; beyond that an excess socket is just closed.
+const MAX_REFUSALS_IN_FLIGHT: usize = 32;
+/// How long a refused socket is kept to deliver its 503.
+const REFUSAL_LINGER: Duration = Duration::from_secs(2);
+
+/// The server's settings. [`RemoteServerConfig::new`] gives the defaults.
+#[derive(Clone)]
+pub struct RemoteServerConfig {
+    /// What clients must present (see [`super::auth`]).
+    pub token: String,
+    /// Browser origins allowed besides local pages (`*`: any).
+    pub allowed_origins: Vec<String>,
+    /// ACP connections (agents) at once; more are answered 503. Default 64.
+    pub max_connections: usize,
+    /// Open sockets at once (each SSE stream holds one); more are answered 503 and closed.
+    /// Default 4 × `max_connections` + 16.
+    pub max_sockets: usize,
+    /// The largest POST body (and WebSocket message from a client). Default 16 MiB, the
+    /// official server's.
+    pub max_body_bytes: usize,
+    /// The largest message an agent may write; longer ones are dropped (a response among
+    /// them is answered with an error). Default 64 MiB (acp-core's limit).
+    pub max_agent_message_bytes: usize,
+    /// Bytes queued for one HTTP connection's SSE streams while its client does not read
+    /// them; beyond, the connection is closed. Default 64 MiB.
+    pub max_backlog_bytes: usize,
+    /// A TLS handshake and each request head must arrive within this. Default 10 s.
+    pub handshake_timeout: Duration,
+    /// How long an agent has to answer `initialize`. Default 60 s.
+    pub initialize_timeout: Duration,
+    /// An HTTP connection with no SSE stream open and no request for this long is closed
+    /// (its agent stopped). Default 5 minutes.
+    pub idle_timeout: Duration,
+    /// TLS (`https://`, `wss://`), e.g. from [`tls_config_from_pem`]; plain text without.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Told about connections opened, closed and refused (e.g. to log them).
+    pub on_event: Option<Arc<dyn Fn(ServerEvent) + Send + Sync>>,
+}
+
+impl RemoteServerConfig {
+    /// The defaults, with `token` (use [`super::auth::generate_token`] for a fresh one).
+    pub fn new(token: impl Into<String>) -> Self {
+        let max_connections = 64;
+        RemoteServerConfig {
+            token: token.into(),
+            allowed_origins: Vec::new(),
+            max_connections,
+            max_sockets: 4 * max_connections + 16,
+            max_body_bytes: wire::MAX_POST_BODY_BYTES,
+            max_agent_message_bytes: acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
+            max_backlog_bytes: 64 << 20,
+            handshake_timeout: Duration::from_secs(10),
+            initialize_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(300),
+            tls: None,
+            on_event: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for RemoteServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteServerConfig")
+            .field("token", &"<secret>")
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_connections", &self.max_connections)
+            .field("max_sockets", &self.max_sockets)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_backlog_bytes", &self.max_backlog_bytes)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What happened, for [`RemoteServerConfig::on_event`].
+#[derive(Debug, Clone)]
+pub enum ServerEvent {
+    /// A request was refused (401, 403, 413, 502, 503, …) or a socket failed its handshake.
+    Refused {
+        peer: SocketAddr,
+        status: u16,
+        reason: String,
+    },
+    /// An ACP connection started, with its agent.
+    Opened {
+        peer: SocketAddr,
+        connection_id: String,
+        /// `"http"` (HTTP + SSE) or `"websocket"`.
+        transport: &'static str,
+        /// The agent's process id, for a spawned agent.
+        pid: Option<u32>,
+    },
+    /// An ACP connection ended (its agent stopped).
+    Closed {
+        connection_id: String,
+        reason: String,
+    },
+}
+
+/// The agent's end of one connection: the agent reads client messages (NDJSON) from
+/// `writer`'s other end and writes its own to `reader`'s.
+pub struct AgentLink {
+    /// What the agent writes (its stdout).
+    pub reader: Box<dyn AsyncRead + Send + Unpin>,
+    /// What the agent reads (its stdin); closing it is the agent's cue to stop.
+    pub writer: Box<dyn AsyncWrite + Send + Unpin>,
+    /// A spawned agent's process: stopped (input closed, `SIGTERM`, `SIGKILL`, bounded) when
+    /// the connection ends.
+    pub process: Option<AgentProcess>,
+}
+
+/// Makes the agent of each new connection. Called only once the request creating the
+/// connection passed authentication and the connection limit.
+pub trait AgentFactory: Send + Sync + 'static {
+    /// Starts one agent; an error becomes a 502 answer with its text.
+    fn start(&self) -> Result<AgentLink, String>;
+}
+
+struct CommandAgent(AgentCommand);
+
+impl AgentFactory for CommandAgent {
+    fn start(&self) -> Result<AgentLink, String> {
+        let mut process =
+            AgentProcess::spawn(&self.0).map_err(|e| format!("cannot start the agent: {e}"))?;
+        let writer = process.take_stdin().expect("a new process has stdin");
+        let reader = process.take_stdout().expect("a new process has stdout");
+        Ok(AgentLink {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+            process: Some(process),
+        })
+    }
+}
+
+/// One process of `cmd` per connection.
+pub fn command_agent(cmd: AgentCommand) -> Arc<dyn AgentFactory> {
+    Arc::new(CommandAgent(cmd))
+}
+
+struct InProcessAgent<F>(F);
+
+impl<F> AgentFactory for InProcessAgent<F>
+where
+    F: Fn(DuplexHalves) + Send + Sync + 'static,
+{
+    fn start(&self) -> Result<AgentLink, String> {
+        let (ours, theirs) = transport::duplex(IN_PROCESS_BUFFER);
+        (self.0)(theirs);
+        Ok(AgentLink {
+            reader: Box::new(ours.0),
+            writer: Box::new(ours.1),
+            process: None,
+        })
+    }
+}
+
+/// An in-process agent per connection: `start` gets the agent's ends of an in-memory pair
+/// (read client messages from the first, write to the second) and must drive them (spawn a
+/// task, e.g. [`AgentSideConnection::connect`]). Called inside the runtime.
+pub fn in_process_agent(
+    start: impl Fn(DuplexHalves) + Send + Sync + 'static,
+) -> Arc<dyn AgentFactory> {
+    Arc::new(InProcessAgent(start))
+}
+
+/// An in-process agent written with this crate: per connection, `make` builds the service
+/// (usually a [`crate::Router`] behind [`crate::layers::LifecycleLayer`]) from the agent's
+/// [`AgentSideConnection`], as [`AgentSideConnection::connect_with`] does. `config.core.role`
+/// must be [`Role::Agent`].
+pub fn router_agent<S, F>(config: DriverConfig, make: F) -> Arc<dyn AgentFactory>
+where
+    S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    F: Fn(AgentSideConnection) -> S + Send + Sync + 'static,
+{
+    assert_eq!(
+        config.core.role,
+        Role::Agent,
+        "router_agent needs an agent config"
+    );
+    in_process_agent(move |(reader, writer)| {
+        let _ = AgentSideConnection::connect_with(reader, writer, config.clone(), &make);
+    })
+}
+
+/// A rustls server configuration (ring provider, TLS 1.2 and 1.3, ALPN `http/1.1`) from PEM
+/// files: a certificate chain and its private key.
+pub fn tls_config_from_pem(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("cannot read the certificate {}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("no certificate in {}", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("cannot read the private key {}: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("TLS: the certificate and key do not go together: {e}"))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A server of one agent factory. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct RemoteServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    agent: Arc<dyn AgentFactory>,
+    config: RemoteServerConfig,
+    /// HTTP + SSE connections by id.
+    connections: Mutex<HashMap<String, Arc<HttpConn>>>,
+    /// ACP connections (agents), HTTP or WebSocket.
+    slots: Arc<Semaphore>,
+    sockets: Arc<Semaphore>,
+    refusals: Arc<Semaphore>,
+    stop: CancellationToken,
+    /// Every task that holds an agent, so [`RemoteServer::serve`] returns after they stopped.
+    tasks: TaskTracker,
+}
+
+impl RemoteServer {
+    pub fn new(agent: Arc<dyn AgentFactory>, config: RemoteServerConfig) -> Self {
+        RemoteServer {
+            shared: Arc::new(Shared {
+                agent,
+                slots: Arc::new(Semaphore::new(config.max_connections)),
+                sockets: Arc::new(Semaphore::new(config.max_sockets)),
+                refusals: Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT)),
+                config,
+                connections: Mutex::new(HashMap::new()),
+                stop: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &RemoteServerConfig {
+        &self.shared.config
+    }
+
+    /// ACP connections (agents) open now.
+    pub fn open_connections(&self) -> usize {
+        self.shared.config.max_connections - self.shared.slots.available_permits()
+    }
+
+    /// Makes [`serve`](Self::serve) stop: no more sockets accepted, every connection closed and
+    /// its agent stopped.
+    pub fn stop(&self) {
+        self.shared.stop.cancel();
+    }
+
+    /// Accepts sockets from `listener` until [`stop`](Self::stop), then stops every agent
+    /// (bounded: their input closed, `SIGTERM`, `SIGKILL`) and returns.
+    pub async fn serve(&self, listener: TcpListener) {
+        let shared = &self.shared;
+        loop {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                _ = shared.stop.cancelled() => break,
+            };
+            match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    match shared.sockets.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            let server = self.clone();
+                            tokio::spawn(async move {
+                                server.serve_socket(stream, peer).await;
+                                drop(permit);
+                            });
+                        }
+                        Err(_) => {
+                            shared.event(ServerEvent::Refused {
+                                peer,
+                                status: 503,
+                                reason: format!(
+                                    "{} sockets open (max_sockets)",
+                                    shared.config.max_sockets
+                                ),
+                            });
+                            if let Ok(permit) = shared.refusals.clone().try_acquire_owned() {
+                                tokio::spawn(refuse_busy(stream, permit));
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    // E.g. out of file descriptors: do not spin.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        drop(listener);
+        let open: Vec<Arc<HttpConn>> = shared
+            .connections
+            .lock()
+            .unwrap()
+            .values()
+            .cloned()
+            .collect();
+        for conn in open {
+            conn.close(shared, "the server is stopping");
+        }
+        shared.tasks.close();
+        let _ = tokio::time::timeout(
+            3 * AGENT_STOP_GRACE + Duration::from_secs(2),
+            shared.tasks.wait(),
+        )
+        .await;
+    }
+
+    /// Serves one accepted socket (TLS first when configured).
+    pub async fn serve_socket(&self, stream: TcpStream, peer: SocketAddr) {
+        let _ = stream.set_nodelay(true);
+        let shared = &self.shared;
+        match shared.config.tls.clone() {
+            Some(tls) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+                let accepted = tokio::select! {
+                    r = tokio::time::timeout(shared.config.handshake_timeout, acceptor.accept(stream)) => r,
+                    _ = shared.stop.cancelled() => return,
+                };
+                match accepted {
+                    Ok(Ok(tls)) => self.serve_io(tls, peer, true).await,
+                    Ok(Err(e)) => shared.event(ServerEvent::Refused {
+                        peer,
+                        status: 0,
+                        reason: format!("TLS handshake failed: {e}"),
+                    }),
+                    Err(_) => shared.event(ServerEvent::Refused {
+                        peer,
+                        status: 0,
+                        reason: format!(
+                            "no TLS handshake within {:?}",
+                            shared.config.handshake_timeout
+                        ),
+                    }),
+                }
+            }
+            None => self.serve_io(stream, peer, false).await,
+        }
+    }
+
+    async fn serve_io<I>(&self, io: I, peer: SocketAddr, tls: bool)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        let svc = hyper::service::service_fn(move |req| {
+            let shared = shared.clone();
+            async move { Ok::<_, Infallible>(handle(shared, peer, tls, req).await) }
+        });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.shared.config.handshake_timeout)
+            .serve_connection(TokioIo::new(io), svc)
+            .with_upgrades();
+        tokio::pin!(conn);
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(%peer, "HTTP connection ended: {e}");
+                }
+            }
+            _ = self.shared.stop.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn event(&self, e: ServerEvent) {
+        if let Some(f) = &self.config.on_event {
+            f(e);
+        }
+    }
+}
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+fn full(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()).boxed_unsync());
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn text(status: StatusCode, body: impl Into<String>) -> Response<Body> {
+    full(status, "text/plain; charset=utf-8", body.into())
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
+    *r.status_mut() = status;
+    r
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A browser page's origin, when it is allowed (CORS headers go on every answer to it).
+fn cors(resp: &mut Response<Body>, origin: Option<&HeaderValue>) {
+    if let Some(origin) = origin {
+        let h = resp.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        h.insert(header::VARY, HeaderValue::from_static("origin"));
+        h.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static("acp-connection-id, acp-session-id"),
+        );
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    tls: bool,
+    req: Request<IncomingBody>,
+) -> Response<Body> {
+    let path = req.uri().path();
+    if path == wire::HEALTH_PATH && req.method() == Method::GET {
+        return text(StatusCode::OK, "ok");
+    }
+    if path != wire::ENDPOINT_PATH {
+        return text(
+            StatusCode::NOT_FOUND,
+            format!("not found: the ACP endpoint is {}", wire::ENDPOINT_PATH),
+        );
+    }
+    let origin = req.headers().get(header::ORIGIN).cloned();
+    // A browser's CORS preflight carries no credentials: answered from the origin alone.
+    if req.method() == Method::OPTIONS {
+        let allowed = origin
+            .as_ref()
+            .and_then(|o| o.to_str().ok())
+            .is_some_and(|o| auth::origin_allowed(o, &shared.config.allowed_origins));
+        if !allowed {
+            return text(
+                StatusCode::FORBIDDEN,
+                "origin not allowed (acp serve --allow-origin)",
+            );
+        }
+        let mut r = empty(StatusCode::NO_CONTENT);
+        cors(&mut r, origin.as_ref());
+        let h = r.headers_mut();
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
+        );
+        h.insert(
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            HeaderValue::from_static(
+                "authorization, content-type, accept, acp-connection-id, acp-session-id",
+            ),
+        );
+        h.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("600"),
+        );
+        return r;
+    }
+    let credential = match auth::authorize(
+        req.headers(),
+        req.uri(),
+        &shared.config.token,
+        &shared.config.allowed_origins,
+    ) {
+        Ok(c) => c,
+        Err(refusal) => {
+            let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
+            shared.event(ServerEvent::Refused {
+                peer,
+                status: refusal.status(),
+                reason: refusal.message(),
+            });
+            let mut r = text(status, refusal.message());
+            if status == StatusCode::UNAUTHORIZED {
+                r.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            return r;
+        }
+    };
+    let mut resp = match *req.method() {
+        Method::POST => handle_post(&shared, peer, req).await,
+        Method::GET if is_websocket_upgrade(req.headers()) => {
+            handle_upgrade(&shared, peer, credential, req)
+        }
+        Method::GET => handle_get(&shared, req),
+        Method::DELETE => handle_delete(&shared, req),
+        _ => {
+            let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
+            r.headers_mut().insert(
+                header::ALLOW,
+                HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
+            );
+            r
+        }
+    };
+    let _ = tls;
+    cors(&mut resp, origin.as_ref());
+    resp
+}
+
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    let upgrade = header_str(headers, header::UPGRADE.as_str())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let connection = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .any(|p| p.trim().eq_ignore_ascii_case("upgrade"))
+        });
+    upgrade && connection
+}
+
+/// The top level of a JSON-RPC message, borrowed from its text.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+}
+
+impl Envelope<'_> {
+    fn id(&self) -> Option<Id> {
+        self.id
+            .and_then(|raw| serde_json::from_str::<Id>(raw.get()).ok())
+            .filter(|id| *id != Id::Null)
+    }
+
+    /// The session a request or notification is about (see [`wire::session_id_of`]).
+    fn session_id(&self) -> Option<String> {
+        let method = self.method.as_deref()?;
+        let params = self.params?;
+        if method.starts_with("$/") {
+            return None;
+        }
+        if method == "proxy/successor" {
+            let value: serde_json::Value = serde_json::from_str(params.get()).ok()?;
+            return wire::session_id_of(method, Some(&value)).map(str::to_string);
+        }
+        session_id_field(params.get())
+    }
+}
+
+/// `sessionId` of a JSON object's text, when it is a string.
+fn session_id_field(object: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct WithSession<'a> {
+        #[serde(rename = "sessionId", borrow, default)]
+        session_id: Option<&'a RawValue>,
+    }
+    let w: WithSession = serde_json::from_str(object).ok()?;
+    serde_json::from_str::<String>(w.session_id?.get()).ok()
+}
+
+/// A JSON-RPC error answer with id `null` (for a batch, as the official server answers).
+fn batch_rejection() -> Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32600, "message": "Invalid Request: JSON-RPC batches are not supported"},
+    });
+    full(
+        StatusCode::BAD_REQUEST,
+        wire::JSON_MIME_TYPE,
+        body.to_string(),
+    )
+}
+
+async fn handle_post(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    req: Request<IncomingBody>,
+) -> Response<Body> {
+    let headers = req.headers();
+    if !header_str(headers, header::CONTENT_TYPE.as_str())
+        .is_some_and(|ct| ct.starts_with(wire::JSON_MIME_TYPE))
+    {
+        return text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        );
+    }
+    let connection_id = header_str(headers, wire::HEADER_CONNECTION_ID).map(str::to_string);
+    let session_header = header_str(headers, wire::HEADER_SESSION_ID).map(str::to_string);
+    let limit = shared.config.max_body_bytes;
+    let too_large = || {
+        text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("POST body too large: the limit is {limit} bytes (acp serve --max-body)"),
+        )
+    };
+    if header_str(headers, header::CONTENT_LENGTH.as_str())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > limit as u64)
+    {
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 413,
+            reason: "POST body too large".into(),
+        });
+        return too_large();
+    }
+    let body = match Limited::new(req.into_body(), limit).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            if e.is::<http_body_util::LengthLimitError>() {
+                shared.event(ServerEvent::Refused {
+                    peer,
+                    status: 413,
+                    reason: "POST body too large".into(),
+                });
+                return too_large();
+            }
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the body: {e}"),
+            );
+        }
+    };
+    let Ok(body) = std::str::from_utf8(&body) else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "Invalid JSON-RPC: the body is not UTF-8",
+        );
+    };
+    // One line for the agent: raw newlines in JSON can only be whitespace.
+    let mut line = body.trim().replace(['\n', '\r'], " ");
+    if line.starts_with('[') {
+        return batch_rejection();
+    }
+    let envelope: Option<Envelope> = serde_json::from_str(&line).ok();
+    if let Some(env) = &envelope {
+        if env.method.as_deref() == Some("initialize") {
+            if let Some(id) = env.id() {
+                return initialize(shared, peer, id, line).await;
+            }
+        }
+    }
+    let Some(connection_id) = connection_id else {
+        return text(StatusCode::BAD_REQUEST, "Acp-Connection-Id header required");
+    };
+    let Some(conn) = shared
+        .connections
+        .lock()
+        .unwrap()
+        .get(&connection_id)
+        .cloned()
+    else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "unknown Acp-Connection-Id (the connection ended, or never was)",
+        );
+    };
+    conn.touch();
+    // Malformed JSON goes to the agent as it is (it answers with a parse error); messages get
+    // their session header applied and their response's route recorded.
+    let mut pending = None;
+    if let Some(env) = envelope {
+        if let Some(method) = env.method.as_deref() {
+            let method = method.to_string();
+            let mut session = env.session_id();
+            let id = env.id();
+            if let Some(header_session) = &session_header {
+                let scoped = !(method.starts_with("$/")
+                    || wire::is_connection_scoped(
+                        &method,
+                        env.params
+                            .and_then(|p| serde_json::from_str(p.get()).ok())
+                            .as_ref(),
+                    ));
+                if scoped {
+                    match apply_session_header(&line, header_session) {
+                        Ok(Some(rewritten)) => {
+                            line = rewritten;
+                            session = Some(header_session.clone());
+                        }
+                        Ok(None) => session = Some(header_session.clone()),
+                        Err(e) => return text(StatusCode::BAD_REQUEST, e),
+                    }
+                }
+            }
+            let route = match session {
+                Some(s) => Route::Session(s),
+                None if wire::method_requires_session_header(&method) => {
+                    return text(StatusCode::BAD_REQUEST, "Acp-Session-Id header required");
+                }
+                None => Route::Connection,
+            };
+            if let Some(id) = id {
+                pending = Some((id, route, Effect::of(&method)));
+            }
+        }
+    }
+    if let Some((id, route, effect)) = pending {
+        conn.routes
+            .lock()
+            .unwrap()
+            .pending
+            .entry(id)
+            .or_default()
+            .push_back((route, effect));
+    }
+    match conn.send_line(line).await {
+        Ok(()) => empty(StatusCode::ACCEPTED),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// Puts the `Acp-Session-Id` header's session into a message's params: `None` when they
+/// already name it; an error when they name another or are not an object.
+fn apply_session_header(line: &str, session: &str) -> Result<Option<String>, &'static str> {
+    let mut value: serde_json::Value =
+        serde_json::from_str(line).map_err(|_| "Invalid JSON-RPC")?;
+    let Some(obj) = value.as_object_mut() else {
+        return Err("Invalid JSON-RPC");
+    };
+    let params = obj
+        .entry("params")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    let Some(params) = params.as_object_mut() else {
+        return Err("Acp-Session-Id header requires object params");
+    };
+    match params.get("sessionId") {
+        Some(serde_json::Value::String(s)) if s == session => Ok(None),
+        Some(serde_json::Value::String(_)) => {
+            Err("Acp-Session-Id header does not match params.sessionId")
+        }
+        Some(_) => Err("params.sessionId must be a string"),
+        None => {
+            params.insert(
+                "sessionId".into(),
+                serde_json::Value::String(session.to_string()),
+            );
+            Ok(Some(value.to_string()))
+        }
+    }
+}
+
+/// A fresh connection id: 128 random bits in the UUID v4 text form the official server uses.
+fn new_connection_id() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_err()
+    {
+        // Never reached on Linux; ids must still be unique.
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed) as u128 ^ (std::process::id() as u128) << 64;
+        b = n.to_le_bytes();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+async fn initialize(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    id: Id,
+    line: String,
+) -> Response<Body> {
+    let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
+        let reason = format!(
+            "{} connections open (max_connections); try again later",
+            shared.config.max_connections
+        );
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 503,
+            reason: reason.clone(),
+        });
+        let mut r = text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("too many connections: {reason}"),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return r;
+    };
+    let link = match shared.agent.start() {
+        Ok(l) => l,
+        Err(e) => {
+            shared.event(ServerEvent::Refused {
+                peer,
+                status: 502,
+                reason: e.clone(),
+            });
+            return text(StatusCode::BAD_GATEWAY, e);
+        }
+    };
+    let connection_id = new_connection_id();
+    let pid = link.process.as_ref().map(AgentProcess::pid);
+    let (init_tx, init_rx) = oneshot::channel();
+    let conn = HttpConn::start(shared, connection_id.clone(), link, slot, (id, init_tx));
+    if let Err(e) = conn.send_line(line).await {
+        conn.close(shared, "the agent did not take initialize");
+        return text(
+            StatusCode::BAD_GATEWAY,
+            format!("the agent did not take initialize: {e}"),
+        );
+    }
+    enum Answer {
+        Got(InitAnswer),
+        Ended,
+        Late,
+    }
+    let mut init_rx = init_rx;
+    let answer = tokio::select! {
+        biased;
+        a = tokio::time::timeout(shared.config.initialize_timeout, &mut init_rx) => match a {
+            Ok(Ok(r)) => Answer::Got(r),
+            Ok(Err(_)) => Answer::Ended,
+            Err(_) => Answer::Late,
+        },
+        _ = conn.closed.cancelled() => match init_rx.try_recv() {
+            Ok(r) => Answer::Got(r),
+            Err(_) => Answer::Ended,
+        },
+    };
+    let response = match answer {
+        Answer::Got(r) => r,
+        Answer::Ended => {
+            let why = conn
+                .close_reason()
+                .unwrap_or_else(|| "the agent closed".into());
+            conn.close(shared, "the agent ended before answering initialize");
+            return text(
+                StatusCode::BAD_GATEWAY,
+                format!("the agent ended before answering initialize: {why}"),
+            );
+        }
+        Answer::Late => {
+            conn.close(shared, "no initialize answer in time");
+            return text(
+                StatusCode::GATEWAY_TIMEOUT,
+                format!(
+                    "the agent did not answer initialize within {:?}",
+                    shared.config.initialize_timeout
+                ),
+            );
+        }
+    };
+    if response.is_error {
+        // A refused initialize creates no connection.
+        conn.close(shared, "the agent refused initialize");
+        return full(StatusCode::OK, wire::JSON_MIME_TYPE, response.line);
+    }
+    shared
+        .connections
+        .lock()
+        .unwrap()
+        .insert(connection_id.clone(), conn.clone());
+    // A close that raced the insert (the agent exited at once) must not leave it registered.
+    if conn.closed.is_cancelled() {
+        shared.connections.lock().unwrap().remove(&connection_id);
+    }
+    shared.event(ServerEvent::Opened {
+        peer,
+        connection_id: connection_id.clone(),
+        transport: "http",
+        pid,
+    });
+    let mut r = full(StatusCode::OK, wire::JSON_MIME_TYPE, response.line);
+    if let Ok(v) = HeaderValue::from_str(&connection_id) {
+        r.headers_mut().insert(wire::HEADER_CONNECTION_ID, v);
+    }
+    r
+}
+
+fn handle_get(shared: &Arc<Shared>, req: Request<IncomingBody>) -> Response<Body> {
+    let headers = req.headers();
+    if !header_str(headers, header::ACCEPT.as_str())
+        .is_some_and(|a| a.contains(wire::EVENT_STREAM_MIME_TYPE))
+    {
+        return text(
+            StatusCode::NOT_ACCEPTABLE,
+            "client must accept text/event-stream",
+        );
+    }
+    let Some(connection_id) = header_str(headers, wire::HEADER_CONNECTION_ID) else {
+        return text(StatusCode::BAD_REQUEST, "Acp-Connection-Id header required");
+    };
+    let Some(conn) = shared
+        .connections
+        .lock()
+        .unwrap()
+        .get(connection_id)
+        .cloned()
+    else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "unknown Acp-Connection-Id (the connection ended, or never was)",
+        );
+    };
+    let session = header_str(headers, wire::HEADER_SESSION_ID).map(str::to_string);
+    let lease = match conn.subscribe(session.as_deref()) {
+        Ok(l) => l,
+        Err(Unavailable::Busy) => {
+            return text(
+                StatusCode::CONFLICT,
+                "outbound stream already has a subscriber",
+            )
+        }
+        Err(Unavailable::Unknown) => return text(StatusCode::NOT_FOUND, "unknown Acp-Session-Id"),
+    };
+    conn.touch();
+    let body = SseBody {
+        lease,
+        keepalive: Box::pin(tokio::time::sleep(wire::SSE_KEEPALIVE_INTERVAL)),
+    };
+    let mut r = Response::new(body.boxed_unsync());
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(wire::EVENT_STREAM_MIME_TYPE),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(v) = HeaderValue::from_str(connection_id) {
+        h.insert(wire::HEADER_CONNECTION_ID, v);
+    }
+    if let Some(v) = session.and_then(|s| HeaderValue::from_str(&s).ok()) {
+        h.insert(wire::HEADER_SESSION_ID, v);
+    }
+    r
+}
+
+fn handle_delete(shared: &Arc<Shared>, req: Request<IncomingBody>) -> Response<Body> {
+    let Some(connection_id) = header_str(req.headers(), wire::HEADER_CONNECTION_ID) else {
+        return text(StatusCode::BAD_REQUEST, "Acp-Connection-Id header required");
+    };
+    let Some(conn) = shared.connections.lock().unwrap().remove(connection_id) else {
+        return text(
+            StatusCode::NOT_FOUND,
+            "unknown Acp-Connection-Id (the connection ended, or never was)",
+        );
+    };
+    conn.close(shared, "the client closed the connection (DELETE)");
+    empty(StatusCode::ACCEPTED)
+}
+
+fn handle_upgrade(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    credential: Credential,
+    req: Request<IncomingBody>,
+) -> Response<Body> {
+    use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+    let headers = req.headers();
+    if header_str(headers, header::SEC_WEBSOCKET_VERSION.as_str()) != Some("13") {
+        let mut r = text(StatusCode::BAD_REQUEST, "WebSocket version 13 required");
+        r.headers_mut().insert(
+            header::SEC_WEBSOCKET_VERSION,
+            HeaderValue::from_static("13"),
+        );
+        return r;
+    }
+    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY) else {
+        return text(StatusCode::BAD_REQUEST, "Sec-WebSocket-Key header required");
+    };
+    let accept = derive_accept_key(key.as_bytes());
+    let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
+        let reason = format!(
+            "{} connections open (max_connections); try again later",
+            shared.config.max_connections
+        );
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 503,
+            reason: reason.clone(),
+        });
+        let mut r = text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("too many connections: {reason}"),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return r;
+    };
+    let link = match shared.agent.start() {
+        Ok(l) => l,
+        Err(e) => {
+            shared.event(ServerEvent::Refused {
+                peer,
+                status: 502,
+                reason: e.clone(),
+            });
+            return text(StatusCode::BAD_GATEWAY, e);
+        }
+    };
+    let connection_id = new_connection_id();
+    let mut r = empty(StatusCode::SWITCHING_PROTOCOLS);
+    let h = r.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(v) = HeaderValue::from_str(&accept) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&connection_id) {
+        h.insert(wire::HEADER_CONNECTION_ID, v);
+    }
+    if let Credential::Protocol(p) = credential {
+        h.insert(header::SEC_WEBSOCKET_PROTOCOL, p);
+    }
+    let max_message = shared.config.max_body_bytes;
+    let shared2 = shared.clone();
+    let upgrade = hyper::upgrade::on(req);
+    shared.tasks.spawn(async move {
+        let shared = shared2;
+        let pid = link.process.as_ref().map(AgentProcess::pid);
+        let upgraded = match upgrade.await {
+            Ok(u) => u,
+            Err(e) => {
+                stop_agent(link.writer, link.process).await;
+                drop(slot);
+                shared.event(ServerEvent::Refused {
+                    peer,
+                    status: 0,
+                    reason: format!("WebSocket upgrade failed: {e}"),
+                });
+                return;
+            }
+        };
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(max_message))
+            .max_frame_size(Some(max_message));
+        let ws =
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config))
+                .await;
+        shared.event(ServerEvent::Opened {
+            peer,
+            connection_id: connection_id.clone(),
+            transport: "websocket",
+            pid,
+        });
+        let (mut from_client, mut to_client) = transport::ws_bridge(ws);
+        let AgentLink {
+            reader: mut agent_out,
+            writer: mut agent_in,
+            process,
+        } = link;
+        let mut up = Box::pin(async move {
+            let _ = tokio::io::copy(&mut from_client, &mut agent_in).await;
+            agent_in
+        });
+        let mut down = Box::pin(async move {
+            let _ = tokio::io::copy(&mut agent_out, &mut to_client).await;
+            // EOF on the bridge sends a close frame.
+            let _ = to_client.shutdown().await;
+        });
+        let (reason, agent_in) = tokio::select! {
+            w = &mut up => ("the client closed the connection", Some(w)),
+            _ = &mut down => ("the agent closed its output", None),
+            _ = shared.stop.cancelled() => ("the server is stopping", None),
+        };
+        drop(up);
+        // The agent's input closes (if not already): its cue to exit.
+        let report = match agent_in {
+            Some(w) => stop_agent(w, process).await,
+            None => stop_agent(Box::new(tokio::io::sink()), process).await,
+        };
+        // What the agent still wrote goes out while the socket lasts.
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
+        drop(slot);
+        let reason = match report {
+            Some(r) => format!("{reason}; {r}"),
+            None => reason.to_string(),
+        };
+        shared.event(ServerEvent::Closed {
+            connection_id,
+            reason,
+        });
+    });
+    r
+}
+
+/// Closes the agent's input and stops its process, if any (bounded); the exit report.
+async fn stop_agent(
+    mut writer: Box<dyn AsyncWrite + Send + Unpin>,
+    process: Option<AgentProcess>,
+) -> Option<String> {
+    let _ = tokio::time::timeout(Duration::from_millis(200), writer.shutdown()).await;
+    drop(writer);
+    let mut process = process?;
+    let outcome = process.shutdown(AGENT_STOP_GRACE).await;
+    Some(outcome.report.to_string())
+}
+
+/// Answers a socket over `max_sockets` with 503, bounded in time.
+async fn refuse_busy(mut stream: TcpStream, _permit: OwnedSemaphorePermit) {
+    let body = "too many connections (max_sockets); try again later\n";
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
+         Content-Length: {}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await?;
+        // Read what the client sent until it closes, so closing does not reset the connection
+        // before it has read the answer.
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One HTTP + SSE connection.
+
+/// What a successful or failed `initialize` answered.
+struct InitAnswer {
+    line: String,
+    is_error: bool,
+}
+
+/// What a response does to the connection's known sessions when it succeeds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Effect {
+    None,
+    Opens,
+    Closes,
+}
+
+impl Effect {
+    fn of(method: &str) -> Effect {
+        if wire::is_session_opening_method(method) {
+            Effect::Opens
+        } else if wire::is_session_closing_method(method) {
+            Effect::Closes
+        } else {
+            Effect::None
+        }
+    }
+}
+
+struct SessionStream {
+    mailbox: Arc<Mailbox>,
+    /// The agent has named this session on the connection.
+    confirmed: bool,
+}
+
+struct Routes {
+    connection: Arc<Mailbox>,
+    sessions: HashMap<String, SessionStream>,
+    /// Requests from the client not answered yet: where their response goes.
+    pending: HashMap<Id, VecDeque<(Route, Effect)>>,
+    /// The initialize request, until its answer.
+    init: Option<(Id, oneshot::Sender<InitAnswer>)>,
+}
+
+enum Unavailable {
+    Busy,
+    Unknown,
+}
+
+struct HttpConn {
+    id: String,
+    writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
+    process: tokio::sync::Mutex<Option<AgentProcess>>,
+    routes: Mutex<Routes>,
+    closed: CancellationToken,
+    close_reason: Mutex<Option<String>>,
+    /// Bytes queued in this connection's mailboxes.
+    backlog: Arc<AtomicUsize>,
+    /// SSE streams open.
+    readers: AtomicUsize,
+    last_active: Mutex<tokio::time::Instant>,
+    slot: Mutex<Option<OwnedSemaphorePermit>>,
+}
+
+impl HttpConn {
+    fn start(
+        shared: &Arc<Shared>,
+        id: String,
+        link: AgentLink,
+        slot: OwnedSemaphorePermit,
+        init: (Id, oneshot::Sender<InitAnswer>),
+    ) -> Arc<HttpConn> {
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let conn = Arc::new(HttpConn {
+            id,
+            writer: tokio::sync::Mutex::new(Some(link.writer)),
+            process: tokio::sync::Mutex::new(link.process),
+            routes: Mutex::new(Routes {
+                connection: Arc::new(Mailbox::new(backlog.clone())),
+                sessions: HashMap::new(),
+                pending: HashMap::new(),
+                init: Some(init),
+            }),
+            closed: CancellationToken::new(),
+            close_reason: Mutex::new(None),
+            backlog,
+            readers: AtomicUsize::new(0),
+            last_active: Mutex::new(tokio::time::Instant::now()),
+            slot: Mutex::new(Some(slot)),
+        });
+        // The agent's output, routed to the streams until it ends.
+        let (c, s) = (conn.clone(), shared.clone());
+        let mut reader = link.reader;
+        shared.tasks.spawn(async move {
+            let why = tokio::select! {
+                why = c.read_agent(&mut reader, &s) => why,
+                _ = c.closed.cancelled() => return,
+            };
+            c.close(&s, &why);
+        });
+        // Idle connections end.
+        let (c, s) = (conn.clone(), shared.clone());
+        let idle = shared.config.idle_timeout;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(idle / 4 + Duration::from_millis(1)) => {}
+                    _ = c.closed.cancelled() => return,
+                }
+                let quiet = c.last_active.lock().unwrap().elapsed();
+                if c.readers.load(Ordering::Relaxed) == 0 && quiet >= idle {
+                    c.close(
+                        &s,
+                        &format!("idle: no request and no open stream for {quiet:?}"),
+                    );
+                    return;
+                }
+            }
+        });
+        conn
+    }
+
+    fn touch(&self) {
+        *self.last_active.lock().unwrap() = tokio::time::Instant::now();
+    }
+
+    fn close_reason(&self) -> Option<String> {
+        self.close_reason.lock().unwrap().clone()
+    }
+
+    /// Writes one message to the agent.
+    async fn send_line(&self, mut line: String) -> Result<(), String> {
+        line.push('\n');
+        let mut w = self.writer.lock().await;
+        let Some(w) = w.as_mut() else {
+            return Err("the connection is closed".into());
+        };
+        w.write_all(line.as_bytes())
+            .await
+            .map_err(|e| format!("the agent's input is closed: {e}"))?;
+        w.flush()
+            .await
+            .map_err(|e| format!("the agent's input is closed: {e}"))
+    }
+
+    /// Reads the agent's messages and routes each; returns why the output ended.
+    async fn read_agent(
+        &self,
+        reader: &mut (dyn AsyncRead + Send + Unpin),
+        shared: &Arc<Shared>,
+    ) -> String {
+        use acp_core::framing::{is_blank, Decoder, Frame};
+        let mut decoder = Decoder::new(shared.config.max_agent_message_bytes);
+        let mut buf = vec![0u8; 16 << 10];
+        let mut overflow = None;
+        loop {
+            let n = match reader.read(&mut buf).await {
+                Ok(n) => n,
+                Err(e) => return format!("reading the agent failed: {e}"),
+            };
+            let mut sink = |f: Frame<'_>| {
+                if overflow.is_some() {
+                    return;
+                }
+                match f {
+                    Frame::Line(line) if !is_blank(line) => {
+                        if let Err(e) = self.route(line, shared) {
+                            overflow = Some(e);
+                        }
+                    }
+                    Frame::Line(_) => {}
+                    Frame::Oversize { limit, prefix } => {
+                        let sniffed = acp_core::sniff::sniff(prefix);
+                        tracing::warn!(limit, "an agent message over the limit was dropped");
+                        if let Some(id) = sniffed
+                            .id
+                            .filter(|_| sniffed.has_result_or_error && !sniffed.has_method)
+                        {
+                            let error = ErrorObject::new(
+                                acp_core::ErrorCode::InternalError,
+                                format!("the response was larger than the server's {limit}-byte limit and was dropped"),
+                            );
+                            let msg =
+                                serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error})
+                                    .to_string();
+                            if let Err(e) = self.route(msg.as_bytes(), shared) {
+                                overflow = Some(e);
+                            }
+                        }
+                    }
+                }
+            };
+            if n == 0 {
+                decoder.finish(&mut sink);
+            } else {
+                decoder.decode(&buf[..n], &mut sink);
+            }
+            if let Some(e) = overflow {
+                return e;
+            }
+            if n == 0 {
+                let report = match self.process.lock().await.as_ref() {
+                    Some(p) => match tokio::time::timeout(Duration::from_secs(2), p.wait()).await {
+                        Ok(r) => format!("the agent exited: {r}"),
+                        Err(_) => "the agent closed its output".into(),
+                    },
+                    None => "the agent closed its output".into(),
+                };
+                return report;
+            }
+        }
+    }
+
+    /// Puts one agent message on its stream (or answers initialize).
+    fn route(&self, line: &[u8], shared: &Arc<Shared>) -> Result<(), String> {
+        let text = String::from_utf8_lossy(line);
+        let envelope: Option<Envelope> = serde_json::from_str(&text).ok();
+        let mut routes = self.routes.lock().unwrap();
+        let target = match &envelope {
+            None => routes.connection.clone(),
+            Some(env) if env.method.is_some() => match env.session_id() {
+                Some(session) => routes.confirm(&session, &self.backlog),
+                None => routes.connection.clone(),
+            },
+            Some(env) => {
+                let id = env.id();
+                if let (Some(id), Some((init_id, _))) = (&id, &routes.init) {
+                    if id == init_id {
+                        let (_, tx) = routes.init.take().unwrap();
+                        let is_error = env.result.is_none();
+                        let _ = tx.send(InitAnswer {
+                            line: text.into_owned(),
+                            is_error,
+                        });
+                        return Ok(());
+                    }
+                }
+                let pending = id.and_then(|id| {
+                    let queue = routes.pending.get_mut(&id)?;
+                    let p = queue.pop_front();
+                    if queue.is_empty() {
+                        routes.pending.remove(&id);
+                    }
+                    p
+                });
+                match pending {
+                    Some((route, effect)) => routes
+                        .response_target(route, effect, env.result)
+                        .unwrap_or_else(|| routes.connection.clone()),
+                    None => routes.connection.clone(),
+                }
+            }
+        };
+        drop(routes);
+        let event = wire::sse_event(&text.replace('\r', " "));
+        let queued = self.backlog.fetch_add(event.len(), Ordering::Relaxed) + event.len();
+        if queued > shared.config.max_backlog_bytes {
+            self.backlog.fetch_sub(event.len(), Ordering::Relaxed);
+            return Err(format!(
+                "the client did not read its event streams: more than {} bytes queued \
+                 (max_backlog_bytes)",
+                shared.config.max_backlog_bytes
+            ));
+        }
+        target.push(Bytes::from(event));
+        Ok(())
+    }
+
+    fn subscribe(self: &Arc<Self>, session: Option<&str>) -> Result<Lease, Unavailable> {
+        let mut routes = self.routes.lock().unwrap();
+        let mailbox = match session {
+            None => routes.connection.clone(),
+            Some(s) => match routes.sessions.get(s) {
+                Some(stream) => stream.mailbox.clone(),
+                None => {
+                    let unconfirmed = routes.sessions.values().filter(|s| !s.confirmed).count();
+                    if unconfirmed >= wire::MAX_UNCONFIRMED_SESSION_STREAMS {
+                        return Err(Unavailable::Unknown);
+                    }
+                    let mailbox = Arc::new(Mailbox::new(self.backlog.clone()));
+                    routes.sessions.insert(
+                        s.to_string(),
+                        SessionStream {
+                            mailbox: mailbox.clone(),
+                            confirmed: false,
+                        },
+                    );
+                    mailbox
+                }
+            },
+        };
+        if !mailbox.lease() {
+            return Err(Unavailable::Busy);
+        }
+        self.readers.fetch_add(1, Ordering::Relaxed);
+        Ok(Lease {
+            conn: self.clone(),
+            mailbox,
+            session: session.map(str::to_string),
+        })
+    }
+
+    /// Ends the connection: unregistered, its streams end (after what is queued), its agent is
+    /// stopped in the background (bounded).
+    fn close(self: &Arc<Self>, shared: &Arc<Shared>, reason: &str) {
+        if self.closed.is_cancelled() {
+            return;
+        }
+        *self.close_reason.lock().unwrap() = Some(reason.to_string());
+        self.closed.cancel();
+        {
+            let mut map = shared.connections.lock().unwrap();
+            if map.get(&self.id).is_some_and(|c| Arc::ptr_eq(c, self)) {
+                map.remove(&self.id);
+            }
+        }
+        {
+            let mut routes = self.routes.lock().unwrap();
+            routes.connection.close();
+            for s in routes.sessions.values() {
+                s.mailbox.close();
+            }
+            routes.init = None;
+        }
+        let (c, s, reason) = (self.clone(), shared.clone(), reason.to_string());
+        shared.tasks.spawn(async move {
+            let writer = c.writer.lock().await.take();
+            let process = c.process.lock().await.take();
+            let report = stop_agent(
+                writer.unwrap_or_else(|| Box::new(tokio::io::sink())),
+                process,
+            )
+            .await;
+            c.slot.lock().unwrap().take();
+            let reason = match report {
+                Some(r) if !reason.contains("exited") => format!("{reason}; {r}"),
+                _ => reason,
+            };
+            s.event(ServerEvent::Closed {
+                connection_id: c.id.clone(),
+                reason,
+            });
+        });
+    }
+}
+
+impl Routes {
+    /// Marks a session as known, creating its stream if needed.
+    fn confirm(&mut self, session: &str, backlog: &Arc<AtomicUsize>) -> Arc<Mailbox> {
+        let stream = self
+            .sessions
+            .entry(session.to_string())
+            .or_insert_with(|| SessionStream {
+                mailbox: Arc::new(Mailbox::new(backlog.clone())),
+                confirmed: false,
+            });
+        stream.confirmed = true;
+        stream.mailbox.clone()
+    }
+
+    /// Updates the known sessions for a response and picks its stream (`None`: the
+    /// connection's), as the official server does.
+    fn response_target(
+        &mut self,
+        route: Route,
+        effect: Effect,
+        result: Option<&RawValue>,
+    ) -> Option<Arc<Mailbox>> {
+        if effect == Effect::Opens {
+            if let Some(session) = result.and_then(|r| session_id_field(r.get())) {
+                let backlog = self.connection.backlog.clone();
+                self.confirm(&session, &backlog);
+            }
+        }
+        let Route::Session(session) = route else {
+            return None;
+        };
+        let mut target = self.sessions.get(&session).map(|s| s.mailbox.clone());
+        if result.is_some() {
+            match effect {
+                Effect::Closes => {
+                    // A response queued on a removed stream would be lost: unless someone is
+                    // reading the session's stream, it goes on the connection's.
+                    if target.as_ref().is_some_and(|m| !m.is_leased()) {
+                        target = None;
+                    }
+                    self.sessions.remove(&session);
+                }
+                Effect::None | Effect::Opens => {
+                    let backlog = self.connection.backlog.clone();
+                    self.confirm(&session, &backlog);
+                }
+            }
+        }
+        target
+    }
+}
+
+/// A queue of SSE events for one stream, read by at most one client at a time.
+struct Mailbox {
+    state: Mutex<MailboxState>,
+    backlog: Arc<AtomicUsize>,
+}
+
+#[derive(Default)]
+struct MailboxState {
+    queue: VecDeque<Bytes>,
+    leased: bool,
+    closed: bool,
+    waker: Option<Waker>,
+}
+
+impl Mailbox {
+    fn new(backlog: Arc<AtomicUsize>) -> Mailbox {
+        Mailbox {
+            state: Mutex::new(MailboxState::default()),
+            backlog,
+        }
+    }
+
+    fn push(&self, event: Bytes) {
+        let mut s = self.state.lock().unwrap();
+        s.queue.push_back(event);
+        if let Some(w) = s.waker.take() {
+            w.wake();
+        }
+    }
+
+    fn close(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.closed = true;
+        if let Some(w) = s.waker.take() {
+            w.wake();
+        }
+    }
+
+    fn lease(&self) -> bool {
+        let mut s = self.state.lock().unwrap();
+        !std::mem::replace(&mut s.leased, true)
+    }
+
+    fn is_leased(&self) -> bool {
+        self.state.lock().unwrap().leased
+    }
+
+    /// The queued events (up to [`SSE_WRITE_CHUNK`] bytes at once), `None` once closed and
+    /// drained.
+    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let mut s = self.state.lock().unwrap();
+        let Some(first) = s.queue.pop_front() else {
+            if s.closed {
+                return Poll::Ready(None);
+            }
+            s.waker = Some(cx.waker().clone());
+            return Poll::Pending;
+        };
+        let out = if s
+            .queue
+            .front()
+            .is_some_and(|b| first.len() + b.len() <= SSE_WRITE_CHUNK)
+        {
+            let mut buf = bytes::BytesMut::from(&first[..]);
+            while let Some(next) = s.queue.front() {
+                if buf.len() + next.len() > SSE_WRITE_CHUNK {
+                    break;
+                }
+                let next = s.queue.pop_front().unwrap();
+                buf.extend_from_slice(&next);
+            }
+            buf.freeze()
+        } else {
+            first
+        };
+        drop(s);
+        self.backlog.fetch_sub(out.len(), Ordering::Relaxed);
+        Poll::Ready(Some(out))
+    }
+}
+
+/// One client reading one stream.
+struct Lease {
+    conn: Arc<HttpConn>,
+    mailbox: Arc<Mailbox>,
+    session: Option<String>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        {
+            let mut s = self.mailbox.state.lock().unwrap();
+            s.leased = false;
+            s.waker = None;
+        }
+        self.conn.readers.fetch_sub(1, Ordering::Relaxed);
+        self.conn.touch();
+        // A stream for a session the agent never named exists only while a client holds it.
+        if let Some(session) = &self.session {
+            let mut routes = self.conn.routes.lock().unwrap();
+            if routes
+                .sessions
+                .get(session)
+                .is_some_and(|s| !s.confirmed && Arc::ptr_eq(&s.mailbox, &self.mailbox))
+            {
+                routes.sessions.remove(session);
+            }
+        }
+    }
+}
+
+/// An SSE response body: the stream's events as they come, a keep-alive comment when idle.
+struct SseBody {
+    lease: Lease,
+    keepalive: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl http_body::Body for SseBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.lease.mailbox.poll_take(cx) {
+            Poll::Ready(Some(b)) => {
+                let next = tokio::time::Instant::now() + wire::SSE_KEEPALIVE_INTERVAL;
+                self.keepalive.as_mut().reset(next);
+                Poll::Ready(Some(Ok(Frame::data(b))))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => match self.keepalive.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    let next = tokio::time::Instant::now() + wire::SSE_KEEPALIVE_INTERVAL;
+                    self.keepalive.as_mut().reset(next);
+                    Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                        wire::SSE_KEEPALIVE.as_bytes(),
+                    )))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_ids_look_like_uuids_and_differ() {
+        let a = new_connection_id();
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert_ne!(a, new_connection_id());
+    }
+
+    #[test]
+    fn the_session_header_goes_into_params() {
+        let line = r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"prompt":[]}}"#;
+        let out = apply_session_header(line, "s1").unwrap().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["params"]["sessionId"], "s1");
+        let same =
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1"}}"#;
+        assert_eq!(apply_session_header(same, "s1"), Ok(None));
+        assert_eq!(
+            apply_session_header(same, "s2"),
+            Err("Acp-Session-Id header does not match params.sessionId")
+        );
+        let none = r#"{"jsonrpc":"2.0","id":1,"method":"session/cancel"}"#;
+        let out = apply_session_header(none, "s1").unwrap().unwrap();
+        assert!(out.contains(r#""sessionId":"s1""#), "{out}");
+        let array = r#"{"jsonrpc":"2.0","id":1,"method":"x","params":[1]}"#;
+        assert!(apply_session_header(array, "s1").is_err());
+    }
+
+    #[test]
+    fn responses_follow_their_requests_route() {
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let mut routes = Routes {
+            connection: Arc::new(Mailbox::new(backlog.clone())),
+            sessions: HashMap::new(),
+            pending: HashMap::new(),
+            init: None,
+        };
+        let created = RawValue::from_string(r#"{"sessionId":"new-1"}"#.into()).unwrap();
+        // session/new: to the connection's stream, and the session becomes known.
+        assert!(routes
+            .response_target(Route::Connection, Effect::Opens, Some(&created))
+            .is_none());
+        assert!(routes.sessions["new-1"].confirmed);
+        // A prompt's answer goes on the session's stream.
+        let ok = RawValue::from_string("{}".into()).unwrap();
+        let t = routes.response_target(Route::Session("new-1".into()), Effect::None, Some(&ok));
+        assert!(t.is_some_and(|m| Arc::ptr_eq(&m, &routes.sessions["new-1"].mailbox)));
+        // An error for an unknown session: the connection's stream, nothing allocated.
+        assert!(routes
+            .response_target(Route::Session("made-up".into()), Effect::None, None)
+            .is_none());
+        assert!(!routes.sessions.contains_key("made-up"));
+        // A close forgets the session; unread, its answer goes on the connection's stream.
+        assert!(routes
+            .response_target(Route::Session("new-1".into()), Effect::Closes, Some(&ok))
+            .is_none());
+        assert!(routes.sessions.is_empty());
+    }
+}
