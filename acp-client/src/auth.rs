@@ -38,6 +38,12 @@ pub struct AuthMethod {
     /// `env_var`: the variables (later form).
     #[serde(default)]
     pub vars: Vec<AuthVar>,
+    /// `terminal`: arguments appended to the agent's own command line for its login.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// `terminal`: variables set for the login, over the agent's environment.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// A variable an `env_var` method reads.
@@ -203,6 +209,24 @@ impl AuthMethod {
     }
 }
 
+/// The `authMethods` of an `initialize` answer as the agent sent it (JSON text), every type
+/// kept (a typed parse may know only some); entries that are not methods are skipped.
+pub fn methods_of(initialize_result: &str) -> Vec<AuthMethod> {
+    #[derive(Deserialize)]
+    struct Answer {
+        #[serde(default, rename = "authMethods")]
+        auth_methods: Vec<serde_json::Value>,
+    }
+    serde_json::from_str::<Answer>(initialize_result)
+        .map(|a| {
+            a.auth_methods
+                .into_iter()
+                .filter_map(|m| serde_json::from_value(m).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Chooses a method. `has_var(name)`: the variable is set (non-empty) in the environment the
 /// agent gets; `requested`: the id the user named.
 pub fn choose(
@@ -259,7 +283,10 @@ pub fn choose(
                     .collect();
                 pass(&missing)
             }
-            "terminal" => format!("an interactive login: run it with --auth {}", m.id),
+            "terminal" => format!(
+                "an interactive login in your terminal: run `acp login --method {}` with the same agent",
+                m.id
+            ),
             "agent" if m.looks_interactive() => format!(
                 "may start an interactive login; choose it with --auth {}",
                 m.id
@@ -297,6 +324,31 @@ pub fn choose(
     }
     AuthChoice::NeedsUser {
         message: lines.join("\n"),
+    }
+}
+
+/// The command a `terminal` method runs in the user's terminal: the agent's own command line
+/// (`program`, `args`) with the method's arguments appended and its variables set over the
+/// agent's environment. A face shows it with [`crate::terminal::question`] (the same checks and
+/// display as an agent's `terminal/create`) and runs it only when the user agrees.
+pub fn terminal_login(
+    method: &AuthMethod,
+    program: &str,
+    args: &[String],
+    cwd: Option<&str>,
+) -> crate::terminal::CommandRequest {
+    crate::terminal::CommandRequest {
+        command: program.to_string(),
+        args: args.iter().chain(&method.args).cloned().collect(),
+        cwd: cwd.map(str::to_string),
+        env: method
+            .env
+            .iter()
+            .map(|(name, value)| crate::terminal::EnvVariable {
+                name: name.clone(),
+                value: value.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -350,4 +402,49 @@ fn list(methods: &[AuthMethod]) -> String {
         .map(AuthMethod::label)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_of_keeps_every_type_and_skips_junk() {
+        let got = methods_of(
+            r#"{"protocolVersion":1,"authMethods":[
+                {"id":"k","name":"Key","type":"env_var","vars":[{"name":"K"}]},
+                {"id":"t","name":"TUI","type":"terminal","args":["--login"],"env":{"X":"1"}},
+                {"id":"a","name":"Agent"},
+                42
+            ]}"#,
+        );
+        let kinds: Vec<(&str, Option<&str>)> = got
+            .iter()
+            .map(|m| (m.id.as_str(), m.kind.as_deref()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("k", Some("env_var")), ("t", Some("terminal")), ("a", None)]
+        );
+        assert_eq!(got[0].vars[0].name, "K");
+        assert_eq!(got[1].args, ["--login"]);
+        assert_eq!(got[1].env.get("X").map(String::as_str), Some("1"));
+        assert!(methods_of("not json").is_empty());
+    }
+
+    #[test]
+    fn a_terminal_login_is_the_agents_command_with_the_methods_additions() {
+        let m = methods_of(
+            r#"{"authMethods":[{"id":"t","name":"TUI","type":"terminal","args":["--login"],"env":{"MODE":"tui"}}]}"#,
+        );
+        let req = terminal_login(&m[0], "npx", &["-y".into(), "agent".into()], Some("/w"));
+        assert_eq!(req.command, "npx");
+        assert_eq!(req.args, ["-y", "agent", "--login"]);
+        assert_eq!(req.cwd.as_deref(), Some("/w"));
+        assert_eq!(req.env.len(), 1);
+        assert_eq!(
+            (req.env[0].name.as_str(), req.env[0].value.as_str()),
+            ("MODE", "tui")
+        );
+    }
 }

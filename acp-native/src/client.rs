@@ -104,6 +104,24 @@ impl ClientSideConnection {
         }
     }
 
+    /// `initialize`, with its answer as the agent sent it too: the typed form drops what the
+    /// schema does not know (an `env_var` auth method's type and variables, for one), which a
+    /// client's choices may need (acp-client's `auth::methods_of`).
+    pub async fn initialize_with_raw(
+        &self,
+        request: s::InitializeRequest,
+    ) -> Result<(s::InitializeResponse, Box<RawValue>), RpcError> {
+        let name = <typed::Initialize as Method>::NAME;
+        let params = crate::driver::to_raw(&request)?;
+        drop(request);
+        let raw = self
+            .handle
+            .request(name, Some(params), self.timeout)
+            .await?;
+        let typed = crate::driver::decode(name, &raw)?;
+        Ok((typed, raw))
+    }
+
     /// Any typed request.
     pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, RpcError> {
         self.handle.request_typed::<M>(params, self.timeout).await

@@ -79,7 +79,9 @@ export function parseAgentSettings(raw: unknown): { agents: AgentSpec[]; errors:
   return { agents, errors };
 }
 
-/** The demo agent's spec, or undefined when no `acp` binary can be found. */
-export function demoAgentSpec(binary: string | undefined): AgentSpec | undefined {
-  return binary ? { name: DEMO_AGENT_NAME, command: binary, args: ["demo-agent"] } : undefined;
+/** The demo agent's spec, or undefined when no `acp` binary can be found. With `stateDir` it
+ *  keeps its sessions there (`--state-dir`), so they can be resumed after a restart. */
+export function demoAgentSpec(binary: string | undefined, stateDir?: string): AgentSpec | undefined {
+  const args = stateDir ? ["demo-agent", "--state-dir", stateDir] : ["demo-agent"];
+  return binary ? { name: DEMO_AGENT_NAME, command: binary, args } : undefined;
 }

@@ -8,6 +8,12 @@ import * as vscode from "vscode";
 import { demoAgentSpec, parseAgentSettings, resolveDemoAgentBinary, DEMO_AGENT_NAME } from "./agents";
 import type { ContentBlock } from "@agentclientprotocol/sdk";
 import { Conversation, timerScheduler } from "./bridges/conversation";
+import { VsCodeSignIn, storedEnv, type AuthMethodInfo } from "./auth";
+import { SessionDecisions } from "./sessions/decisions";
+import { pickSession } from "./sessions/history";
+import { openSession, RestartNeeded, type Opened } from "./sessions/opener";
+import { canList, reopenHow } from "./sessions/reopen";
+import { entriesFrom, SessionStore, type HistoryEntry } from "./sessions/store";
 import { FsBridge } from "./bridges/fs";
 import { PermissionBridge } from "./bridges/permission";
 import { ClientRouter } from "./bridges/router";
@@ -65,6 +71,18 @@ export class AcpContext implements vscode.Disposable {
   /** Updates for a session not set up yet (see onSessionUpdate). */
   private early: Array<{ sessionId: string; params: unknown }> = [];
   private disposed = false;
+  /** acp-client's session decisions: auth choice, MCP servers, words (sessions/decisions.ts). */
+  private readonly decisions = new SessionDecisions(() => this.loadEngineOnce());
+  /** This workspace's saved conversations (sessions/store.ts). */
+  private readonly store: SessionStore;
+  private readonly signIn: VsCodeSignIn;
+  /** A saved session to continue when the next session opens (reload, crash, history). */
+  private reopen: string | undefined;
+  /** The conversation shown (a saved one, read-only) goes on in the next new session. */
+  private keepShown = false;
+  /** `session/load` of a conversation shown from its saved form: its replay is not folded. */
+  private dropReplay: string | undefined;
+  private saveTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly extension: vscode.ExtensionContext) {
     this.log = this.own(vscode.window.createOutputChannel("ACP", { log: true }));
@@ -103,6 +121,15 @@ export class AcpContext implements vscode.Disposable {
       this.log,
     );
     this.own({ dispose: () => this.conv?.dispose() });
+    this.store = new SessionStore(path.join((extension.storageUri ?? extension.globalStorageUri).fsPath, "sessions"));
+    this.signIn = new VsCodeSignIn(extension.secrets, this.decisions, this.log, (conn) =>
+      Object.entries(conn.spec.env ?? {})
+        .filter(([, v]) => v)
+        .map(([k]) => k),
+    );
+    // Disposed before the conversation is (disposables go in reverse): the last changes saved.
+    this.own({ dispose: () => this.saveNow() });
+    this.restoreLast();
     this.registerCommands();
     const syncTrace = () => ((this.trace as { enabled: boolean }).enabled = cfg().get<boolean>("trace.raw", false));
     syncTrace();
@@ -146,6 +173,8 @@ export class AcpContext implements vscode.Disposable {
     reg("acp.cancel", () => this.cancel());
     reg("acp.restart", () => this.restart());
     reg("acp.stop", () => this.stop());
+    reg("acp.history", () => this.showHistory().catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`)));
+    reg("acp.signIn", () => this.signInCommand().catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`)));
     reg("acp.showLog", () => this.log.show(true));
     reg("acp.toggleTrace", async () => {
       const on = !cfg().get<boolean>("trace.raw", false);
@@ -171,7 +200,7 @@ export class AcpContext implements vscode.Disposable {
     const { agents, errors } = parseAgentSettings(cfg().get("agents", []));
     for (const e of errors) this.log.warn(`settings: ${e}`);
     const demoBin = resolveDemoAgentBinary(cfg().get<string>("demoAgentPath"), process.env.PATH, this.extension.extensionPath);
-    const demo = demoAgentSpec(demoBin?.path);
+    const demo = demoAgentSpec(demoBin?.path, path.join(this.extension.globalStorageUri.fsPath, "demo-agent"));
     return demo && !agents.some((a) => a.name === demo.name) ? [demo, ...agents] : agents;
   }
 
@@ -245,7 +274,8 @@ export class AcpContext implements vscode.Disposable {
       const permissionTimeout = cfg().get<number>("permissions.timeoutSeconds", 600);
       const cwd = spec.cwd ?? this.workspaceCwd();
       const conn = await AgentConnection.start(
-        { ...spec, cwd, envPolicy: this.envPolicy() },
+        // Variables kept by a sign-in (SecretStorage) go to this agent only.
+        { ...spec, env: { ...spec.env, ...(await storedEnv(this.extension.secrets, spec.name)) }, cwd, envPolicy: this.envPolicy() },
         {
           engine,
           engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },
@@ -295,6 +325,7 @@ export class AcpContext implements vscode.Disposable {
     if (this.conn !== conn) return; // an agent stop() already cleaned up after
     this.terminals.disposeAll();
     this.conn = undefined;
+    const crashedSession = this.session?.sessionId;
     this.session = null;
     if (conn.isStopping || this.disposed) {
       this.setState("stopped", "stopped");
@@ -317,8 +348,12 @@ export class AcpContext implements vscode.Disposable {
       this.setState("crashed", `crashed; restarting in ${secs}s`);
       conv.notice(
         "info",
-        `Restarting ${conn.spec.name} in ${secs}s (attempt ${decision.attempt}); this conversation goes on in a new session.`,
+        `Restarting ${conn.spec.name} in ${secs}s (attempt ${decision.attempt}); the conversation is kept and goes on (in the same session when the agent can reopen it).`,
       );
+      this.reopen ??= crashedSession;
+      void vscode.window
+        .showWarningMessage(`ACP: ${what}${tail ? ` — stderr: ${lastLines(tail, 3).slice(-400)}` : ""}. Restarting it.`, "Show Log")
+        .then((pick) => pick === "Show Log" && this.log.show(true));
       this.restartTimer = setTimeout(() => {
         this.restartTimer = undefined;
         // A new process knows nothing of the old sessions: a new one, in the same conversation.
@@ -374,6 +409,7 @@ export class AcpContext implements vscode.Disposable {
         this.policy.newThread(),
         (json) => {
           if (this.conv === conv) this.chat.post({ type: "delta", json });
+          if (this.conv === conv) this.saveSoon();
         },
         timerScheduler,
         cfg().get<number>("chat.updateIntervalMs", 50),
@@ -385,19 +421,58 @@ export class AcpContext implements vscode.Disposable {
 
   /** A new session. After a crash it goes on in the same conversation (what was said stays);
    *  otherwise the chat starts a new conversation. */
-  async newSession(o: { afterCrash?: boolean } = {}): Promise<SessionInfo> {
+  async newSession(o: { afterCrash?: boolean; signedIn?: boolean } = {}): Promise<SessionInfo> {
     const conn = await this.ensureAgent();
     if (this.busy && this.session) conn.cancel(this.session.sessionId);
-    const res = await conn.newSession(this.workspaceCwd());
+    // A saved session (reload, crash, history) is reopened when the agent can; its
+    // conversation stays shown either way.
+    const reopen = this.reopen;
+    const keep = !!o.afterCrash || reopen !== undefined || this.keepShown;
+    this.reopen = undefined;
+    this.keepShown = false;
+    let res: Opened;
+    try {
+      res = await openSession(conn, {
+        cwd: this.workspaceCwd(),
+        reopen,
+        mcpSetting: cfg().get("mcpServers", {}),
+        decisions: this.decisions,
+        signIn: this.signIn,
+        beforeLoad: (id) => (this.dropReplay = keep && this.conv ? id : undefined),
+      });
+    } catch (e) {
+      this.reopen = reopen;
+      this.keepShown = keep;
+      if (e instanceof RestartNeeded && !o.signedIn) {
+        // A sign-in kept a variable: the agent starts again with it.
+        await this.stop();
+        return this.newSession({ ...o, signedIn: true });
+      }
+      const words = this.decisions.errorWords(e);
+      this.conversation().notice("error", `Could not open a session: ${words}`);
+      throw new Error(words);
+    }
     this.session = { sessionId: res.sessionId, agent: conn.agentTitle };
-    if (!o.afterCrash) {
+    if (!keep) {
       this.conv?.dispose();
       this.conv = undefined;
     }
     const conv = this.conversation();
-    this.chat.post({ type: "conversation", sessionId: res.sessionId, agent: conn.agentTitle, reset: !o.afterCrash });
+    this.chat.post({ type: "conversation", sessionId: res.sessionId, agent: conn.agentTitle, reset: !keep });
     conv.setSession(res.sessionId, res.modes, res.configOptions);
-    conv.notice("info", `New session with ${conn.agentTitle}`);
+    for (const n of res.notices) conv.notice(n.level, n.text);
+    conv.notice(
+      "info",
+      res.how === "new"
+        ? `New session with ${conn.agentTitle}`
+        : `Session ${res.how === "resume" ? "resumed" : "loaded"} with ${conn.agentTitle}`,
+    );
+    if (res.how === "load" && this.dropReplay === res.sessionId) {
+      // The conversation shown is the saved one: the agent's replay of it is not added again.
+      this.early = this.early.filter((u) => u.sessionId !== res.sessionId);
+    }
+    this.dropReplay = undefined;
+    this.saveSoon();
     const early = this.early;
     this.early = [];
     for (const u of early) {
@@ -425,8 +500,9 @@ export class AcpContext implements vscode.Disposable {
       conv.beginTurn(blocks);
       const res = await conn.prompt(session.sessionId, blocks);
       conv.endTurn(res.stopReason);
+      if (res.stopReason !== "end_turn") conv.notice("info", this.decisions.stopWords(res.stopReason));
     } catch (e) {
-      const message = (e as Error).message;
+      const message = this.decisions.errorWords(e);
       if (!conv) {
         // No session: the prompt and why it was not sent stay in the conversation.
         conv = this.conversation();
@@ -453,6 +529,7 @@ export class AcpContext implements vscode.Disposable {
   }
 
   private onSessionUpdate(sessionId: string, params: unknown): void {
+    if (sessionId === this.dropReplay) return; // a replay of the conversation shown (session/load)
     if (!this.session || sessionId !== this.session.sessionId || !this.conv) {
       // An agent may send updates (its commands, say) right after answering session/new, before
       // the answer's continuation has set the session up: kept (bounded) until it is.
@@ -529,6 +606,129 @@ export class AcpContext implements vscode.Disposable {
     }
   }
 
+  // ---- sessions: saved, restored, reopened (issue 11) -------------------------------------
+
+  /** The conversation shown goes to this workspace's saved sessions (debounced). */
+  private saveSoon(): void {
+    if (this.saveTimer) return;
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = undefined;
+      this.saveNow();
+    }, 500);
+  }
+
+  private saveNow(): void {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = undefined;
+    if (!this.session || !this.conv) return;
+    try {
+      const agent = this.conn?.spec.name ?? this.selectedAgentName();
+      this.store.save({ sessionId: this.session.sessionId, agent: agent ?? "", agentTitle: this.session.agent }, this.conv.savedJson());
+      void this.extension.workspaceState.update(LAST_SESSION_KEY, this.session.sessionId);
+    } catch (e) {
+      this.log.warn(`cannot save the conversation: ${(e as Error).message}`);
+    }
+  }
+
+  private selectedAgentName(): string | undefined {
+    try {
+      return this.selectedAgent().name;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** After a window reload: the last conversation is shown again and its session reopened. */
+  private restoreLast(): void {
+    const last = this.extension.workspaceState.get<string>(LAST_SESSION_KEY);
+    const rec = last ? this.store.find(last) : undefined;
+    for (const p of this.store.problems.splice(0)) this.log.warn(p);
+    if (!rec || rec.agent !== this.selectedAgentName()) return;
+    const json = this.store.thread(rec.sessionId);
+    for (const p of this.store.problems.splice(0)) this.log.warn(p);
+    if (!json) return;
+    try {
+      this.showSaved(json);
+      this.reopen = rec.sessionId;
+      this.log.info(`restored the conversation of session ${rec.sessionId} (${rec.title})`);
+    } catch (e) {
+      this.log.warn(`the saved conversation of ${rec.sessionId} is unreadable: ${(e as Error).message}`);
+    }
+  }
+
+  /** Shows a saved thread (its saved form) as the conversation; an empty one if undefined. */
+  private showSaved(json: string | undefined): void {
+    const thread = json === undefined ? this.policy.newThread() : this.loadEngineOnce().Thread.fromJson(json);
+    this.conv?.dispose();
+    const conv = new Conversation(
+      thread,
+      (delta) => {
+        if (this.conv !== conv) return;
+        this.chat.post({ type: "delta", json: delta });
+        this.saveSoon();
+      },
+      timerScheduler,
+      cfg().get<number>("chat.updateIntervalMs", 50),
+    );
+    this.conv = conv;
+    conv.discardChanges();
+    this.chat.post({ type: "conversation", sessionId: null, agent: null, reset: true, saved: conv.savedJson() });
+  }
+
+  private async showHistory(): Promise<void> {
+    const agentList: Array<{ sessionId: string; title?: string | null; updatedAt?: string | null }> = [];
+    const conn = this.conn;
+    if (conn && canList(conn.init)) {
+      try {
+        const r = await conn.listSessions(this.workspaceCwd());
+        agentList.push(...(r.sessions ?? []));
+      } catch (e) {
+        this.log.warn(`session/list: ${this.decisions.errorWords(e)}`);
+      }
+    }
+    const entries = entriesFrom(this.store.list(), agentList, { name: conn?.spec.name ?? "", title: conn?.agentTitle ?? "" });
+    const pick = await pickSession(entries, this.session?.sessionId);
+    if (pick) await this.openSaved(pick);
+  }
+
+  /** Reopens a session from the history: resumed or loaded when its agent is the one running
+   *  and can, else shown read-only (the next prompt continues it in a new session). */
+  async openSaved(e: HistoryEntry): Promise<void> {
+    if (e.sessionId === this.session?.sessionId) return;
+    if (this.busy) this.cancel();
+    this.saveNow();
+    const json = e.saved ? this.store.thread(e.sessionId) : undefined;
+    for (const p of this.store.problems.splice(0)) this.log.warn(p);
+    if (e.saved && json === undefined) {
+      void vscode.window.showErrorMessage(`ACP: the saved conversation "${e.title}" cannot be read (see the log).`);
+      return;
+    }
+    this.showSaved(json);
+    this.session = null;
+    const conn = await this.ensureAgent();
+    const sameAgent = e.agent === conn.spec.name;
+    if (sameAgent && reopenHow(conn.init) !== "readonly") {
+      this.reopen = e.sessionId;
+      await this.newSession();
+      return;
+    }
+    this.keepShown = true;
+    this.conversation().notice(
+      "info",
+      sameAgent
+        ? `${conn.agentTitle} cannot reopen sessions: this conversation is read-only. Your next prompt continues it in a new session.`
+        : `This conversation was with ${e.agentTitle || e.agent}: it is read-only here. Your next prompt continues it in a new session with ${conn.agentTitle}.`,
+    );
+  }
+
+  /** `ACP: Sign In`: the running agent's methods, offered. */
+  private async signInCommand(): Promise<void> {
+    const conn = await this.ensureAgent();
+    const outcome = await this.signIn.offer(conn, (conn.init.authMethods ?? []) as AuthMethodInfo[]);
+    if (outcome === "restart") await this.restart();
+    else if (outcome === "authenticated" && !this.session) await this.ensureSession();
+  }
+
   post(m: HostToWebview): void {
     this.chat.post(m);
   }
@@ -552,6 +752,8 @@ export class AcpContext implements vscode.Disposable {
     }
   }
 }
+
+const LAST_SESSION_KEY = "acp.lastSession";
 
 function lastLines(text: string, n: number): string {
   return text

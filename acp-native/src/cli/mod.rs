@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod chat;
+pub mod login;
 pub mod render;
 pub mod rpc_log;
 pub mod serve;
@@ -68,6 +69,10 @@ pub enum Command {
     /// List the sessions of a directory: the conversations `acp chat` saved there, and the
     /// agent's own (`session/list`) when one is given and offers it.
     Sessions(SessionsArgs),
+    /// Sign in to an agent with a method you choose (`acp chat` never starts an interactive
+    /// login by itself): lists the agent's `authMethods`, runs a `terminal` login in this
+    /// terminal (shown first, after a yes) or calls `authenticate`.
+    Login(login::LoginArgs),
     /// Run the built-in demo agent on stdin/stdout (offline, deterministic).
     DemoAgent(DemoAgentArgs),
     /// Serve local agents to remote clients: `--ws` (a WebSocket bridge, one JSON-RPC message
@@ -427,6 +432,7 @@ pub async fn run(cli: Cli) -> i32 {
         Command::Serve(args) => serve::run(args).await,
         Command::Agents(args) => agents::run(args),
         Command::Sessions(args) => sessions::run(args).await,
+        Command::Login(args) => login::run(args).await,
     }
 }
 

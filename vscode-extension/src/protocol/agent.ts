@@ -3,7 +3,16 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
-import type { ClientCapabilities, ContentBlock, InitializeResponse, NewSessionResponse, PromptResponse } from "@agentclientprotocol/sdk";
+import type {
+  ClientCapabilities,
+  ContentBlock,
+  InitializeResponse,
+  ListSessionsResponse,
+  LoadSessionResponse,
+  NewSessionResponse,
+  PromptResponse,
+  ResumeSessionResponse,
+} from "@agentclientprotocol/sdk";
 import { AcpClient, type Clock, type IncomingHandler, realClock } from "./client";
 import type { ConnectionOptions, EngineModule } from "./engine";
 import { invalidEnvNames } from "./env";
@@ -134,8 +143,28 @@ export class AgentConnection {
     return i ? `${i.title ?? i.name} ${i.version}` : this.spec.name;
   }
 
-  newSession(cwd: string): Promise<NewSessionResponse> {
-    return this.client.request<NewSessionResponse>("session/new", { cwd, mcpServers: [] });
+  newSession(cwd: string, mcpServers: unknown[] = []): Promise<NewSessionResponse> {
+    return this.client.request<NewSessionResponse>("session/new", { cwd, mcpServers });
+  }
+
+  /** `session/load`: the agent replays the conversation as `session/update`s, then answers. */
+  loadSession(sessionId: string, cwd: string, mcpServers: unknown[] = []): Promise<LoadSessionResponse> {
+    return this.client.request<LoadSessionResponse>("session/load", { sessionId, cwd, mcpServers });
+  }
+
+  /** `session/resume`: the session goes on without a replay. */
+  resumeSession(sessionId: string, cwd: string, mcpServers: unknown[] = []): Promise<ResumeSessionResponse> {
+    return this.client.request<ResumeSessionResponse>("session/resume", { sessionId, cwd, mcpServers });
+  }
+
+  /** `session/list` (one page). */
+  listSessions(cwd: string, cursor?: string): Promise<ListSessionsResponse> {
+    return this.client.request<ListSessionsResponse>("session/list", cursor ? { cwd, cursor } : { cwd });
+  }
+
+  /** `authenticate` with one of the agent's `authMethods`. */
+  authenticate(methodId: string): Promise<unknown> {
+    return this.client.request("authenticate", { methodId });
   }
 
   prompt(sessionId: string, prompt: ContentBlock[]): Promise<PromptResponse> {

@@ -40,6 +40,10 @@ export const REQUIRED_EXPORTS = [
   "escapeLine",
   "failureError",
   "terminalLimits",
+  "chooseAuth",
+  "mcpServers",
+  "stopWords",
+  "rpcWords",
 ] as const satisfies ReadonlyArray<keyof EngineModule>;
 
 /** The directory names tried, in order, for the wasm package (wasm-bindgen `--target nodejs`). */

@@ -20,7 +20,9 @@ impl Chat {
                     .terminal(true),
             )
             .client_info(s::Implementation::new("acp", env!("CARGO_PKG_VERSION")));
-        let info = self.wait("initialize", conn.initialize(init)).await?;
+        let (info, raw) = self
+            .wait("initialize", conn.initialize_with_raw(init))
+            .await?;
         let name = info
             .agent_info
             .as_ref()
@@ -93,15 +95,8 @@ impl Chat {
             ));
             return self.apply_mode(&conn, loaded.modes).await;
         }
-        let methods: Vec<acp_client::auth::AuthMethod> = info
-            .auth_methods
-            .iter()
-            .filter_map(|m| {
-                serde_json::to_value(m)
-                    .and_then(serde_json::from_value)
-                    .ok()
-            })
-            .collect();
+        // From the answer as sent: the typed form does not keep every method type.
+        let methods = acp_client::auth::methods_of(raw.get());
         // A method the user named is used before the session; otherwise one is chosen only
         // when the agent says authentication is required.
         if self.auth.is_some() {
@@ -235,8 +230,9 @@ impl Chat {
             AuthChoice::Terminal { method_id } => Err(Outcome::fail(
                 exit::ERROR,
                 format!(
-                    "`{}` is a login the agent runs in a terminal: run the agent's own login command \
-                     there, then start acp chat again",
+                    "`{}` is a login the agent runs in a terminal: run `acp login --method {}` with \
+                     the same agent, then start acp chat again",
+                    escape_line(&method_id),
                     escape_line(&method_id)
                 ),
             )),

@@ -1,0 +1,216 @@
+// The saved conversations of one workspace: each is acp-client's thread in its saved form
+// (`Thread.toJson()`, versioned, FORMAT 1) in its own file under the extension's workspace
+// storage, plus an index (`index.json`: session id, agent, title, dates, size) for the history
+// list. Bounded: at most MAX_SESSIONS conversations and MAX_TOTAL_BYTES of saved threads (the
+// least recently updated are deleted past either); one thread is at most what the thread model
+// keeps (its own byte limit). A file that cannot be read (truncated, another version, not
+// ours) is skipped and reported once, never fatal; writes go to a temporary file renamed over.
+//
+// Architecture Invariant: this file does not import `vscode`.
+
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+export const MAX_SESSIONS = 50;
+export const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
+const INDEX_FORMAT = 1;
+
+/** One saved conversation, as the history list shows it. */
+export interface SessionRecord {
+  /** The session's id as the agent knows it. */
+  sessionId: string;
+  /** The agent's name (`acp.agents` / the demo agent) it was held with. */
+  agent: string;
+  /** The agent's title and version (initialize's agentInfo), for the list. */
+  agentTitle: string;
+  /** The agent's `session_info_update` title, else the first prompt's first line. */
+  title: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Bytes of the saved thread. */
+  bytes: number;
+}
+
+interface IndexFile {
+  format: number;
+  sessions: SessionRecord[];
+}
+
+/** The title of a saved thread: the agent's, else the first prompt's first line (80 chars). */
+export function titleOf(savedJson: string): string {
+  let saved: { title?: unknown; entries?: Array<{ type?: string; content?: Array<{ type?: string; text?: unknown }> }> };
+  try {
+    saved = JSON.parse(savedJson) as typeof saved;
+  } catch {
+    return "(unreadable)";
+  }
+  if (typeof saved.title === "string" && saved.title.trim()) return oneLine(saved.title);
+  for (const e of saved.entries ?? []) {
+    if (e.type !== "user") continue;
+    const text = (e.content ?? []).find((b) => typeof b.text === "string")?.text;
+    if (typeof text === "string" && text.trim()) return oneLine(text);
+  }
+  return "(no prompt yet)";
+}
+
+function oneLine(text: string): string {
+  const line = text.split("\n").find((l) => l.trim()) ?? "";
+  // eslint-disable-next-line no-control-regex
+  const clean = line.trim().replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, " ");
+  return clean.length > 80 ? `${clean.slice(0, 79)}…` : clean;
+}
+
+/** A session id as a file name (sha-256: any id, no path games). */
+function fileOf(sessionId: string): string {
+  return `${crypto.createHash("sha256").update(sessionId).digest("hex").slice(0, 32)}.json`;
+}
+
+export class SessionStore {
+  private index: SessionRecord[] | undefined;
+  /** Problems met reading (each reported once by the caller). */
+  readonly problems: string[] = [];
+
+  constructor(
+    readonly dir: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The saved conversations, most recently updated first. */
+  list(): SessionRecord[] {
+    return [...this.load()].sort((a, b) => b.updatedAt - a.updatedAt);
+  }
+
+  find(sessionId: string): SessionRecord | undefined {
+    return this.load().find((r) => r.sessionId === sessionId);
+  }
+
+  /** The saved thread's JSON text, or undefined (missing or unreadable: reported in problems). */
+  thread(sessionId: string): string | undefined {
+    try {
+      return fs.readFileSync(path.join(this.dir, fileOf(sessionId)), "utf8");
+    } catch (e) {
+      this.problems.push(`saved conversation ${sessionId}: ${(e as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** Saves (or updates) a conversation. */
+  save(r: { sessionId: string; agent: string; agentTitle: string }, savedJson: string): SessionRecord {
+    fs.mkdirSync(this.dir, { recursive: true });
+    writeAtomic(path.join(this.dir, fileOf(r.sessionId)), savedJson);
+    const index = this.load();
+    const now = this.now();
+    const old = index.find((x) => x.sessionId === r.sessionId);
+    const rec: SessionRecord = {
+      sessionId: r.sessionId,
+      agent: r.agent,
+      agentTitle: r.agentTitle,
+      title: titleOf(savedJson),
+      createdAt: old?.createdAt ?? now,
+      updatedAt: Math.max(now, (old?.updatedAt ?? 0) + 1),
+      bytes: Buffer.byteLength(savedJson),
+    };
+    this.index = [rec, ...index.filter((x) => x.sessionId !== r.sessionId)];
+    this.prune();
+    this.writeIndex();
+    return rec;
+  }
+
+  /** Forgets a conversation. */
+  remove(sessionId: string): void {
+    this.index = this.load().filter((x) => x.sessionId !== sessionId);
+    fs.rmSync(path.join(this.dir, fileOf(sessionId)), { force: true });
+    this.writeIndex();
+  }
+
+  private prune(): void {
+    const sorted = this.list();
+    let total = 0;
+    const keep: SessionRecord[] = [];
+    for (const r of sorted) {
+      if (keep.length < MAX_SESSIONS && total + r.bytes <= MAX_TOTAL_BYTES) {
+        keep.push(r);
+        total += r.bytes;
+      } else {
+        fs.rmSync(path.join(this.dir, fileOf(r.sessionId)), { force: true });
+      }
+    }
+    this.index = keep;
+  }
+
+  private load(): SessionRecord[] {
+    if (this.index) return this.index;
+    this.index = [];
+    let text: string;
+    try {
+      text = fs.readFileSync(path.join(this.dir, "index.json"), "utf8");
+    } catch {
+      return this.index; // nothing saved yet
+    }
+    try {
+      const parsed = JSON.parse(text) as IndexFile;
+      if (parsed.format !== INDEX_FORMAT || !Array.isArray(parsed.sessions)) throw new Error(`format ${String(parsed.format)}`);
+      this.index = parsed.sessions.filter(
+        (r) => r && typeof r.sessionId === "string" && typeof r.agent === "string" && typeof r.updatedAt === "number",
+      );
+    } catch (e) {
+      this.problems.push(`the saved sessions' index is unreadable (${(e as Error).message}); starting a new one`);
+    }
+    return this.index;
+  }
+
+  private writeIndex(): void {
+    fs.mkdirSync(this.dir, { recursive: true });
+    writeAtomic(
+      path.join(this.dir, "index.json"),
+      JSON.stringify({ format: INDEX_FORMAT, sessions: this.index ?? [] } satisfies IndexFile),
+    );
+  }
+}
+
+function writeAtomic(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
+// ---- the history list's entries ------------------------------------------------------------
+
+/** A session the history can open: saved here, or only known to the agent. */
+export interface HistoryEntry {
+  sessionId: string;
+  title: string;
+  agent: string;
+  agentTitle: string;
+  updatedAt: number | undefined;
+  saved: boolean;
+}
+
+export function entriesFrom(
+  saved: SessionRecord[],
+  agentList: Array<{ sessionId: string; title?: string | null; updatedAt?: string | null }>,
+  agent: { name: string; title: string },
+): HistoryEntry[] {
+  const out: HistoryEntry[] = saved.map((r) => ({ ...r, saved: true }));
+  for (const s of agentList) {
+    if (out.some((e) => e.sessionId === s.sessionId)) continue;
+    const t = s.updatedAt ? Date.parse(s.updatedAt) : NaN;
+    out.push({
+      sessionId: s.sessionId,
+      title: s.title?.trim() ? s.title.trim() : "(untitled)",
+      agent: agent.name,
+      agentTitle: agent.title,
+      updatedAt: Number.isFinite(t) ? t : undefined,
+      saved: false,
+    });
+  }
+  return out.sort((a, b) => (b.updatedAt ?? 0) - (a.updatedAt ?? 0));
+}
+
+export function when(ms: number | undefined): string {
+  if (ms === undefined) return "";
+  const d = new Date(ms);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
