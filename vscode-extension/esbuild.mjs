@@ -33,6 +33,10 @@ await esbuild.build({
   format: "iife",
 });
 fs.copyFileSync(path.join(root, "src/webview/webview.css"), path.join(dist, "webview.css"));
+// VS Code's icon font (@vscode/codicons, CC-BY-4.0: see README), served from dist/ under the
+// webview's CSP (font-src and style-src are the extension's own files).
+const codicons = path.join(root, "node_modules", "@vscode", "codicons", "dist");
+for (const f of ["codicon.css", "codicon.ttf"]) fs.copyFileSync(path.join(codicons, f), path.join(dist, f));
 
 // The wasm engine, acp-wasm's client build (the engine and acp-client's exports; wasm-bindgen's
 // nodejs target), loaded at run time by src/protocol/engine.ts.

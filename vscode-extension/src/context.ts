@@ -15,7 +15,11 @@ import { openSession, RestartNeeded, type Opened } from "./sessions/opener";
 import { canList, reopenHow } from "./sessions/reopen";
 import { entriesFrom, SessionStore, type HistoryEntry } from "./sessions/store";
 import { FsBridge } from "./bridges/fs";
-import { PermissionBridge } from "./bridges/permission";
+import { PermissionBridge, type ProposedEdit } from "./bridges/permission";
+import { promptParts, validAttachment, type ViewAttachment } from "./bridges/attachments";
+import { EditReview } from "./bridges/edits";
+import { VsCodeEditTarget } from "./ui/editReview";
+import { mentionCompletions, selectionAttachment } from "./ui/promptInput";
 import { ClientRouter } from "./bridges/router";
 import { TerminalManager } from "./bridges/terminal";
 import { AgentConnection, AgentStartError, describeExit } from "./protocol/agent";
@@ -51,6 +55,8 @@ export class AcpContext implements vscode.Disposable {
   private readonly terminals: TerminalManager;
   private readonly permission: PermissionBridge;
   private readonly fsBridge: FsBridge;
+  /** The agent's writes waiting for Keep or Undo (shown after each turn). */
+  private readonly edits = new EditReview();
   /** acp-client's crash budget (from the engine, made on the first crash). */
   private budget: CrashBudget | undefined;
   private engine: EngineModule | undefined;
@@ -107,11 +113,12 @@ export class AcpContext implements vscode.Disposable {
     );
     this.own({ dispose: () => this.terminals.disposeAll() });
     this.permission = new PermissionBridge(
-      new VsCodePermissionPrompter(),
+      new VsCodePermissionPrompter(this.diffs),
       () => ({ autoApprove: cfg().get<boolean>("permissions.autoApprove", false) }),
       this.log,
       this.policy,
       (sessionId) => this.cancelTurn(sessionId),
+      (sessionId, toolCallId) => this.proposedEdits(sessionId, toolCallId),
     );
     this.fsBridge = new FsBridge(
       new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true)),
@@ -119,6 +126,7 @@ export class AcpContext implements vscode.Disposable {
       this.policy,
       new VsCodeWriteApprover(this.diffs),
       this.log,
+      this.edits,
     );
     this.own({ dispose: () => this.conv?.dispose() });
     this.store = new SessionStore(path.join((extension.storageUri ?? extension.globalStorageUri).fsPath, "sessions"));
@@ -171,6 +179,7 @@ export class AcpContext implements vscode.Disposable {
     reg("acp.start", () => this.ensureSession().catch(() => undefined));
     reg("acp.newSession", () => this.newSession().catch(() => undefined));
     reg("acp.cancel", () => this.cancel());
+    reg("acp.attachSelection", () => this.attachSelection());
     reg("acp.restart", () => this.restart());
     reg("acp.stop", () => this.stop());
     reg("acp.history", () => this.showHistory().catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`)));
@@ -184,11 +193,27 @@ export class AcpContext implements vscode.Disposable {
     });
     reg("acp.selectAgent", async () => {
       const agents = this.agents();
+      const current = this.conn?.spec.name ?? cfg().get<string>("defaultAgent", DEMO_AGENT_NAME);
       const pick = await vscode.window.showQuickPick(
-        agents.map((a) => ({ label: a.name, description: [a.command, ...a.args].join(" ") })),
-        { title: "ACP: select the agent to use" },
+        agents.map((a) => ({
+          label: a.name === current ? `$(check) ${a.name}` : a.name,
+          name: a.name,
+          description: a.name === current ? "current" : undefined,
+          detail: [a.command, ...a.args].join(" "),
+        })),
+        { title: "ACP: select the agent to use", matchOnDetail: true },
       );
-      if (!pick) return;
+      if (!pick || pick.name === current) return;
+      // Switching starts a new session: ask first when there is a conversation to lose.
+      if (this.conv && this.conv.saved().entries.some((e) => e.type !== "notice")) {
+        const ok = await vscode.window.showWarningMessage(
+          `Switch to ${pick.name}? The chat starts over in a new session with it.`,
+          { modal: true },
+          "Switch",
+        );
+        if (ok !== "Switch") return;
+      }
+      pick.label = pick.name;
       await cfg().update("defaultAgent", pick.label, vscode.ConfigurationTarget.Global);
       await this.restart();
     });
@@ -473,6 +498,11 @@ export class AcpContext implements vscode.Disposable {
     }
     this.dropReplay = undefined;
     this.saveSoon();
+    this.postCapabilities();
+    if (!o.afterCrash) {
+      this.edits.keepAll();
+      this.postEdits();
+    }
     const early = this.early;
     this.early = [];
     for (const u of early) {
@@ -488,14 +518,26 @@ export class AcpContext implements vscode.Disposable {
     return { conn, session };
   }
 
-  async prompt(text: string): Promise<void> {
+  async prompt(text: string, attachments: ViewAttachment[] = []): Promise<void> {
     if (this.busy) return;
     this.setBusy(true);
     this.turnCancelled = false;
-    const blocks: ContentBlock[] = [{ type: "text", text }];
+    let blocks: ContentBlock[] = [{ type: "text", text }];
     let conv: Conversation | undefined;
     try {
-      const { conn, session } = await this.ensureSession();
+      let conn: AgentConnection, session: SessionInfo;
+      try {
+        ({ conn, session } = await this.ensureSession());
+        const parts = await promptParts(text, attachments, conn.init.agentCapabilities?.promptCapabilities, this.policy, (p) =>
+          vscode.workspace.textDocuments.find((d) => d.uri.scheme === "file" && d.uri.fsPath === p)?.getText(),
+        );
+        if (parts.refused.length) throw new Error(parts.refused.join("\n"));
+        blocks = parts.blocks;
+      } catch (e) {
+        // Not sent: the prompt goes back into the input with why (nothing is lost).
+        this.chat.post({ type: "promptFailed", text, attachments, message: `Not sent: ${(e as Error).message}` });
+        return;
+      }
       conv = this.conversation();
       conv.beginTurn(blocks);
       const res = await conn.prompt(session.sessionId, blocks);
@@ -511,7 +553,59 @@ export class AcpContext implements vscode.Disposable {
       if (conv.turnRunning) conv.failTurn(message);
     } finally {
       this.setBusy(false);
+      this.postEdits();
     }
+  }
+
+  /** The diffs of the conversation's tool call `toolCallId` (for the permission question). */
+  private proposedEdits(sessionId: string, toolCallId: string): ProposedEdit[] {
+    if (!this.conv || this.session?.sessionId !== sessionId) return [];
+    const saved = this.conv.saved();
+    const call = [...saved.entries].reverse().find((e) => e.type === "tool" && e.toolCallId === toolCallId);
+    if (call?.type !== "tool") return [];
+    return call.content.flatMap((c) => (c.type === "diff" ? [{ path: c.path, oldText: c.oldText ?? null, newText: c.newText }] : []));
+  }
+
+  private postEdits(): void {
+    this.chat.post({
+      type: "edits",
+      files: this.edits.list().map((f) => ({ path: f.path, name: path.basename(f.path), created: f.before === null })),
+    });
+  }
+
+  private attachSelection(): void {
+    const a = selectionAttachment();
+    if (typeof a === "string") void vscode.window.showInformationMessage(`ACP: ${a}`);
+    else {
+      this.chat.post({ type: "attach", attachment: a });
+      void vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+    }
+  }
+
+  private async editAction(action: "keep" | "undo" | "diff", file: string): Promise<void> {
+    const f = this.edits.list().find((e) => e.path === file);
+    if (!f) return;
+    if (action === "keep") this.edits.keep(file);
+    else if (action === "diff") await this.diffs.open(file, f.before, f.after, "agent's edit");
+    else {
+      const target = new VsCodeEditTarget();
+      let r = await this.edits.undo(file, target);
+      if (!r.undone && r.reason === "changed_since") {
+        const pick = await vscode.window.showWarningMessage(
+          `${path.basename(file)} changed after the agent's edit. Undo anyway (your later changes are lost)?`,
+          { modal: true },
+          "Undo anyway",
+        );
+        if (pick === "Undo anyway") r = await this.edits.undo(file, target, true);
+      }
+      if (r.undone) this.log.info(`undid the agent's edit of ${file}${r.deleted ? " (the file it created was deleted)" : ""}`);
+    }
+    this.postEdits();
+  }
+
+  private postCapabilities(): void {
+    const caps = this.conn?.init.agentCapabilities?.promptCapabilities;
+    this.chat.post({ type: "capabilities", image: caps?.image === true, embeddedContext: caps?.embeddedContext === true });
   }
 
   cancel(): void {
@@ -525,6 +619,7 @@ export class AcpContext implements vscode.Disposable {
   private setBusy(busy: boolean): void {
     this.busy = busy;
     this.chat.post({ type: "busy", busy });
+    void vscode.commands.executeCommand("setContext", "acp.busy", busy);
     if (this.state === "ready") this.status.text = `${busy ? "$(sync~spin)" : "$(hubot)"} ACP: ${this.conn?.spec.name ?? ""}`;
   }
 
@@ -558,11 +653,31 @@ export class AcpContext implements vscode.Disposable {
           saved: this.conv?.savedJson(),
         });
         this.chat.post({ type: "busy", busy: this.busy });
+        this.postCapabilities();
+        this.postEdits();
         if (!this.conn && !this.starting && this.state === "stopped") void this.ensureSession().catch(() => undefined);
         break;
       }
-      case "prompt":
-        if (typeof m.text === "string" && m.text.trim()) void this.prompt(m.text);
+      case "prompt": {
+        let atts: ViewAttachment[] = [];
+        try {
+          atts = (Array.isArray(m.attachments) ? m.attachments : []).map(validAttachment);
+        } catch (e) {
+          this.log.warn(`prompt from the view: ${(e as Error).message}`);
+        }
+        if (typeof m.text === "string" && (m.text.trim() || atts.length)) void this.prompt(m.text.trim(), atts);
+        break;
+      }
+      case "complete":
+        if (typeof m.query === "string" && typeof m.id === "number")
+          void mentionCompletions(m.query.slice(0, 200)).then((items) => this.chat.post({ type: "completions", id: m.id, items }));
+        break;
+      case "attachSelection":
+        this.attachSelection();
+        break;
+      case "editAction":
+        if (typeof m.path === "string" && ["keep", "undo", "diff"].includes(m.action))
+          void this.editAction(m.action, m.path).catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`));
         break;
       case "cancel":
         this.cancel();

@@ -28,6 +28,7 @@ import * as fsp from "node:fs/promises";
 import * as path from "node:path";
 import { CancellationSource, type CancellationToken } from "../protocol/cancellation";
 import type { Logger } from "../protocol/log";
+import type { EditReview } from "./edits";
 import type { ReadTextFileResponse } from "@agentclientprotocol/sdk";
 import { JsonRpc, RequestError } from "../protocol/errors";
 import type { ClientPolicy, FileFacts, WriteReason } from "../protocol/policy";
@@ -142,6 +143,8 @@ export class FsBridge {
     private readonly policy: ClientPolicy,
     private readonly approver: WriteApprover | undefined,
     private readonly log: Logger,
+    /** Every applied write, with the text before it (the turn's Keep/Undo review). */
+    private readonly edits?: EditReview,
   ) {}
 
   async readTextFile(params: unknown): Promise<ReadTextFileResponse> {
@@ -170,8 +173,10 @@ export class FsBridge {
     if (typeof p.content !== "string") throw new RequestError(JsonRpc.InvalidParams, "fs/write_text_file: content must be a string");
     const real = await this.confine("fs/write_text_file", "write", file);
     await this.askIfSensitive(file, real, p.content, token);
+    const before = this.edits ? await this.textBefore(file, real) : undefined;
     try {
       await this.host.applyWrite(file, p.content);
+      if (before !== undefined) this.edits?.record(file, before, p.content);
     } catch (e) {
       throw this.policy.failure("io", `cannot write ${file}: ${(e as Error).message}`, { path: file });
     }
@@ -243,6 +248,20 @@ export class FsBridge {
         throw refuse(true);
       }
       await this.approver.review(write);
+    }
+  }
+
+  /** The text a write replaces, for undo: the open buffer, else the file (null: no file);
+   *  undefined when it cannot be kept (larger than the review limit, unreadable). */
+  private async textBefore(file: string, real: string): Promise<string | null | undefined> {
+    const open = this.host.openDocumentText(file) ?? this.host.openDocumentText(real);
+    if (open !== undefined) return open;
+    try {
+      const st = await fsp.stat(real);
+      if (!st.isFile() || st.size > MAX_REVIEW_BYTES) return undefined;
+      return await fsp.readFile(real, "utf8");
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === "ENOENT" ? null : undefined;
     }
   }
 

@@ -45,6 +45,16 @@ export interface PermissionPromptModel {
   items: PromptItem[];
   /** Too many options for dialog buttons: use a modal QuickPick instead. */
   useQuickPick: boolean;
+  /** The edits the tool call proposes (from the request, else the conversation's tool call):
+   *  the prompter offers to review them before answering. */
+  diffs: ProposedEdit[];
+}
+
+/** A diff a tool call carries: the file, its text before (null: a new file) and after. */
+export interface ProposedEdit {
+  path: string;
+  oldText: string | null;
+  newText: string;
 }
 
 /** The UI side. Resolves with the chosen optionId, or undefined when the user dismissed it. */
@@ -100,6 +110,10 @@ export function buildPromptModel(
     else if (c.type === "content" && c.content.type === "text") lines.push(clip(escape(c.content.text), 300));
   }
   if (tc.rawInput !== undefined && tc.rawInput !== null) lines.push(`Input: ${clip(escape(safeJson(tc.rawInput)), 300)}`);
+  const diffs: ProposedEdit[] = [];
+  for (const c of tc.content ?? [])
+    if (c.type === "diff" && typeof c.path === "string" && typeof c.newText === "string")
+      diffs.push({ path: c.path, oldText: typeof c.oldText === "string" ? c.oldText : null, newText: c.newText });
   const items = req.options.map((o) => ({
     optionId: o.optionId,
     label: escape(o.name.trim() || o.kind.replace(/_/g, " ")),
@@ -111,6 +125,7 @@ export function buildPromptModel(
     detail: lines.join("\n"),
     items,
     useQuickPick: items.length > maxButtons,
+    diffs,
   };
 }
 
@@ -134,6 +149,9 @@ export class PermissionBridge {
     private readonly policy: ClientPolicy,
     /** Sends `session/cancel` for the session (once per turn), before a `cancelled` answer. */
     private readonly cancelTurn: (sessionId: string) => void,
+    /** The diffs the conversation holds for a tool call (a request's own `toolCall` is an
+     *  update that often carries only a title). */
+    private readonly diffsFor: (sessionId: string, toolCallId: string) => ProposedEdit[] = () => [],
   ) {}
 
   async handle(params: unknown, token: CancellationToken): Promise<RequestPermissionResponse> {
@@ -144,6 +162,9 @@ export class PermissionBridge {
     if (decided.answer !== "ask") return this.answer(req, decided, `automatic (${mode})`);
     const dismissal = this.policy.dismissedPermission(req.options);
     const model = buildPromptModel(req, (t) => this.policy.escapeLine(t), dismissal.answer === "select" ? dismissal.optionId : undefined);
+    if (model.diffs.length === 0) model.diffs = this.diffsFor(req.sessionId, req.toolCall.toolCallId);
+    if (model.diffs.length > 0 && !model.detail.includes("Edits: "))
+      model.detail = [...model.diffs.map((d) => `Edits: ${this.policy.escapeLine(d.path)}`), model.detail].filter(Boolean).join("\n");
     const cancelled = whenCancelled(token).then(() => "cancelled" as const);
     const answer = await Promise.race([this.prompter.prompt(model, token).then((id) => ({ id })), cancelled]);
     if (answer === "cancelled" || token.isCancellationRequested) {

@@ -15,6 +15,9 @@ import type {
   PermissionDecision,
   PermissionMode,
   PermissionOptionInput,
+  PromptAttachDecision,
+  PromptAttachment,
+  PromptLimits,
   TerminalCommandRequest,
   RestartDecision,
   TerminalLimits,
@@ -31,6 +34,9 @@ export type {
   FileFacts,
   PermissionDecision,
   PermissionMode,
+  PromptAttachDecision,
+  PromptAttachment,
+  PromptLimits,
   RestartDecision,
   TerminalCommandRequest,
   TerminalEnvChange,
@@ -122,6 +128,17 @@ export class ClientPolicy {
   terminalLimits(): TerminalLimits {
     this.limits ??= JSON.parse(this.module().terminalLimits()) as TerminalLimits;
     return this.limits;
+  }
+
+  /** The content block an attachment is sent as, per the agent's `promptCapabilities` (null:
+   *  none advertised), or why it is refused (tests/client/prompt.json). */
+  attachToPrompt(caps: unknown, attachment: PromptAttachment): PromptAttachDecision {
+    return JSON.parse(this.module().attachToPrompt(JSON.stringify(caps ?? null), JSON.stringify(attachment))) as PromptAttachDecision;
+  }
+
+  /** Text embedded at most, image bytes at most, image types sent. */
+  promptLimits(): PromptLimits {
+    return JSON.parse(this.module().promptLimits()) as PromptLimits;
   }
 
   /** A crash budget with acp-client's default policy. */

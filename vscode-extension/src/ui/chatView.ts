@@ -66,6 +66,7 @@ export function chatHtml(webview: vscode.Webview, dist: vscode.Uri): string {
     cspSource: webview.cspSource,
     scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.js")).toString(),
     styleUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.css")).toString(),
+    codiconUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, "codicon.css")).toString(),
     nonce: makeNonce(),
   });
 }

@@ -14,7 +14,12 @@ interface OptionItem extends vscode.MessageItem {
   optionId: string;
 }
 
+/** The extra choice offered before answering a question about edits. */
+export const REVIEW_CHOICE = "Review changes";
+
 export class VsCodePermissionPrompter implements PermissionPrompter {
+  constructor(private readonly diffs?: DiffContentProvider) {}
+
   async prompt(model: PermissionPromptModel, token: CancellationToken): Promise<string | undefined> {
     if (model.useQuickPick) return this.quickPick(model, token);
     const items: OptionItem[] = model.items.map((i) => ({
@@ -22,6 +27,20 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
       optionId: i.optionId,
       isCloseAffordance: i.isCloseAffordance,
     }));
+    // An edit: "Review changes" first opens the diffs, then the same question is asked again
+    // as a notification, so the diff editor stays readable and clickable while deciding.
+    const review: OptionItem = { title: REVIEW_CHOICE, optionId: "" };
+    if (this.diffs && model.diffs.length > 0 && !token.isCancellationRequested) {
+      const picked = await vscode.window.showWarningMessage(model.message, { modal: true, detail: model.detail }, review, ...items);
+      if (picked !== review) return picked?.optionId;
+      for (const d of model.diffs) await this.diffs.open(d.path, d.oldText, d.newText, "agent's proposed change: review before answering");
+      if (token.isCancellationRequested) return undefined;
+      const again = await Promise.race([
+        vscode.window.showWarningMessage(`${model.message} (after review)`, ...items),
+        new Promise<undefined>((r) => token.onCancellationRequested(() => r(undefined))),
+      ]);
+      return again?.optionId;
+    }
     // A modal message cannot be closed programmatically: if the request is withdrawn while it is
     // open, say so; the bridge has already answered `cancelled` and ignores the late click.
     const sub = token.onCancellationRequested(() => {

@@ -13,6 +13,8 @@ export interface ChatHtmlParts {
   cspSource: string;
   scriptUri: string;
   styleUri: string;
+  /** VS Code's icon font's stylesheet (@vscode/codicons). */
+  codiconUri: string;
   nonce: string;
 }
 
@@ -32,6 +34,7 @@ export function buildChatHtml(p: ChatHtmlParts): string {
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${attr(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${attr(p.codiconUri)}">
 <link rel="stylesheet" href="${attr(p.styleUri)}">
 <title>ACP Chat</title>
 </head>
@@ -39,17 +42,25 @@ export function buildChatHtml(p: ChatHtmlParts): string {
 <header>
   <span id="status" data-state="idle">ACP: not started</span>
   <span id="title"></span>
-  <button id="new-session" title="Start a new session">New session</button>
+  <button id="new-session" class="icon" title="New session" aria-label="New session"><i class="codicon codicon-add"></i></button>
 </header>
 <div id="session-controls"></div>
 <main id="transcript" aria-live="polite"></main>
 <div id="plan"></div>
 <div id="session-info"></div>
+<div id="edits" aria-label="Edits to review"></div>
 <footer>
-  <textarea id="prompt" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
+  <div id="completions" role="listbox" hidden></div>
+  <div id="input-error" role="alert" hidden></div>
+  <div id="attachments"></div>
+  <textarea id="prompt" rows="3" placeholder="Ask the agent… (/ for commands, @ to mention files; Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
   <div class="buttons">
-    <button id="send">Send</button>
-    <button id="cancel" disabled>Cancel</button>
+    <button id="attach-selection" class="icon secondary" title="Attach the editor's selection" aria-label="Attach the editor's selection"><i class="codicon codicon-selection"></i></button>
+    <button id="attach-image" class="icon secondary" title="Attach an image" aria-label="Attach an image"><i class="codicon codicon-file-media"></i></button>
+    <input id="image-file" type="file" accept="image/*" hidden>
+    <span class="spacer"></span>
+    <button id="cancel" class="secondary" disabled title="Stop the turn (Escape)"><i class="codicon codicon-debug-stop"></i> Stop</button>
+    <button id="send" title="Send (Enter)"><i class="codicon codicon-send"></i> Send</button>
   </div>
 </footer>
 <script nonce="${attr(p.nonce)}" src="${attr(p.scriptUri)}"></script>

@@ -10,7 +10,17 @@
 import type { SessionConfigOption } from "@agentclientprotocol/sdk";
 import type { SavedThread, ThreadBlock, ThreadDelta, ThreadEntry, ThreadMeta, ThreadToolCall, ThreadToolContent } from "acp-wasm-client";
 import { StreamingMarkdown, renderMarkdown } from "./markdown";
-import type { HostToWebview, WebviewToHost } from "./messages";
+import type { CompletionItem, HostToWebview, ViewAttachment, WebviewToHost } from "./messages";
+import {
+  applyCompletion,
+  base64OfDataUrl,
+  completionContext,
+  matchCommands,
+  statusIcon,
+  statusWords,
+  stopWords,
+  type CompletionContext,
+} from "./promptInput";
 import { RenderQueue, frameScheduler, type Renderable } from "./renderQueue";
 import { ThreadModel, messageSource, textChange, type ViewOp } from "./threadModel";
 
@@ -29,6 +39,17 @@ const titleEl = $<HTMLSpanElement>("title");
 const controls = $<HTMLDivElement>("session-controls");
 const planEl = $<HTMLDivElement>("plan");
 const infoEl = $<HTMLDivElement>("session-info");
+const editsEl = $<HTMLDivElement>("edits");
+const completionsEl = $<HTMLDivElement>("completions");
+const inputError = $<HTMLDivElement>("input-error");
+const attachmentsEl = $<HTMLDivElement>("attachments");
+const imageFile = $<HTMLInputElement>("image-file");
+
+function icon(name: string, extra = ""): HTMLElement {
+  const i = el("i", `codicon codicon-${name}${extra ? ` ${extra}` : ""}`);
+  i.setAttribute("aria-hidden", "true");
+  return i;
+}
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
@@ -128,34 +149,43 @@ function renderMarkdownSafely(text: string, box: HTMLElement) {
   }
 }
 
-const STATUS_ICON: Record<string, string> = { pending: "○", in_progress: "◐", completed: "●", failed: "✕", cancelled: "⊘" };
+/** The turn is over (what is still pending or running did not finish). */
+let turnOver = true;
 
 function renderToolCall(n: number, node: HTMLElement, t: ThreadToolCall) {
   node.replaceChildren();
   node.className = `tool status-${t.status}`;
   node.dataset.toolCallId = t.toolCallId;
   const head = el("div", "tool-head");
-  head.appendChild(el("span", "tool-status", `${STATUS_ICON[t.status] ?? "?"} ${t.status.replace("_", " ")}`));
+  const st = el("span", "tool-status");
+  st.append(
+    icon(statusIcon(t.status, turnOver), t.status === "in_progress" && !turnOver ? "codicon-modifier-spin" : ""),
+    ` ${statusWords(t.status, turnOver)}`,
+  );
+  head.appendChild(st);
   head.appendChild(el("span", "tool-title", t.title));
   if (t.kind && t.kind !== "other") head.appendChild(el("span", "tool-kind", t.kind));
   node.appendChild(head);
   for (const loc of t.locations) node.appendChild(el("div", "tool-loc", `${loc.path}${loc.line ? `:${loc.line}` : ""}`));
-  t.content.forEach((c, index) => node.appendChild(renderToolContent(n, c, index)));
+  t.content.forEach((c, index) => node.appendChild(renderToolContent(n, c, index, t.kind === "execute")));
   if (t.contentMore) node.appendChild(el("div", "tool-content", `(${t.contentMore} more items not shown)`));
 }
 
-function renderToolContent(n: number, c: ThreadToolContent, index: number): HTMLElement {
+function renderToolContent(n: number, c: ThreadToolContent, index: number, output: boolean): HTMLElement {
   if (c.type === "diff") {
     const box = el("div", "tool-diff");
-    box.appendChild(el("span", undefined, `${c.oldText == null ? "New file" : "Edit"}: ${c.path} `));
-    const btn = el("button", "open-diff", "Open diff");
+    box.appendChild(icon(c.oldText == null ? "new-file" : "diff"));
+    box.appendChild(el("span", "path", ` ${c.oldText == null ? "New file" : "Edit"}: ${c.path} `));
+    const btn = el("button", "open-diff secondary", "Open diff");
     btn.addEventListener("click", () => post({ type: "openDiff", entry: n, index }));
     box.appendChild(btn);
     return box;
   }
-  if (c.type === "terminal") return el("div", "tool-term", `Terminal ${c.terminalId} (see the terminal panel)`);
+  if (c.type === "terminal") return el("div", "tool-term", `Running in the terminal panel (terminal ${c.terminalId})`);
   if (c.type === "content") {
     const inner = c.content;
+    // A command's output: as it is, in a monospace block (line breaks kept), never markdown.
+    if (inner.type === "text" && output) return el("pre", "tool-output", inner.text ?? "");
     if (inner.type === "text") {
       const box = el("div", "tool-content md");
       renderMarkdownSafely(inner.text ?? "", box);
@@ -201,14 +231,18 @@ function renderMeta(m: ThreadMeta) {
 
 function renderPlan(m: ThreadMeta) {
   planEl.replaceChildren();
+  const over = m.turn === "idle";
   if (m.plan.length === 0) return;
   const box = el("div", "plan");
   box.appendChild(el("div", "plan-title", "Plan"));
   const ol = el("ol");
   for (const e of m.plan) {
-    const li = el("li", `plan-entry plan-${e.status}`);
-    li.appendChild(el("span", "plan-status", `${STATUS_ICON[e.status] ?? "?"} `));
-    li.appendChild(el("span", "plan-content", e.content));
+    const li = el("li", `plan-entry plan-${over && e.status !== "completed" ? "unfinished" : e.status}`);
+    const st = el("span", "plan-status");
+    st.appendChild(icon(statusIcon(e.status, over)));
+    st.title = statusWords(e.status, over);
+    li.appendChild(st);
+    li.appendChild(el("span", "plan-content", ` ${e.content}`));
     if (e.priority === "high") li.appendChild(el("span", "plan-priority", " (high)"));
     ol.appendChild(li);
   }
@@ -217,9 +251,13 @@ function renderPlan(m: ThreadMeta) {
   planEl.appendChild(box);
 }
 
+let commands: ThreadMeta["commands"] = [];
+
 function renderInfo(m: ThreadMeta) {
   infoEl.replaceChildren();
+  commands = [];
   if (m.commands.length > 0) {
+    commands = m.commands;
     const line = el("div", "commands", "Commands: ");
     for (const c of m.commands) {
       const s = el("span", "command", `/${c.name}`);
@@ -311,12 +349,20 @@ function run(ops: ViewOp[]) {
         views.delete(op.n);
         break;
       case "meta":
+        turnOver = op.meta.turn === "idle";
         renderMeta(op.meta);
         break;
       case "turnEnded": {
         // The turn's text is shown now, before the line that says it is over.
         renders.flush();
-        transcript.appendChild(el("div", `turn-end stop-${op.stop}`, `Turn ended: ${op.stop}`));
+        const end = el("div", `turn-end stop-${op.stop}`, stopWords(op.stop));
+        end.dataset.stop = op.stop;
+        transcript.appendChild(end);
+        // Tool calls still shown as running did not finish: say so.
+        for (const [n, v] of views) {
+          const e = model.entries.get(n);
+          if (e?.type === "tool" && (e.status === "pending" || e.status === "in_progress")) renderToolCall(n, v.node, e);
+        }
         break;
       }
     }
@@ -361,26 +407,260 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
     case "busy":
       setBusy(m.busy);
       break;
+    case "capabilities":
+      caps = { image: m.image, embeddedContext: m.embeddedContext };
+      imageBtn.title = caps.image ? "Attach an image" : "This agent does not accept images";
+      break;
+    case "completions":
+      if (m.id === completionSeq && pending?.trigger === "@") showCompletions(m.items.map(fromHost));
+      break;
+    case "attach":
+      addAttachment(m.attachment);
+      input.focus();
+      break;
+    case "promptFailed":
+      if (!input.value.trim()) input.value = m.text;
+      if (attachments.length === 0) for (const a of m.attachments) addAttachment(a);
+      showInputError(m.message);
+      break;
+    case "edits":
+      renderEdits(m.files);
+      break;
   }
   // Messages render on the next frame (renders); everything else is in place already.
   if (renders.pending === 0) scrollIfFollowing();
 });
 
+// ---- the prompt input: completions, attachments, sending ---------------------------------------
+
+let caps = { image: false, embeddedContext: false };
+let attachments: ViewAttachment[] = [];
+const attachSelBtn = $<HTMLButtonElement>("attach-selection");
+const imageBtn = $<HTMLButtonElement>("attach-image");
+
+interface Choice {
+  label: string;
+  detail: string;
+  icon: string;
+  /** Text put in place of the trigger and query. */
+  insert: string;
+  attachment?: ViewAttachment;
+}
+let pending: CompletionContext | null = null;
+let choices: Choice[] = [];
+let active = 0;
+let completionSeq = 0;
+
+const fromHost = (c: CompletionItem): Choice => ({
+  label: c.label,
+  detail: c.detail,
+  icon: c.icon === "file" ? "file" : "symbol-method",
+  insert: `@${c.label} `,
+  attachment: c.attachment,
+});
+
+function showInputError(message: string) {
+  inputError.textContent = message;
+  inputError.hidden = !message;
+}
+
+function addAttachment(a: ViewAttachment) {
+  const key = (x: ViewAttachment) => JSON.stringify(x.kind === "image" ? [x.kind, x.name, x.data.length] : x);
+  if (!attachments.some((x) => key(x) === key(a))) attachments.push(a);
+  renderAttachments();
+}
+
+function renderAttachments() {
+  attachmentsEl.replaceChildren();
+  attachments.forEach((a, i) => {
+    const chip = el("span", `chip chip-${a.kind}`);
+    chip.appendChild(icon({ file: "file", symbol: "symbol-method", selection: "selection", image: "file-media" }[a.kind]));
+    const what =
+      a.kind === "selection" ? `${a.name}:${a.lines.start}-${a.lines.end}` : a.kind === "symbol" ? `${a.name} (line ${a.line})` : a.name;
+    chip.appendChild(el("span", "chip-label", ` ${what}`));
+    chip.title = a.kind === "image" ? `${a.name} (${a.mimeType})` : a.path;
+    const x = el("button", "chip-remove icon");
+    x.title = `Remove ${what}`;
+    x.setAttribute("aria-label", `Remove ${what}`);
+    x.appendChild(icon("close"));
+    x.addEventListener("click", () => {
+      attachments.splice(i, 1);
+      renderAttachments();
+    });
+    chip.appendChild(x);
+    attachmentsEl.appendChild(chip);
+  });
+}
+
+function hideCompletions() {
+  pending = null;
+  choices = [];
+  completionsEl.hidden = true;
+  completionsEl.replaceChildren();
+}
+
+function showCompletions(list: Choice[]) {
+  choices = list;
+  active = 0;
+  completionsEl.replaceChildren();
+  if (list.length === 0) {
+    completionsEl.appendChild(
+      el("div", "completion-empty", pending?.trigger === "/" ? "No matching command" : "No matching file or symbol"),
+    );
+  }
+  list.forEach((c, i) => {
+    const row = el("div", `completion${i === active ? " active" : ""}`);
+    row.setAttribute("role", "option");
+    row.appendChild(icon(c.icon));
+    row.appendChild(el("span", "completion-label", ` ${c.label}`));
+    row.appendChild(el("span", "completion-detail", c.detail));
+    row.addEventListener("mousedown", (e) => {
+      e.preventDefault();
+      choose(i);
+    });
+    completionsEl.appendChild(row);
+  });
+  completionsEl.hidden = false;
+}
+
+function highlight(i: number) {
+  active = (i + choices.length) % choices.length;
+  completionsEl.querySelectorAll(".completion").forEach((r, j) => r.classList.toggle("active", j === active));
+  completionsEl.querySelectorAll(".completion")[active]?.scrollIntoView({ block: "nearest" });
+}
+
+function choose(i: number) {
+  const c = choices[i];
+  if (!c || !pending) return;
+  const next = applyCompletion(input.value, input.selectionStart ?? input.value.length, pending, c.insert);
+  input.value = next.text;
+  input.setSelectionRange(next.caret, next.caret);
+  if (c.attachment) addAttachment(c.attachment);
+  hideCompletions();
+  input.focus();
+}
+
+function updateCompletions() {
+  const ctx = completionContext(input.value, input.selectionStart ?? input.value.length);
+  if (!ctx) return hideCompletions();
+  pending = ctx;
+  if (ctx.trigger === "/") {
+    showCompletions(
+      matchCommands(commands, ctx.query).map((c) => ({
+        label: `/${c.name}`,
+        detail: c.hint ? `${c.description} (${c.hint})` : c.description,
+        icon: "terminal",
+        insert: `/${c.name} `,
+      })),
+    );
+  } else post({ type: "complete", id: ++completionSeq, query: ctx.query });
+}
+
 function send() {
   const text = input.value.trim();
-  if (!text || sendBtn.disabled) return;
+  if ((!text && attachments.length === 0) || sendBtn.disabled) return;
+  const sent = attachments;
   input.value = "";
+  attachments = [];
+  renderAttachments();
+  hideCompletions();
+  showInputError("");
   stickToBottom = true;
-  post({ type: "prompt", text });
+  post({ type: "prompt", text, attachments: sent });
+}
+
+function readImage(file: File) {
+  if (!caps.image) {
+    showInputError(
+      `${file.name || "The image"} not attached: this agent does not accept images (it does not advertise promptCapabilities.image).`,
+    );
+    return;
+  }
+  const r = new FileReader();
+  r.onload = () =>
+    addAttachment({ kind: "image", name: file.name || "pasted image", mimeType: file.type, data: base64OfDataUrl(String(r.result)) });
+  r.onerror = () => showInputError(`${file.name}: could not be read`);
+  r.readAsDataURL(file);
 }
 
 sendBtn.addEventListener("click", send);
+input.addEventListener("input", updateCompletions);
+input.addEventListener("blur", () => setTimeout(hideCompletions, 150));
 input.addEventListener("keydown", (e) => {
+  if (!completionsEl.hidden && choices.length > 0) {
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      highlight(active + (e.key === "ArrowDown" ? 1 : -1));
+      return;
+    }
+    if ((e.key === "Enter" || e.key === "Tab") && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      choose(active);
+      return;
+    }
+  }
+  if (e.key === "Escape" && !completionsEl.hidden) {
+    e.preventDefault();
+    e.stopPropagation();
+    hideCompletions();
+    return;
+  }
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
     send();
   }
 });
+// Escape anywhere in the chat stops the running turn (the acp.cancel keybinding does the same
+// when focus is elsewhere in the view).
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && !e.defaultPrevented && document.body.classList.contains("busy")) {
+    e.preventDefault();
+    post({ type: "cancel" });
+  }
+});
+input.addEventListener("paste", (e) => {
+  const files = Array.from(e.clipboardData?.files ?? []).filter((f) => f.type.startsWith("image/"));
+  if (files.length === 0) return;
+  e.preventDefault();
+  for (const f of files) readImage(f);
+});
+attachSelBtn.addEventListener("click", () => post({ type: "attachSelection" }));
+imageBtn.addEventListener("click", () => {
+  if (!caps.image) showInputError("This agent does not accept images (it does not advertise promptCapabilities.image).");
+  else imageFile.click();
+});
+imageFile.addEventListener("change", () => {
+  for (const f of Array.from(imageFile.files ?? [])) readImage(f);
+  imageFile.value = "";
+});
+
+// ---- the agent's edits: Keep / Undo --------------------------------------------------------------
+
+function renderEdits(files: Array<{ path: string; name: string; created: boolean }>) {
+  editsEl.replaceChildren();
+  if (files.length === 0) return;
+  editsEl.appendChild(el("div", "edits-title", `${files.length} file${files.length === 1 ? "" : "s"} changed by the agent`));
+  for (const f of files) {
+    const row = el("div", "edit-row");
+    row.dataset.path = f.path;
+    row.appendChild(icon(f.created ? "new-file" : "edit"));
+    const name = el("span", "edit-name", ` ${f.name}`);
+    name.title = f.path;
+    row.appendChild(name);
+    const act = (action: "keep" | "undo" | "diff", label: string, ic: string, title: string) => {
+      const b = el("button", `edit-${action} secondary`);
+      b.title = title;
+      b.append(icon(ic), ` ${label}`);
+      b.addEventListener("click", () => post({ type: "editAction", action, path: f.path }));
+      row.appendChild(b);
+    };
+    act("diff", "Diff", "diff", "Show the change");
+    act("keep", "Keep", "check", "Keep the agent's change");
+    act("undo", "Undo", "discard", f.created ? "Delete the file the agent created" : "Put the file back as it was");
+    editsEl.appendChild(row);
+  }
+}
+
 cancelBtn.addEventListener("click", () => post({ type: "cancel" }));
 newBtn.addEventListener("click", () => post({ type: "newSession" }));
 setBusy(false);

@@ -12,11 +12,42 @@ export type HostToWebview =
   | { type: "conversation"; sessionId: string | null; agent: string | null; reset: boolean; saved?: string }
   /** `Thread.takeDelta()`'s JSON text. */
   | { type: "delta"; json: string }
-  | { type: "busy"; busy: boolean };
+  | { type: "busy"; busy: boolean }
+  /** What the agent accepts in prompts (its promptCapabilities), for the attach buttons. */
+  | { type: "capabilities"; image: boolean; embeddedContext: boolean }
+  /** The answer to `complete` number `id`: files and symbols for an `@` mention. */
+  | { type: "completions"; id: number; items: CompletionItem[] }
+  /** An attachment the host adds (the editor's selection). */
+  | { type: "attach"; attachment: ViewAttachment }
+  /** A prompt that was not sent: it goes back into the input, with why. */
+  | { type: "promptFailed"; text: string; attachments: ViewAttachment[]; message: string }
+  /** The agent's edits waiting for Keep or Undo. */
+  | { type: "edits"; files: Array<{ path: string; name: string; created: boolean }> };
+
+/** An attachment as the view and host exchange it (see bridges/attachments.ts). */
+export type ViewAttachment =
+  | { kind: "file"; path: string; name: string }
+  | { kind: "symbol"; path: string; name: string; line: number }
+  | { kind: "selection"; path: string; name: string; lines: { start: number; end: number }; text: string; language?: string }
+  | { kind: "image"; name: string; mimeType: string; data: string };
+
+/** One `@` completion: what it shows and what choosing it attaches. */
+export interface CompletionItem {
+  label: string;
+  detail: string;
+  icon: "file" | "symbol";
+  attachment: ViewAttachment;
+}
 
 export type WebviewToHost =
   | { type: "ready" }
-  | { type: "prompt"; text: string }
+  | { type: "prompt"; text: string; attachments?: ViewAttachment[] }
+  /** Files and symbols matching `query` (an `@` mention being typed). */
+  | { type: "complete"; id: number; query: string }
+  /** Attach the active editor's selection. */
+  | { type: "attachSelection" }
+  /** Keep, undo or show the agent's edit of `path`. */
+  | { type: "editAction"; action: "keep" | "undo" | "diff"; path: string }
   | { type: "cancel" }
   | { type: "newSession" }
   | { type: "setMode"; modeId: string }

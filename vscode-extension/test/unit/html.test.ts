@@ -10,6 +10,7 @@ test("the chat page has a strict CSP with a fresh nonce and no inline script", (
     cspSource: "https://x.vscode-cdn.net",
     scriptUri: "https://x/webview.js",
     styleUri: "https://x/webview.css",
+    codiconUri: "https://x/codicon.css",
     nonce,
   });
   const csp = /http-equiv="Content-Security-Policy" content="([^"]*)"/.exec(html)?.[1] ?? "";
