@@ -17,6 +17,13 @@
 //!   between steps and while it waits (for a delay, for the user's permission answer) and then
 //!   ends with stop reason `cancelled`, as the protocol requires.
 //!
+//! It advertises images and embedded context in its `promptCapabilities` and names every
+//! attachment it gets in its answer (`[resource_link file:///…]`, `[resource file:///… (N
+//! characters)]`, `[image image/png, N bytes]`), so a client can see what it sent. Right after
+//! `session/new` it sends its slash commands ([`COMMANDS`], an `available_commands_update`):
+//! `/echo TEXT` answers TEXT and nothing else, `/help` lists the commands. Its edit of an
+//! existing file carries the old text in the diff, so clients show a change, not a new file.
+//!
 //! Magic words, for trying the client's handling of other stop reasons: a prompt containing
 //! `#refuse` ends with `refusal`, one containing `#max-tokens` with `max_tokens`. A command in
 //! backticks (`` `echo hi` ``) is what the terminal step runs (split on whitespace, no shell);
@@ -47,6 +54,20 @@ use tower::ServiceBuilder;
 
 /// Name of the file the demo agent writes in the session's working directory.
 pub const DEMO_FILE: &str = "acp-demo.txt";
+
+/// The slash commands the demo agent offers: (name, description, input hint).
+pub const COMMANDS: &[(&str, &str, Option<&str>)] = &[
+    (
+        "echo",
+        "Answer with the given text, and do nothing else",
+        Some("text to echo"),
+    ),
+    (
+        "help",
+        "List the demo agent's commands and magic words",
+        None,
+    ),
+];
 
 /// Options of `acp demo-agent`.
 #[derive(Debug, Clone, Default)]
@@ -211,9 +232,19 @@ impl DemoAgent {
                 let h = h.clone();
                 async move { h.list_sessions(p) }
             })
-            .route::<typed::NewSession, _, _>(move |p, _cx| {
+            .route::<typed::NewSession, _, _>(move |p, cx| {
                 let b = b.clone();
-                async move { b.new_session(p) }
+                async move {
+                    let answer = b.new_session(p)?;
+                    // The commands go right behind the answer (clients keep updates that
+                    // arrive before they have set the session up).
+                    let client = cx.client();
+                    let id = answer.session_id.clone();
+                    tokio::spawn(async move {
+                        let _ = client.session_update(commands_update(id)).await;
+                    });
+                    Ok(answer)
+                }
             })
             .route::<typed::LoadSession, _, _>(move |p, cx| {
                 let c = c.clone();
@@ -236,7 +267,13 @@ impl DemoAgent {
         } else {
             agent_client_protocol_schema::ProtocolVersion::LATEST
         };
-        let mut caps = s::AgentCapabilities::new().load_session(true);
+        let mut caps = s::AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(
+                s::PromptCapabilities::new()
+                    .image(true)
+                    .embedded_context(true),
+            );
         if self.store.is_some() {
             caps = caps.session_capabilities(
                 s::SessionCapabilities::new()
@@ -516,6 +553,10 @@ struct Turn<'a> {
 
 impl Turn<'_> {
     async fn run(&mut self, text: &str) -> Result<s::StopReason, Stop> {
+        if let Some(reply) = command_reply(text) {
+            self.chunk(&reply).await?;
+            return Ok(s::StopReason::EndTurn);
+        }
         let caps = self.client.client_capabilities();
         let files = files_named_in(text, &self.cwd);
         let command = command_in(text);
@@ -803,14 +844,25 @@ impl Turn<'_> {
         let id = self.tool_id("write");
         let path = self.cwd.join(DEMO_FILE);
         let content = format!("The acp demo agent was asked:\n\n{text}\n");
+        // The file's text before the edit (through the client: it may have unsaved changes),
+        // so the diff shows the change, not a new file. None: the file does not exist yet.
+        let old_text = if self.client.client_capabilities().read_text_file {
+            let request = s::ReadTextFileRequest::new(self.session_id.clone(), &path);
+            match self.client.read_text_file(request).await {
+                Ok(r) => Some(r.content),
+                Err(e) if e.is_closed() => return Err(e.into()),
+                Err(_) => None,
+            }
+        } else {
+            std::fs::read_to_string(&path).ok()
+        };
         let call = s::ToolCall::new(id.clone(), format!("Write {DEMO_FILE}"))
             .kind(s::ToolKind::Edit)
             .status(s::ToolCallStatus::Pending)
             .locations(vec![s::ToolCallLocation::new(&path)])
-            .content(vec![s::ToolCallContent::Diff(s::Diff::new(
-                &path,
-                content.clone(),
-            ))]);
+            .content(vec![s::ToolCallContent::Diff(
+                s::Diff::new(&path, content.clone()).old_text(old_text),
+            )]);
         self.tool_call(call).await?;
 
         let options = vec![
@@ -918,17 +970,76 @@ fn check_cwd(cwd: &Path) -> Result<(), ErrorObject> {
     }
 }
 
-/// The prompt's text blocks, joined; other blocks are named.
+/// The prompt's text blocks, joined; other blocks are named, with what they carry.
 fn prompt_text(blocks: &[s::ContentBlock]) -> String {
     let mut out = Vec::new();
     for block in blocks {
         match block {
             s::ContentBlock::Text(t) => out.push(t.text.clone()),
-            s::ContentBlock::ResourceLink(l) => out.push(l.uri.clone()),
+            s::ContentBlock::ResourceLink(l) => out.push(format!("[resource_link {}]", l.uri)),
+            s::ContentBlock::Resource(r) => out.push(match &r.resource {
+                s::EmbeddedResourceResource::TextResourceContents(t) => {
+                    format!(
+                        "[resource {} ({} characters)]",
+                        t.uri,
+                        t.text.chars().count()
+                    )
+                }
+                s::EmbeddedResourceResource::BlobResourceContents(b) => {
+                    format!("[resource {} (binary)]", b.uri)
+                }
+                _ => "[resource]".to_string(),
+            }),
+            s::ContentBlock::Image(i) => out.push(format!(
+                "[image {}, {} bytes]",
+                i.mime_type,
+                i.data.trim_end_matches('=').len() * 3 / 4
+            )),
             _ => out.push("[non-text content]".to_string()),
         }
     }
     out.join("\n")
+}
+
+/// The `available_commands_update` for a new session.
+fn commands_update(session_id: s::SessionId) -> s::SessionNotification {
+    let commands = COMMANDS
+        .iter()
+        .map(|(name, description, hint)| {
+            let c = s::AvailableCommand::new(*name, *description);
+            match hint {
+                Some(h) => c.input(s::AvailableCommandInput::Unstructured(
+                    s::UnstructuredCommandInput::new(*h),
+                )),
+                None => c,
+            }
+        })
+        .collect();
+    s::SessionNotification::new(
+        session_id,
+        s::SessionUpdate::AvailableCommandsUpdate(s::AvailableCommandsUpdate::new(commands)),
+    )
+}
+
+/// The answer to a prompt that is one of [`COMMANDS`] (`/echo TEXT`, `/help`), or None.
+fn command_reply(text: &str) -> Option<String> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let (name, arg) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    match name {
+        "echo" => Some(arg.trim().to_string()),
+        "help" => {
+            let mut out = String::from("Commands:\n");
+            for (name, description, hint) in COMMANDS {
+                let hint = hint.map(|h| format!(" <{h}>")).unwrap_or_default();
+                out.push_str(&format!("- /{name}{hint}: {description}\n"));
+            }
+            out.push_str(
+                "Magic words: #refuse, #max-tokens, #mcp; a `command` in backticks is what I run.",
+            );
+            Some(out)
+        }
+        _ => None,
+    }
 }
 
 /// The deterministic answer, cut into chunks of a few words.
@@ -1006,6 +1117,43 @@ mod tests {
         assert_eq!(command_in("no command"), ["ls"]);
         assert_eq!(command_in("unclosed `echo"), ["ls"]);
         assert_eq!(command_in("empty `` here"), ["ls"]);
+    }
+
+    #[test]
+    fn slash_commands_answer_alone() {
+        assert_eq!(
+            command_reply("/echo  hello there ").as_deref(),
+            Some("hello there")
+        );
+        assert_eq!(command_reply("/echo").as_deref(), Some(""));
+        let help = command_reply("/help").unwrap();
+        assert!(help.contains("- /echo <text to echo>: Answer with the given text"));
+        assert!(help.contains("- /help: List"));
+        assert_eq!(command_reply("/unknown x"), None);
+        assert_eq!(command_reply("not /echo"), None);
+        let n = serde_json::to_value(commands_update("s-1".to_string().into())).unwrap();
+        assert_eq!(n["update"]["sessionUpdate"], "available_commands_update");
+        assert_eq!(n["update"]["availableCommands"][0]["name"], "echo");
+        assert_eq!(
+            n["update"]["availableCommands"][0]["input"]["hint"],
+            "text to echo"
+        );
+        assert_eq!(n["update"]["availableCommands"][1]["name"], "help");
+    }
+
+    #[test]
+    fn attachments_are_named_with_what_they_carry() {
+        let blocks: Vec<s::ContentBlock> = serde_json::from_value(serde_json::json!([
+            { "type": "text", "text": "look at" },
+            { "type": "resource_link", "uri": "file:///w/a.rs", "name": "a.rs" },
+            { "type": "resource", "resource": { "uri": "file:///w/b.rs#L1-2", "text": "fn b() {}" } },
+            { "type": "image", "mimeType": "image/png", "data": "aGVsbG8h" },
+        ]))
+        .unwrap();
+        assert_eq!(
+            prompt_text(&blocks),
+            "look at\n[resource_link file:///w/a.rs]\n[resource file:///w/b.rs#L1-2 (9 characters)]\n[image image/png, 6 bytes]"
+        );
     }
 
     #[test]
