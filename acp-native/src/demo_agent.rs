@@ -28,7 +28,8 @@
 //! `#refuse` ends with `refusal`, one containing `#max-tokens` with `max_tokens`. A command in
 //! backticks (`` `echo hi` ``) is what the terminal step runs (split on whitespace, no shell);
 //! otherwise it runs `ls`. A prompt containing `#mcp` is answered with the names of the MCP
-//! servers the session was given (`session/new`, `load`, `resume`), and nothing else.
+//! servers the session was given (`session/new`, `load`, `resume`), and nothing else; one
+//! containing `#crash` exits mid-answer with code 70 after a line on stderr.
 //!
 //! Options for clients' tests: `--state-dir DIR` keeps every session on disk ([`store`]), so
 //! `session/load`, `session/resume` and `session/list` (advertised then) work across agent
@@ -620,6 +621,14 @@ impl Turn<'_> {
             self.chunk(" …and here I run out of tokens (#max-tokens).")
                 .await?;
             return Ok(s::StopReason::MaxTokens);
+        }
+        if text.contains("#crash") {
+            // For clients' crash handling: the answer so far goes out, then a line on stderr
+            // and exit code 70, mid-turn.
+            let _ =
+                tokio::time::timeout(Duration::from_secs(2), self.client.handle().flushed()).await;
+            eprintln!("acp demo-agent: crashing mid-answer as asked (#crash)");
+            std::process::exit(70);
         }
         plan[0].status = Status::Completed;
         let mut next = 1;

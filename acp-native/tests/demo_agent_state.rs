@@ -265,3 +265,45 @@ fn require_auth_needs_env_colon_name() {
         );
     }
 }
+
+#[test]
+fn hash_crash_exits_70_mid_answer_with_a_line_on_stderr() {
+    let dir = temp_dir("crash");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_acp"));
+    let mut child = cmd
+        .arg("demo-agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd(&dir), "mcpServers": []}}),
+    ];
+    for l in &lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut id = None;
+    while id.is_none() {
+        let mut buf = String::new();
+        assert!(stdout.read_line(&mut buf).unwrap() > 0);
+        let v: Value = serde_json::from_str(&buf).unwrap();
+        if v["id"] == json!(2) {
+            id = v["result"]["sessionId"].as_str().map(str::to_string);
+        }
+    }
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": id, "prompt": [{"type": "text", "text": "bye #crash"}]}});
+    writeln!(stdin, "{prompt}").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(70));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("crashing mid-answer as asked (#crash)"));
+    // The answer streamed before the crash, and the prompt was never answered.
+    assert!(rest.contains("Hello from the acp"), "{rest}");
+    assert!(!rest.contains("\"id\":3"), "{rest}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
