@@ -455,6 +455,8 @@ fn agents_by_name_run_their_registry_command() {
             .env("PATH", &path)
             .env("NO_COLOR", "1")
             .env("XDG_CACHE_HOME", dir.join("cache"))
+            // The built-in list and the given file only: no refresh from the public registry.
+            .env("ACP_OFFLINE", "1")
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();

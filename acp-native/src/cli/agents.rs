@@ -1,12 +1,18 @@
 //! Agents by name (`acp agents`, `acp chat --agent NAME`): acp-client's registry (the ACP
-//! registry format), from the snapshot built into `acp`, then a cached registry file if there is
-//! one (`$XDG_CACHE_HOME/acp/registry.json`, else `~/.cache/acp/registry.json`: the public
-//! registry's `registry.json`, saved there by the user), then `--registry FILE` (a registry or
-//! one `agent.json`), each laid over the one before.
+//! registry format), from the snapshot built into `acp`, then the cached copy of the public
+//! registry (`$XDG_CACHE_HOME/acp/registry.json`, else `~/.cache/acp/registry.json`), then
+//! `--registry FILE` (a registry or one `agent.json`), each laid over the one before.
+//!
+//! The cache is refreshed from the public registry ([`REGISTRY_URL`], or `ACP_REGISTRY_URL`)
+//! when it is older than a day (`acp agents`, `acp chat --agent`, `acp login --agent`: at most
+//! [`AUTO_DEADLINE`], and at most one attempt a day, so an offline machine does not wait each
+//! time), or on demand (`acp agents --refresh`). What is fetched must parse as a registry
+//! before it replaces the cache (written whole, then renamed). `ACP_OFFLINE=1` never fetches.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use acp_client::registry::{self, Registry};
 use clap::Args;
@@ -23,6 +29,100 @@ pub struct AgentsArgs {
     /// One agent per line as JSON (id, name, version, description, the command and env).
     #[arg(long)]
     pub json: bool,
+
+    /// Fetch the public registry now (into the cache) instead of when the cache is a day old.
+    #[arg(long)]
+    pub refresh: bool,
+}
+
+/// The public ACP registry.
+pub const REGISTRY_URL: &str =
+    "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json";
+/// How old the cache may get before it is refreshed.
+pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+/// How long an automatic refresh may take (`--refresh`: [`REFRESH_DEADLINE`]).
+pub const AUTO_DEADLINE: Duration = Duration::from_secs(4);
+pub const REFRESH_DEADLINE: Duration = Duration::from_secs(20);
+/// The largest registry accepted.
+pub const MAX_REGISTRY_BYTES: usize = 4 << 20;
+
+fn registry_url() -> String {
+    std::env::var("ACP_REGISTRY_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| REGISTRY_URL.to_string())
+}
+
+fn offline() -> bool {
+    std::env::var_os("ACP_OFFLINE").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// When the cache was last refreshed or tried (the stamp beside it).
+fn stamp_file(cache: &Path) -> PathBuf {
+    cache.with_extension("checked")
+}
+
+fn age(path: &Path) -> Option<Duration> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    Some(
+        std::time::SystemTime::now()
+            .duration_since(modified)
+            .unwrap_or_default(),
+    )
+}
+
+/// Fetches the public registry into the cache: with `force`, now; otherwise only when neither
+/// the cache nor the last attempt is younger than [`MAX_AGE`]. Returns what happened, for the
+/// user (`None`: nothing was tried).
+pub async fn refresh(force: bool) -> Option<Result<String, String>> {
+    let cache = cache_file()?;
+    if !force {
+        if offline() {
+            return None;
+        }
+        let fresh = |p: &Path| age(p).is_some_and(|a| a < MAX_AGE);
+        if fresh(&cache) || fresh(&stamp_file(&cache)) {
+            return None;
+        }
+    }
+    let url = registry_url();
+    let deadline = if force {
+        REFRESH_DEADLINE
+    } else {
+        AUTO_DEADLINE
+    };
+    if let Some(dir) = cache.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    // Tried now, whatever comes of it: an offline machine tries once a day.
+    let _ = std::fs::write(stamp_file(&cache), b"");
+    let result = async {
+        let body = super::fetch::get(&url, deadline, MAX_REGISTRY_BYTES).await?;
+        let text = std::str::from_utf8(&body).map_err(|_| format!("{url}: not UTF-8"))?;
+        let reg = registry::parse(text).map_err(|e| format!("{url}: not a registry: {e}"))?;
+        let tmp = cache.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &cache))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                format!("cannot write {}: {e}", cache.display())
+            })?;
+        Ok(format!(
+            "refreshed the agent registry from {url} ({} agents)",
+            reg.agents.len()
+        ))
+    }
+    .await;
+    Some(result)
+}
+
+/// An automatic [`refresh`]: a failure is a warning (the cache or the built-in list serve).
+pub async fn refresh_if_stale(warn: impl Fn(&str)) {
+    if let Some(Err(e)) = refresh(false).await {
+        warn(&format!(
+            "could not refresh the agent registry ({e}); using the cached or built-in list"
+        ));
+    }
 }
 
 /// Where a user's cached copy of the public registry is read from.
@@ -59,12 +159,14 @@ pub fn load(file: Option<&Path>, warn: impl Fn(&str)) -> Result<Registry, String
     Ok(reg)
 }
 
-/// The command and extra environment of agent `name`.
-pub fn resolve(
+/// The command and extra environment of agent `name` (the registry refreshed first when it is
+/// a day old).
+pub async fn resolve(
     name: &str,
     file: Option<&Path>,
     warn: impl Fn(&str),
 ) -> Result<(Vec<OsString>, BTreeMap<String, String>), String> {
+    refresh_if_stale(&warn).await;
     let reg = load(file, warn)?;
     let agent = registry::find(&reg, name)?;
     let launch = registry::launch(agent, &registry::this_platform())?;
@@ -75,8 +177,26 @@ pub fn resolve(
 }
 
 /// `acp agents`.
-pub fn run(args: AgentsArgs) -> i32 {
+pub async fn run(args: AgentsArgs) -> i32 {
     let warn = |m: &str| eprintln!("acp: warning: {}", super::render::sanitize(m));
+    if args.refresh {
+        match refresh(true).await {
+            Some(Ok(m)) => eprintln!("acp: {}", super::render::sanitize(&m)),
+            Some(Err(e)) => {
+                eprintln!(
+                    "acp: cannot refresh the agent registry: {}",
+                    super::render::sanitize(&e)
+                );
+                return exit::ERROR;
+            }
+            None => {
+                eprintln!("acp: no cache directory (set HOME or XDG_CACHE_HOME)");
+                return exit::ERROR;
+            }
+        }
+    } else {
+        refresh_if_stale(warn).await;
+    }
     let reg = match load(args.registry.as_deref(), warn) {
         Ok(r) => r,
         Err(e) => {

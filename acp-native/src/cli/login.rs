@@ -92,6 +92,7 @@ async fn login(args: LoginArgs) -> Result<(), Failure> {
     let mut registry_env = std::collections::BTreeMap::new();
     let command: Vec<OsString> = if let Some(name) = &args.agent_name {
         let (command, env) = super::agents::resolve(name, args.registry.as_deref(), warn)
+            .await
             .map_err(|e| fail(format!("--agent: {e}")))?;
         registry_env = env;
         command

@@ -2,6 +2,7 @@
 
 pub mod agents;
 pub mod chat;
+mod fetch;
 pub mod login;
 pub mod render;
 pub mod rpc_log;
@@ -430,7 +431,7 @@ pub async fn run(cli: Cli) -> i32 {
             .await
         }
         Command::Serve(args) => serve::run(args).await,
-        Command::Agents(args) => agents::run(args),
+        Command::Agents(args) => agents::run(args).await,
         Command::Sessions(args) => sessions::run(args).await,
         Command::Login(args) => login::run(args).await,
     }

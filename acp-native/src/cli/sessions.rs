@@ -227,7 +227,7 @@ pub async fn run(args: super::SessionsArgs) -> i32 {
         }
     }
     let command = if let Some(name) = &args.agent_name {
-        match super::agents::resolve(name, None, |m| eprintln!("acp: warning: {m}")) {
+        match super::agents::resolve(name, None, |m| eprintln!("acp: warning: {m}")).await {
             Ok((command, _)) => command,
             Err(e) => {
                 eprintln!("acp: --agent: {e}");

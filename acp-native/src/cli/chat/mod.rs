@@ -234,6 +234,7 @@ impl Chat {
         let command: Vec<OsString> = if let Some(name) = &args.agent_name {
             let (command, env) =
                 super::agents::resolve(name, args.registry.as_deref(), |m| ui.warn(m))
+                    .await
                     .map_err(|e| Outcome::fail(exit::ERROR, format!("--agent: {e}")))?;
             registry_env = env;
             command

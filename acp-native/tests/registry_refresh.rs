@@ -1,0 +1,161 @@
+//! The agent registry's refresh from the public registry (`acp agents --refresh`, and
+//! automatically when the cache is a day old), against a local HTTP server standing in for it
+//! (`ACP_REGISTRY_URL`): what is fetched must be a registry before it replaces the cache; a
+//! failed refresh leaves the cache as it was; an unreachable registry is tried once a day, not
+//! on every run.
+
+mod cli_support;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use cli_support::{acp, TempDir};
+
+/// Serves `body` (with `status`) to every GET; counts the requests.
+struct Server {
+    url: String,
+    reply: Arc<Mutex<(u16, String)>>,
+    hits: Arc<Mutex<usize>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://{}/registry/v1/latest/registry.json",
+            listener.local_addr().unwrap()
+        );
+        let reply = Arc::new(Mutex::new((200, String::new())));
+        let hits = Arc::new(Mutex::new(0));
+        let (r, h) = (reply.clone(), hits.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                *h.lock().unwrap() += 1;
+                let (status, body) = r.lock().unwrap().clone();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Server { url, reply, hits }
+    }
+
+    fn set(&self, status: u16, body: &str) {
+        *self.reply.lock().unwrap() = (status, body.to_string());
+    }
+
+    fn hits(&self) -> usize {
+        *self.hits.lock().unwrap()
+    }
+}
+
+const REGISTRY: &str = r#"{"version": "1.0.0", "agents": [{"id": "fresh-agent", "name": "Fresh",
+  "version": "9.9.9", "description": "only in the refreshed registry",
+  "distribution": {"npx": {"package": "fresh-agent@9.9.9"}}}]}"#;
+
+fn acp_agents(dir: &TempDir, url: &str, args: &[&str]) -> Output {
+    Command::new(acp())
+        .arg("agents")
+        .args(args)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("ACP_REGISTRY_URL", url)
+        .env_remove("ACP_OFFLINE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn refresh_fetches_a_registry_into_the_cache_and_keeps_it_on_failure() {
+    let dir = TempDir::new("registry");
+    let server = Server::start();
+    server.set(200, REGISTRY);
+    let cache = dir.join("cache").join("acp").join("registry.json");
+
+    let out = acp_agents(&dir, &server.url, &["--refresh"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("refreshed the agent registry"), "{stderr}");
+    assert!(stdout.contains("fresh-agent"), "{stdout}");
+    // The built-in agents stay, under the fetched ones.
+    assert!(stdout.contains("claude"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&cache).unwrap(), REGISTRY);
+
+    // Not a registry: refused, the cache untouched.
+    server.set(200, "<html>captive portal</html>");
+    let out = acp_agents(&dir, &server.url, &["--refresh"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not a registry"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&cache).unwrap(), REGISTRY);
+
+    // An HTTP error: the same.
+    server.set(503, "busy");
+    let out = acp_agents(&dir, &server.url, &["--refresh"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("503"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&cache).unwrap(), REGISTRY);
+
+    // Without --refresh, a fresh cache is used as it is: no request.
+    let before = server.hits();
+    let out = acp_agents(&dir, &server.url, &[]);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("fresh-agent"), "{stdout}");
+    assert_eq!(server.hits(), before);
+}
+
+#[test]
+fn a_stale_cache_is_refreshed_once_a_day_and_an_unreachable_registry_is_not_waited_for() {
+    let dir = TempDir::new("registry-stale");
+    let server = Server::start();
+    server.set(200, REGISTRY);
+    // No cache yet: the first listing fetches it by itself.
+    let out = acp_agents(&dir, &server.url, &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("fresh-agent"), "{stdout}");
+    assert_eq!(server.hits(), 1);
+
+    // Unreachable (a closed port), with no cache: a warning, the built-in list, exit 0; and no
+    // second attempt the same day.
+    let dir = TempDir::new("registry-down");
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/registry.json", l.local_addr().unwrap())
+    };
+    let out = acp_agents(&dir, &closed, &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("could not refresh the agent registry"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("claude"), "{stdout}");
+    let out = acp_agents(&dir, &closed, &[]);
+    let (_, stderr) = text(&out);
+    assert!(
+        !stderr.contains("could not refresh"),
+        "tried again the same day: {stderr}"
+    );
+}
