@@ -27,16 +27,20 @@ step() {
   fi
 }
 
-# tmux for the interactive `acp chat` test (which would otherwise try to install it itself).
-ensure_tmux() {
-  command -v tmux >/dev/null && return 0
+# tmux for the interactive `acp chat` test and HAProxy for the deployment test (each would
+# otherwise try to install it itself).
+ensure_packages() {
+  local missing=()
+  command -v tmux >/dev/null || missing+=(tmux)
+  command -v haproxy >/dev/null || missing+=(haproxy)
+  [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq &&
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq tmux
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}"
 }
 
-step setup ensure_tmux
+step setup ensure_packages
 step format cargo fmt --all -- --check
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
