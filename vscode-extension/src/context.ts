@@ -416,6 +416,9 @@ export class AcpContext implements vscode.Disposable {
 
   async restart(): Promise<void> {
     this.budget?.reset();
+    // A restart the user asked for starts a new conversation.
+    this.reopen = undefined;
+    this.keepShown = false;
     await this.stop();
     await this.newSession().catch(() => undefined);
   }
@@ -542,7 +545,6 @@ export class AcpContext implements vscode.Disposable {
       conv.beginTurn(blocks);
       const res = await conn.prompt(session.sessionId, blocks);
       conv.endTurn(res.stopReason);
-      if (res.stopReason !== "end_turn") conv.notice("info", this.decisions.stopWords(res.stopReason));
     } catch (e) {
       const message = this.decisions.errorWords(e);
       if (!conv) {
@@ -810,7 +812,10 @@ export class AcpContext implements vscode.Disposable {
    *  and can, else shown read-only (the next prompt continues it in a new session). */
   async openSaved(e: HistoryEntry): Promise<void> {
     if (e.sessionId === this.session?.sessionId) return;
-    if (this.busy) this.cancel();
+    if (this.busy) {
+      void vscode.window.showInformationMessage("ACP: stop the running turn (or let it end) before opening another session.");
+      return;
+    }
     this.saveNow();
     const json = e.saved ? this.store.thread(e.sessionId) : undefined;
     for (const p of this.store.problems.splice(0)) this.log.warn(p);
@@ -850,6 +855,7 @@ export class AcpContext implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     if (this.disposed) return;
+    this.saveNow();
     this.disposed = true;
     // Window closing: pending permission requests are answered `cancelled` by the engine's
     // close, then the agent is stopped (stdin closed, grace, TERM, KILL of its group).
