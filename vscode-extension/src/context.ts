@@ -304,7 +304,8 @@ export class AcpContext implements vscode.Disposable {
         {
           engine,
           engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },
-          capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+          // auth.terminal: a `terminal` sign-in method runs in a VS Code terminal (src/auth.ts).
+          capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, auth: { terminal: true } },
           clientInfo: { name: "acp-rs-vscode", version: String(this.extension.extension.packageJSON.version ?? "0") },
           handler: new ClientRouter({
             permission: this.permission,
