@@ -243,6 +243,32 @@ pub struct Advertised {
     pub agent: AgentCapabilities,
 }
 
+impl Advertised {
+    /// The capability a notification `method` (with `params`, JSON text) sent by `role` needs
+    /// and that was not advertised, if any: an agent's `auth/status_update` (its own
+    /// `auth.status`) and its draft `session/update` kinds (the client's `plan`, `subagents`).
+    /// The engine refuses those in `notify`; a host that queues notifications without a round
+    /// trip to the engine asks this first.
+    pub fn missing_for_notification(
+        &self,
+        role: crate::Role,
+        method: &str,
+        params: Option<&str>,
+    ) -> Option<&'static str> {
+        if role != crate::Role::Agent {
+            return None;
+        }
+        if method == AUTH_STATUS_UPDATE {
+            return (!self.agent.auth_status).then_some("auth.status");
+        }
+        if method == crate::acp::client::SESSION_UPDATE {
+            let cap = gated_update_kind(params?.as_bytes())?;
+            return (!self.client.allows(cap)).then_some(cap);
+        }
+        None
+    }
+}
+
 /// The capability a `session/update`'s kind needs, if any, from its params (JSON text).
 /// Params without one of the gated kinds' names anywhere are not parsed.
 pub(crate) fn gated_update_kind(params: &[u8]) -> Option<&'static str> {

@@ -199,3 +199,30 @@ impl ClientSideConnection {
         self.handle.close_with_reason(reason)
     }
 }
+
+/// The draft (unstable) agent methods (feature `unstable`): each is refused locally
+/// (`RpcError::Refused(Error::CapabilityNotAdvertised)`) unless the agent's `initialize`
+/// answer advertised its capability (`acp_core::unstable`).
+#[cfg(feature = "unstable")]
+impl ClientSideConnection {
+    calls! {
+        /// `session/fork` (`sessionCapabilities.fork`).
+        fork_session => typed::unstable::ForkSession;
+        /// `session/archive` (`sessionCapabilities.archive`).
+        archive_session => typed::unstable::ArchiveSession;
+        /// `session/unarchive` (`sessionCapabilities.archive`).
+        unarchive_session => typed::unstable::UnarchiveSession;
+        /// `session/status` (`sessionCapabilities.status`).
+        session_status => typed::unstable::SessionStatus;
+        /// `session/set_title` (`sessionCapabilities.title`).
+        set_session_title => typed::unstable::SetSessionTitle;
+        /// `auth/status` (`auth.status`).
+        auth_status => typed::unstable::AuthStatus;
+        /// `providers/list` (`providers`).
+        list_providers => typed::unstable::ListProviders;
+        /// `providers/set` (`providers`).
+        set_provider => typed::unstable::SetProvider;
+        /// `providers/disable` (`providers`).
+        disable_provider => typed::unstable::DisableProvider;
+    }
+}

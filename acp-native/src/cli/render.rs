@@ -43,6 +43,10 @@ struct State {
     /// Status lines last shown on stderr (shown again only when they change).
     last_commands: Option<String>,
     last_title: Option<String>,
+    /// The `session/prompt` result of the turn ending (feature `unstable`: its token usage is
+    /// folded into the thread and shown at [`Ui::turn_end`]).
+    #[cfg(feature = "unstable")]
+    prompt_result: Option<String>,
     last_output: Instant,
     terminal_output: Option<TerminalOutput>,
     /// A line editor reads the input (a terminal): prompts are kept here for it to show
@@ -112,6 +116,8 @@ impl Ui {
                 last_plan: None,
                 last_commands: None,
                 last_title: None,
+                #[cfg(feature = "unstable")]
+                prompt_result: None,
                 last_output: Instant::now(),
                 terminal_output: None,
                 line_editor: false,
@@ -207,11 +213,27 @@ impl Ui {
     /// The end of a turn: a newline after streamed text; the JSON line with `--json`.
     pub fn turn_end(&self, session_id: &str, stop_reason: &str) {
         let mut st = self.lock();
+        // With the turn's result (feature `unstable`), the thread folds its token usage too.
+        #[cfg(feature = "unstable")]
+        let usage = match st.prompt_result.take() {
+            Some(r) if st.thread.end_turn_json(&r).is_ok() => st.thread.turn_usage.clone(),
+            _ => {
+                st.thread.end_turn(stop_reason);
+                None
+            }
+        };
+        #[cfg(not(feature = "unstable"))]
         st.thread.end_turn(stop_reason);
         st.clear_spinner();
         st.spinner = None;
         if st.json {
-            let line = serde_json::json!({ "sessionId": session_id, "stopReason": stop_reason });
+            #[cfg_attr(not(feature = "unstable"), allow(unused_mut))]
+            let mut line =
+                serde_json::json!({ "sessionId": session_id, "stopReason": stop_reason });
+            #[cfg(feature = "unstable")]
+            if let Some(u) = &usage {
+                line["usage"] = serde_json::to_value(u).unwrap_or_default();
+            }
             st.out_raw(&format!("{line}\n"));
             st.at_line_start = true;
         } else {
@@ -231,6 +253,37 @@ impl Ui {
                 let line = format!("[context: {} of {} tokens{cost}]", u.used, u.size);
                 st.status_line(&line);
             }
+            // The turn's own token usage (feature `unstable`), when the agent reported it.
+            #[cfg(feature = "unstable")]
+            if let Some(u) = &usage {
+                st.status_line(&turn_usage_line(u));
+            }
+        }
+    }
+
+    /// The `session/prompt` result of the turn about to end ([`Ui::turn_end`]); feature
+    /// `unstable` (its draft `usage`).
+    #[cfg(feature = "unstable")]
+    pub fn prompt_result(&self, result: &impl serde::Serialize) {
+        self.lock().prompt_result = serde_json::to_string(result).ok();
+    }
+
+    /// What `session/status` said (feature `unstable`): kept in the thread, shown on stderr.
+    #[cfg(feature = "unstable")]
+    pub fn session_status(&self, status: &str) {
+        let mut st = self.lock();
+        st.thread.set_session_status(status);
+        st.status_line(&format!("[session status: {}]", escape_line(status)));
+    }
+
+    /// A title set with `session/set_title` (feature `unstable`): kept, shown once.
+    #[cfg(feature = "unstable")]
+    pub fn title_set(&self, title: &str) {
+        let mut st = self.lock();
+        st.thread.set_title(title);
+        if st.last_title.as_deref() != Some(title) {
+            st.last_title = Some(title.to_string());
+            st.status_line(&format!("[title: {}]", escape_line(title)));
         }
     }
 
@@ -880,6 +933,30 @@ pub fn diff_summary(old: Option<&str>, new: &str) -> String {
 /// parser without being built, and tagged unions are read in two steps (the tag, then the
 /// variant's fields, from the same borrowed text) rather than buffered: memory follows what is
 /// shown, not the size of the message.
+/// The status line of a turn's token usage (feature `unstable`).
+#[cfg(feature = "unstable")]
+fn turn_usage_line(u: &acp_client::thread::TurnUsage) -> String {
+    let mut extra = Vec::new();
+    if let Some(n) = u.thought_tokens {
+        extra.push(format!("{n} thought"));
+    }
+    if let Some(n) = u.cached_read_tokens {
+        extra.push(format!("{n} cache read"));
+    }
+    if let Some(n) = u.cached_write_tokens {
+        extra.push(format!("{n} cache write"));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", extra.join(", "))
+    };
+    format!(
+        "[turn: {} tokens ({} in, {} out{extra})]",
+        u.total_tokens, u.input_tokens, u.output_tokens
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,11 @@ pub(super) struct Shared {
     pub(super) next_key: AtomicU64,
     /// Client capabilities as the engine read them (agent side), as bits.
     pub(super) client_caps: AtomicU8,
+    /// Feature `unstable`: what the draft notifications need, as bits (the agent's
+    /// `auth.status`, the client's `plan`, `subagents`; all set when capabilities are not
+    /// enforced), so `notify` refuses them without a round trip to the engine.
+    #[cfg(feature = "unstable")]
+    pub(super) unstable_caps: AtomicU8,
     pub(super) closed: watch::Receiver<Option<String>>,
     pub(super) token: CancellationToken,
     /// Notifications received from the peer (counted by the driver as they arrive).
@@ -193,6 +198,24 @@ impl ConnectionHandle {
                 return Err(RpcError::Refused(acp_core::Error::InvalidParams(
                     "params must serialize to a JSON object or array".into(),
                 )));
+            }
+        }
+        #[cfg(feature = "unstable")]
+        {
+            let bits = self.shared.unstable_caps.load(Ordering::Relaxed);
+            let mut advertised = acp_core::unstable::Advertised::default();
+            advertised.agent.auth_status = bits & 1 != 0;
+            advertised.client.plan = bits & 2 != 0;
+            advertised.client.subagents = bits & 4 != 0;
+            let missing = advertised.missing_for_notification(
+                self.shared.role,
+                &method,
+                params.as_deref().map(RawValue::get),
+            );
+            if let Some(capability) = missing {
+                return Err(RpcError::Refused(
+                    acp_core::Error::CapabilityNotAdvertised { method, capability },
+                ));
             }
         }
         if self.is_closed() {

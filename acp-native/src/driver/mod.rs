@@ -144,6 +144,12 @@ where
             role: config.core.role,
             next_key: AtomicU64::new(0),
             client_caps: AtomicU8::new(0),
+            #[cfg(feature = "unstable")]
+            unstable_caps: AtomicU8::new(if config.core.enforce_capabilities {
+                0
+            } else {
+                7
+            }),
             closed: closed_rx,
             token: token.clone(),
             notifications_received: AtomicU64::new(0),

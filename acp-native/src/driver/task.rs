@@ -526,6 +526,21 @@ where
             .shared
             .client_caps
             .store(bits, Ordering::Relaxed);
+        #[cfg(feature = "unstable")]
+        {
+            let a = self.conn.advertised();
+            let bits = if self.conn.config().enforce_capabilities {
+                u8::from(a.agent.auth_status)
+                    | (u8::from(a.client.plan) << 1)
+                    | (u8::from(a.client.subagents) << 2)
+            } else {
+                7
+            };
+            self.handle
+                .shared
+                .unstable_caps
+                .store(bits, Ordering::Relaxed);
+        }
     }
 
     /// Moves what the engine has to send into the output (dropped once writing failed).

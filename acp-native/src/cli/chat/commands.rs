@@ -15,10 +15,17 @@ impl Chat {
                 let mut lines = vec![
                     "acp's commands: /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
                         .to_string(),
+                ];
+                #[cfg(feature = "unstable")]
+                lines.push(
+                    "draft (unstable) ACP: /status (session/status), /title TEXT (session/set_title)"
+                        .to_string(),
+                );
+                lines.extend([
                     "Tab completes a command; a line ending in \\ (or Alt-Enter) continues on the next; \
                      Up/Down recall earlier prompts; Ctrl-C cancels a turn"
                         .to_string(),
-                ];
+                ]);
                 if agent_commands.is_empty() {
                     lines.push("the agent announced no commands".into());
                 } else {
@@ -164,6 +171,37 @@ impl Chat {
                         escape_line(&r.agent),
                         r.title
                     ));
+                }
+                true
+            }
+            // Draft methods: refused by the engine unless the agent advertised them.
+            #[cfg(feature = "unstable")]
+            "status" => {
+                let request = s::SessionStatusRequest::new(self.session_id.clone());
+                let conn = self.conn.with_timeout(self.timeout);
+                match self
+                    .wait("session/status", conn.session_status(request))
+                    .await
+                {
+                    Ok(r) => self.ui.session_status(&enum_name(&r.status)),
+                    Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
+                }
+                true
+            }
+            #[cfg(feature = "unstable")]
+            "title" => {
+                if arg.is_empty() {
+                    self.ui.warn("usage: /title TEXT");
+                    return true;
+                }
+                let request = s::SetSessionTitleRequest::new(self.session_id.clone(), arg);
+                let conn = self.conn.with_timeout(self.timeout);
+                match self
+                    .wait("session/set_title", conn.set_session_title(request))
+                    .await
+                {
+                    Ok(r) => self.ui.title_set(&r.title),
+                    Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
                 }
                 true
             }

@@ -32,7 +32,18 @@ pub(super) const HISTORY_SIZE: usize = 1000;
 
 /// acp's own slash commands, completed with the agent's.
 const OWN_COMMANDS: &[&str] = &[
-    "help", "mode", "config", "model", "sessions", "cancel", "quit", "exit",
+    "help",
+    "mode",
+    "config",
+    "model",
+    "sessions",
+    "cancel",
+    "quit",
+    "exit",
+    #[cfg(feature = "unstable")]
+    "status",
+    #[cfg(feature = "unstable")]
+    "title",
 ];
 
 /// One thing the user typed.

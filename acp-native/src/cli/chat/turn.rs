@@ -176,6 +176,8 @@ impl Chat {
         }
         match result {
             Ok(response) => {
+                #[cfg(feature = "unstable")]
+                self.ui.prompt_result(&response);
                 let reason = response.stop_reason;
                 self.ui.turn_end(&self.session_id.0, &enum_name(&reason));
                 Ok(reason)
