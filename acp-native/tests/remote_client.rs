@@ -1,0 +1,389 @@
+//! `acp_native::remote::client` against our server (`acp_native::remote::server`, what
+//! `acp serve --http` runs) with `acp demo-agent`: full turns over HTTP + SSE and WebSocket
+//! (permission asked and answered), a wrong token, an unreachable server, TLS with a
+//! self-signed certificate (trusted through a CA file, refused without), and a server that
+//! goes away mid-turn (the call fails with the transport's reason). `acp chat --connect` is
+//! run too: a turn, a wrong token (a clear message, exit 1), and a reconnect after the server
+//! restarted (the session continued with `session/load` / `session/resume` of the demo
+//! agent's `--state-dir`). Every wait is bounded.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_core::{typed, Role};
+use acp_native::process::AgentCommand;
+use acp_native::remote::client::{self as client, ClientOptions, RemoteError};
+use acp_native::remote::server::{self as server, RemoteServer, RemoteServerConfig};
+use acp_native::{ClientSideConnection, DriverConfig, Router};
+use agent_client_protocol_schema::v1 as s;
+use agent_client_protocol_schema::ProtocolVersion;
+use tokio::net::TcpListener;
+
+const TOKEN: &str = "remote-client-test-token-0123456789";
+const BOUND: Duration = Duration::from_secs(60);
+
+async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not done within {BOUND:?}"))
+}
+
+/// A fresh directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "acp-remote-client-{}-{}-{tag}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p.canonicalize().unwrap())
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn demo_agent(state_dir: Option<&Path>) -> Arc<dyn server::AgentFactory> {
+    let mut cmd = AgentCommand::new(env!("CARGO_BIN_EXE_acp")).arg("demo-agent");
+    if let Some(dir) = state_dir {
+        cmd = cmd.arg("--state-dir").arg(dir);
+    }
+    server::command_agent(cmd)
+}
+
+/// Our server on `addr` (port 0: a free one).
+async fn serve_on(
+    addr: &str,
+    agent: Arc<dyn server::AgentFactory>,
+    config: RemoteServerConfig,
+) -> (RemoteServer, SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind(addr).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = RemoteServer::new(agent, config);
+    let s = server.clone();
+    let task = tokio::spawn(async move { s.serve(listener).await });
+    (server, addr, task)
+}
+
+#[derive(Default)]
+struct Seen {
+    chunks: Vec<String>,
+    permissions: usize,
+    written: Vec<PathBuf>,
+}
+
+/// A client that allows every permission request and serves `fs/write_text_file`.
+fn client_router(seen: Arc<Mutex<Seen>>) -> Router {
+    let (s1, s2, s3) = (seen.clone(), seen.clone(), seen);
+    Router::new()
+        .notification::<typed::SessionUpdate, _, _>(move |n: s::SessionNotification, _cx| {
+            let s1 = s1.clone();
+            async move {
+                if let s::SessionUpdate::AgentMessageChunk(c) = &n.update {
+                    if let s::ContentBlock::Text(t) = &c.content {
+                        s1.lock().unwrap().chunks.push(t.text.clone());
+                    }
+                }
+            }
+        })
+        .route::<typed::RequestPermission, _, _>(move |r: s::RequestPermissionRequest, _cx| {
+            let s2 = s2.clone();
+            async move {
+                s2.lock().unwrap().permissions += 1;
+                let allow = r
+                    .options
+                    .iter()
+                    .find(|o| o.kind == s::PermissionOptionKind::AllowOnce)
+                    .expect("an allow_once option");
+                Ok(s::RequestPermissionResponse::new(
+                    s::RequestPermissionOutcome::Selected(s::SelectedPermissionOutcome::new(
+                        allow.option_id.clone(),
+                    )),
+                ))
+            }
+        })
+        .route::<typed::WriteTextFile, _, _>(move |w: s::WriteTextFileRequest, _cx| {
+            let s3 = s3.clone();
+            async move {
+                std::fs::write(&w.path, &w.content).map_err(acp_core::ErrorObject::internal)?;
+                s3.lock().unwrap().written.push(w.path);
+                Ok(s::WriteTextFileResponse::new())
+            }
+        })
+}
+
+fn init_request() -> s::InitializeRequest {
+    s::InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
+        s::ClientCapabilities::new().fs(s::FileSystemCapabilities::new().write_text_file(true)),
+    )
+}
+
+/// initialize, session/new, a turn whose file write is asked and allowed.
+async fn full_turn(url: &str, options: &ClientOptions) {
+    let dir = TempDir::new("turn");
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (conn, link) = client::connect(
+        url,
+        options,
+        client_router(seen.clone()),
+        DriverConfig::new(Role::Client),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{url}: {e}"));
+    let conn = conn.with_timeout(BOUND);
+    let init = conn.initialize(init_request()).await.expect("initialize");
+    assert!(init.agent_capabilities.load_session);
+    let session = conn
+        .new_session(s::NewSessionRequest::new(dir.0.clone()))
+        .await
+        .expect("session/new");
+    let done = conn
+        .prompt(s::PromptRequest::new(
+            session.session_id.clone(),
+            vec!["hello over the network".into()],
+        ))
+        .await
+        .expect("prompt");
+    assert_eq!(done.stop_reason, s::StopReason::EndTurn);
+    conn.handle().notifications_handled().await;
+    {
+        let seen = seen.lock().unwrap();
+        assert!(!seen.chunks.is_empty(), "no chunks over {url}");
+        assert_eq!(seen.permissions, 1, "{url}");
+        assert_eq!(seen.written, [dir.0.join("acp-demo.txt")], "{url}");
+    }
+    // A second turn on the same connection, and a second session beside it.
+    let other = conn
+        .new_session(s::NewSessionRequest::new(dir.0.clone()))
+        .await
+        .expect("session/new");
+    let done = conn
+        .prompt(s::PromptRequest::new(
+            other.session_id,
+            vec!["/echo second".into()],
+        ))
+        .await
+        .expect("prompt");
+    assert_eq!(done.stop_reason, s::StopReason::EndTurn);
+    conn.handle().notifications_handled().await;
+    assert_eq!(
+        seen.lock().unwrap().chunks.last().map(String::as_str),
+        Some("second")
+    );
+    assert_eq!(link.failure(), None);
+    conn.close("done");
+    bounded("the transport ends", link.ended()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_turns_over_sse_and_websocket() {
+    let (server, addr, task) = serve_on(
+        "127.0.0.1:0",
+        demo_agent(None),
+        RemoteServerConfig::new(TOKEN),
+    )
+    .await;
+    let options = ClientOptions::default().token(TOKEN);
+    bounded("SSE", full_turn(&format!("http://{addr}/acp"), &options)).await;
+    bounded(
+        "WebSocket",
+        full_turn(&format!("ws://{addr}/acp"), &options),
+    )
+    .await;
+    // Closing ended both connections on the server (DELETE; the socket's close).
+    bounded("connections closed", async {
+        while server.open_connections() > 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    server.stop();
+    let _ = bounded("stop", task).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_or_missing_token_and_no_server_are_clear_errors() {
+    let (server, addr, task) = serve_on(
+        "127.0.0.1:0",
+        demo_agent(None),
+        RemoteServerConfig::new(TOKEN),
+    )
+    .await;
+    bounded("errors", async {
+        for token in [Some("a-wrong-token-0123456789"), None] {
+            let mut options = ClientOptions::default();
+            options.token = token.map(str::to_string);
+            let e = client::open(&format!("ws://{addr}/acp"), &options)
+                .await
+                .err()
+                .expect("refused");
+            assert_eq!(e.status(), Some(401), "{e}");
+            assert!(
+                e.to_string().contains("the token is missing or wrong"),
+                "{e}"
+            );
+            let (conn, link) = client::connect(
+                &format!("http://{addr}/acp"),
+                &options,
+                Router::new(),
+                DriverConfig::new(Role::Client),
+            )
+            .await
+            .expect("reachable");
+            let e = conn.initialize(init_request()).await.expect_err("refused");
+            assert!(e.is_closed(), "{e:?}");
+            assert!(e.to_string().contains("HTTP 401"), "{e}");
+            let reason = bounded("closed", conn.closed()).await;
+            assert!(reason.contains("HTTP 401"), "{reason}");
+            assert!(link.failure().unwrap().contains("initialize"));
+        }
+        // Nothing was started for them.
+        assert_eq!(server.open_connections(), 0);
+        let options = ClientOptions::default().token(TOKEN);
+        server.stop();
+        let _ = task.await;
+        for scheme in ["http", "ws"] {
+            let e = client::open(&format!("{scheme}://{addr}/acp"), &options)
+                .await
+                .err()
+                .expect("nothing listens");
+            assert!(matches!(e, RemoteError::Refused { .. }), "{e:?}");
+            assert!(e.to_string().contains("connection refused"), "{e}");
+        }
+        // A token a header cannot carry, a URL we do not speak.
+        let bad = ClientOptions::default().token("bad\ntoken");
+        let e = client::open("http://127.0.0.1:1/acp", &bad)
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(e, RemoteError::Options(_)), "{e:?}");
+        let e = client::open("tcp://127.0.0.1:1", &options)
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(e, RemoteError::Url(_)), "{e:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_a_self_signed_certificate() {
+    let dir = TempDir::new("tls");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert_path, key_path) = (dir.0.join("cert.pem"), dir.0.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.tls = Some(server::tls_config_from_pem(&cert_path, &key_path).unwrap());
+    let (server, addr, task) = serve_on("127.0.0.1:0", demo_agent(None), config).await;
+    let port = addr.port();
+    // Without the certificate: refused by TLS, saying why.
+    let untrusted = ClientOptions::default().token(TOKEN);
+    for scheme in ["https", "wss"] {
+        let e = bounded(
+            "untrusted",
+            client::open(&format!("{scheme}://localhost:{port}/acp"), &untrusted),
+        )
+        .await
+        .err()
+        .expect("untrusted");
+        assert!(matches!(e, RemoteError::Tls { .. }), "{e:?}");
+        assert!(e.to_string().contains("CA file"), "{e}");
+    }
+    // A CA file that is not one.
+    let not_pem = dir.0.join("not.pem");
+    std::fs::write(&not_pem, "hello").unwrap();
+    let e = client::open(
+        &format!("https://localhost:{port}/acp"),
+        &ClientOptions::default().token(TOKEN).ca_file(&not_pem),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(matches!(e, RemoteError::Options(_)), "{e:?}");
+    // With it: full turns over HTTPS and WSS.
+    let trusted = ClientOptions::default().token(TOKEN).ca_file(&cert_path);
+    bounded(
+        "https",
+        full_turn(&format!("https://localhost:{port}/acp"), &trusted),
+    )
+    .await;
+    bounded(
+        "wss",
+        full_turn(&format!("wss://localhost:{port}/acp"), &trusted),
+    )
+    .await;
+    server.stop();
+    let _ = task.await;
+}
+
+/// The server stops during a turn: the prompt fails with the transport's reason, and the
+/// link keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_goes_away_fails_the_pending_call_with_why() {
+    for scheme in ["http", "ws"] {
+        let dir = TempDir::new("gone");
+        let (server, addr, task) = serve_on(
+            "127.0.0.1:0",
+            demo_agent(None),
+            RemoteServerConfig::new(TOKEN),
+        )
+        .await;
+        let (conn, link) = ClientSideConnection::connect_url(
+            &format!("{scheme}://{addr}/acp"),
+            &ClientOptions::default().token(TOKEN),
+            Router::new(),
+            DriverConfig::new(Role::Client),
+        )
+        .await
+        .unwrap();
+        let conn = conn.with_timeout(BOUND);
+        conn.initialize(init_request()).await.unwrap();
+        let session = conn
+            .new_session(s::NewSessionRequest::new(dir.0.clone()))
+            .await
+            .unwrap();
+        let stopper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            server.stop();
+        });
+        // Turns one after the other until the server's stop cuts one off.
+        let e = bounded("the call fails", async {
+            loop {
+                match conn
+                    .prompt(s::PromptRequest::new(
+                        session.session_id.clone(),
+                        vec!["/echo again".into()],
+                    ))
+                    .await
+                {
+                    Ok(_) => continue,
+                    Err(e) => break e,
+                }
+            }
+        })
+        .await;
+        assert!(e.is_closed(), "{scheme}: {e:?}");
+        let failure = link.failure().expect("a failure is recorded");
+        let reason = bounded("closed", conn.closed()).await;
+        assert_eq!(reason, failure, "{scheme}");
+        assert!(e.to_string().contains(&failure), "{scheme}: {e}");
+        assert!(
+            failure.contains("closed") || failure.contains("ended"),
+            "{scheme}: {failure}"
+        );
+        let _ = stopper.await;
+        let _ = task.await;
+    }
+}
