@@ -198,7 +198,19 @@ struct Chat {
     agent_vars: std::collections::HashSet<String>,
     /// Permission requests to answer `cancelled` once `session/cancel` is sent.
     cancelling: Vec<oneshot::Sender<s::RequestPermissionOutcome>>,
+    /// Starts the agent again (the same command, handlers and tap) after a crash.
+    respawn: Respawn,
+    /// The shared restart policy's crash count (acp-client `restart`).
+    crashes: acp_client::restart::CrashBudget,
+    started: Instant,
 }
+
+/// Spawns the agent: its connection and process.
+type Respawn = Box<
+    dyn Fn() -> Result<(ClientSideConnection, AgentChild), acp_native::process::SpawnError>
+        + Send
+        + Sync,
+>;
 
 impl Chat {
     /// Spawns the agent, initializes it and opens a session.
@@ -286,13 +298,22 @@ impl Chat {
         // The library's agent spawn (its own process group, the connection closed with the
         // exit report once what the agent wrote is read), through the --log-rpc tap.
         let tap_io = tap.clone();
-        let (conn, agent) = spawn_agent_with(&cmd, router, config, move |stdout, stdin| {
-            (
-                TapReader::new(stdout, tap_io.clone()),
-                TapWriter::new(stdin, tap_io),
+        let respawn: Respawn = Box::new(move || {
+            let tap_io = tap_io.clone();
+            spawn_agent_with(
+                &cmd,
+                router.clone(),
+                config.clone(),
+                move |stdout, stdin| {
+                    (
+                        TapReader::new(stdout, tap_io.clone()),
+                        TapWriter::new(stdin, tap_io),
+                    )
+                },
             )
-        })
-        .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
+        });
+        let (conn, agent) = respawn()
+            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
         let exited = agent.exit_watch();
 
         let mode = if args.yes_always {
@@ -340,6 +361,9 @@ impl Chat {
             record_warned: false,
             agent_vars,
             cancelling: Vec::new(),
+            respawn,
+            crashes: acp_client::restart::CrashBudget::new(Default::default()),
+            started: Instant::now(),
         };
         match chat.open_session(&cwd, args.load.as_deref()).await {
             Ok(()) => Ok(chat),
@@ -398,7 +422,10 @@ impl Chat {
                     continue;
                 }
                 report = wait_exit(&mut self.exited) => {
-                    return Outcome::fail(exit::ERROR, format!("the agent stopped: {report}"));
+                    if let Err(o) = self.recover(format!("the agent stopped: {report}")).await {
+                        return o;
+                    }
+                    continue;
                 }
                 Some(event) = self.events.recv() => {
                     self.idle_event(event);
@@ -430,8 +457,16 @@ impl Chat {
             self.save_record();
             match result {
                 Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
-                // Quitting or a dead agent ends the chat; a failed turn does not.
-                Err(o) if ends_chat(&o) || self.conn.is_closed() => return o,
+                // Quitting ends the chat; a failed turn does not; a dead agent is restarted
+                // (within the crash budget) and the session continued.
+                Err(o) if ends_chat(&o) => return o,
+                Err(o) if self.conn.is_closed() => {
+                    last = Outcome::code(o.code);
+                    let why = o.message.unwrap_or_else(|| "the agent stopped".to_string());
+                    if let Err(o) = self.recover(why).await {
+                        return o;
+                    }
+                }
                 Err(o) => {
                     if let Some(m) = &o.message {
                         self.ui.error(m);
@@ -444,6 +479,72 @@ impl Chat {
             Outcome::code(exit::OK)
         } else {
             last
+        }
+    }
+
+    /// After the agent stopped between or during turns: says why, then, within the shared
+    /// crash budget (acp-client `restart`: 4 restarts in 2 minutes, backoff from 500 ms),
+    /// starts it again and continues the session (`session/resume` or `session/load` when the
+    /// agent offers one, else a new session, said plainly). `Err`: the chat ends.
+    async fn recover(&mut self, why: String) -> Result<(), Outcome> {
+        let mut why = why;
+        loop {
+            self.ui.spinner_stop();
+            self.ui.error(&why);
+            let decision = self.crashes.record_crash(self.started.elapsed());
+            let (after, attempt) = match decision {
+                acp_client::restart::RestartDecision::Restart { after, attempt } => {
+                    (after, attempt)
+                }
+                acp_client::restart::RestartDecision::GiveUp { reason } => {
+                    return Err(Outcome::fail(exit::ERROR, reason));
+                }
+            };
+            self.ui.notice(&format!(
+                "restarting the agent in {} (restart {attempt}; the conversation continues)…",
+                acp_client::restart::human_duration(after)
+            ));
+            tokio::select! {
+                _ = tokio::time::sleep(after) => {}
+                sig = self.signals.recv() => return Err(quit(sig)),
+            }
+            // The old process group is gone or going; its terminals with it.
+            self.terminals.release_all();
+            let _ = self.agent.shutdown(Duration::from_millis(200)).await;
+            let (conn, agent) = (self.respawn)().map_err(|e| {
+                Outcome::fail(exit::ERROR, format!("cannot start the agent again: {e}"))
+            })?;
+            self.exited = agent.exit_watch();
+            self.conn = conn;
+            self.agent = agent;
+            let id = self.session_id.0.to_string();
+            self.resume = (!id.is_empty()).then_some(id);
+            match self.reopen_session().await {
+                Ok(()) => return Ok(()),
+                // It stopped again while starting: counted as another crash.
+                Err(o) if self.exited.borrow().is_some() || self.conn.is_closed() => {
+                    why = o.message.unwrap_or_else(|| "the agent stopped".into());
+                }
+                Err(o) => return Err(o),
+            }
+        }
+    }
+
+    /// The session again on a restarted agent: resumed or loaded when it can, else a new one.
+    async fn reopen_session(&mut self) -> Result<(), Outcome> {
+        let cwd = self.cwd.clone();
+        match self.open_session(&cwd, None).await {
+            Ok(()) => Ok(()),
+            Err(o) if self.resume.is_some() && !self.conn.is_closed() => {
+                // It can neither resume nor load: a new session, said plainly.
+                self.ui.warn(&format!(
+                    "{}; starting a new session (the agent does not remember the conversation above)",
+                    o.message.as_deref().unwrap_or("the session cannot be continued")
+                ));
+                self.resume = None;
+                self.open_session(&cwd, None).await
+            }
+            Err(o) => Err(o),
         }
     }
 
