@@ -44,6 +44,11 @@ step setup ensure_packages
 step format cargo fmt --all -- --check
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
+# Unstable (draft) ACP, feature `unstable` (off in the steps above): the engine's and the
+# thread's tests with it (tests/vectors/unstable-*, the draft markers), then the tokio driver's
+# vector replay and `acp chat` with it.
+step unstable-core cargo test --locked -p acp-core -p acp-client --features acp-core/unstable,acp-client/unstable --lib --test vectors --test unstable_typed
+step unstable-native cargo test --locked -p acp-native --features unstable --test host_vectors --test cli_unstable
 step wasm scripts/test-wasm.sh
 step browser scripts/test-browser.sh
 step vscode scripts/test-vscode.sh
