@@ -89,6 +89,20 @@ export interface ThreadMeta {
   usage: ThreadUsage | null;
   turn: "idle" | "running";
   lastStop: string | null;
+  /** Builds with the feature `unstable` only: the last turn's token usage. */
+  turnUsage?: ThreadTurnUsage;
+  /** Builds with the feature `unstable` only: what `session/status` said (`open`, `saved`…). */
+  sessionStatus?: string;
+}
+
+/** Token usage of one turn (draft ACP: `PromptResponse.usage`). */
+export interface ThreadTurnUsage {
+  totalTokens: number;
+  inputTokens: number;
+  outputTokens: number;
+  thoughtTokens?: number;
+  cachedReadTokens?: number;
+  cachedWriteTokens?: number;
 }
 
 /** Changes since the last `takeDelta()` (JSON text): each changed entry once, as
@@ -118,6 +132,8 @@ export interface SavedThread {
   usage?: ThreadUsage;
   turn: "idle" | "running";
   lastStop?: string;
+  turnUsage?: ThreadTurnUsage;
+  sessionStatus?: string;
 }
 "#;
 

@@ -42,6 +42,7 @@ export function buildChatHtml(p: ChatHtmlParts): string {
 <header>
   <span id="status" data-state="idle">ACP: not started</span>
   <span id="title"></span>
+  <span id="header-usage"></span>
   <button id="new-session" class="icon" title="New session" aria-label="New session"><i class="codicon codicon-add"></i></button>
 </header>
 <div id="session-controls"></div>

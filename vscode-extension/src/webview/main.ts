@@ -22,7 +22,7 @@ import {
   type CompletionContext,
 } from "./promptInput";
 import { RenderQueue, frameScheduler, type Renderable } from "./renderQueue";
-import { ThreadModel, messageSource, textChange, type ViewOp } from "./threadModel";
+import { ThreadModel, headerUsage, messageSource, textChange, type ViewOp } from "./threadModel";
 
 declare function acquireVsCodeApi(): { postMessage(m: WebviewToHost): void };
 const vscode = acquireVsCodeApi();
@@ -36,6 +36,7 @@ const cancelBtn = $<HTMLButtonElement>("cancel");
 const newBtn = $<HTMLButtonElement>("new-session");
 const statusEl = $<HTMLSpanElement>("status");
 const titleEl = $<HTMLSpanElement>("title");
+const headerUsageEl = $<HTMLSpanElement>("header-usage");
 const controls = $<HTMLDivElement>("session-controls");
 const planEl = $<HTMLDivElement>("plan");
 const infoEl = $<HTMLDivElement>("session-info");
@@ -224,6 +225,7 @@ function showEntry(n: number, entry: ThreadEntry, view: EntryView | undefined): 
 
 function renderMeta(m: ThreadMeta) {
   titleEl.textContent = m.title ?? "";
+  headerUsageEl.textContent = headerUsage(m);
   renderPlan(m);
   renderControls(m);
   renderInfo(m);
@@ -376,6 +378,7 @@ function startOver(saved: SavedThread | undefined) {
   infoEl.replaceChildren();
   controls.replaceChildren();
   titleEl.textContent = "";
+  headerUsageEl.textContent = "";
   stickToBottom = true;
   run(model.reset(saved));
 }

@@ -64,6 +64,8 @@ export class ThreadModel {
         usage: saved.usage ?? null,
         turn: saved.turn,
         lastStop: saved.lastStop ?? null,
+        turnUsage: saved.turnUsage,
+        sessionStatus: saved.sessionStatus,
       },
     });
   }
@@ -86,4 +88,13 @@ export function messageSource(content: readonly ThreadBlock[]): string {
  *  (the thread trimmed its start for the byte limit). */
 export function textChange(shown: string, next: string): { append: string } | { replace: string } {
   return next.length >= shown.length && next.startsWith(shown) ? { append: next.slice(shown.length) } : { replace: next };
+}
+
+/** The header's usage line: the context the agent last reported (`usage_update`) and, from
+ *  builds with draft ACP, the last turn's tokens; empty when there is neither. */
+export function headerUsage(meta: ThreadMeta): string {
+  const parts: string[] = [];
+  if (meta.usage) parts.push(`${meta.usage.used.toLocaleString("en-US")} / ${meta.usage.size.toLocaleString("en-US")} tokens`);
+  if (meta.turnUsage) parts.push(`last turn ${meta.turnUsage.totalTokens.toLocaleString("en-US")} tokens`);
+  return parts.join(" · ");
 }
