@@ -270,11 +270,7 @@ function renderInfo(m: ThreadMeta) {
     if (m.commandsMore) line.appendChild(document.createTextNode(`(+${m.commandsMore})`));
     infoEl.appendChild(line);
   }
-  if (m.usage) {
-    const u = m.usage;
-    const cost = u.cost ? ` · ${u.cost.amount.toFixed(2)} ${u.cost.currency}` : "";
-    infoEl.appendChild(el("div", "usage", `Context: ${u.used.toLocaleString()} / ${u.size.toLocaleString()} tokens${cost}`));
-  }
+  // The context usage is in the header (headerUsage).
 }
 
 function renderControls(m: ThreadMeta) {

@@ -90,11 +90,16 @@ export function textChange(shown: string, next: string): { append: string } | { 
   return next.length >= shown.length && next.startsWith(shown) ? { append: next.slice(shown.length) } : { replace: next };
 }
 
-/** The header's usage line: the context the agent last reported (`usage_update`) and, from
+/** The header's usage line: the context the agent last reported (`usage_update`, with its
+ *  cost) and, from
  *  builds with draft ACP, the last turn's tokens; empty when there is neither. */
 export function headerUsage(meta: ThreadMeta): string {
   const parts: string[] = [];
-  if (meta.usage) parts.push(`${meta.usage.used.toLocaleString("en-US")} / ${meta.usage.size.toLocaleString("en-US")} tokens`);
+  const u = meta.usage;
+  if (u)
+    parts.push(
+      `${u.used.toLocaleString("en-US")} / ${u.size.toLocaleString("en-US")} tokens${u.cost ? ` (${u.cost.amount.toFixed(2)} ${u.cost.currency})` : ""}`,
+    );
   if (meta.turnUsage) parts.push(`last turn ${meta.turnUsage.totalTokens.toLocaleString("en-US")} tokens`);
   return parts.join(" · ");
 }

@@ -23,6 +23,7 @@ const meta = (over: Partial<ThreadMeta>): ThreadMeta => ({
 test("headerUsage: nothing, context, turn tokens, both", () => {
   assert.equal(headerUsage(meta({})), "");
   assert.equal(headerUsage(meta({ usage: { used: 12000, size: 200000 } })), "12,000 / 200,000 tokens");
+  assert.equal(headerUsage(meta({ usage: { used: 1, size: 2, cost: { amount: 0.125, currency: "USD" } } })), "1 / 2 tokens (0.13 USD)");
   assert.equal(headerUsage(meta({ turnUsage: { totalTokens: 1234, inputTokens: 1000, outputTokens: 234 } })), "last turn 1,234 tokens");
   assert.equal(
     headerUsage(meta({ usage: { used: 5, size: 10 }, turnUsage: { totalTokens: 3, inputTokens: 2, outputTokens: 1 } })),
