@@ -387,3 +387,259 @@ async fn a_server_that_goes_away_fails_the_pending_call_with_why() {
         let _ = task.await;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `acp chat --connect`
+
+/// A running `acp chat`: its stdin, and its stdout / stderr as they come.
+struct Chat {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    out: Arc<Mutex<String>>,
+    err: Arc<Mutex<String>>,
+    more: Arc<tokio::sync::Notify>,
+}
+
+impl Chat {
+    fn start(args: &[&str], cwd: &Path) -> Chat {
+        use tokio::io::AsyncReadExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_acp"))
+            .arg("chat")
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("ACP_TOKEN")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (out, err) = (
+            Arc::new(Mutex::new(String::new())),
+            Arc::new(Mutex::new(String::new())),
+        );
+        let more = Arc::new(tokio::sync::Notify::new());
+        fn pump(
+            mut r: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+            into: Arc<Mutex<String>>,
+            more: Arc<tokio::sync::Notify>,
+        ) {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = r.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    into.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                    more.notify_waiters();
+                }
+            });
+        }
+        pump(child.stdout.take().unwrap(), out.clone(), more.clone());
+        pump(child.stderr.take().unwrap(), err.clone(), more.clone());
+        let stdin = child.stdin.take();
+        Chat {
+            child,
+            stdin,
+            out,
+            err,
+            more,
+        }
+    }
+
+    async fn send(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        stdin.flush().await.unwrap();
+    }
+
+    /// Waits until stdout (`err`: stderr) contains `needle`.
+    async fn wait_for(&self, needle: &str, err: bool) {
+        let buf = if err { &self.err } else { &self.out };
+        let found = tokio::time::timeout(BOUND, async {
+            loop {
+                let waiting = self.more.notified();
+                if buf.lock().unwrap().contains(needle) {
+                    return;
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(200), waiting).await;
+            }
+        })
+        .await;
+        assert!(
+            found.is_ok(),
+            "`{needle}` not seen; stdout:\n{}\nstderr:\n{}",
+            self.out.lock().unwrap(),
+            self.err.lock().unwrap()
+        );
+    }
+
+    /// Closes stdin and waits for the exit code.
+    async fn finish(mut self) -> (i32, String, String) {
+        drop(self.stdin.take());
+        let status = bounded("acp chat exits", self.child.wait()).await.unwrap();
+        // The pumps have read everything once the pipes close.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let out = self.out.lock().unwrap().clone();
+        let err = self.err.lock().unwrap().clone();
+        (status.code().unwrap_or(-1), out, err)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_chat_connect_runs_turns_and_says_why_it_cannot() {
+    let dir = TempDir::new("chat");
+    let token_file = dir.0.join("token");
+    std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let token_file = token_file.to_str().unwrap().to_string();
+    let (server, addr, task) = serve_on(
+        "127.0.0.1:0",
+        demo_agent(None),
+        RemoteServerConfig::new(TOKEN),
+    )
+    .await;
+    for url in [format!("http://{addr}/acp"), format!("ws://{addr}/acp")] {
+        // A turn with a permission (--yes) and the file written in --cwd.
+        let chat = Chat::start(
+            &[
+                "--connect",
+                &url,
+                "--token-file",
+                &token_file,
+                "--yes",
+                "-p",
+                "hello",
+            ],
+            &dir.0,
+        );
+        let (code, out, err) = chat.finish().await;
+        assert_eq!(code, 0, "{url}\nstdout:\n{out}\nstderr:\n{err}");
+        assert!(out.contains("You said: \"hello\""), "{out}");
+        assert!(err.contains("Allow this write (--yes)"), "{err}");
+        assert!(dir.0.join("acp-demo.txt").is_file());
+        std::fs::remove_file(dir.0.join("acp-demo.txt")).unwrap();
+        // A wrong token: exit 1, the status and what to do.
+        let chat = Chat::start(
+            &[
+                "--connect",
+                &url,
+                "--token",
+                "a-wrong-token-0123456789",
+                "-p",
+                "x",
+            ],
+            &dir.0,
+        );
+        let (code, _, err) = chat.finish().await;
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("HTTP 401"), "{err}");
+        assert!(err.contains("--token-file"), "{err}");
+    }
+    // No token at all (ACP_TOKEN unset): the same clear refusal.
+    let chat = Chat::start(&["--connect", &format!("ws://{addr}"), "-p", "x"], &dir.0);
+    let (code, _, err) = chat.finish().await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("the token is missing or wrong"), "{err}");
+    server.stop();
+    let _ = task.await;
+    // Nothing listens any more.
+    let chat = Chat::start(
+        &[
+            "--connect",
+            &format!("http://{addr}/acp"),
+            "--token-file",
+            &token_file,
+            "-p",
+            "x",
+        ],
+        &dir.0,
+    );
+    let (code, _, err) = chat.finish().await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("connection refused"), "{err}");
+    // --token without --connect is a usage error.
+    let chat = Chat::start(&["--token", "x", "-p", "x"], &dir.0);
+    let (code, _, err) = chat.finish().await;
+    assert_eq!(code, 2, "{err}");
+}
+
+/// The server restarts between two prompts: the chat reconnects (a new connection and agent
+/// process) and continues the session (the demo agent's `--state-dir` keeps it: resumed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_chat_connect_reconnects_and_continues_the_session() {
+    for scheme in ["http", "ws"] {
+        let dir = TempDir::new("reconnect");
+        let state = dir.0.join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        let (server, addr, task) = serve_on(
+            "127.0.0.1:0",
+            demo_agent(Some(&state)),
+            RemoteServerConfig::new(TOKEN),
+        )
+        .await;
+        let url = format!("{scheme}://{addr}/acp");
+        let mut chat = Chat::start(&["--connect", &url, "--token", TOKEN, "--yes"], &dir.0);
+        // The agent's commands arrive right behind the session's answer.
+        chat.wait_for("[commands: /echo", true).await;
+        chat.send("/echo first").await;
+        chat.wait_for("first", false).await;
+        // The server goes away (its agents stopped) and comes back on the same address.
+        server.stop();
+        let _ = bounded("stop", task).await;
+        chat.wait_for("was lost", true).await;
+        let (server, _, task) = serve_on(
+            &addr.to_string(),
+            demo_agent(Some(&state)),
+            RemoteServerConfig::new(TOKEN),
+        )
+        .await;
+        chat.wait_for("reconnected to", true).await;
+        chat.send("/echo second").await;
+        chat.wait_for("second", false).await;
+        let (code, out, err) = chat.finish().await;
+        assert_eq!(code, 0, "{scheme}\nstdout:\n{out}\nstderr:\n{err}");
+        assert!(err.contains("resumed session"), "{err}");
+        server.stop();
+        let _ = task.await;
+    }
+}
+
+/// A remote agent that can neither resume nor load: after the reconnect the chat ends with a
+/// clear error instead of silently starting a new conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_chat_connect_without_resume_or_load_says_the_session_is_lost() {
+    let dir = TempDir::new("noload");
+    let agent = server::router_agent(DriverConfig::new(Role::Agent), |_conn| {
+        Router::new()
+            .route::<typed::Initialize, _, _>(|p, _cx| async move {
+                Ok(s::InitializeResponse::new(p.protocol_version))
+            })
+            .route::<typed::NewSession, _, _>(|_p, _cx| async move {
+                Ok(s::NewSessionResponse::new("only-here"))
+            })
+            .route::<typed::Prompt, _, _>(|_p, _cx| async move {
+                Ok(s::PromptResponse::new(s::StopReason::EndTurn))
+            })
+    });
+    let (server, addr, task) =
+        serve_on("127.0.0.1:0", agent.clone(), RemoteServerConfig::new(TOKEN)).await;
+    let url = format!("http://{addr}/acp");
+    let chat = Chat::start(&["--connect", &url, "--token", TOKEN], &dir.0);
+    chat.wait_for("session only-here", true).await;
+    server.stop();
+    let _ = task.await;
+    chat.wait_for("was lost", true).await;
+    let (server, _, task) =
+        serve_on(&addr.to_string(), agent, RemoteServerConfig::new(TOKEN)).await;
+    let (code, _, err) = chat.finish().await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("cannot be continued"), "{err}");
+    server.stop();
+    let _ = task.await;
+}

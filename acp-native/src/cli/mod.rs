@@ -222,6 +222,28 @@ pub struct ChatArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub max_concurrent_requests: usize,
 
+    /// Talk to a remote agent at URL instead of starting one: `http(s)://HOST:PORT/acp` (HTTP +
+    /// SSE) or `ws(s)://HOST:PORT/acp` (WebSocket), as `acp serve --http` or the official
+    /// `agent-client-protocol-http` server expose it. If the connection drops, acp reconnects
+    /// (a few attempts) and continues the session with session/resume or session/load.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["agent", "agent_name"])]
+    pub connect: Option<String>,
+
+    /// The token for --connect, sent as `Authorization: Bearer TOKEN`. Default: --token-file,
+    /// else the ACP_TOKEN environment variable. (Arguments are visible to other local users:
+    /// prefer those two.)
+    #[arg(long, value_name = "TOKEN", requires = "connect", conflicts_with = "token_file")]
+    pub token: Option<String>,
+
+    /// Read the token for --connect from FILE (surrounding whitespace ignored).
+    #[arg(long, value_name = "FILE", requires = "connect")]
+    pub token_file: Option<PathBuf>,
+
+    /// Also trust the certificates of this PEM file for an https:// or wss:// --connect (a
+    /// server with a self-signed certificate).
+    #[arg(long, value_name = "FILE", requires = "connect")]
+    pub ca_file: Option<PathBuf>,
+
     /// The agent command and its arguments (after `--`). Default: `acp demo-agent`.
     #[arg(last = true, value_name = "AGENT_COMMAND")]
     pub agent: Vec<OsString>,

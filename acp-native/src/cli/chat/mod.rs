@@ -45,12 +45,14 @@ use super::ChatArgs;
 
 mod commands;
 mod input;
+mod remote;
 mod requests;
 mod session;
 mod signals;
 mod turn;
 
 use input::{Ask, Input, Stdin};
+use remote::{Peer, Respawn};
 use requests::*;
 use signals::*;
 
@@ -157,8 +159,8 @@ pub async fn run(mut args: ChatArgs) -> i32 {
 struct Chat {
     ui: Ui,
     conn: ClientSideConnection,
-    /// The agent process (its stderr tail, its shutdown).
-    agent: AgentChild,
+    /// The agent process (its stderr tail, its shutdown), or the remote agent's transport.
+    agent: Peer,
     /// The agent's exit report, once it exited.
     exited: watch::Receiver<Option<ExitReport>>,
     events: mpsc::Receiver<Event>,
@@ -198,19 +200,13 @@ struct Chat {
     agent_vars: std::collections::HashSet<String>,
     /// Permission requests to answer `cancelled` once `session/cancel` is sent.
     cancelling: Vec<oneshot::Sender<s::RequestPermissionOutcome>>,
-    /// Starts the agent again (the same command, handlers and tap) after a crash.
+    /// Starts the agent again (the same command, handlers and tap) after a crash, or
+    /// reconnects to a remote one.
     respawn: Respawn,
     /// The shared restart policy's crash count (acp-client `restart`).
     crashes: acp_client::restart::CrashBudget,
     started: Instant,
 }
-
-/// Spawns the agent: its connection and process.
-type Respawn = Box<
-    dyn Fn() -> Result<(ClientSideConnection, AgentChild), acp_native::process::SpawnError>
-        + Send
-        + Sync,
->;
 
 impl Chat {
     /// Spawns the agent, initializes it and opens a session.
@@ -255,7 +251,10 @@ impl Chat {
         } else {
             args.agent.clone()
         };
-        let program = command[0].to_string_lossy().into_owned();
+        let program = match &args.connect {
+            Some(url) => url.clone(),
+            None => command[0].to_string_lossy().into_owned(),
+        };
 
         // The agent runs in --cwd, without a shell, with an explicit environment: the
         // allowlist plus what --env passes (its API key...), or everything (--inherit-env).
@@ -296,24 +295,21 @@ impl Chat {
         config.core.max_message_bytes = args.max_message_bytes;
         config.core.max_incoming_in_flight = args.max_concurrent_requests;
         // The library's agent spawn (its own process group, the connection closed with the
-        // exit report once what the agent wrote is read), through the --log-rpc tap.
-        let tap_io = tap.clone();
-        let respawn: Respawn = Box::new(move || {
-            let tap_io = tap_io.clone();
-            spawn_agent_with(
-                &cmd,
-                router.clone(),
-                config.clone(),
-                move |stdout, stdin| {
-                    (
-                        TapReader::new(stdout, tap_io.clone()),
-                        TapWriter::new(stdin, tap_io),
-                    )
-                },
-            )
-        });
+        // exit report once what the agent wrote is read), or a remote agent's connection
+        // (--connect), through the --log-rpc tap.
+        let respawn: Respawn = match &args.connect {
+            Some(url) => remote::remote_respawn(
+                url.clone(),
+                remote::client_options(args)?,
+                router,
+                config,
+                tap.clone(),
+            ),
+            None => remote::local_respawn(cmd, router, config, tap.clone()),
+        };
         let (conn, agent) = respawn()
-            .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot start the agent: {e}")))?;
+            .await
+            .map_err(|e| Outcome::fail(exit::ERROR, e.message))?;
         let exited = agent.exit_watch();
 
         let mode = if args.yes_always {
@@ -354,6 +350,7 @@ impl Chat {
             resume: args.resume.clone(),
             cwd: cwd.clone(),
             agent_label: match (&args.agent_name, args.agent.is_empty()) {
+                _ if args.connect.is_some() => args.connect.clone().unwrap_or_default(),
                 (Some(name), _) => name.clone(),
                 (None, true) => "acp demo-agent".to_string(),
                 (None, false) => command[0].to_string_lossy().into_owned(),
@@ -423,6 +420,13 @@ impl Chat {
                 }
                 report = wait_exit(&mut self.exited) => {
                     if let Err(o) = self.recover(format!("the agent stopped: {report}")).await {
+                        return o;
+                    }
+                    continue;
+                }
+                reason = self.conn.closed(), if self.agent.remote().is_some() => {
+                    let why = format!("the connection to {} was lost: {reason}", self.program);
+                    if let Err(o) = self.recover(why).await {
                         return o;
                     }
                     continue;
@@ -500,8 +504,12 @@ impl Chat {
                     return Err(Outcome::fail(exit::ERROR, reason));
                 }
             };
+            let what = match self.agent.remote() {
+                Some(link) => format!("reconnecting to {}", link.url()),
+                None => "restarting the agent".to_string(),
+            };
             self.ui.notice(&format!(
-                "restarting the agent in {} (restart {attempt}; the conversation continues)…",
+                "{what} in {} (attempt {attempt}; the conversation continues)…",
                 acp_client::restart::human_duration(after)
             ));
             tokio::select! {
@@ -510,17 +518,32 @@ impl Chat {
             }
             // The old process group is gone or going; its terminals with it.
             self.terminals.release_all();
-            let _ = self.agent.shutdown(Duration::from_millis(200)).await;
-            let (conn, agent) = (self.respawn)().map_err(|e| {
-                Outcome::fail(exit::ERROR, format!("cannot start the agent again: {e}"))
-            })?;
+            self.agent.shutdown(Duration::from_millis(200)).await;
+            let (conn, agent) = match (self.respawn)().await {
+                Ok(started) => started,
+                // The server is not back yet: another attempt, within the budget.
+                Err(e) if e.transient => {
+                    why = e.message;
+                    continue;
+                }
+                Err(e) => return Err(Outcome::fail(exit::ERROR, e.message)),
+            };
             self.exited = agent.exit_watch();
             self.conn = conn;
             self.agent = agent;
             let id = self.session_id.0.to_string();
             self.resume = (!id.is_empty()).then_some(id);
             match self.reopen_session().await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    if self.agent.remote().is_some() {
+                        self.ui.notice(&format!(
+                            "reconnected to {}; session {} continued",
+                            self.program,
+                            escape_line(&self.session_id.0)
+                        ));
+                    }
+                    return Ok(());
+                }
                 // It stopped again while starting: counted as another crash.
                 Err(o) if self.exited.borrow().is_some() || self.conn.is_closed() => {
                     why = o.message.unwrap_or_else(|| "the agent stopped".into());
@@ -535,6 +558,18 @@ impl Chat {
         let cwd = self.cwd.clone();
         match self.open_session(&cwd, None).await {
             Ok(()) => Ok(()),
+            // A remote agent that can neither resume nor load: the conversation is lost with
+            // the connection, said as an error (a new session would look like the old one).
+            Err(o) if self.agent.remote().is_some() => Err(Outcome::fail(
+                o.code,
+                format!(
+                    "{}; the connection to {} was lost and the session cannot be continued",
+                    o.message
+                        .as_deref()
+                        .unwrap_or("the session cannot be continued"),
+                    self.program
+                ),
+            )),
             Err(o) if self.resume.is_some() && !self.conn.is_closed() => {
                 // It can neither resume nor load: a new session, said plainly.
                 self.ui.warn(&format!(
@@ -620,6 +655,22 @@ impl Chat {
                 exit::ERROR,
                 format!("the agent answered `{what}` with an error: {err}"),
             ),
+            _ if e.is_closed() && self.agent.remote().is_some() => {
+                let reason = self
+                    .agent
+                    .remote()
+                    .and_then(|link| link.failure())
+                    .or_else(|| self.conn.handle().close_reason())
+                    .unwrap_or_else(|| "the connection closed".into());
+                Outcome::fail(
+                    exit::ERROR,
+                    format!(
+                        "the connection to {} failed during `{what}`: {}",
+                        self.program,
+                        remote::with_hint(&reason)
+                    ),
+                )
+            }
             _ if e.is_closed() => {
                 let report = tokio::time::timeout(EXIT_REPORT_WAIT, wait_exit(&mut self.exited))
                     .await
@@ -649,11 +700,10 @@ impl Chat {
         if let Some(g) = &self.last_garbage {
             out.push_str(&format!("; it wrote non-JSON to stdout: {g}"));
         }
-        let tail =
-            match tokio::time::timeout(Duration::from_secs(1), self.agent.process().lock()).await {
-                Ok(p) => p.stderr_tail(),
-                Err(_) => Vec::new(),
-            };
+        if self.agent.remote().is_some() {
+            return out;
+        }
+        let tail = self.agent.stderr_tail().await;
         if tail.is_empty() {
             out.push_str("; it wrote nothing to stderr");
         } else {
@@ -666,12 +716,12 @@ impl Chat {
         out
     }
 
-    /// Closes the connection and stops the agent (bounded: grace, SIGTERM, SIGKILL).
+    /// Closes the connection and stops the agent (bounded: grace, SIGTERM, SIGKILL), or ends
+    /// the remote connection.
     async fn shutdown(&mut self) {
         self.ui.spinner_stop();
         self.terminals.release_all();
-        let outcome = self.agent.shutdown(SHUTDOWN_GRACE).await;
-        tracing::debug!("agent stopped ({:?}): {}", outcome.stage, outcome.report);
+        self.agent.shutdown(SHUTDOWN_GRACE).await;
     }
 }
 
