@@ -448,6 +448,10 @@ impl<T> Connection<T> {
         let id = self.next_id;
         let start = self.out.len();
         self.write_request(Some(id), method, params)?;
+        if let Err(err) = self.check_sent(method, start) {
+            self.out.truncate(start);
+            return Err(err);
+        }
         #[cfg(feature = "unstable")]
         if self.config.role == Role::Client && method == acp::agent::INITIALIZE {
             self.advertised.client = crate::unstable::member_of_message(&self.out[start..], false)
@@ -727,7 +731,8 @@ impl<T> Connection<T> {
     }
 
     /// Checks a message just written at `out[start..]` against what its params need (feature
-    /// `unstable`: an agent's `session/update` of a kind the client did not allow).
+    /// `unstable`: an agent's `session/update` of a kind the client did not allow, a client's
+    /// `systemPrompt` the agent did not advertise).
     #[cfg_attr(not(feature = "unstable"), allow(unused_variables))]
     fn check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
         #[cfg(feature = "unstable")]
@@ -743,6 +748,18 @@ impl<T> Connection<T> {
                     });
                 }
             }
+        }
+        #[cfg(feature = "unstable")]
+        if self.config.enforce_capabilities
+            && self.config.role == Role::Client
+            && !self.advertised.agent.session_system_prompt
+            && crate::unstable::SYSTEM_PROMPT_METHODS.contains(&method)
+            && crate::unstable::sends_system_prompt(&self.out[start..])
+        {
+            return Err(Error::CapabilityNotAdvertised {
+                method: method.to_owned(),
+                capability: "sessionCapabilities.systemPrompt",
+            });
         }
         Ok(())
     }

@@ -13,6 +13,8 @@
 //!   `subagents`) only when the client advertised them ([`required_client_capability_for_update`]);
 //!   a client that receives one it did not allow reports it ([`crate::PeerErrorKind::CapabilityNotAdvertised`])
 //!   and drops it;
+//! - a client sends `systemPrompt` in `session/new`, `load`, `resume` or `fork` only when the
+//!   agent advertised `sessionCapabilities.systemPrompt`;
 //! - `proxy/initialize` (a conductor's `initialize`) and `session/fork` (which creates a session,
 //!   like `session/new`) are never batched.
 //!
@@ -298,6 +300,33 @@ pub(crate) fn gated_update_kind_in_message(message: &[u8]) -> Option<&'static st
     }
     let m: M = serde_json::from_slice(message).ok()?;
     required_client_capability_for_update(&m.params.update.session_update)
+}
+
+/// Session methods that may carry a `systemPrompt` (agent capability
+/// `sessionCapabilities.systemPrompt`).
+pub const SYSTEM_PROMPT_METHODS: &[&str] = &[
+    crate::acp::agent::SESSION_NEW,
+    crate::acp::agent::SESSION_LOAD,
+    crate::acp::agent::SESSION_RESUME,
+    SESSION_FORK,
+];
+
+/// Whether a whole request message we wrote carries a non-null `params.systemPrompt`.
+pub(crate) fn sends_system_prompt(message: &[u8]) -> bool {
+    if memchr::memmem::find(message, b"systemPrompt").is_none() {
+        return false;
+    }
+    #[derive(Deserialize)]
+    struct M {
+        params: P,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct P {
+        #[serde(default)]
+        system_prompt: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<M>(message).is_ok_and(|m| m.params.system_prompt.is_some())
 }
 
 #[derive(Deserialize)]
