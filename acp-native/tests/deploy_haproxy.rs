@@ -7,7 +7,8 @@
 //!   the response header); a WebSocket is one TCP connection, so it sticks by itself;
 //! * every client's turns complete, over SSE and WebSocket, with both backends serving;
 //! * when a backend is stopped, its clients' connections fail; each reconnects through HAProxy
-//!   (now to the other backend) and continues its session with `session/load`.
+//!   (now to the other backend) and continues its session with `session/load`; `acp chat
+//!   --connect` does it by itself between two turns.
 //!
 //! HAProxy is installed with apt-get when missing (scripts/test.sh does it first); the test is
 //! skipped, loudly, only when it cannot be.
@@ -206,7 +207,7 @@ async fn two_backends_behind_haproxy_serve_every_client_and_a_stopped_one_fails_
     std::fs::create_dir_all(dir.join("sessions")).unwrap();
     let (pa, pb, front) = (free_port(), free_port(), free_port());
     let mut a = Some(backend(&dir, "a", pa));
-    let _b = backend(&dir, "b", pb);
+    let b = backend(&dir, "b", pb);
     let config = dir.join("haproxy.cfg");
     std::fs::write(&config, haproxy_config(front, pa, pb)).unwrap();
     let hlog = std::fs::File::create(dir.join("haproxy.log")).unwrap();
@@ -289,5 +290,68 @@ async fn two_backends_behind_haproxy_serve_every_client_and_a_stopped_one_fails_
     assert!(
         opened(&dir, "b") >= on_b + on_a,
         "the failed-over clients reached b"
+    );
+
+    // `acp chat --connect` through HAProxy: its backend stopped between two turns, it
+    // reconnects by itself (to the other backend) and the second turn continues the session.
+    let a2 = backend(&dir, "a2", pa);
+    tokio::time::sleep(Duration::from_millis(1500)).await; // a is back in HAProxy's eyes
+    let mut backends = vec![("a2", Some(a2)), ("b", Some(b))];
+    let before: Vec<usize> = backends.iter().map(|(n, _)| opened(&dir, n)).collect();
+    let mut chat = tokio::process::Command::new(acp())
+        .args(["chat", "--deny", "--connect"])
+        .arg(format!("http://127.0.0.1:{front}/acp"))
+        .env("ACP_TOKEN", TOKEN)
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", dir.join("xdg"))
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start acp chat --connect");
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut stdin = chat.stdin.take().unwrap();
+    let mut stdout = tokio::io::BufReader::new(chat.stdout.take().unwrap()).lines();
+    stdin
+        .write_all(b"first through the balancer\n")
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = tokio::time::timeout_at(deadline, stdout.next_line())
+            .await
+            .expect("the first turn's answer")
+            .unwrap()
+            .expect("acp chat ended early");
+        if line.contains("OK, I did not write") {
+            break;
+        }
+    }
+    let serving = backends
+        .iter()
+        .zip(&before)
+        .position(|((n, _), b)| opened(&dir, n) > *b)
+        .expect("one backend got the chat's connection");
+    backends[serving].1.take(); // stopped
+    stdin.write_all(b"second after the stop\n").await.unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    while let Some(line) = tokio::time::timeout_at(deadline, stdout.next_line())
+        .await
+        .expect("acp chat ends")
+        .unwrap()
+    {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    let out = chat.wait_with_output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("reconnected to"), "{err}");
+    assert!(
+        rest.contains("You said: \"second after the stop\""),
+        "{rest}\n{err}"
     );
 }
