@@ -131,6 +131,7 @@ mod tests {
             K::ErrorWithoutId,
             K::TooManyRequests,
             K::NotAllowedInBatch,
+            K::CapabilityNotAdvertised,
         ];
         for k in all {
             match k {
@@ -141,7 +142,8 @@ mod tests {
                 | K::LateResponse
                 | K::ErrorWithoutId
                 | K::TooManyRequests
-                | K::NotAllowedInBatch => assert_in_ts("PeerErrorKind", k.name()),
+                | K::NotAllowedInBatch
+                | K::CapabilityNotAdvertised => assert_in_ts("PeerErrorKind", k.name()),
             }
         }
     }
