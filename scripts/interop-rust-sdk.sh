@@ -14,5 +14,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 cargo build --release -p acp-native --bin acp
 export ACP_BIN="$ROOT/target/release/acp"
+# interop_http_server: the official HTTP transport's client (agent-client-protocol-http 5,
+# HttpClient over SSE and WebSocket) against `acp serve --http -- acp demo-agent`.
 exec cargo test --release --features native --manifest-path benches/acp-bench/Cargo.toml \
-  --test interop_rust_sdk "$@"
+  --test interop_rust_sdk --test interop_http_server "$@"
