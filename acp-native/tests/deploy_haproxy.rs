@@ -296,7 +296,7 @@ async fn two_backends_behind_haproxy_serve_every_client_and_a_stopped_one_fails_
     // reconnects by itself (to the other backend) and the second turn continues the session.
     let a2 = backend(&dir, "a2", pa);
     tokio::time::sleep(Duration::from_millis(1500)).await; // a is back in HAProxy's eyes
-    let mut backends = vec![("a2", Some(a2)), ("b", Some(b))];
+    let mut backends = [("a2", Some(a2)), ("b", Some(b))];
     let before: Vec<usize> = backends.iter().map(|(n, _)| opened(&dir, n)).collect();
     let mut chat = tokio::process::Command::new(acp())
         .args(["chat", "--deny", "--connect"])
