@@ -15,7 +15,11 @@ test("demo agent: setting, else PATH, else the repository build", () => {
   assert.deepEqual(resolveDemoAgentBinary(undefined, "/nope", ext, exists), { path: "/repo/target/release/acp", source: "repository" });
   assert.equal(resolveDemoAgentBinary(undefined, "/nope", "/elsewhere/ext", exists), undefined);
   assert.deepEqual(demoAgentSpec("/opt/acp"), { name: "ACP demo agent", command: "/opt/acp", args: ["demo-agent"] });
-  assert.deepEqual(demoAgentSpec("/opt/acp", "/state"), { name: "ACP demo agent", command: "/opt/acp", args: ["demo-agent", "--state-dir", "/state"] });
+  assert.deepEqual(demoAgentSpec("/opt/acp", "/state"), {
+    name: "ACP demo agent",
+    command: "/opt/acp",
+    args: ["demo-agent", "--state-dir", "/state"],
+  });
 });
 
 test("agent settings are validated entry by entry", () => {
