@@ -112,6 +112,10 @@ pub async fn run(args: ServeArgs) -> i32 {
         }
     };
     let addr = listen_address(args.http.as_deref().or(args.ws.as_deref()).unwrap_or(""));
+    if let Some(e) = tls_needs_http(&args) {
+        say(&e);
+        return exit::ERROR;
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => match remote::tls_config_from_pem(cert, key) {
             Ok(t) => Some(t),
@@ -344,6 +348,15 @@ async fn run_http(
         name = signals.next() => say(&format!("{name}: stopping now")),
     }
     exit::OK
+}
+
+/// `--tls-cert`/`--tls-key` are for `--http` (the `--ws` bridge has no TLS).
+fn tls_needs_http(args: &ServeArgs) -> Option<String> {
+    (args.http.is_none() && (args.tls_cert.is_some() || args.tls_key.is_some())).then(|| {
+        "--tls-cert/--tls-key need --http (acp serve --ws has no TLS: use --http, which also \
+         serves WebSocket on /acp)"
+            .to_string()
+    })
 }
 
 /// SIGINT, SIGTERM and SIGHUP.
@@ -609,7 +622,8 @@ mod tests {
         let parse = |a: &[&str]| super::super::Cli::try_parse_from(a.iter().copied());
         assert!(parse(&["acp", "serve", "--ws", "1", "--http", "2"]).is_err());
         assert!(parse(&["acp", "serve", "--http", "2", "--tls-cert", "c"]).is_err());
-        assert!(parse(&[
+        // TLS with --ws is refused when run (`tls_needs_http`).
+        let ws_tls = parse(&[
             "acp",
             "serve",
             "--ws",
@@ -617,9 +631,12 @@ mod tests {
             "--tls-cert",
             "c",
             "--tls-key",
-            "k"
-        ])
-        .is_err());
+            "k",
+        ]);
+        let super::super::Command::Serve(args) = ws_tls.unwrap().command else {
+            panic!()
+        };
+        assert!(tls_needs_http(&args).is_some());
         assert!(parse(&[
             "acp",
             "serve",
