@@ -22,7 +22,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 
 const EXT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -317,10 +317,16 @@ async function turnEnds(stopReason, timeoutMs = 60_000) {
     `the turn to end with "${stopReason}"`,
     async () => {
       const t = await transcriptText();
-      const m = [...t.matchAll(/Turn ended: (\w+)|Error: /g)];
-      const last = m[m.length - 1];
-      if (last && !last[0].startsWith("Turn ended: " + stopReason) && (await chat.locator(".turn-end").count()) > turnsBefore) {
-        throw new Error(`turn ended differently: ${last[0]}`);
+      const ends = await chat.locator(".turn-end").count();
+      const last =
+        ends > 0
+          ? await chat
+              .locator(".turn-end")
+              .nth(ends - 1)
+              .getAttribute("data-stop")
+          : null;
+      if (last && last !== stopReason && ends > turnsBefore) {
+        throw new Error(`turn ended differently: ${last} (${t.slice(-300)})`);
       }
       return (await chat.locator(`.turn-end.stop-${stopReason}`).count()) > stopCountBefore[stopReason];
     },
@@ -807,7 +813,134 @@ try {
       10_000,
     );
     await page.keyboard.press("Enter");
+    // Switching asks first when the chat holds a conversation.
+    if ((await chat.locator(".msg, .tool").count()) > 0) await (await dialogButton("Switch")).click();
   }
+
+  // ---- prompt input, edit review, layout (issue 11 items 2, 5, 7) ----------------------------------
+  const lastAgentText = async () => (await chat.locator(".msg.agent").last().textContent()) ?? "";
+
+  await scenario("slash completion: / lists the agent's commands; choosing /echo runs it", async () => {
+    await newSession();
+    const input = chat.locator("#prompt");
+    await input.fill("");
+    await input.pressSequentially("/ec");
+    await until(
+      "the /echo completion",
+      async () => (await chat.locator("#completions .completion", { hasText: "/echo" }).count()) === 1,
+      10_000,
+    );
+    await screenshot("slash-completion");
+    await input.press("Enter"); // chooses the completion
+    if ((await input.inputValue()) !== "/echo ") throw new Error(`completion gave ${JSON.stringify(await input.inputValue())}`);
+    await input.pressSequentially("slash-ran-42");
+    turnsBefore = await chat.locator(".turn-end").count();
+    for (const r of ["end_turn", "cancelled", "error"]) stopCountBefore[r] = await chat.locator(`.turn-end.stop-${r}`).count();
+    await input.press("Enter");
+    await turnEnds("end_turn");
+    if ((await lastAgentText()).trim() !== "slash-ran-42") throw new Error(`the echo answer: ${await lastAgentText()}`);
+  });
+
+  await scenario("@-mention: a workspace file completes and reaches the agent as an embedded resource", async () => {
+    fs.writeFileSync(path.join(workspace, "mention-target.txt"), "mentioned content\n");
+    const input = chat.locator("#prompt");
+    await input.fill("");
+    await input.pressSequentially("/echo see @mention-ta");
+    const item = chat.locator("#completions .completion", { hasText: "mention-target.txt" });
+    await until("the file completion", async () => (await item.count()) > 0, 20_000);
+    await input.press("Enter");
+    await until(
+      "the attachment chip",
+      async () => (await chat.locator("#attachments .chip", { hasText: "mention-target.txt" }).count()) === 1,
+      5000,
+    );
+    await screenshot("mention-chip");
+    turnsBefore = await chat.locator(".turn-end").count();
+    stopCountBefore.end_turn = await chat.locator(".turn-end.stop-end_turn").count();
+    await input.press("Enter");
+    await turnEnds("end_turn");
+    const want = `[resource ${pathToFileURL(path.join(workspace, "mention-target.txt")).href} (18 characters)]`;
+    if (!(await lastAgentText()).includes(want)) throw new Error(`the agent did not get the resource: ${await lastAgentText()}`);
+  });
+
+  await scenario("image: attached and accepted by an agent that advertises images", async () => {
+    const png = path.join(tmp, "dot.png");
+    fs.writeFileSync(
+      png,
+      Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64"),
+    );
+    await chat.locator("#image-file").setInputFiles(png);
+    await until("the image chip", async () => (await chat.locator("#attachments .chip-image").count()) === 1, 5000);
+    await sendPrompt("/echo picture");
+    await turnEnds("end_turn");
+    if (!/\[image image\/png, \d+ bytes\]/.test(await lastAgentText()))
+      throw new Error(`no image reached the agent: ${await lastAgentText()}`);
+  });
+
+  await scenario("Escape stops the running turn", async () => {
+    await sendPrompt("a long answer, please");
+    await until("the turn to run", async () => (await chat.locator("body.busy").count()) === 1, 10_000);
+    await chat.locator("#prompt").press("Escape");
+    await turnEnds("cancelled");
+    if (!(await chat.locator(".turn-end.stop-cancelled").last().textContent())?.includes("Cancelled"))
+      throw new Error("no plain-words stop");
+  });
+
+  await scenario("edit review: Review changes opens the diff; after the turn Undo restores the file", async () => {
+    fs.writeFileSync(demoFile, "ORIGINAL CONTENT\n");
+    await sendPrompt("review me");
+    // The terminal step's question (acp.terminal.approval is "ask" by now) comes first: Run.
+    await until(
+      "the edit's permission question",
+      async () => {
+        if (!(await dialog.isVisible().catch(() => false))) return false;
+        const run = dialog.locator(".dialog-buttons .monaco-button", { hasText: /^Run$/ });
+        if (await run.count()) await run.click();
+        return (await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Review changes" }).count()) === 1;
+      },
+      60_000,
+    );
+    await screenshot("edit-permission-review-choice");
+    await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Review changes" }).click();
+    await until(
+      "the review diff tab",
+      async () => (await page.locator(".tab", { hasText: "review before answering" }).count()) > 0,
+      15_000,
+    );
+    // The question comes back as a notification while the diff is readable.
+    const toast = page.locator(".notification-toast", { hasText: "after review" });
+    await until("the question again", async () => (await toast.count()) > 0, 15_000);
+    await screenshot("edit-review-diff");
+    await toast.locator(".monaco-button", { hasText: "Allow this write" }).click();
+    await until("the edit written", () => fs.readFileSync(demoFile, "utf8").includes("review me"), 30_000);
+    await turnEnds("end_turn");
+    if ((await chat.locator(".tool-diff", { hasText: "Edit:" }).count()) < 1) throw new Error("the overwrite is not shown as an edit");
+    const row = chat.locator("#edits .edit-row", { hasText: DEMO_FILE });
+    await until("the Keep/Undo row", async () => (await row.count()) === 1, 10_000);
+    await screenshot("edit-review-list");
+    await row.locator(".edit-undo").click();
+    await until("the file restored", () => fs.readFileSync(demoFile, "utf8") === "ORIGINAL CONTENT\n", 15_000);
+    await until("the row gone", async () => (await chat.locator("#edits .edit-row").count()) === 0, 10_000);
+  });
+
+  await scenario("layout: no horizontal overflow at the default sidebar width, long paths included", async () => {
+    const long = `/echo ${"/very-long-directory-name".repeat(12)}/file.txt`;
+    await sendPrompt(long);
+    await turnEnds("end_turn");
+    // Measured in the webview (the element's own document).
+    const sizes = await chat.locator("body").evaluate((body) => {
+      const doc = body.ownerDocument;
+      const t = doc.getElementById("transcript");
+      return {
+        body: [body.scrollWidth, body.clientWidth],
+        doc: [doc.documentElement.scrollWidth, doc.documentElement.clientWidth],
+        transcript: [t.scrollWidth, t.clientWidth],
+      };
+    });
+    for (const [what, [scroll, client]] of Object.entries(sizes))
+      if (scroll > client) throw new Error(`${what} overflows horizontally: scrollWidth ${scroll} > clientWidth ${client}`);
+    await screenshot("layout-sidebar");
+  });
 
   await scenario("session modes and config options offered by the agent", async () => {
     const seqBefore = await transcript.getAttribute("data-session-seq");
@@ -844,6 +977,26 @@ try {
     if ((await chat.locator("#mode-select").inputValue()) !== "code") throw new Error("the mode went back after the option changed");
     await screenshot("modes-and-options");
   });
+
+  await scenario("image refused: an agent without promptCapabilities.image; the prompt stays in the input with why", async () => {
+    const png = path.join(tmp, "dot.png");
+    await chat.locator("#image-file").setInputFiles(png);
+    await until("the image chip", async () => (await chat.locator("#attachments .chip-image").count()) === 1, 5000);
+    await chat.locator("#prompt").fill("what is in this picture?");
+    await chat.locator("#send").click();
+    await until(
+      "the refusal under the input",
+      async () => ((await chat.locator("#input-error").textContent()) ?? "").includes("does not accept images"),
+      10_000,
+    );
+    if ((await chat.locator("#prompt").inputValue()) !== "what is in this picture?") throw new Error("the prompt was lost");
+    if ((await chat.locator("#attachments .chip-image").count()) !== 1) throw new Error("the image was lost");
+    await screenshot("image-refused");
+    await chat.locator("#attachments .chip-remove").click();
+    await chat.locator("#prompt").fill("");
+  });
+
+  await scenario("sign-in: an env_var method asks once (password box, SecretStorage), authenticate, the session opens", signInWithEnvVar);
 
   await scenario("an agent that fails to start: a notification with its stderr tail", async () => {
     await selectAgent(BROKEN_AGENT);

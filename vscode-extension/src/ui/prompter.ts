@@ -31,7 +31,15 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
     // as a notification, so the diff editor stays readable and clickable while deciding.
     const review: OptionItem = { title: REVIEW_CHOICE, optionId: "" };
     if (this.diffs && model.diffs.length > 0 && !token.isCancellationRequested) {
-      const picked = await vscode.window.showWarningMessage(model.message, { modal: true, detail: model.detail }, review, ...items);
+      const withdrawn = token.onCancellationRequested(() => {
+        void vscode.window.showInformationMessage("ACP: the permission request was withdrawn (cancelled); your answer will be ignored.");
+      });
+      let picked: OptionItem | undefined;
+      try {
+        picked = await vscode.window.showWarningMessage(model.message, { modal: true, detail: model.detail }, review, ...items);
+      } finally {
+        withdrawn.dispose();
+      }
       if (picked !== review) return picked?.optionId;
       for (const d of model.diffs) await this.diffs.open(d.path, d.oldText, d.newText, "agent's proposed change: review before answering");
       if (token.isCancellationRequested) return undefined;

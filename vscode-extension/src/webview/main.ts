@@ -569,12 +569,7 @@ function send() {
 }
 
 function readImage(file: File) {
-  if (!caps.image) {
-    showInputError(
-      `${file.name || "The image"} not attached: this agent does not accept images (it does not advertise promptCapabilities.image).`,
-    );
-    return;
-  }
+  // Whether it can be sent is acp-client's decision at send time (the prompt is kept if not).
   const r = new FileReader();
   r.onload = () =>
     addAttachment({ kind: "image", name: file.name || "pasted image", mimeType: file.type, data: base64OfDataUrl(String(r.result)) });
@@ -625,8 +620,7 @@ input.addEventListener("paste", (e) => {
 });
 attachSelBtn.addEventListener("click", () => post({ type: "attachSelection" }));
 imageBtn.addEventListener("click", () => {
-  if (!caps.image) showInputError("This agent does not accept images (it does not advertise promptCapabilities.image).");
-  else imageFile.click();
+  imageFile.click();
 });
 imageFile.addEventListener("change", () => {
   for (const f of Array.from(imageFile.files ?? [])) readImage(f);
