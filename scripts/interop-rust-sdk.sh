@@ -16,5 +16,7 @@ cargo build --release -p acp-native --bin acp
 export ACP_BIN="$ROOT/target/release/acp"
 # interop_http_server: the official HTTP transport's client (agent-client-protocol-http 5,
 # HttpClient over SSE and WebSocket) against `acp serve --http -- acp demo-agent`.
+# interop_http_client: our client (acp_native::remote::client) against the official server
+# (AcpHttpServer, behind a bearer-token check) hosting an SDK agent, over SSE and WebSocket.
 exec cargo test --release --features native --manifest-path benches/acp-bench/Cargo.toml \
-  --test interop_rust_sdk --test interop_http_server "$@"
+  --test interop_rust_sdk --test interop_http_server --test interop_http_client "$@"
