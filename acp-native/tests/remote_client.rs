@@ -222,12 +222,13 @@ async fn a_wrong_or_missing_token_and_no_server_are_clear_errors() {
     .await;
     bounded("errors", async {
         for token in [Some("a-wrong-token-0123456789"), None] {
-            let mut options = ClientOptions::default();
-            options.token = token.map(str::to_string);
+            let options = ClientOptions {
+                token: token.map(str::to_string),
+                ..ClientOptions::default()
+            };
             let e = client::open(&format!("ws://{addr}/acp"), &options)
                 .await
-                .err()
-                .expect("refused");
+                .expect_err("refused");
             assert_eq!(e.status(), Some(401), "{e}");
             assert!(
                 e.to_string().contains("the token is missing or wrong"),
@@ -256,8 +257,7 @@ async fn a_wrong_or_missing_token_and_no_server_are_clear_errors() {
         for scheme in ["http", "ws"] {
             let e = client::open(&format!("{scheme}://{addr}/acp"), &options)
                 .await
-                .err()
-                .expect("nothing listens");
+                .expect_err("nothing listens");
             assert!(matches!(e, RemoteError::Refused { .. }), "{e:?}");
             assert!(e.to_string().contains("connection refused"), "{e}");
         }
@@ -296,8 +296,7 @@ async fn tls_with_a_self_signed_certificate() {
             client::open(&format!("{scheme}://localhost:{port}/acp"), &untrusted),
         )
         .await
-        .err()
-        .expect("untrusted");
+        .expect_err("untrusted");
         assert!(matches!(e, RemoteError::Tls { .. }), "{e:?}");
         assert!(e.to_string().contains("CA file"), "{e}");
     }
