@@ -430,8 +430,7 @@ async fn a_wrong_token_is_a_clear_401_on_both_transports() {
         // WebSocket: the handshake fails at once.
         let e = remote::open(&format!("ws://{addr}/acp"), &options)
             .await
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert_eq!(e.status(), Some(401), "{e}");
         assert!(e.is_refusal());
         assert!(
@@ -475,15 +474,13 @@ async fn unreachable_and_wrong_paths_are_clear_errors() {
         for scheme in ["http", "ws"] {
             let e = remote::open(&format!("{scheme}://{free}/acp"), &options)
                 .await
-                .err()
-                .expect("refused");
+                .expect_err("refused");
             assert!(matches!(e, RemoteError::Refused { .. }), "{e:?}");
         }
         // Not the ACP path: 404 says so.
         let e = remote::open(&format!("ws://{addr}/elsewhere"), &options)
             .await
-            .err()
-            .expect("404");
+            .expect_err("404");
         assert_eq!(e.status(), Some(404), "{e}");
         assert!(e.to_string().contains("no ACP endpoint"), "{e}");
         // A scheme we do not speak.
