@@ -3,12 +3,15 @@
 //!   acp-bench drive [--short] [--rounds N] [--node-dir DIR] [--md FILE] [--only GROUP,...]
 //!   acp-bench one CONTESTANT SCENARIO ARGS...     one measurement, prints one JSON line
 //!   acp-bench serve (core|sdk|native|pipe|pipe-tokio) SCENARIO ARGS... child side of the stdio contestants
+//!   acp-bench remote-scale [--smoke] [--sessions N] ...   remote servers at scale (src/remote_scale.rs)
+//!   acp-bench remote-serve (ours|official)                 its server process
 
 mod common;
 mod core;
 mod driver;
 #[cfg(feature = "native")]
 mod native;
+mod remote_scale;
 mod sdk;
 mod stdio;
 
@@ -48,6 +51,8 @@ fn main() {
             }
         }
         Some("drive") => std::process::exit(driver::main(&args[1..], &exe)),
+        Some("remote-scale") => std::process::exit(remote_scale::main(&args[1..], &exe)),
+        Some("remote-serve") => std::process::exit(remote_scale::serve(&args[1..])),
         _ => {
             eprintln!("usage: acp-bench drive [--short] | one CONTESTANT SCENARIO... | serve ...");
             std::process::exit(2);
