@@ -113,6 +113,8 @@ fs.writeFileSync(
 const SLOW_AGENT = "demo (e2e, slow)";
 const BROKEN_AGENT = "broken (e2e)";
 const FIXTURE_AGENT = "fixture (modes)";
+const AUTH_AGENT = "auth (e2e)";
+const SECRET = "e2e-secret-token-4711";
 const settingsFile = path.join(userData, "User", "settings.json");
 fs.writeFileSync(
   settingsFile,
@@ -120,7 +122,14 @@ fs.writeFileSync(
     {
       "acp.demoAgentPath": ACP_BIN,
       "acp.agents": [
-        { name: SLOW_AGENT, command: ACP_BIN, args: ["demo-agent", "--delay-ms", String(DELAY_MS)] },
+        // Its sessions kept on disk: resumed after a crash or a window reload.
+        {
+          name: SLOW_AGENT,
+          command: ACP_BIN,
+          args: ["demo-agent", "--delay-ms", String(DELAY_MS), "--state-dir", path.join(tmp, "demo-state")],
+        },
+        // Sessions only after `authenticate` with its env_var method (DEMO_TOKEN set).
+        { name: AUTH_AGENT, command: ACP_BIN, args: ["demo-agent", "--require-auth", "env:DEMO_TOKEN"] },
         { name: BROKEN_AGENT, command: ACP_BIN, args: ["demo-agent", "--no-such-flag"] },
         // The test fixture agent (on the same wasm engine) offers modes and a config option.
         {
@@ -131,6 +140,12 @@ fs.writeFileSync(
         },
       ],
       "acp.defaultAgent": SLOW_AGENT,
+      // Given to every session: the stdio one is sent; the http one is left out (the demo agent
+      // does not advertise http MCP servers).
+      "acp.mcpServers": {
+        "e2e-files": { command: "/bin/true", args: ["--e2e"] },
+        "e2e-web": { type: "http", url: "https://example.invalid/mcp" },
+      },
       "acp.trace.raw": true,
       // The first scenarios are about file permissions: their terminal step runs unasked. The
       // terminal scenarios switch this to "ask" (the default) with setTerminalApproval.
@@ -296,18 +311,6 @@ async function openFileWithUnsavedEdit(name, typed) {
   );
 }
 
-function findFile(dir, re) {
-  if (!fs.existsSync(dir)) return undefined;
-  for (const f of fs.readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, f.name);
-    if (f.isDirectory()) {
-      const found = findFile(p, re);
-      if (found) return found;
-    } else if (re.test(f.name)) return p;
-  }
-  return undefined;
-}
-
 async function transcriptText() {
   return (await transcript.textContent()) ?? "";
 }
@@ -399,11 +402,29 @@ async function terminalModal(commandLine) {
   return text;
 }
 
+/** The most recently written file under `dir` whose name matches (a reloaded window logs to a
+ *  new file). */
+function newestFile(dir, re) {
+  let best;
+  const walk = (d) => {
+    if (!fs.existsSync(d)) return;
+    for (const f of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, f.name);
+      if (f.isDirectory()) walk(p);
+      else if (re.test(f.name)) {
+        const t = fs.statSync(p).mtimeMs;
+        if (!best || t > best.t) best = { p, t };
+      }
+    }
+  };
+  walk(dir);
+  return best?.p;
+}
 const acpLog = async () =>
-  fs.readFileSync(await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000), "utf8");
+  fs.readFileSync(await until("the ACP log file", () => newestFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000), "utf8");
 const acpTrace = async () =>
   fs.readFileSync(
-    await until("the ACP raw trace file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP Trace\.log$/), 10_000),
+    await until("the ACP raw trace file", () => newestFile(path.join(userData, "logs"), /^(\d+-)?ACP Trace\.log$/), 10_000),
     "utf8",
   );
 
@@ -427,6 +448,181 @@ async function scenario(name, fn) {
     // Leave no dialog behind for the next scenario.
     if (await dialog.isVisible().catch(() => false)) await page.keyboard.press("Escape").catch(() => {});
   }
+}
+
+// ---- issue 11's scenarios ---------------------------------------------------------------------
+
+const logText = acpLog;
+const noticeCount = (text) => chat.locator(".notice", { hasText: text }).count();
+const ready = async () => (await chat.locator("#status").getAttribute("data-state")) === "ready";
+
+async function crashKeepsTheConversation() {
+  fs.rmSync(demoFile, { force: true });
+  await newSession();
+  const sessionBefore = await transcript.getAttribute("data-session-id");
+  const resumedBefore = await noticeCount("Session resumed with");
+  // The demo agent streams its answer, writes a line on stderr and exits with code 70.
+  await sendPrompt("An answer the crash cuts short #crash");
+  await turnEnds("error", 30_000);
+  const crash = chat.locator(".notice.error", { hasText: "exited with code 70" });
+  await until("the crash in the conversation", async () => (await crash.count()) === 1, 10_000);
+  const shown = (await crash.textContent()) ?? "";
+  if (!shown.includes("crashing mid-answer as asked (#crash)")) throw new Error(`the crash notice lacks the stderr tail: ${shown}`);
+  const partial = (await chat.locator(".msg.agent").last().textContent()) ?? "";
+  if (!/Hello from the acp/.test(partial)) throw new Error(`the partial answer is not shown: ${partial}`);
+  const toast = page.locator(".notification-toast", { hasText: "exited with code 70" });
+  await until("the crash notification", async () => (await toast.count()) > 0, 10_000);
+  const toastText = (await toast.first().textContent()) ?? "";
+  if (!toastText.includes("stderr:") || !toastText.includes("#crash"))
+    throw new Error(`the notification lacks the stderr tail: ${toastText}`);
+  // acp-client's default restart policy (the same as acp chat's): 500 ms for the first crash.
+  await until("the restart with backoff in the log", async () => /restarting .* in 500 ms \(attempt 1 /.test(await logText()), 5_000);
+  await until(
+    "the restarted agent to resume the same session",
+    async () =>
+      (await noticeCount("Session resumed with")) === resumedBefore + 1 &&
+      (await transcript.getAttribute("data-session-id")) === sessionBefore &&
+      (await ready()),
+    30_000,
+  );
+  // The conversation went on: the prompt, the partial answer and the crash are all still there.
+  if (!((await chat.locator(".msg.user").last().textContent()) ?? "").includes("An answer the crash cuts short"))
+    throw new Error("the prompt is gone");
+  if (!(await transcriptText()).includes(partial.trim())) throw new Error(`the partial answer is gone: ${partial}`);
+  if ((await crash.count()) !== 1) throw new Error("the crash notice is gone after the restart");
+  if ((await chat.locator(".tool.status-in_progress, .tool.status-pending").count()) !== 0)
+    throw new Error("a tool call still shows as running after the crash");
+  if (!(await acpTrace()).includes(`"method":"session/resume","params":{"sessionId":"${sessionBefore}"`))
+    throw new Error("no session/resume of the crashed session in the trace");
+  await screenshot("crash-kept-in-conversation");
+  await sendPrompt("After the crash");
+  await (await dialogButton("Allow this write")).click();
+  await turnEnds("end_turn");
+  if (!fs.existsSync(demoFile)) throw new Error("the restarted agent did not write the file");
+  if ((await transcript.getAttribute("data-session-id")) !== sessionBefore) throw new Error("the session changed");
+  await runCommand("Notifications: Clear All Notifications");
+  await screenshot("restarted-after-crash");
+}
+
+async function mcpServersReachTheAgent() {
+  await newSession();
+  await until("the left-out notice", async () => (await noticeCount("MCP server left out: e2e-web (http servers are not supported")) === 1);
+  await sendPrompt("#mcp");
+  await turnEnds("end_turn");
+  const answer = (await chat.locator(".msg.agent").last().textContent()) ?? "";
+  if (!answer.includes("MCP servers: e2e-files")) throw new Error(`the agent did not get the MCP server: ${answer}`);
+  const trace = await acpTrace();
+  const news = trace
+    .split("\n")
+    .filter((l) => l.startsWith("→ ") && l.includes('"method":"session/new"'))
+    .map((l) => JSON.parse(l.slice(2)));
+  const sent = news[news.length - 1]?.params?.mcpServers;
+  const want = [{ name: "e2e-files", command: "/bin/true", args: ["--e2e"], env: [] }];
+  const canon = (v) =>
+    JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x));
+  if (canon(sent) !== canon(want)) throw new Error(`session/new carried ${JSON.stringify(sent)}, not the stdio server as the wire has it`);
+  if (trace.includes("example.invalid")) throw new Error("the http server was sent to an agent that does not advertise http");
+  await screenshot("mcp-servers");
+}
+
+async function reloadAndContinue() {
+  await newSession();
+  fs.rmSync(demoFile, { force: true });
+  await sendPrompt("Remember the walrus");
+  await (await dialogButton("Allow this write")).click();
+  await turnEnds("end_turn");
+  const sessionBefore = await transcript.getAttribute("data-session-id");
+  await page.evaluate(() => (globalThis.__acpE2eBeforeReload = true));
+  await runCommand("Developer: Reload Window");
+  await until(
+    "the window to reload",
+    async () => await page.evaluate(() => globalThis.__acpE2eBeforeReload === undefined).catch(() => false),
+    30_000,
+  );
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+  await until(
+    "the extension after the reload",
+    async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0,
+    90_000,
+  );
+  await runCommand("ACP: Open Chat");
+  await until(
+    "the saved conversation shown and its session resumed",
+    async () =>
+      (await transcriptText().catch(() => "")).includes("Remember the walrus") &&
+      (await noticeCount("Session resumed with").catch(() => 0)) >= 1 &&
+      (await transcript.getAttribute("data-session-id").catch(() => null)) === sessionBefore &&
+      (await ready().catch(() => false)),
+    60_000,
+  );
+  await screenshot("reloaded-conversation");
+  fs.rmSync(demoFile, { force: true });
+  await sendPrompt("And the carpenter");
+  await (await dialogButton("Allow this write")).click();
+  await turnEnds("end_turn");
+  const users = await chat.locator(".msg.user").allTextContents();
+  if (!users.some((t) => t.includes("Remember the walrus")) || !users.some((t) => t.includes("And the carpenter")))
+    throw new Error(`the conversation did not go on: ${JSON.stringify(users)}`);
+  if ((await transcript.getAttribute("data-session-id")) !== sessionBefore) throw new Error("not the same session after the reload");
+}
+
+async function reopenFromHistory() {
+  const current = await transcript.getAttribute("data-session-id");
+  await runCommand("ACP: Session History");
+  const input = page.locator(".quick-input-widget input");
+  await input.fill("mcp");
+  const row = page.locator(".quick-input-list .monaco-list-row").first();
+  await until("the #mcp session in the history", async () => ((await row.textContent()) ?? "").includes("#mcp"), 10_000);
+  await screenshot("history-list");
+  await page.keyboard.press("Enter");
+  await until(
+    "the earlier session reopened",
+    async () =>
+      (await transcriptText()).includes("MCP servers: e2e-files") &&
+      !(await transcriptText()).includes("And the carpenter") &&
+      (await transcript.getAttribute("data-session-id")) !== current &&
+      (await noticeCount("Session resumed with")) >= 1 &&
+      (await ready()),
+    30_000,
+  );
+  await screenshot("history-reopened");
+}
+
+async function signInWithEnvVar() {
+  await runCommand("ACP: Select Agent");
+  await page.locator(".quick-input-widget input").fill(AUTH_AGENT);
+  await until(
+    `${AUTH_AGENT} in the picker`,
+    async () => ((await page.locator(".quick-input-list .monaco-list-row").first().textContent()) ?? "").includes(AUTH_AGENT),
+    10_000,
+  );
+  await page.keyboard.press("Enter");
+  const widget = page.locator(".quick-input-widget");
+  const signInShown = async () => ((await widget.textContent().catch(() => "")) ?? "").includes("needs you to sign in");
+  // Switching agents may ask first (the chat holds a conversation; it stays in the history).
+  await until("the switch question or the sign-in methods", async () => (await dialog.isVisible()) || (await signInShown()), 30_000);
+  if (await dialog.isVisible()) await (await dialogButton("Switch")).click();
+  await until("the sign-in methods", signInShown, 30_000);
+  await until(
+    "the Demo token method",
+    async () => ((await widget.locator(".monaco-list-row").first().textContent()) ?? "").includes("Demo token"),
+    10_000,
+  );
+  await screenshot("sign-in-methods");
+  await page.keyboard.press("Enter");
+  const password = widget.locator('input[type="password"]');
+  await until("the password box for DEMO_TOKEN", async () => (await password.count()) === 1 && (await password.isVisible()), 10_000);
+  await page.keyboard.type(SECRET);
+  await page.keyboard.press("Enter");
+  await until(
+    "the session after signing in",
+    async () => (await ready()) && (await noticeCount("New session with")) >= 1 && !!(await transcript.getAttribute("data-session-id")),
+    30_000,
+  );
+  const trace = await acpTrace();
+  if (!trace.includes(`"method":"authenticate","params":{"methodId":"demo-env-token"}`)) throw new Error("no authenticate in the trace");
+  if (trace.includes(SECRET) || (await logText()).includes(SECRET)) throw new Error("the secret reached a log");
+  await screenshot("signed-in");
 }
 
 let exitCode = 1;
@@ -572,64 +768,15 @@ try {
     if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
   });
 
+  // ---- issue 11: crash, MCP, reload, history, sign-in (scenarios of their own) ------------
+
   await scenario(
-    "crash mid-answer: the partial answer and the exit stay in the conversation; restarted with backoff; works again",
-    async () => {
-      // The agent's pid, from the extension's own log (the ACP output channel's file).
-      const logFile = await until("the ACP log file", () => findFile(path.join(userData, "logs"), /^(\d+-)?ACP\.log$/), 10_000);
-      const pids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
-      const pid = pids[pids.length - 1];
-      if (!pid) throw new Error("no agent pid in the log");
-      fs.rmSync(demoFile, { force: true });
-      await newSession();
-      await sendPrompt("An answer the crash cuts short");
-      await until(
-        "the first streamed words",
-        async () =>
-          (await chat.locator(".msg.agent").count()) > 0 && /Hello/.test((await chat.locator(".msg.agent").last().textContent()) ?? ""),
-        30_000,
-      );
-      const partial = (await chat.locator(".msg.agent").last().textContent()) ?? "";
-      const seqBefore = await transcript.getAttribute("data-session-seq");
-      process.kill(pid, "SIGKILL");
-      const logText = () => fs.readFileSync(logFile, "utf8");
-      await until("the crash in the log", () => /killed by SIGKILL/.test(logText()), 15_000);
-      // acp-client's default restart policy (the same as acp chat's): 500 ms for the first crash.
-      await until("the restart with backoff in the log", () => /restarting .* in 500 ms \(attempt 1 /.test(logText()), 5_000);
-      await turnEnds("error", 15_000);
-      await until(
-        "the crash in the conversation",
-        async () => (await chat.locator(".notice.error", { hasText: "killed by SIGKILL" }).count()) === 1,
-        10_000,
-      );
-      await until(
-        "the restarted agent's new session",
-        async () =>
-          (await transcript.getAttribute("data-session-seq")) !== seqBefore &&
-          (await transcript.getAttribute("data-session-id")) &&
-          (await chat.locator("#status").getAttribute("data-state")) === "ready" &&
-          (await chat.locator(".notice", { hasText: "New session with" }).count()) === 2,
-        30_000,
-      );
-      // The conversation went on: the prompt, the partial answer and the crash are all still there.
-      if (!((await chat.locator(".msg.user").last().textContent()) ?? "").includes("An answer the crash cuts short"))
-        throw new Error("the prompt is gone");
-      if (!(await transcriptText()).includes(partial.trim())) throw new Error(`the partial answer is gone: ${partial}`);
-      if ((await chat.locator(".notice.error", { hasText: "killed by SIGKILL" }).count()) !== 1)
-        throw new Error("the crash notice is gone after the restart");
-      if ((await chat.locator(".tool.status-in_progress, .tool.status-pending").count()) !== 0)
-        throw new Error("a tool call still shows as running after the crash");
-      await screenshot("crash-kept-in-conversation");
-      const newPids = [...fs.readFileSync(logFile, "utf8").matchAll(/agent .* started: pid (\d+)/g)].map((m) => Number(m[1]));
-      if (newPids[newPids.length - 1] === pid) throw new Error("no new agent process");
-      fs.rmSync(demoFile, { force: true });
-      await sendPrompt("After the crash");
-      await (await dialogButton("Allow this write")).click();
-      await turnEnds("end_turn");
-      if (!fs.existsSync(demoFile)) throw new Error("the restarted agent did not write the file");
-      await screenshot("restarted-after-crash");
-    },
+    "crash mid-answer: exit code and stderr in the chat and a notification; the conversation kept and the same session resumed",
+    crashKeepsTheConversation,
   );
+  await scenario("MCP servers from the settings reach session/new (the http one left out: not advertised)", mcpServersReachTheAgent);
+  await scenario("reload the window: the conversation is shown again and continues in the same session", reloadAndContinue);
+  await scenario("history: an earlier session reopened from the list (session/resume)", reopenFromHistory);
 
   await scenario("sensitive write: acp-demo.txt links into .git; the write modal, Review changes, Refuse; nothing written", async () => {
     // The demo agent only ever writes acp-demo.txt; a link by that name into a repository's
