@@ -232,7 +232,12 @@ pub struct ChatArgs {
     /// The token for --connect, sent as `Authorization: Bearer TOKEN`. Default: --token-file,
     /// else the ACP_TOKEN environment variable. (Arguments are visible to other local users:
     /// prefer those two.)
-    #[arg(long, value_name = "TOKEN", requires = "connect", conflicts_with = "token_file")]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        requires = "connect",
+        conflicts_with = "token_file"
+    )]
     pub token: Option<String>,
 
     /// Read the token for --connect from FILE (surrounding whitespace ignored).
