@@ -88,6 +88,8 @@ export class AcpContext implements vscode.Disposable {
   private keepShown = false;
   /** `session/load` of a conversation shown from its saved form: its replay is not folded. */
   private dropReplay: string | undefined;
+  /** `session/load` of a session not saved here: its replay is the conversation shown. */
+  private foldReplay: string | undefined;
   private saveTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly extension: vscode.ExtensionContext) {
@@ -459,6 +461,7 @@ export class AcpContext implements vscode.Disposable {
     const keep = !!o.afterCrash || reopen !== undefined || this.keepShown;
     this.reopen = undefined;
     this.keepShown = false;
+    const haveSaved = keep && !!this.conv && this.conv.saved().entries.some((e) => e.type !== "notice");
     let res: Opened;
     try {
       res = await openSession(conn, {
@@ -467,9 +470,14 @@ export class AcpContext implements vscode.Disposable {
         mcpSetting: cfg().get("mcpServers", {}),
         decisions: this.decisions,
         signIn: this.signIn,
-        beforeLoad: (id) => (this.dropReplay = keep && this.conv ? id : undefined),
+        preferLoad: !haveSaved,
+        beforeLoad: (id) => {
+          if (haveSaved) this.dropReplay = id;
+          else this.foldReplay = id;
+        },
       });
     } catch (e) {
+      this.dropReplay = this.foldReplay = undefined;
       this.reopen = reopen;
       this.keepShown = keep;
       if (e instanceof RestartNeeded && !o.signedIn) {
@@ -500,7 +508,7 @@ export class AcpContext implements vscode.Disposable {
       // The conversation shown is the saved one: the agent's replay of it is not added again.
       this.early = this.early.filter((u) => u.sessionId !== res.sessionId);
     }
-    this.dropReplay = undefined;
+    this.dropReplay = this.foldReplay = undefined;
     this.saveSoon();
     this.postCapabilities();
     if (!o.afterCrash) {
@@ -628,7 +636,9 @@ export class AcpContext implements vscode.Disposable {
 
   private onSessionUpdate(sessionId: string, params: unknown): void {
     if (sessionId === this.dropReplay) return; // a replay of the conversation shown (session/load)
-    if (!this.session || sessionId !== this.session.sessionId || !this.conv) {
+    // (A session/load's replay arrives before its answer set the session up.)
+    const current = sessionId === this.session?.sessionId || sessionId === this.foldReplay;
+    if (!current || !this.conv) {
       // An agent may send updates (its commands, say) right after answering session/new, before
       // the answer's continuation has set the session up: kept (bounded) until it is.
       if (this.early.length < 256) this.early.push({ sessionId, params });

@@ -39,6 +39,9 @@ export interface OpenOptions {
   mcpSetting: unknown;
   decisions: SessionDecisions;
   signIn?: SignIn;
+  /** Nothing of the conversation is saved here: `session/load` (the agent's replay shows it)
+   *  rather than `session/resume` when the agent offers both. */
+  preferLoad?: boolean;
   /** Called right before `session/load` (its replay arrives before the answer). */
   beforeLoad?(sessionId: string): void;
 }
@@ -66,7 +69,7 @@ export async function openSession(conn: AgentConnection, o: OpenOptions): Promis
     }
   };
   if (o.reopen) {
-    const how = reopenHow(conn.init);
+    const how = reopenHow(conn.init, o.preferLoad);
     const id = o.reopen;
     try {
       if (how === "resume") {

@@ -12,8 +12,10 @@ interface Caps {
   agentCapabilities?: { loadSession?: boolean | null; sessionCapabilities?: { resume?: unknown; list?: unknown } | null } | null;
 }
 
-export function reopenHow(init: Caps): ReopenHow {
+/** `preferLoad`: nothing of the conversation is saved here, so the agent's replay is wanted. */
+export function reopenHow(init: Caps, preferLoad = false): ReopenHow {
   const caps = init.agentCapabilities;
+  if (preferLoad && caps?.loadSession === true) return "load";
   if (caps?.sessionCapabilities?.resume != null) return "resume";
   if (caps?.loadSession === true) return "load";
   return "readonly";

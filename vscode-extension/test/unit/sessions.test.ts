@@ -89,6 +89,9 @@ test("reopenHow: resume when advertised, else load, else read-only; canList", ()
   assert.equal(reopenHow({ agentCapabilities: { loadSession: true } }), "load");
   assert.equal(reopenHow({ agentCapabilities: { loadSession: false, sessionCapabilities: {} } }), "readonly");
   assert.equal(reopenHow({}), "readonly");
+  // Nothing saved here: the agent's replay is wanted, so load before resume.
+  assert.equal(reopenHow({ agentCapabilities: { loadSession: true, sessionCapabilities: { resume: {} } } }, true), "load");
+  assert.equal(reopenHow({ agentCapabilities: { sessionCapabilities: { resume: {} } } }, true), "resume");
   assert.equal(canList({ agentCapabilities: { sessionCapabilities: { list: {} } } }), true);
   assert.equal(canList({ agentCapabilities: { sessionCapabilities: { list: null } } }), false);
 });
@@ -306,4 +309,23 @@ test("a saved thread goes back into a Thread (the form the store keeps)", { skip
   assert.equal(back.toJson(), json);
   assert.equal(titleOf(json), "hello");
   back.free();
+});
+
+test("openSession with preferLoad: session/load even when resume is offered (the replay fills the conversation)", { skip }, async () => {
+  const before: string[] = [];
+  const { conn, calls } = fakeConn({ agentCapabilities: { loadSession: true, sessionCapabilities: { resume: {} } } });
+  const r = await openSession(conn, {
+    cwd: "/w",
+    reopen: "agent-only",
+    preferLoad: true,
+    mcpSetting: {},
+    decisions: decisions(),
+    beforeLoad: (id) => before.push(id),
+  });
+  assert.equal(r.how, "load");
+  assert.deepEqual(before, ["agent-only"]);
+  assert.deepEqual(
+    calls.map((c) => c[0]),
+    ["session/load"],
+  );
 });
