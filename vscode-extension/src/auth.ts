@@ -11,38 +11,13 @@ import * as vscode from "vscode";
 import type { AgentConnection } from "./protocol/agent";
 import type { SessionDecisions } from "./sessions/decisions";
 import type { SignIn, SignInOutcome } from "./sessions/opener";
+import { keptEnvKey, parseKeptEnv, requiredVars, type AuthMethodInfo } from "./sessions/authEnv";
 
-/** An `authMethods` entry as far as sign-in needs it. */
-export interface AuthMethodInfo {
-  id: string;
-  name?: string;
-  description?: string | null;
-  type?: string;
-  varName?: string;
-  vars?: Array<{ name: string; optional?: boolean }>;
-  args?: string[];
-  env?: Record<string, string>;
-}
-
-/** The variables an `env_var` method needs. */
-export function requiredVars(m: AuthMethodInfo): string[] {
-  const vars = m.varName ? [m.varName] : [];
-  for (const v of m.vars ?? []) if (v && typeof v.name === "string" && !v.optional) vars.push(v.name);
-  return vars;
-}
-
-const secretKey = (agent: string) => `acp.auth.env.${agent}`;
+export type { AuthMethodInfo } from "./sessions/authEnv";
 
 /** The variables kept for `agent` in SecretStorage (set with an env_var method). */
 export async function storedEnv(secrets: vscode.SecretStorage, agent: string): Promise<Record<string, string>> {
-  const text = await secrets.get(secretKey(agent));
-  if (!text) return {};
-  try {
-    const parsed = JSON.parse(text) as Record<string, unknown>;
-    return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, string] => typeof e[1] === "string" && e[1] !== ""));
-  } catch {
-    return {};
-  }
+  return parseKeptEnv(await secrets.get(keptEnvKey(agent)));
 }
 
 export class VsCodeSignIn implements SignIn {
@@ -101,7 +76,7 @@ export class VsCodeSignIn implements SignIn {
         if (value === undefined) return "cancelled";
         kept[name] = value.trim();
       }
-      await this.secrets.store(secretKey(conn.spec.name), JSON.stringify(kept));
+      await this.secrets.store(keptEnvKey(conn.spec.name), JSON.stringify(kept));
       this.log.info(`sign-in: ${requiredVars(m).join(", ")} kept for ${conn.spec.name}; restarting it`);
       return "restart";
     }
@@ -130,6 +105,6 @@ export class VsCodeSignIn implements SignIn {
 
   /** Forgets what was kept for `agent`. */
   async forget(agent: string): Promise<void> {
-    await this.secrets.delete(secretKey(agent));
+    await this.secrets.delete(keptEnvKey(agent));
   }
 }

@@ -9,6 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { MAX_SESSIONS, SessionStore, entriesFrom, titleOf } from "../../src/sessions/store";
 import { canList, reopenHow } from "../../src/sessions/reopen";
+import { keptEnvKey, parseKeptEnv, requiredVars } from "../../src/sessions/authEnv";
 import { SessionDecisions, isAuthRequired } from "../../src/sessions/decisions";
 import { openSession, RestartNeeded, type SignIn } from "../../src/sessions/opener";
 import { RpcError } from "../../src/protocol/client";
@@ -328,4 +329,22 @@ test("openSession with preferLoad: session/load even when resume is offered (the
     calls.map((c) => c[0]),
     ["session/load"],
   );
+});
+
+test("sign-in's kept variables: required ones per method, one key per agent, unreadable text is nothing", () => {
+  assert.deepEqual(requiredVars({ id: "a", type: "env_var", varName: "TOKEN" }), ["TOKEN"]);
+  assert.deepEqual(
+    requiredVars({
+      id: "b",
+      type: "env_var",
+      vars: [{ name: "KEY" }, { name: "REGION", optional: true }],
+    }),
+    ["KEY"],
+  );
+  assert.deepEqual(requiredVars({ id: "c" }), []);
+  assert.notEqual(keptEnvKey("agent one"), keptEnvKey("agent two"));
+  assert.deepEqual(parseKeptEnv('{"TOKEN":"x","EMPTY":"","N":3}'), { TOKEN: "x" });
+  assert.deepEqual(parseKeptEnv("{broken"), {});
+  assert.deepEqual(parseKeptEnv("[1]"), {});
+  assert.deepEqual(parseKeptEnv(undefined), {});
 });
