@@ -93,7 +93,16 @@ const REPLAYS = {
   "restart.json": restart,
   "thread.json": thread,
   "prompt.json": (c) => JSON.parse(acp.attachToPrompt(JSON.stringify(c.caps), JSON.stringify(c.attachment))),
+  "mcp.json": mcp,
 };
+
+/** mcpServers answers `leftOut` (camelCase, as the extension reads it) where the table's
+ *  `expect` has acp-client's `left_out`; `error_starts` rows check the message's start. */
+function mcp(c) {
+  const got = JSON.parse(acp.mcpServers(JSON.stringify(c.config), JSON.stringify(c.caps ?? null)));
+  if (c.expect.error_starts !== undefined) return got.error?.startsWith(c.expect.error_starts) ? c.expect : got;
+  return "servers" in got ? { servers: got.servers, left_out: got.leftOut } : got;
+}
 
 for (const [file, replay] of Object.entries(REPLAYS)) {
   test(`tests/client/${file}: every row, through the wasm build`, () => {
@@ -108,7 +117,6 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
 // without a replay fails the suite: a new table is replayed here, or named here, never skipped
 // silently.
 const NOT_EXPORTED = {
-  "mcp.json": "acp_client::mcp (MCP server config for session/new): used by acp chat only so far",
   "registry.json": "acp_client::registry (agents by name): used by acp chat only so far",
 };
 
