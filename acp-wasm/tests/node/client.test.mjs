@@ -17,7 +17,8 @@ const chunk = (text, extra = {}) =>
 test("the default flavour is the engine alone; the client flavour is the engine plus acp-client", () => {
   const clientOnly = ["Thread", "CrashBudget", "chooseAuth", "failureError", "terminalLimits", "decidePermission",
     "dismissedPermission", "unanswerablePermission", "chosenPermission", "classifyWrite", "describeWriteReason",
-    "terminalQuestion", "terminalInvalidMessage", "envAllowlist", "validEnvName", "escapeLine", "attachToPrompt", "promptLimits"];
+    "terminalQuestion", "terminalInvalidMessage", "envAllowlist", "validEnvName", "escapeLine", "attachToPrompt", "promptLimits",
+    "mcpServers", "stopWords", "rpcWords"];
   for (const name of clientOnly) {
     assert.equal(acp[name], undefined, `pkg/node exports ${name}`);
     assert.equal(typeof client[name], "function", `pkg/nodejs-client lacks ${name}`);
