@@ -55,6 +55,9 @@ npx prettier --check .
 npx eslint .
 say "unit tests"
 node esbuild.mjs --tests
+# The remote-agent tests (test/unit/remote.test.ts) run `acp serve --http`: with the binary built
+# above they must run; with SKIP_E2E they use the newest target/*/acp, or are skipped without one.
+if [ -z "${SKIP_E2E:-}" ]; then export ACP_BIN; fi
 ACP_REQUIRE_WASM=1 node --test out/test/
 say "package"
 rm -f acp-rs-vscode.vsix

@@ -4,6 +4,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { AgentSpec } from "./protocol/process";
+import { checkRemoteUrl, RemoteError } from "./protocol/remote";
 
 export const DEMO_AGENT_NAME = "ACP demo agent";
 
@@ -13,6 +14,8 @@ export interface AgentSetting {
   args?: unknown;
   env?: unknown;
   cwd?: unknown;
+  url?: unknown;
+  caFile?: unknown;
 }
 
 function isExecutable(p: string): boolean {
@@ -51,8 +54,33 @@ export function parseAgentSettings(raw: unknown): { agents: AgentSpec[]; errors:
   const errors: string[] = [];
   if (!Array.isArray(raw)) return { agents, errors: raw === undefined ? [] : ["acp.agents must be an array"] };
   raw.forEach((a: AgentSetting, i) => {
+    if (a && typeof a === "object" && a.url !== undefined) {
+      // A remote agent (acp serve --http, or the official HTTP transport) reached by URL.
+      if (a.command !== undefined) {
+        errors.push(`acp.agents[${i}]: give either "command" (a local agent) or "url" (a remote one), not both`);
+        return;
+      }
+      const url = typeof a.url === "string" ? checkRemoteUrl(a.url.trim()) : new RemoteError("url", `"url" must be a string`);
+      if (url instanceof RemoteError) {
+        errors.push(`acp.agents[${i}]: ${url.message}`);
+        return;
+      }
+      if (a.caFile !== undefined && (typeof a.caFile !== "string" || !a.caFile.trim())) {
+        errors.push(`acp.agents[${i}]: "caFile" must be the path of a PEM file`);
+        return;
+      }
+      const href = (a.url as string).trim();
+      agents.push({
+        name: typeof a.name === "string" && a.name.trim() ? a.name.trim() : href,
+        command: "",
+        args: [],
+        url: href,
+        caFile: typeof a.caFile === "string" ? a.caFile.trim() : undefined,
+      });
+      return;
+    }
     if (!a || typeof a !== "object" || typeof a.command !== "string" || !a.command.trim()) {
-      errors.push(`acp.agents[${i}]: "command" is required`);
+      errors.push(`acp.agents[${i}]: "command" (or "url", for a remote agent) is required`);
       return;
     }
     const args = a.args === undefined ? [] : a.args;

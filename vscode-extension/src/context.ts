@@ -23,6 +23,7 @@ import { mentionCompletions, selectionAttachment } from "./ui/promptInput";
 import { ClientRouter } from "./bridges/router";
 import { TerminalManager } from "./bridges/terminal";
 import { AgentConnection, AgentStartError, describeExit } from "./protocol/agent";
+import { RemoteTokens } from "./remoteTokens";
 import { loadEngine, type EngineModule } from "./protocol/engine";
 import { ClientPolicy, type CrashBudget } from "./protocol/policy";
 import type { TraceSink } from "./protocol/log";
@@ -82,6 +83,8 @@ export class AcpContext implements vscode.Disposable {
   /** This workspace's saved conversations (sessions/store.ts). */
   private readonly store: SessionStore;
   private readonly signIn: VsCodeSignIn;
+  /** Remote agents' tokens (SecretStorage, per origin). */
+  private readonly remoteTokens: RemoteTokens;
   /** A saved session to continue when the next session opens (reload, crash, history). */
   private reopen: string | undefined;
   /** The conversation shown (a saved one, read-only) goes on in the next new session. */
@@ -131,6 +134,7 @@ export class AcpContext implements vscode.Disposable {
       this.edits,
     );
     this.own({ dispose: () => this.conv?.dispose() });
+    this.remoteTokens = new RemoteTokens(extension.secrets);
     this.store = new SessionStore(path.join((extension.storageUri ?? extension.globalStorageUri).fsPath, "sessions"));
     this.signIn = new VsCodeSignIn(extension.secrets, this.decisions, this.log, (conn) =>
       Object.entries(conn.spec.env ?? {})
@@ -187,6 +191,7 @@ export class AcpContext implements vscode.Disposable {
     reg("acp.history", () => this.showHistory().catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`)));
     reg("acp.signIn", () => this.signInCommand().catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`)));
     reg("acp.showLog", () => this.log.show(true));
+    reg("acp.forgetRemoteToken", () => this.forgetRemoteToken());
     reg("acp.toggleTrace", async () => {
       const on = !cfg().get<boolean>("trace.raw", false);
       await cfg().update("trace.raw", on, vscode.ConfigurationTarget.Global);
@@ -201,7 +206,7 @@ export class AcpContext implements vscode.Disposable {
           label: a.name === current ? `$(check) ${a.name}` : a.name,
           name: a.name,
           description: a.name === current ? "current" : undefined,
-          detail: [a.command, ...a.args].join(" "),
+          detail: a.url ?? [a.command, ...a.args].join(" "),
         })),
         { title: "ACP: select the agent to use", matchOnDetail: true },
       );
@@ -300,14 +305,19 @@ export class AcpContext implements vscode.Disposable {
       const engine = this.loadEngineOnce();
       const permissionTimeout = cfg().get<number>("permissions.timeoutSeconds", 600);
       const cwd = spec.cwd ?? this.workspaceCwd();
+      // A remote agent's token: kept, else asked for (a password box) before connecting.
+      const token = spec.url ? await this.remoteTokens.token(spec.url) : undefined;
+      if (spec.url && token === undefined) throw new AgentStartError(`${spec.name}: no token given for ${spec.url}`, "");
       const conn = await AgentConnection.start(
         // Variables kept by a sign-in (SecretStorage) go to this agent only.
         { ...spec, env: { ...spec.env, ...(await storedEnv(this.extension.secrets, spec.name)) }, cwd, envPolicy: this.envPolicy() },
         {
           engine,
           engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },
-          // auth.terminal: a `terminal` sign-in method runs in a VS Code terminal (src/auth.ts).
-          capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, auth: { terminal: true } },
+          // auth.terminal: a `terminal` sign-in method runs in a VS Code terminal (src/auth.ts);
+          // not for a remote agent (its login command would run here, not where it runs).
+          capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, auth: { terminal: !spec.url } },
+          token: token || undefined,
           clientInfo: { name: "acp-rs-vscode", version: String(this.extension.extension.packageJSON.version ?? "0") },
           handler: new ClientRouter({
             permission: this.permission,
@@ -336,7 +346,8 @@ export class AcpContext implements vscode.Disposable {
       this.setState("failed", `${spec?.name ?? "agent"} failed to start`);
       this.log.error(`${err.message}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
       this.conversation().notice("error", `${err.message}${tail ? `\n${lastLines(tail, 5)}` : ""}`);
-      void this.startFailureNotification(err.message, tail);
+      if (spec?.url && AgentConnection.remoteFailure(e)?.kind === "unauthorized") void this.wrongTokenNotification(spec.url, err.message);
+      else void this.startFailureNotification(err.message, tail);
       throw err;
     }
   }
@@ -349,6 +360,44 @@ export class AcpContext implements vscode.Disposable {
     else if (pick === "Retry") void this.restart();
   }
 
+  /** A remote agent refused the token (HTTP 401): offer to enter it again. */
+  private async wrongTokenNotification(url: string, message: string): Promise<void> {
+    this.conversation().notice(
+      "info",
+      `The token kept for ${url} was refused: "Enter Token" asks for it again (or run "ACP: Forget Remote Agent Token").`,
+    );
+    const pick = await vscode.window.showErrorMessage(`ACP: ${message}`, "Enter Token", "Show Log");
+    if (pick === "Show Log") this.log.show(true);
+    else if (pick === "Enter Token") {
+      await this.remoteTokens.forget(url);
+      // The conversation (and a session to reopen after a dropped connection) is kept.
+      await this.ensureSession().catch(() => undefined);
+    }
+  }
+
+  /** `ACP: Forget Remote Agent Token`: the chosen remote agent's token is asked for again. */
+  private async forgetRemoteToken(): Promise<void> {
+    const remote = this.agents().filter((a) => a.url);
+    if (!remote.length) {
+      void vscode.window.showInformationMessage("ACP: no remote agent (an acp.agents entry with a url) is configured.");
+      return;
+    }
+    const pick =
+      remote.length === 1
+        ? remote[0]
+        : (
+            await vscode.window.showQuickPick(
+              remote.map((a) => ({ label: a.name, detail: a.url, spec: a })),
+              { title: "ACP: forget the token of which remote agent?" },
+            )
+          )?.spec;
+    if (!pick?.url) return;
+    await this.remoteTokens.forget(pick.url);
+    void vscode.window.showInformationMessage(
+      `ACP: the token for ${new URL(pick.url).origin} is forgotten; it is asked for at the next connection.`,
+    );
+  }
+
   private onAgentExit(conn: AgentConnection, exit: ExitInfo): void {
     if (this.conn !== conn) return; // an agent stop() already cleaned up after
     this.terminals.disposeAll();
@@ -359,7 +408,7 @@ export class AcpContext implements vscode.Disposable {
       this.setState("stopped", "stopped");
       return;
     }
-    const tail = conn.process.stderrTail.text().trim();
+    const tail = conn.transport.stderrTail.text().trim();
     const what = `${conn.spec.name} ${describeExit(exit)}`;
     this.log.error(`${what}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
     // The crash stays in the conversation: a running turn fails with it (its partial answer

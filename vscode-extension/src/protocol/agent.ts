@@ -1,5 +1,6 @@
-// AgentConnection: one running agent = one AgentProcess + one AcpClient over its stdio, after a
-// successful `initialize`. Typed helpers for the client→agent methods the extension uses.
+// AgentConnection: one running agent = one AgentTransport (a spawned AgentProcess over its
+// stdio, or a RemoteAgent over WebSocket when the spec has a `url`) + one AcpClient over it,
+// after a successful `initialize`. Typed helpers for the client→agent methods the extension uses.
 //
 // Architecture Invariant: this file does not import `vscode`.
 
@@ -18,7 +19,10 @@ import type { ConnectionOptions, EngineModule } from "./engine";
 import { invalidEnvNames } from "./env";
 import { ClientPolicy } from "./policy";
 import type { Logger, TraceSink } from "./log";
+import * as fs from "node:fs";
 import { AgentProcess, type AgentSpec, type ExitInfo } from "./process";
+import { RemoteAgent, type RemoteError } from "./remote";
+import type { AgentTransport, TransportEvents } from "./transport";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -44,6 +48,8 @@ export interface StartOptions {
   trace: TraceSink;
   /** Gets every stderr chunk of the agent. */
   onStderr(text: string): void;
+  /** A remote agent's token (`Authorization: Bearer`). */
+  token?: string;
   initializeTimeoutMs?: number;
   clock?: Clock;
 }
@@ -53,6 +59,8 @@ function delay(ms: number): Promise<void> {
 }
 
 export function describeExit(e: ExitInfo): string {
+  if (e.remote) return e.remote.message;
+  if (e.reason) return e.reason;
   if (e.spawnError) return `could not start: ${e.spawnError.message}`;
   if (e.signal) return `killed by ${e.signal}`;
   return `exited with code ${e.code}`;
@@ -63,7 +71,7 @@ export class AgentConnection {
 
   private constructor(
     readonly spec: AgentSpec,
-    readonly process: AgentProcess,
+    readonly transport: AgentTransport,
     readonly client: AcpClient,
     readonly init: InitializeResponse,
   ) {}
@@ -74,7 +82,12 @@ export class AgentConnection {
   }
 
   get exited(): Promise<ExitInfo> {
-    return this.process.exited;
+    return this.transport.exited;
+  }
+
+  /** Why a remote agent's connection failed or ended (undefined for a process). */
+  static remoteFailure(e: unknown): RemoteError | undefined {
+    return e instanceof AgentStartError ? e.exit?.remote : undefined;
   }
 
   static async start(spec: AgentSpec, o: StartOptions): Promise<AgentConnection> {
@@ -88,9 +101,17 @@ export class AgentConnection {
     }
     // Without a policy the agent gets acp-client's allowlist of host variables, nothing more.
     spec = { ...spec, envPolicy: spec.envPolicy ?? { allowlist: policy.envAllowlist(), passthrough: [], inheritAll: false } };
+    let ca: Buffer | undefined;
+    if (spec.url && spec.caFile) {
+      try {
+        ca = fs.readFileSync(spec.caFile);
+      } catch (e) {
+        throw new AgentStartError(`${spec.name}: cannot read its caFile ${JSON.stringify(spec.caFile)}: ${(e as Error).message}`, "");
+      }
+    }
     const engine = new o.engine.AcpConnection("client", o.engineOptions);
     let client: AcpClient | undefined;
-    const proc = new AgentProcess(spec, {
+    const events: TransportEvents = {
       onStdout: (b) => client?.receive(b),
       onStdoutEnd: () => client?.receiveEof(),
       onStderr: (s) => {
@@ -98,7 +119,8 @@ export class AgentConnection {
         o.onStderr(s);
       },
       onExit: () => client?.receiveEof(),
-    });
+    };
+    const proc: AgentTransport = spec.url ? new RemoteAgent(spec.url, { token: o.token, ca }, events) : new AgentProcess(spec, events);
     client = new AcpClient(engine, { write: (b) => proc.write(b) }, o.handler, o.log, o.trace, o.clock ?? realClock);
     const fail = async (message: string, exit?: ExitInfo): Promise<never> => {
       const info = exit ?? (await proc.stop(500));
@@ -108,9 +130,14 @@ export class AgentConnection {
     try {
       await proc.started;
     } catch (e) {
-      return fail(`${spec.name}: cannot run ${JSON.stringify(spec.command)}: ${(e as Error).message}`, await proc.exited);
+      const how = spec.url ? "cannot connect" : `cannot run ${JSON.stringify(spec.command)}`;
+      return fail(`${spec.name}: ${how}: ${(e as Error).message}`, await proc.exited);
     }
-    o.log.info(`agent ${spec.name} started: pid ${proc.pid}: ${JSON.stringify([spec.command, ...spec.args])}`);
+    o.log.info(
+      spec.url
+        ? `agent ${spec.name} connected: ${spec.url}`
+        : `agent ${spec.name} started: ${proc.description}: ${JSON.stringify([spec.command, ...spec.args])}`,
+    );
     const init = client.request<InitializeResponse>(
       "initialize",
       { protocolVersion: PROTOCOL_VERSION, clientCapabilities: o.capabilities, clientInfo: o.clientInfo },
@@ -188,7 +215,7 @@ export class AgentConnection {
   async stop(graceMs = 2000): Promise<ExitInfo> {
     this.stopping = true;
     this.client.close("client stopping");
-    const exit = await this.process.stop(graceMs);
+    const exit = await this.transport.stop(graceMs);
     this.client.dispose();
     return exit;
   }

@@ -5,11 +5,19 @@
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { NO_HOST_ENV, explicitEnv, type EnvPolicy } from "./env";
+import type { RemoteError } from "./remote";
+import type { AgentTransport, TransportEvents } from "./transport";
 
 export interface AgentSpec {
   name: string;
+  /** The program (empty for a remote agent). */
   command: string;
   args: string[];
+  /** A remote agent (`ws://` / `wss://`, remote.ts) instead of a process: `command`, `args`,
+   *  `env` and `cwd` are unused. */
+  url?: string;
+  /** A remote agent's extra trusted certificates (PEM file). */
+  caFile?: string;
   env?: Record<string, string>;
   cwd?: string;
   /** Which host variables the agent gets. AgentConnection.start defaults it to acp-client's
@@ -22,6 +30,10 @@ export interface ExitInfo {
   signal: NodeJS.Signals | null;
   /** The process could not be started at all (e.g. ENOENT). */
   spawnError?: Error;
+  /** A remote agent: why the connection could not be made or ended. */
+  remote?: RemoteError;
+  /** A remote agent: how it ended, in words. */
+  reason?: string;
 }
 
 /** The last `maxBytes` of a text stream, for error reports. */
@@ -42,14 +54,9 @@ export class TailBuffer {
   }
 }
 
-export interface AgentProcessEvents {
-  onStdout(bytes: Uint8Array): void;
-  onStdoutEnd(): void;
-  onStderr(text: string): void;
-  onExit(info: ExitInfo): void;
-}
+export type AgentProcessEvents = TransportEvents;
 
-export class AgentProcess {
+export class AgentProcess implements AgentTransport {
   private readonly child: ChildProcessWithoutNullStreams;
   readonly stderrTail = new TailBuffer();
   private exitInfo: ExitInfo | undefined;
@@ -117,6 +124,10 @@ export class AgentProcess {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  get description(): string {
+    return `pid ${this.child.pid}`;
   }
 
   get hasExited(): boolean {

@@ -389,7 +389,7 @@ test("process: a crash during a prompt fails the prompt and reports the exit", {
   );
   const exit = await conn.exited;
   assert.equal(exit.code, 1);
-  assert.match(conn.process.stderrTail.text(), /dying on prompt/);
+  assert.match(conn.transport.stderrTail.text(), /dying on prompt/);
   assert.equal(conn.isStopping, false, "an exit nobody asked for: a crash");
   await conn.stop();
 });

@@ -1,0 +1,338 @@
+// Remote agents over WebSocket (src/protocol/remote.ts): AgentConnection over a RemoteAgent
+// against a real `acp serve --http -- acp demo-agent` (initialize, session/new, a turn whose
+// permission question and file write are served here), and each failure in words: a wrong
+// token (401), a wrong path (404), nothing listening, an untrusted certificate, a dropped
+// connection. The frame <-> line bridge itself against an in-process `ws` server.
+//
+// The `acp` binary: $ACP_BIN (scripts/test-vscode.sh sets it; then it must exist), else the
+// repository's target/release/acp or target/debug/acp; without one these tests are skipped.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { WebSocketServer, type WebSocket } from "ws";
+import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
+import { PermissionBridge } from "../../src/bridges/permission";
+import { Conversation } from "../../src/bridges/conversation";
+import { ClientRouter } from "../../src/bridges/router";
+import { AgentConnection, AgentStartError } from "../../src/protocol/agent";
+import type { EngineModule } from "../../src/protocol/engine";
+import { nullLogger, nullTrace } from "../../src/protocol/log";
+import type { ExitInfo } from "../../src/protocol/process";
+import { checkRemoteUrl, RemoteAgent, RemoteError, tokenKey } from "../../src/protocol/remote";
+import { parseAgentSettings } from "../../src/agents";
+import { messageSource } from "../../src/webview/threadModel";
+import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
+
+const { engine, skip: skipEngine } = tryEngine();
+const E = engine as EngineModule;
+
+function acpBinary(): string | undefined {
+  if (process.env.ACP_BIN) {
+    if (!fs.existsSync(process.env.ACP_BIN)) throw new Error(`ACP_BIN=${process.env.ACP_BIN} does not exist`);
+    return process.env.ACP_BIN;
+  }
+  const candidates = ["release", "debug"].map((p) => path.resolve(extensionRoot, "..", "target", p, "acp")).filter((p) => fs.existsSync(p));
+  // The newest build (the other may be stale).
+  return candidates.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+}
+const ACP = acpBinary();
+const skip = skipEngine || (ACP ? false : "no acp binary (cargo build -p acp-native, or set ACP_BIN)");
+
+const TOKEN = "remote-test-token-0123456789abcdef";
+const TLS = path.join(extensionRoot, "test", "fixtures", "tls"); // a self-signed localhost certificate, for tests only
+
+interface Server {
+  /** host:port */
+  addr: string;
+  child: ChildProcess;
+  stop(): void;
+}
+
+const servers: Server[] = [];
+process.on("exit", () => servers.forEach((s) => s.stop()));
+
+/** `acp serve --http 127.0.0.1:0 --token-file F [extra] -- acp demo-agent`, once it listens. */
+function serve(extra: string[] = []): Promise<Server> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "acp-remote-"));
+  const tokenFile = path.join(dir, "token");
+  fs.writeFileSync(tokenFile, TOKEN);
+  const child = spawn(ACP!, ["serve", "--http", "127.0.0.1:0", "--token-file", tokenFile, ...extra, "--", ACP!, "demo-agent"], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  return new Promise((resolve, reject) => {
+    let err = "";
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (s: string) => {
+      err += s;
+      const m = /listening on https?:\/\/(\S+)\/acp/.exec(err);
+      if (m) {
+        const server = { addr: m[1]!, child, stop: () => child.exitCode === null && child.kill("SIGTERM") };
+        servers.push(server);
+        resolve(server);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`acp serve exited (${code}) before listening: ${err}`)));
+  });
+}
+
+/** A port nothing listens on (bound, then closed). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function setup() {
+  const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-remote-ws-")));
+  const conv = new Conversation(testPolicy().newThread(), () => {});
+  const writes: string[] = [];
+  const questions: string[] = [];
+  const host: DocumentHost = {
+    openDocumentText: () => undefined,
+    applyWrite: async (p, c) => {
+      writes.push(p);
+      fs.writeFileSync(p, c);
+    },
+    workspaceFolders: () => [ws],
+  };
+  const handler = new ClientRouter({
+    permission: new PermissionBridge(
+      {
+        prompt: (m) => {
+          questions.push(m.message);
+          return Promise.resolve("allow");
+        },
+      },
+      () => ({ autoApprove: false }),
+      nullLogger,
+      testPolicy(),
+      () => {},
+    ),
+    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
+    onSessionUpdate: (_sessionId, params) => conv.applyUpdate(params),
+    log: nullLogger,
+  });
+  const start = (url: string, token: string | undefined, caFile?: string) =>
+    AgentConnection.start(
+      { name: "remote", command: "", args: [], url, caFile },
+      {
+        engine: E,
+        engineOptions: {},
+        capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
+        clientInfo: { name: "test", version: "0" },
+        handler,
+        log: nullLogger,
+        trace: nullTrace,
+        onStderr: () => {},
+        token,
+      },
+    );
+  const text = () =>
+    conv
+      .saved()
+      .entries.map((e) => (e.type === "agent" ? messageSource(e.content) : ""))
+      .join("");
+  return { ws, start, text, writes, questions };
+}
+
+/** The RemoteError an AgentConnection.start failed with. */
+async function startFailure(p: Promise<AgentConnection>): Promise<RemoteError> {
+  try {
+    const conn = await p;
+    await conn.stop(100);
+  } catch (e) {
+    assert.ok(e instanceof AgentStartError, `not an AgentStartError: ${String(e)}`);
+    const remote = AgentConnection.remoteFailure(e);
+    assert.ok(remote, `no remote failure in: ${e.message}`);
+    return remote;
+  }
+  assert.fail("the connection was made");
+}
+
+test("remote: initialize, session/new and a turn over WebSocket; the agent's write is asked and served here", { skip }, async () => {
+  const server = await serve();
+  const s = setup();
+  const conn = await s.start(`ws://${server.addr}/acp`, TOKEN);
+  try {
+    assert.match(conn.agentTitle, /demo/i);
+    const sess = await conn.newSession(s.ws);
+    const res = await conn.prompt(sess.sessionId, [{ type: "text", text: "hello over the network" }]);
+    assert.equal(res.stopReason, "end_turn");
+    assert.match(s.text(), /hello over the network/);
+    // The remote agent's fs/write_text_file came here: asked, then written in our workspace.
+    assert.equal(s.questions.length, 1);
+    assert.deepEqual(s.writes, [path.join(s.ws, "acp-demo.txt")]);
+    assert.match(s.text(), /I wrote acp-demo\.txt/);
+  } finally {
+    await conn.stop(1000);
+    server.stop();
+  }
+});
+
+test("remote: a wrong token is a clear 401 and no connection", { skip }, async () => {
+  const server = await serve();
+  const s = setup();
+  const url = `ws://${server.addr}/acp`;
+  const wrong = await startFailure(s.start(url, "not-the-token-0123456789"));
+  assert.equal(wrong.kind, "unauthorized");
+  assert.equal(wrong.status, 401);
+  assert.match(wrong.message, /refused the token \(HTTP 401/);
+  const none = await startFailure(s.start(url, undefined));
+  assert.equal(none.kind, "unauthorized");
+  server.stop();
+});
+
+test("remote: a wrong path is 404, a closed port is refused, each said so", { skip }, async () => {
+  const server = await serve();
+  const s = setup();
+  const notFound = await startFailure(s.start(`ws://${server.addr}/nope`, TOKEN));
+  assert.equal(notFound.kind, "not_found");
+  assert.match(notFound.message, /HTTP 404.*\/acp/);
+  server.stop();
+  const port = await freePort();
+  const refused = await startFailure(s.start(`ws://127.0.0.1:${port}/acp`, TOKEN));
+  assert.equal(refused.kind, "refused");
+  assert.match(refused.message, /connection refused/);
+});
+
+test("remote: wss with an untrusted certificate is a TLS failure; trusted through caFile it works", { skip }, async () => {
+  const server = await serve(["--tls-cert", path.join(TLS, "cert.pem"), "--tls-key", path.join(TLS, "key.pem")]);
+  const s = setup();
+  const url = `wss://localhost:${server.addr.split(":").pop()}/acp`;
+  const tls = await startFailure(s.start(url, TOKEN));
+  assert.equal(tls.kind, "tls");
+  assert.match(tls.message, /TLS handshake with localhost:\d+ failed: .*self.signed/i);
+  const conn = await s.start(url, TOKEN, path.join(TLS, "cert.pem"));
+  const sess = await conn.newSession(s.ws);
+  assert.ok(sess.sessionId);
+  await conn.stop(1000);
+  server.stop();
+});
+
+test("remote: a missing caFile is a start error, before connecting", { skip }, async () => {
+  const s = setup();
+  await assert.rejects(s.start("wss://localhost:1/acp", TOKEN, "/nonexistent/ca.pem"), /cannot read its caFile "\/nonexistent\/ca\.pem"/);
+});
+
+test("remote: the server going away ends the connection like a crash, and pending calls fail", { skip }, async () => {
+  const server = await serve();
+  const s = setup();
+  const conn = await s.start(`ws://${server.addr}/acp`, TOKEN);
+  const sess = await conn.newSession(s.ws);
+  assert.ok(sess.sessionId);
+  server.child.kill("SIGKILL");
+  const exit: ExitInfo = await conn.exited;
+  assert.equal(exit.remote?.kind, "closed");
+  assert.match(exit.remote!.message, /closed the connection|failed/);
+  assert.equal(conn.isStopping, false); // not asked for: the extension restarts it
+  await assert.rejects(conn.newSession(s.ws));
+});
+
+// ---- the frame <-> line bridge, against an in-process server -------------------------------
+
+function wsServer(): Promise<{ url: string; sockets: Promise<WebSocket>; headers: Promise<Record<string, unknown>>; close(): void }> {
+  return new Promise((resolve) => {
+    const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    let gotSocket!: (w: WebSocket) => void;
+    let gotHeaders!: (h: Record<string, unknown>) => void;
+    const sockets = new Promise<WebSocket>((r) => (gotSocket = r));
+    const headers = new Promise<Record<string, unknown>>((r) => (gotHeaders = r));
+    wss.on("connection", (w, req) => {
+      gotHeaders(req.headers);
+      gotSocket(w);
+    });
+    wss.on("listening", () =>
+      resolve({
+        url: `ws://127.0.0.1:${(wss.address() as net.AddressInfo).port}/acp`,
+        sockets,
+        headers,
+        close: () => {
+          for (const c of wss.clients) c.terminate();
+          wss.close();
+        },
+      }),
+    );
+  });
+}
+
+test("remote bridge: lines split anywhere become whole frames; a frame becomes one line; the token is a Bearer header", async () => {
+  const srv = await wsServer();
+  const got: string[] = [];
+  const lines: string[] = [];
+  const decoder = new TextDecoder();
+  let gotLine!: () => void;
+  const one = new Promise<void>((r) => (gotLine = r));
+  const agent = new RemoteAgent(
+    srv.url,
+    { token: "tok-123", keepaliveMs: 0 },
+    {
+      onStdout: (b) => {
+        lines.push(decoder.decode(b));
+        gotLine();
+      },
+      onStdoutEnd() {},
+      onStderr() {},
+      onExit() {},
+    },
+  );
+  const enc = new TextEncoder();
+  // Written before the socket opened (queued), split inside a line and inside a UTF-8 character.
+  const bytes = enc.encode('{"a":"é"}\n{"b":2}\n\n{"c":3}\n');
+  agent.write(bytes.subarray(0, 7));
+  agent.write(bytes.subarray(7, 13));
+  await agent.started;
+  const sock = await srv.sockets;
+  assert.equal((await srv.headers).authorization, "Bearer tok-123");
+  const three = new Promise<void>((r) =>
+    sock.on("message", (d) => {
+      got.push(String(d));
+      if (got.length === 3) r();
+    }),
+  );
+  agent.write(bytes.subarray(13));
+  await three;
+  assert.deepEqual(got, ['{"a":"é"}', '{"b":2}', '{"c":3}']);
+  // A pretty-printed message is still one line for the engine.
+  sock.send('{\n  "jsonrpc": "2.0",\r\n  "method": "x"\n}');
+  await one;
+  assert.deepEqual(lines, ['{   "jsonrpc": "2.0",    "method": "x" }\n']);
+  const exit = await agent.stop(500);
+  assert.equal(exit.remote, undefined); // a stop asked for is no failure
+  srv.close();
+});
+
+test("remote: URLs and settings", () => {
+  assert.ok(checkRemoteUrl("ws://127.0.0.1:8765/acp") instanceof URL);
+  assert.ok(checkRemoteUrl("wss://devbox.example/acp") instanceof URL);
+  const http = checkRemoteUrl("http://devbox:8765/acp");
+  assert.ok(http instanceof RemoteError && /HTTP \+ SSE is not supported.*ws:\/\/devbox:8765\/acp/.test(http.message));
+  assert.ok(checkRemoteUrl("ftp://x/acp") instanceof RemoteError);
+  assert.ok(checkRemoteUrl("not a url") instanceof RemoteError);
+  assert.ok(checkRemoteUrl("ws://user:pw@host/acp") instanceof RemoteError);
+  assert.equal(tokenKey("wss://devbox.example/acp?x=1"), "wss://devbox.example");
+  assert.equal(tokenKey("ws://127.0.0.1:8765/acp"), "ws://127.0.0.1:8765");
+  const { agents, errors } = parseAgentSettings([
+    { name: "devbox", url: "ws://devbox:8765/acp" },
+    { url: "wss://h/acp", caFile: "/ca.pem" },
+    { name: "both", url: "ws://h/acp", command: "x" },
+    { name: "sse", url: "https://h/acp" },
+    { name: "bad-ca", url: "wss://h/acp", caFile: 3 },
+    { name: "neither" },
+  ]);
+  assert.deepEqual(agents, [
+    { name: "devbox", command: "", args: [], url: "ws://devbox:8765/acp", caFile: undefined },
+    { name: "wss://h/acp", command: "", args: [], url: "wss://h/acp", caFile: "/ca.pem" },
+  ]);
+  assert.equal(errors.length, 4);
+  assert.match(errors[0]!, /acp.agents\[2\]: give either "command".*or "url"/);
+  assert.match(errors[1]!, /acp.agents\[3\]: .*HTTP \+ SSE is not supported/);
+  assert.match(errors[2]!, /acp.agents\[4\]: "caFile" must be/);
+  assert.match(errors[3]!, /acp.agents\[5\]: "command" \(or "url"/);
+});
