@@ -472,6 +472,32 @@ async fn a_full_turn_over_websocket_with_the_demo_agent() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The WebSocket reader starts with a small buffer (resident memory of every idle socket);
+/// a message far larger than it still goes through whole, both ways.
+#[tokio::test]
+async fn a_websocket_message_larger_than_the_read_buffer_goes_through_whole() {
+    // An agent that writes back every line it reads.
+    let echo = remote::in_process_agent(|(mut r, mut w)| {
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        });
+    });
+    let (_server, addr) = start(echo, RemoteServerConfig::new(TOKEN)).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_request(addr, &[AUTH]))
+        .await
+        .unwrap();
+    let pad = "x".repeat(1 << 20);
+    let msg = json!({"jsonrpc": "2.0", "id": 7, "method": "_echo", "params": {"pad": pad}});
+    ws.send(Message::text(msg.to_string())).await.unwrap();
+    let back = loop {
+        match bounded("the echo", ws.next()).await.unwrap().unwrap() {
+            Message::Text(t) => break serde_json::from_str::<Value>(t.as_str()).unwrap(),
+            _ => continue,
+        }
+    };
+    assert_eq!(back, msg);
+}
+
 #[tokio::test]
 async fn an_oversize_body_is_refused_with_the_limit() {
     let (agent, _) = counting_agent();

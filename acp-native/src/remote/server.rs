@@ -76,6 +76,10 @@ pub use tokio_rustls::rustls::ServerConfig as TlsServerConfig;
 const AGENT_STOP_GRACE: Duration = Duration::from_millis(1500);
 /// Bytes buffered per direction between the server and an in-process agent.
 const IN_PROCESS_BUFFER: usize = 64 << 10;
+/// The WebSocket reader's initial buffer. tungstenite zero-fills its whole read buffer before
+/// each read, so its default (128 KiB) is resident memory of every idle socket; the buffer
+/// still grows to hold a larger frame.
+const WS_READ_BUFFER: usize = 4 << 10;
 /// At most this much of a backlog goes out in one SSE write.
 const SSE_WRITE_CHUNK: usize = 64 << 10;
 /// Refusals (503) being written at once; beyond that an excess socket is just closed.
@@ -1138,7 +1142,8 @@ fn handle_upgrade(
         };
         let config = WebSocketConfig::default()
             .max_message_size(Some(max_message))
-            .max_frame_size(Some(max_message));
+            .max_frame_size(Some(max_message))
+            .read_buffer_size(WS_READ_BUFFER);
         let ws =
             WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config))
                 .await;
