@@ -450,7 +450,9 @@ async fn a_wrong_token_is_a_clear_401_on_both_transports() {
             .initialize(s::InitializeRequest::new(ProtocolVersion::V1))
             .await
             .expect_err("refused");
-        let reason = conn.handle().close_reason().unwrap_or_default();
+        assert!(e.to_string().contains("HTTP 401"), "{e}");
+        // The connection's close reason (set once the driver has closed: awaited).
+        let reason = conn.closed().await;
         assert!(reason.contains("HTTP 401"), "{reason} / {e:?}");
         assert!(link
             .failure()
