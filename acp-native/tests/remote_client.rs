@@ -184,6 +184,42 @@ async fn full_turn(url: &str, options: &ClientOptions) {
     assert_eq!(link.failure(), None);
     conn.close("done");
     bounded("the transport ends", link.ended()).await;
+
+    // A new connection (a new agent process) loads the first session: over HTTP its stream is
+    // opened before `session/load` names it to the agent (an unconfirmed stream), and the
+    // load's answer comes on it.
+    let (conn, link) = client::connect(
+        url,
+        options,
+        client_router(seen.clone()),
+        DriverConfig::new(Role::Client),
+    )
+    .await
+    .unwrap();
+    let conn = conn.with_timeout(BOUND);
+    conn.initialize(init_request()).await.expect("initialize");
+    conn.load_session(s::LoadSessionRequest::new(
+        session.session_id.clone(),
+        dir.0.clone(),
+    ))
+    .await
+    .expect("session/load");
+    let done = conn
+        .prompt(s::PromptRequest::new(
+            session.session_id.clone(),
+            vec!["/echo loaded".into()],
+        ))
+        .await
+        .expect("prompt on the loaded session");
+    assert_eq!(done.stop_reason, s::StopReason::EndTurn);
+    conn.handle().notifications_handled().await;
+    assert_eq!(
+        seen.lock().unwrap().chunks.last().map(String::as_str),
+        Some("loaded")
+    );
+    assert_eq!(link.failure(), None);
+    conn.close("done");
+    bounded("the transport ends", link.ended()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
