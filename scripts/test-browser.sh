@@ -9,7 +9,10 @@
 #      a temporary project directory, with a fresh random token (ACP_SERVE_TOKEN);
 #   5. node --test acp-wasm/examples/browser/test/browser.test.mjs: serves the page (the token in
 #      its #token=), drives Chromium through full turns (allow, deny, cancel) and refused
-#      connections (no token, a wrong one); screenshot at artifacts/browser-client.png.
+#      connections (no token, a wrong one); screenshot at artifacts/browser-client.png;
+#   6. the same page against `acp serve --http` (the official HTTP transport's wire): its
+#      WebSocket at ws://ADDR/acp, the token as the `acp.token.TOKEN` subprotocol; the allow turn
+#      (screenshot at artifacts/browser-client-http.png).
 # Environment: ACP_BIN=path to use an already built `acp` instead of cargo build.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -55,7 +58,13 @@ fi
 # --- 4. acp serve --ws, in its own process group -----------------------------------------------
 WORK="$(mktemp -d -t acp-browser-test.XXXXXX)"
 SERVE_PID=""
+HTTP_PID=""
 cleanup() {
+  if [ -n "$HTTP_PID" ]; then
+    kill -TERM -- "-$HTTP_PID" 2>/dev/null || true
+    timeout 5 tail --pid="$HTTP_PID" -f /dev/null 2>/dev/null || true
+    kill -KILL -- "-$HTTP_PID" 2>/dev/null || true
+  fi
   if [ -n "$SERVE_PID" ]; then
     kill -TERM -- "-$SERVE_PID" 2>/dev/null || true
     # It stops its agents within its grace period; then whatever is left of the group goes.
@@ -103,4 +112,23 @@ for _ in $(seq 100); do
 done
 [ "$(grep -c 'refused (401 Unauthorized)' "$WORK/serve.log")" -ge 2 ] ||
   { say "error: acp serve did not log two refusals for a missing or wrong token"; exit 1; }
-say "ok; screenshot: artifacts/browser-client.png"
+
+# --- 6. the page against acp serve --http (ws://ADDR/acp) ---------------------------------------
+mkfifo "$WORK/http.err"
+setsid "$ACP" serve --http 127.0.0.1:0 --cwd "$WORK/project" 2>"$WORK/http.err" &
+HTTP_PID=$!
+exec 4<"$WORK/http.err"
+HTTP_WS_URL=""
+while IFS= read -r -t 60 -u 4 line; do
+  echo "$line" >> "$WORK/http.log"
+  if [[ "$line" =~ and\ (ws://[^\;]+)\; ]]; then
+    HTTP_WS_URL="${BASH_REMATCH[1]}"
+    break
+  fi
+done
+[ -n "$HTTP_WS_URL" ] || { say "error: acp serve --http did not report its address within 60 s"; exit 1; }
+cat <&4 >> "$WORK/http.log" &
+say "acp serve --http (pid $HTTP_PID): the page on $HTTP_WS_URL"
+ACP_WS_URL="$HTTP_WS_URL" ACP_PROJECT_DIR="$WORK/project" ACP_SCREENSHOT="$ROOT/artifacts/browser-client-http.png" \
+  node --test --test-reporter=spec --test-name-pattern="^allow" test/browser.test.mjs
+say "ok; screenshots: artifacts/browser-client.png, artifacts/browser-client-http.png"
