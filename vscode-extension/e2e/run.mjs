@@ -115,6 +115,23 @@ const BROKEN_AGENT = "broken (e2e)";
 const FIXTURE_AGENT = "fixture (modes)";
 const AUTH_AGENT = "auth (e2e)";
 const SECRET = "e2e-secret-token-4711";
+// A remote agent (issue 14): `acp serve --http` serving the demo agent, reached by URL over
+// WebSocket with a token; its sessions kept on disk, so a dropped connection resumes.
+const REMOTE_AGENT = "remote (e2e, acp serve --http)";
+const REMOTE_TOKEN = "e2e-remote-token-0123456789abcdef";
+const remoteServer = await (async () => {
+  const tokenFile = path.join(tmp, "remote-token");
+  fs.writeFileSync(tokenFile, REMOTE_TOKEN);
+  const args = ["serve", "--http", "127.0.0.1:0", "--token-file", tokenFile, "--cwd", workspace, "--", ACP_BIN, "demo-agent"];
+  const child = spawn(ACP_BIN, [...args, "--state-dir", path.join(tmp, "remote-state")], { stdio: ["ignore", "ignore", "pipe"] });
+  const out = fs.createWriteStream(path.join(ARTIFACTS, "acp-serve.log"));
+  let err = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (t) => ((err += t), out.write(t)));
+  const addr = await until("acp serve --http to listen", () => /listening on http:\/\/(\S+)\/acp/.exec(err)?.[1], 15_000);
+  log(`acp serve --http on ${addr}`);
+  return { child, url: `ws://${addr}/acp` };
+})();
 const settingsFile = path.join(userData, "User", "settings.json");
 fs.writeFileSync(
   settingsFile,
@@ -131,6 +148,7 @@ fs.writeFileSync(
         // Sessions only after `authenticate` with its env_var method (DEMO_TOKEN set).
         { name: AUTH_AGENT, command: ACP_BIN, args: ["demo-agent", "--require-auth", "env:DEMO_TOKEN"] },
         { name: BROKEN_AGENT, command: ACP_BIN, args: ["demo-agent", "--no-such-flag"] },
+        { name: REMOTE_AGENT, url: remoteServer.url },
         // The test fixture agent (on the same wasm engine) offers modes and a config option.
         {
           name: FIXTURE_AGENT,
@@ -492,8 +510,11 @@ async function crashKeepsTheConversation() {
   if ((await crash.count()) !== 1) throw new Error("the crash notice is gone after the restart");
   if ((await chat.locator(".tool.status-in_progress, .tool.status-pending").count()) !== 0)
     throw new Error("a tool call still shows as running after the crash");
-  if (!(await acpTrace()).includes(`"method":"session/resume","params":{"sessionId":"${sessionBefore}"`))
-    throw new Error("no session/resume of the crashed session in the trace");
+  await until(
+    "session/resume of the crashed session in the trace",
+    async () => (await acpTrace()).includes(`"method":"session/resume","params":{"sessionId":"${sessionBefore}"`),
+    10_000,
+  );
   await screenshot("crash-kept-in-conversation");
   await sendPrompt("After the crash");
   await (await dialogButton("Allow this write")).click();
@@ -511,16 +532,18 @@ async function mcpServersReachTheAgent() {
   await turnEnds("end_turn");
   const answer = (await chat.locator(".msg.agent").last().textContent()) ?? "";
   if (!answer.includes("MCP servers: e2e-files")) throw new Error(`the agent did not get the MCP server: ${answer}`);
-  const trace = await acpTrace();
-  const news = trace
-    .split("\n")
-    .filter((l) => l.startsWith("→ ") && l.includes('"method":"session/new"'))
-    .map((l) => JSON.parse(l.slice(2)));
-  const sent = news[news.length - 1]?.params?.mcpServers;
   const want = [{ name: "e2e-files", command: "/bin/true", args: ["--e2e"], env: [] }];
+  const lastNew = async () => {
+    const news = (await acpTrace())
+      .split("\n")
+      .filter((l) => l.startsWith("→ ") && l.includes('"method":"session/new"'))
+      .map((l) => JSON.parse(l.slice(2)));
+    return news[news.length - 1]?.params?.mcpServers;
+  };
   const canon = (v) =>
     JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort()) : x));
-  if (canon(sent) !== canon(want)) throw new Error(`session/new carried ${JSON.stringify(sent)}, not the stdio server as the wire has it`);
+  await until("session/new with the stdio MCP server in the trace", async () => canon(await lastNew()) === canon(want), 10_000);
+  const trace = await acpTrace();
   if (trace.includes("example.invalid")) throw new Error("the http server was sent to an agent that does not advertise http");
   await screenshot("mcp-servers");
 }
@@ -619,10 +642,98 @@ async function signInWithEnvVar() {
     async () => (await ready()) && (await noticeCount("New session with")) >= 1 && !!(await transcript.getAttribute("data-session-id")),
     30_000,
   );
-  const trace = await acpTrace();
-  if (!trace.includes(`"method":"authenticate","params":{"methodId":"demo-env-token"}`)) throw new Error("no authenticate in the trace");
-  if (trace.includes(SECRET) || (await logText()).includes(SECRET)) throw new Error("the secret reached a log");
+  // (The output channels reach their files a little later.)
+  await until(
+    "authenticate in the trace",
+    async () => (await acpTrace()).includes(`"method":"authenticate","params":{"methodId":"demo-env-token"}`),
+    10_000,
+  );
+  if ((await acpTrace()).includes(SECRET) || (await logText()).includes(SECRET)) throw new Error("the secret reached a log");
   await screenshot("signed-in");
+}
+
+async function readOnlyFromHistory() {
+  // The current agent is the sign-in one: a conversation held with the slow demo agent is
+  // shown read-only, and the next prompt continues it in a new session with this agent.
+  await runCommand("ACP: Session History");
+  await page.locator(".quick-input-widget input").fill("walrus");
+  const row = page.locator(".quick-input-list .monaco-list-row").first();
+  await until("the walrus session in the history", async () => ((await row.textContent()) ?? "").includes("Remember the walrus"), 10_000);
+  await page.keyboard.press("Enter");
+  await until(
+    "the read-only conversation",
+    async () => (await transcriptText()).includes("Remember the walrus") && (await noticeCount("it is read-only here")) === 1,
+    15_000,
+  );
+  await screenshot("history-read-only");
+  await sendPrompt("#mcp");
+  await turnEnds("end_turn");
+  const t = await transcriptText();
+  if (!t.includes("Remember the walrus") || !t.includes("And the carpenter")) throw new Error("the earlier conversation is gone");
+  if ((await noticeCount("New session with")) < 1) throw new Error("no new session for the continued conversation");
+  if (!((await chat.locator(".msg.agent").last().textContent()) ?? "").includes("MCP servers: e2e-files"))
+    throw new Error("the continued conversation got no answer");
+  await screenshot("history-continued");
+}
+
+async function remoteAgentByUrl() {
+  await runCommand("ACP: Select Agent");
+  await page.locator(".quick-input-widget input").fill(REMOTE_AGENT);
+  await until(
+    `${REMOTE_AGENT} in the picker`,
+    async () => ((await page.locator(".quick-input-list .monaco-list-row").first().textContent()) ?? "").includes(REMOTE_AGENT),
+    10_000,
+  );
+  await page.keyboard.press("Enter");
+  const widget = page.locator(".quick-input-widget");
+  const password = widget.locator('input[type="password"]');
+  const tokenAsked = async () =>
+    (await password.count()) === 1 && (await password.isVisible()) && ((await widget.textContent()) ?? "").includes("token for ws://");
+  await until("the switch question or the token box", async () => (await dialog.isVisible()) || (await tokenAsked()), 30_000);
+  if (await dialog.isVisible()) await (await dialogButton("Switch")).click();
+  // A wrong token first: HTTP 401, said so, with "Enter Token" to ask again.
+  await until("the token box", tokenAsked, 15_000);
+  await screenshot("remote-token-box");
+  await page.keyboard.type("not-the-right-token-000000");
+  await page.keyboard.press("Enter");
+  const toast = page.locator(".notification-toast", { hasText: "refused the token (HTTP 401" });
+  await until("the wrong-token notification", async () => (await toast.count()) > 0, 30_000);
+  await screenshot("remote-wrong-token");
+  await toast.first().locator(".monaco-button", { hasText: "Enter Token" }).click();
+  await until("the token box again", tokenAsked, 15_000);
+  await page.keyboard.type(REMOTE_TOKEN);
+  await page.keyboard.press("Enter");
+  await until(
+    "the remote agent's session",
+    async () => (await ready()) && (await noticeCount("New session with")) >= 1 && !!(await transcript.getAttribute("data-session-id")),
+    30_000,
+  );
+  if (!/agent remote \(e2e, acp serve --http\) connected: ws:\/\//.test(await logText()))
+    throw new Error("the log does not show the connection");
+  await sendPrompt("/echo hello from afar");
+  await turnEnds("end_turn");
+  if (!((await chat.locator(".msg.agent").last().textContent()) ?? "").includes("hello from afar"))
+    throw new Error("no answer from the remote agent");
+  await screenshot("remote-turn");
+  // The remote demo agent crashes: the server closes the connection, which the extension takes
+  // as a crash: it reconnects (a new agent behind the server) and resumes the same session.
+  const sessionId = await transcript.getAttribute("data-session-id");
+  await sendPrompt("#crash now");
+  await until("the dropped connection in the chat", async () => (await noticeCount("Restarting")) >= 1, 30_000);
+  await until(
+    "the session resumed over a new connection",
+    async () => (await ready()) && (await noticeCount("Session resumed with")) >= 1,
+    30_000,
+  );
+  if ((await transcript.getAttribute("data-session-id")) !== sessionId) throw new Error("not the same session after reconnecting");
+  await sendPrompt("/echo still here");
+  await turnEnds("end_turn");
+  if (!((await chat.locator(".msg.agent").last().textContent()) ?? "").includes("still here"))
+    throw new Error("no answer after reconnecting");
+  const trace = await acpTrace();
+  if (!trace.includes('"method":"session/resume"')) throw new Error("no session/resume in the trace");
+  if (trace.includes(REMOTE_TOKEN) || (await logText()).includes(REMOTE_TOKEN)) throw new Error("the token reached a log");
+  await screenshot("remote-reconnected");
 }
 
 let exitCode = 1;
@@ -1144,6 +1255,11 @@ try {
   });
 
   await scenario("sign-in: an env_var method asks once (password box, SecretStorage), authenticate, the session opens", signInWithEnvVar);
+  await scenario("history: another agent's conversation is read-only; the next prompt continues it in a new session", readOnlyFromHistory);
+  await scenario(
+    "remote agent by URL (acp serve --http): token asked (a wrong one: 401, Enter Token), a turn, a dropped connection resumed",
+    remoteAgentByUrl,
+  );
 
   await scenario("an agent that fails to start: a notification with its stderr tail", async () => {
     await selectAgent(BROKEN_AGENT);
@@ -1172,6 +1288,7 @@ try {
 } finally {
   await context.close().catch(() => {});
   await stopCodeServer();
+  remoteServer.child.kill("SIGTERM");
   // Keep the extension's own logs (the ACP output channel, the raw trace) with the screenshots.
   const logsDir = path.join(userData, "logs");
   const copyLogs = (dir) => {

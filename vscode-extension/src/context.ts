@@ -504,6 +504,8 @@ export class AcpContext implements vscode.Disposable {
   async newSession(o: { afterCrash?: boolean; signedIn?: boolean } = {}): Promise<SessionInfo> {
     const conn = await this.ensureAgent();
     if (this.busy && this.session) conn.cancel(this.session.sessionId);
+    // The conversation shown is saved as it is now, before another takes its place.
+    this.saveNow();
     // A saved session (reload, crash, history) is reopened when the agent can; its
     // conversation stays shown either way.
     const reopen = this.reopen;
