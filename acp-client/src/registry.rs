@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The agents known without any file: claude, codex, gemini, qwen, opencode, at the versions
 /// the project's real-agent tests run (or last checked in the npm registry).
@@ -79,19 +80,30 @@ pub struct Launch {
 
 /// Reads a registry document, or a single `agent.json` (as a registry of one).
 pub fn parse(text: &str) -> Result<Registry, String> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Doc {
-        Registry(Registry),
-        Agent(Box<Agent>),
-    }
-    let doc: Doc = serde_json::from_str(text)
-        .map_err(|e| format!("not an ACP registry or agent.json: {e}"))?;
-    let registry = match doc {
-        Doc::Registry(r) => r,
-        Doc::Agent(a) => Registry {
+    let bad = |e: String| format!("not an ACP registry or agent.json: {e}");
+    let value: Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+    // A document with `agents` is a registry, anything else one agent.json. (Read by hand from
+    // a `Value`: serde's derived readers cost the wasm build, which offers these presets to the
+    // VS Code extension, over 30 KB.)
+    let registry = match value.get("agents") {
+        Some(agents) => Registry {
+            version: opt_string(&value, "version")
+                .map_err(bad)?
+                .unwrap_or_default(),
+            agents: {
+                let list = agents
+                    .as_array()
+                    .ok_or_else(|| bad("`agents` must be an array".into()))?;
+                let mut out = Vec::with_capacity(list.len());
+                for (i, a) in list.iter().enumerate() {
+                    out.push(read_agent(a).map_err(|e| bad(format!("agents[{i}]: {e}")))?);
+                }
+                out
+            },
+        },
+        None => Registry {
             version: String::new(),
-            agents: vec![*a],
+            agents: vec![read_agent(&value).map_err(bad)?],
         },
     };
     for a in &registry.agents {
@@ -101,6 +113,107 @@ pub fn parse(text: &str) -> Result<Registry, String> {
         }
     }
     Ok(registry)
+}
+
+fn opt_string(v: &Value, key: &str) -> Result<Option<String>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("`{key}` must be a string")),
+    }
+}
+
+fn string(v: &Value, key: &str) -> Result<String, String> {
+    opt_string(v, key)?.ok_or_else(|| format!("missing field `{key}`"))
+}
+
+// (Plain loops, not `collect`: each collected map type costs the wasm build a sort.)
+fn strings(v: &Value, key: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    match v.get(key) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(a)) => {
+            for x in a {
+                let x = x
+                    .as_str()
+                    .ok_or_else(|| format!("`{key}` must be an array of strings"))?;
+                out.push(x.to_owned());
+            }
+        }
+        Some(_) => return Err(format!("`{key}` must be an array of strings")),
+    }
+    Ok(out)
+}
+
+fn string_map(v: &Value, key: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    match v.get(key) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, x) in m {
+                let x = x
+                    .as_str()
+                    .ok_or_else(|| format!("`{key}` must map names to strings"))?;
+                out.insert(k.clone(), x.to_owned());
+            }
+        }
+        Some(_) => return Err(format!("`{key}` must be an object")),
+    }
+    Ok(out)
+}
+
+fn read_agent(v: &Value) -> Result<Agent, String> {
+    if !v.is_object() {
+        return Err("an agent must be an object".into());
+    }
+    let d = v
+        .get("distribution")
+        .filter(|d| d.is_object())
+        .ok_or("missing field `distribution`")?;
+    let package = |key: &str| -> Result<Option<Package>, String> {
+        match d.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(p) => Ok(Some(Package {
+                package: string(p, "package").map_err(|e| format!("{key}: {e}"))?,
+                args: strings(p, "args")?,
+                env: string_map(p, "env")?,
+            })),
+        }
+    };
+    let binary = match d.get("binary") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => {
+            let mut out = BTreeMap::new();
+            for (platform, b) in m {
+                let read = || -> Result<Binary, String> {
+                    Ok(Binary {
+                        archive: string(b, "archive")?,
+                        cmd: string(b, "cmd")?,
+                        args: strings(b, "args")?,
+                        env: string_map(b, "env")?,
+                    })
+                };
+                out.insert(
+                    platform.clone(),
+                    read().map_err(|e| format!("binary: {e}"))?,
+                );
+            }
+            Some(out)
+        }
+        Some(_) => return Err("`binary` must be an object".into()),
+    };
+    Ok(Agent {
+        id: string(v, "id")?,
+        name: string(v, "name")?,
+        version: opt_string(v, "version")?.unwrap_or_default(),
+        description: opt_string(v, "description")?.unwrap_or_default(),
+        repository: opt_string(v, "repository")?,
+        distribution: Distribution {
+            npx: package("npx")?,
+            uvx: package("uvx")?,
+            binary,
+        },
+    })
 }
 
 /// The snapshot with `overlay`'s agents laid over it (same id: the overlay's wins).
@@ -180,6 +293,53 @@ pub fn launch(agent: &Agent, platform: &str) -> Result<Launch, String> {
     }
 }
 
+/// One agent as a client offers it to pick (the VS Code extension's agent picker): how it
+/// starts on this platform, or why it cannot start that way.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Preset {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    /// How to start it ([`launch`]), when it can be started by a command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
+    /// Why it cannot ([`launch`]'s error), otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// The agents to offer: the [`SNAPSHOT`] with `overlay` (a registry file's text, e.g. the
+/// cached public registry) laid over it, each with how it starts on `platform`. An overlay that
+/// cannot be read is left out and said in the second value; the snapshot's agents stay.
+pub fn presets(overlay: Option<&str>, platform: &str) -> (Vec<Preset>, Option<String>) {
+    let base = parse(SNAPSHOT).expect("the built-in snapshot parses (tested)");
+    let (registry, problem) = match overlay.map(parse) {
+        None => (base, None),
+        Some(Ok(o)) => (merge(base, o), None),
+        Some(Err(e)) => (base, Some(e)),
+    };
+    let presets = registry
+        .agents
+        .iter()
+        .map(|a| {
+            let (launch, problem) = match launch(a, platform) {
+                Ok(l) => (Some(l), None),
+                Err(e) => (None, Some(e)),
+            };
+            Preset {
+                id: a.id.clone(),
+                name: a.name.clone(),
+                version: a.version.clone(),
+                description: a.description.clone(),
+                launch,
+                problem,
+            }
+        })
+        .collect();
+    (presets, problem)
+}
+
 /// This machine's platform key (`linux-x86_64`…).
 pub fn this_platform() -> String {
     let os = match std::env::consts::OS {
@@ -202,5 +362,44 @@ mod tests {
             let l = launch(a, "linux-x86_64").unwrap();
             assert_eq!(l.command[..2], ["npx", "-y"], "{}", a.id);
         }
+    }
+
+    #[test]
+    fn presets_are_the_snapshot_with_the_overlay_laid_over_it() {
+        let (p, problem) = presets(None, "linux-x86_64");
+        assert_eq!(problem, None);
+        assert_eq!(p.len(), 5);
+        assert_eq!(p[0].name, "Claude Code");
+        let l = p[0].launch.as_ref().unwrap();
+        assert_eq!(l.command[..2], ["npx", "-y"]);
+        assert_eq!(p[0].problem, None);
+
+        // An overlay replaces an agent by id and adds new ones; a binary-only agent says why
+        // it has no command.
+        let overlay = r#"{"agents": [
+            {"id": "codex", "name": "Codex (newer)", "version": "9.9.9",
+             "distribution": {"npx": {"package": "@zed-industries/codex-acp@9.9.9"}}},
+            {"id": "bin-only", "name": "Binary only",
+             "distribution": {"binary": {"darwin-aarch64": {"archive": "https://x/a.tgz", "cmd": "./a"}}}}
+        ]}"#;
+        let (p, problem) = presets(Some(overlay), "linux-x86_64");
+        assert_eq!(problem, None);
+        assert_eq!(p.len(), 6);
+        assert_eq!(p[1].name, "Codex (newer)");
+        assert_eq!(
+            p[1].launch.as_ref().unwrap().command[2],
+            "@zed-industries/codex-acp@9.9.9"
+        );
+        assert_eq!(p[5].launch, None);
+        assert!(p[5]
+            .problem
+            .as_deref()
+            .unwrap()
+            .contains("no distribution for linux-x86_64"));
+
+        // An unreadable overlay: the snapshot alone, and why.
+        let (p, problem) = presets(Some("{not json"), "linux-x86_64");
+        assert_eq!(p.len(), 5);
+        assert!(problem.unwrap().starts_with("not an ACP registry"));
     }
 }

@@ -21,6 +21,8 @@ mod events;
 #[cfg(feature = "client")]
 pub mod policy;
 #[cfg(feature = "client")]
+pub mod registry;
+#[cfg(feature = "client")]
 pub mod restart;
 #[cfg(feature = "client")]
 pub mod session;
