@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { AgentSpec } from "./protocol/process";
 import { checkRemoteUrl, RemoteError } from "./protocol/remote";
+import type { AgentPresets } from "acp-wasm-client";
 
 export const DEMO_AGENT_NAME = "ACP demo agent";
 
@@ -112,4 +113,80 @@ export function parseAgentSettings(raw: unknown): { agents: AgentSpec[]; errors:
 export function demoAgentSpec(binary: string | undefined, stateDir?: string): AgentSpec | undefined {
   const args = stateDir ? ["demo-agent", "--state-dir", stateDir] : ["demo-agent"];
   return binary ? { name: DEMO_AGENT_NAME, command: binary, args } : undefined;
+}
+
+/** A registry platform key (`linux-x86_64`, `darwin-aarch64`...) for Node's platform and arch. */
+export function registryPlatform(platform: string, arch: string): string {
+  const os = platform === "win32" ? "windows" : platform;
+  const cpu = { x64: "x86_64", arm64: "aarch64", ia32: "x86" }[arch] ?? arch;
+  return `${os}-${cpu}`;
+}
+
+/** The cached copy of the public ACP registry that `acp agents` keeps
+ *  (`$XDG_CACHE_HOME/acp/registry.json`, else `~/.cache/acp/registry.json`). */
+export function registryCachePath(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.XDG_CACHE_HOME) return path.join(env.XDG_CACHE_HOME, "acp", "registry.json");
+  return env.HOME ? path.join(env.HOME, ".cache", "acp", "registry.json") : undefined;
+}
+
+/** One preset offered in the agent picker: the agent it adds to acp.agents, or why it cannot. */
+export interface PresetChoice {
+  name: string;
+  description: string;
+  /** What it would run (for the picker's detail line). */
+  detail: string;
+  /** The acp.agents entry it adds (name, command, args, env). */
+  entry?: { name: string; command: string; args: string[]; env?: Record<string, string> };
+  problem?: string;
+}
+
+/** The registry's agents (acp-client's presets, through the engine's `agentPresets`) that are
+ *  not configured yet (by name, or by the same command line). */
+export function presetChoices(presets: AgentPresets, configured: AgentSpec[]): PresetChoice[] {
+  const lines = new Set(configured.map((a) => JSON.stringify([a.command, ...a.args])));
+  const names = new Set(configured.map((a) => a.name));
+  const out: PresetChoice[] = [];
+  for (const p of presets.agents) {
+    if (names.has(p.name)) continue;
+    const description = `${p.version ? `${p.version} · ` : ""}${p.description}`;
+    const cmd = p.launch?.command;
+    if (!cmd?.length) {
+      out.push({
+        name: p.name,
+        description,
+        detail: p.problem ?? "cannot be started here",
+        problem: p.problem ?? "cannot be started here",
+      });
+      continue;
+    }
+    if (lines.has(JSON.stringify(cmd))) continue;
+    const env = p.launch!.env;
+    out.push({
+      name: p.name,
+      description,
+      detail: cmd.join(" "),
+      entry: { name: p.name, command: cmd[0]!, args: cmd.slice(1), ...(Object.keys(env).length ? { env } : {}) },
+    });
+  }
+  return out;
+}
+
+/** The presets: acp-client's snapshot with the cached public registry laid over it. */
+export function loadPresets(
+  agentPresets: (platform: string, overlayJson: string | null) => string,
+  platform: string,
+  cachePath: string | undefined,
+  read: (p: string) => string | undefined = readSmallFile,
+): AgentPresets {
+  const overlay = cachePath ? read(cachePath) : undefined;
+  return JSON.parse(agentPresets(platform, overlay ?? null)) as AgentPresets;
+}
+
+function readSmallFile(p: string): string | undefined {
+  try {
+    if (fs.statSync(p).size > 4 << 20) return undefined;
+    return fs.readFileSync(p, "utf8");
+  } catch {
+    return undefined;
+  }
 }

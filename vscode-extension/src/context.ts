@@ -5,7 +5,17 @@
 
 import * as path from "node:path";
 import * as vscode from "vscode";
-import { demoAgentSpec, parseAgentSettings, resolveDemoAgentBinary, DEMO_AGENT_NAME } from "./agents";
+import {
+  demoAgentSpec,
+  loadPresets,
+  parseAgentSettings,
+  presetChoices,
+  registryCachePath,
+  registryPlatform,
+  resolveDemoAgentBinary,
+  DEMO_AGENT_NAME,
+  type PresetChoice,
+} from "./agents";
 import type { ContentBlock } from "@agentclientprotocol/sdk";
 import { Conversation, timerScheduler } from "./bridges/conversation";
 import { VsCodeSignIn, storedEnv, type AuthMethodInfo } from "./auth";
@@ -198,32 +208,79 @@ export class AcpContext implements vscode.Disposable {
       if (on) this.traceOutput().show(true);
       void vscode.window.showInformationMessage(`ACP raw trace ${on ? "on" : "off"}`);
     });
-    reg("acp.selectAgent", async () => {
-      const agents = this.agents();
-      const current = this.conn?.spec.name ?? cfg().get<string>("defaultAgent", DEMO_AGENT_NAME);
-      const pick = await vscode.window.showQuickPick(
-        agents.map((a) => ({
-          label: a.name === current ? `$(check) ${a.name}` : a.name,
-          name: a.name,
-          description: a.name === current ? "current" : undefined,
-          detail: a.url ?? [a.command, ...a.args].join(" "),
-        })),
-        { title: "ACP: select the agent to use", matchOnDetail: true },
+    reg("acp.selectAgent", () => this.selectAgent().catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`)));
+  }
+
+  /** `ACP: Select Agent`: the configured agents (the current one marked), then the presets of
+   *  the ACP registry not configured yet (acp-client's snapshot with the cached public registry
+   *  laid over it); picking a preset adds it to acp.agents. */
+  private async selectAgent(): Promise<void> {
+    const agents = this.agents();
+    const current = this.conn?.spec.name ?? cfg().get<string>("defaultAgent", DEMO_AGENT_NAME);
+    type Item = vscode.QuickPickItem & { name?: string; preset?: PresetChoice };
+    const items: Item[] = agents.map((a) => ({
+      label: a.name === current ? `$(check) ${a.name}` : a.name,
+      name: a.name,
+      description: a.name === current ? "current" : a.url ? "remote" : undefined,
+      detail: a.url ?? [a.command, ...a.args].join(" "),
+    }));
+    let presets: PresetChoice[] = [];
+    try {
+      const loaded = loadPresets(
+        this.loadEngineOnce().agentPresets,
+        registryPlatform(process.platform, process.arch),
+        registryCachePath(process.env),
       );
-      if (!pick || pick.name === current) return;
-      // Switching starts a new session: ask first when there is a conversation to lose.
-      if (this.conv && this.conv.saved().entries.some((e) => e.type !== "notice")) {
-        const ok = await vscode.window.showWarningMessage(
-          `Switch to ${pick.name}? The chat starts over in a new session with it.`,
-          { modal: true },
-          "Switch",
-        );
-        if (ok !== "Switch") return;
-      }
-      pick.label = pick.name;
-      await cfg().update("defaultAgent", pick.label, vscode.ConfigurationTarget.Global);
-      await this.restart();
+      if (loaded.overlayProblem) this.log.warn(`the cached ACP registry is left out: ${loaded.overlayProblem}`);
+      presets = presetChoices(loaded, agents);
+    } catch (e) {
+      this.log.warn(`agent presets: ${(e as Error).message}`);
+    }
+    if (presets.length) {
+      items.push({ label: "ACP registry: added to acp.agents when picked", kind: vscode.QuickPickItemKind.Separator });
+      for (const p of presets)
+        items.push({
+          label: p.entry ? `$(cloud-download) ${p.name}` : `$(circle-slash) ${p.name}`,
+          description: p.description,
+          detail: p.detail,
+          preset: p,
+        });
+    }
+    const pick = await vscode.window.showQuickPick(items, {
+      title: "ACP: select the agent to use",
+      matchOnDetail: true,
+      matchOnDescription: true,
     });
+    if (!pick || pick.name === current) return;
+    const preset = pick.preset;
+    if (preset && !preset.entry) {
+      void vscode.window.showInformationMessage(`ACP: ${preset.name} cannot be added here: ${preset.problem}`);
+      return;
+    }
+    const name = preset ? preset.name : pick.name;
+    if (!name) return;
+    // Switching starts a new session: ask first when there is a conversation to lose, and
+    // before adding a preset (it runs a command that may download the agent).
+    const hasConversation = !!this.conv && this.conv.saved().entries.some((e) => e.type !== "notice");
+    if (preset?.entry || hasConversation) {
+      const what = preset?.entry
+        ? `Add ${name} to acp.agents and switch to it? It runs: ${preset.detail}${preset.entry.command === "npx" || preset.entry.command === "uvx" ? ` (${preset.entry.command} downloads it the first time)` : ""}.`
+        : `Switch to ${name}?`;
+      const button = preset?.entry ? "Add and Switch" : "Switch";
+      const ok = await vscode.window.showWarningMessage(
+        `${what}${hasConversation ? " The chat starts over in a new session with it." : ""}`,
+        { modal: true },
+        button,
+      );
+      if (ok !== button) return;
+    }
+    if (preset?.entry) {
+      const user = cfg().inspect<unknown[]>("agents")?.globalValue;
+      await cfg().update("agents", [...(Array.isArray(user) ? user : []), preset.entry], vscode.ConfigurationTarget.Global);
+      this.log.info(`added ${name} to acp.agents: ${preset.detail}`);
+    }
+    await cfg().update("defaultAgent", name, vscode.ConfigurationTarget.Global);
+    await this.restart();
   }
 
   // ---- agents -------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ export const REQUIRED_EXPORTS = [
   "terminalLimits",
   "chooseAuth",
   "mcpServers",
+  "agentPresets",
   "stopWords",
   "rpcWords",
 ] as const satisfies ReadonlyArray<keyof EngineModule>;
