@@ -498,6 +498,44 @@ async fn a_websocket_message_larger_than_the_read_buffer_goes_through_whole() {
     assert_eq!(back, msg);
 }
 
+/// Over WebSocket, an agent's response longer than `max_agent_message_bytes` is dropped and
+/// the client gets an error for its id instead; the messages around it go through.
+#[tokio::test]
+async fn an_oversize_agent_response_becomes_an_error_over_websocket() {
+    let echo = remote::in_process_agent(|(mut r, mut w)| {
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut r, &mut w).await;
+        });
+    });
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.max_agent_message_bytes = 1024;
+    let (_server, addr) = start(echo, config).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_request(addr, &[AUTH]))
+        .await
+        .unwrap();
+    let big = json!({"jsonrpc": "2.0", "id": 9, "result": {"pad": "x".repeat(4096)}});
+    let small = json!({"jsonrpc": "2.0", "method": "_after", "params": {}});
+    ws.send(Message::text(big.to_string())).await.unwrap();
+    ws.send(Message::text(small.to_string())).await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        if let Message::Text(t) = bounded("a frame", ws.next()).await.unwrap().unwrap() {
+            got.push(serde_json::from_str::<Value>(t.as_str()).unwrap());
+        }
+    }
+    assert_eq!(got[0]["id"], 9, "{}", got[0]);
+    assert_eq!(got[0]["error"]["code"], -32603, "{}", got[0]);
+    assert!(
+        got[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1024-byte limit"),
+        "{}",
+        got[0]
+    );
+    assert_eq!(got[1], small);
+}
+
 #[tokio::test]
 async fn an_oversize_body_is_refused_with_the_limit() {
     let (agent, _) = counting_agent();

@@ -80,6 +80,8 @@ const IN_PROCESS_BUFFER: usize = 64 << 10;
 /// each read, so its default (128 KiB) is resident memory of every idle socket; the buffer
 /// still grows to hold a larger frame.
 const WS_READ_BUFFER: usize = 4 << 10;
+/// One read of an agent's output for a WebSocket (lines longer than this still go whole).
+const WS_AGENT_READ_CHUNK: usize = 8 << 10;
 /// At most this much of a backlog goes out in one SSE write.
 const SSE_WRITE_CHUNK: usize = 64 << 10;
 /// Refusals (503) being written at once; beyond that an excess socket is just closed.
@@ -1153,21 +1155,17 @@ fn handle_upgrade(
             transport: "websocket",
             pid,
         });
-        let (mut from_client, mut to_client) = transport::ws_bridge(ws);
+        // Frames are pumped straight between the socket and the agent's streams (no
+        // intermediate byte pipe: every buffer here is resident memory of an idle connection).
+        let (to_client, from_client) = futures::StreamExt::split(ws);
         let AgentLink {
-            reader: mut agent_out,
-            writer: mut agent_in,
+            reader: agent_out,
+            writer: agent_in,
             process,
         } = link;
-        let mut up = Box::pin(async move {
-            let _ = tokio::io::copy(&mut from_client, &mut agent_in).await;
-            agent_in
-        });
-        let mut down = Box::pin(async move {
-            let _ = tokio::io::copy(&mut agent_out, &mut to_client).await;
-            // EOF on the bridge sends a close frame.
-            let _ = to_client.shutdown().await;
-        });
+        let max_line = shared.config.max_agent_message_bytes;
+        let mut up = Box::pin(ws_to_agent(from_client, agent_in));
+        let mut down = Box::pin(agent_to_ws(agent_out, to_client, max_line));
         let (reason, agent_in) = tokio::select! {
             w = &mut up => ("the client closed the connection", Some(w)),
             _ = &mut down => ("the agent closed its output", None),
@@ -1192,6 +1190,109 @@ fn handle_upgrade(
         });
     });
     r
+}
+
+/// One WebSocket message as NDJSON for the agent (as `transport::ws_bridge` does): a message
+/// spanning several lines (pretty-printed JSON, whose newlines can only be whitespace) becomes
+/// one line; text that is not one JSON value but several lines (NDJSON forwarded unsplit) is
+/// passed on line by line.
+fn ws_text_to_lines(text: String) -> Vec<u8> {
+    if !text.contains(['\n', '\r']) || serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err()
+    {
+        return text.into_bytes();
+    }
+    text.replace(['\n', '\r'], " ").into_bytes()
+}
+
+/// Client to agent: each text (or binary, read as UTF-8) message becomes a line of the agent's
+/// input, until the client closes or fails; gives the agent's input back.
+async fn ws_to_agent<S>(
+    mut from_client: futures::stream::SplitStream<WebSocketStream<S>>,
+    mut agent_in: Box<dyn AsyncWrite + Send + Unpin>,
+) -> Box<dyn AsyncWrite + Send + Unpin>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    while let Some(msg) = from_client.next().await {
+        let text = match msg {
+            Ok(Message::Text(t)) => t.as_str().to_owned(),
+            Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
+            Ok(Message::Close(_)) => break,
+            Ok(_) => continue, // ping/pong (tungstenite answers pings)/raw frames
+            Err(e) => {
+                tracing::debug!("websocket read failed: {e}");
+                break;
+            }
+        };
+        let mut line = ws_text_to_lines(text);
+        line.push(b'\n');
+        if agent_in.write_all(&line).await.is_err() || agent_in.flush().await.is_err() {
+            break;
+        }
+    }
+    agent_in
+}
+
+/// Agent to client: each line the agent writes becomes one text message; the agent's EOF
+/// sends a close frame. A line over `max_line` is dropped; if it was a response, the client
+/// gets an error for its id in its place (as on the SSE streams).
+async fn agent_to_ws<S>(
+    mut agent_out: Box<dyn AsyncRead + Send + Unpin>,
+    mut to_client: futures::stream::SplitSink<
+        WebSocketStream<S>,
+        tokio_tungstenite::tungstenite::Message,
+    >,
+    max_line: usize,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    use acp_core::framing::{is_blank, Decoder, Frame};
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut decoder = Decoder::new(max_line);
+    let mut buf = vec![0u8; WS_AGENT_READ_CHUNK];
+    let mut frames: Vec<Message> = Vec::new();
+    loop {
+        let n = agent_out.read(&mut buf).await.unwrap_or(0);
+        let mut sink = |f: Frame<'_>| match f {
+            Frame::Line(line) if !is_blank(line) => {
+                frames.push(Message::text(String::from_utf8_lossy(line).into_owned()));
+            }
+            Frame::Line(_) => {}
+            Frame::Oversize { limit, prefix } => {
+                let sniffed = acp_core::sniff::sniff(prefix);
+                tracing::warn!(limit, "an agent message over the limit was dropped");
+                if let Some(id) = sniffed.id.filter(|id| {
+                    sniffed.has_result_or_error && !sniffed.has_method && *id != Id::Null
+                }) {
+                    let error = ErrorObject::new(
+                        acp_core::ErrorCode::InternalError,
+                        format!("the response was larger than the server's {limit}-byte limit and was dropped"),
+                    );
+                    let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+                    frames.push(Message::text(msg.to_string()));
+                }
+            }
+        };
+        if n == 0 {
+            decoder.finish(&mut sink);
+        } else {
+            decoder.decode(&buf[..n], &mut sink);
+        }
+        for m in frames.drain(..) {
+            if let Err(e) = to_client.send(m).await {
+                tracing::debug!("websocket write failed: {e}");
+                return;
+            }
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    let _ = to_client.send(Message::Close(None)).await;
+    let _ = to_client.close().await;
 }
 
 /// Closes the agent's input and stops its process, if any (bounded); the exit report.
