@@ -513,3 +513,50 @@ fn agents_by_name_run_their_registry_command() {
         ["claude", "codex", "gemini", "qwen", "opencode", "mine"]
     );
 }
+
+/// Status lines on stderr (here the agent's commands and title, arriving mid-answer) never
+/// break the conversation on a piped stdout: the answer stays one line, as the agent sent it.
+#[test]
+fn status_lines_mid_answer_do_not_break_a_piped_answer() {
+    let dir = TempDir::new("status-mid-answer");
+    let script = dir.join("agent.py");
+    std::fs::write(
+        &script,
+        cli_support::py_agent(
+            r#"
+m = expect("initialize")
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+m = expect("session/new")
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+m = expect("session/prompt")
+update("Hello from ")
+send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1", "update":
+      {"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "review", "description": "Review"}]}}})
+send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1", "update":
+      {"sessionUpdate": "session_info_update", "title": "A title"}}})
+update("the rest.")
+end(m["id"])
+expect("never")
+"#,
+        ),
+    )
+    .unwrap();
+    let log = dir.join("agent.log");
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--",
+            "python3",
+            script.to_str().unwrap(),
+            "s",
+            log.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Hello from the rest."), "{:?}", r.stdout);
+    assert!(r.stderr.contains("/review"), "{}", r.stderr);
+}

@@ -33,7 +33,14 @@ struct State {
     /// stderr is a terminal: the spinner may draw.
     spinner_allowed: bool,
     spinner: Option<Spinner>,
+    /// The screen's cursor is at the start of a line (stdout and stderr drawn together).
     at_line_start: bool,
+    /// stdout is a terminal, shown with stderr on one screen: a line on stderr first ends the
+    /// conversation's open line there. Otherwise (stdout piped or in a file) stderr's lines
+    /// never break stdout's: the conversation stays as the agent sent it.
+    shared_screen: bool,
+    /// stdout's own last line is unfinished.
+    out_line_open: bool,
     block: Block,
     /// The conversation, folded from the updates.
     thread: Thread,
@@ -108,6 +115,8 @@ impl Ui {
                 spinner_allowed: std::io::stderr().is_terminal(),
                 spinner: None,
                 at_line_start: true,
+                shared_screen: std::io::stdout().is_terminal(),
+                out_line_open: false,
                 block: Block::None,
                 thread: Thread::new(Limits {
                     max_bytes: THREAD_BYTES,
@@ -505,6 +514,7 @@ impl State {
         let _ = out.flush();
         if let Some(last) = text.chars().last() {
             self.at_line_start = last == '\n';
+            self.out_line_open = last != '\n';
         }
         self.last_output = Instant::now();
     }
@@ -522,13 +532,20 @@ impl State {
 
     /// Ends the current line if something is on it.
     fn newline(&mut self) {
-        if !self.at_line_start {
+        let open = if self.shared_screen {
+            !self.at_line_start
+        } else {
+            self.out_line_open
+        };
+        if open {
             self.out_raw("\n");
         }
     }
 
     fn err_line(&mut self, line: &str) {
-        self.newline();
+        if self.shared_screen {
+            self.newline();
+        }
         self.err_raw(&format!("{line}\n"));
     }
 
