@@ -22,6 +22,7 @@ import type { Logger, TraceSink } from "./log";
 import * as fs from "node:fs";
 import { AgentProcess, type AgentSpec, type ExitInfo } from "./process";
 import { RemoteAgent, type RemoteError } from "./remote";
+import { SseRemoteAgent } from "./remoteSse";
 import type { AgentTransport, TransportEvents } from "./transport";
 
 export const PROTOCOL_VERSION = 1;
@@ -120,7 +121,11 @@ export class AgentConnection {
       },
       onExit: () => client?.receiveEof(),
     };
-    const proc: AgentTransport = spec.url ? new RemoteAgent(spec.url, { token: o.token, ca }, events) : new AgentProcess(spec, events);
+    const proc: AgentTransport = !spec.url
+      ? new AgentProcess(spec, events)
+      : /^https?:/i.test(spec.url)
+        ? new SseRemoteAgent(spec.url, { token: o.token, ca }, events)
+        : new RemoteAgent(spec.url, { token: o.token, ca }, events);
     client = new AcpClient(engine, { write: (b) => proc.write(b) }, o.handler, o.log, o.trace, o.clock ?? realClock);
     const fail = async (message: string, exit?: ExitInfo): Promise<never> => {
       const info = exit ?? (await proc.stop(500));

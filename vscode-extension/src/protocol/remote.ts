@@ -70,16 +70,10 @@ export function checkRemoteUrl(url: string): URL | RemoteError {
   try {
     u = new URL(url);
   } catch {
-    return new RemoteError("url", `${JSON.stringify(url)} is not a URL (expected ws://HOST:PORT/acp or wss://HOST:PORT/acp)`);
+    return new RemoteError("url", `${JSON.stringify(url)} is not a URL (expected ws://HOST:PORT/acp, wss://…, http://… or https://…)`);
   }
-  if (u.protocol === "http:" || u.protocol === "https:") {
-    return new RemoteError(
-      "url",
-      `${url}: HTTP + SSE is not supported by the extension yet; use the WebSocket URL ${u.protocol === "https:" ? "wss" : "ws"}://${u.host}${u.pathname} (acp serve --http serves both on the same path)`,
-    );
-  }
-  if (u.protocol !== "ws:" && u.protocol !== "wss:") {
-    return new RemoteError("url", `${url}: the scheme must be ws:// or wss://`);
+  if (!["ws:", "wss:", "http:", "https:"].includes(u.protocol)) {
+    return new RemoteError("url", `${url}: the scheme must be ws:// or wss:// (WebSocket), or http:// or https:// (HTTP + SSE)`);
   }
   if (u.username || u.password)
     return new RemoteError("url", `${url}: put no credentials in the URL (the token is asked for and kept in VS Code's secret storage)`);
@@ -106,8 +100,8 @@ export function describeConnectError(url: string, err: NodeJS.ErrnoException): R
   return new RemoteError("network", `cannot connect to ${url}: ${err.message}${code ? ` (${code})` : ""}`);
 }
 
-/** Words for an HTTP answer instead of the WebSocket upgrade. */
-export function describeHttpRefusal(url: string, status: number, body: string): RemoteError {
+/** Words for an HTTP error answer (to the WebSocket upgrade, or to a request `during`). */
+export function describeHttpRefusal(url: string, status: number, body: string, during = "the WebSocket upgrade"): RemoteError {
   const said = body.trim() ? `: ${body.trim().slice(0, 200)}` : "";
   switch (status) {
     case 401:
@@ -117,7 +111,7 @@ export function describeHttpRefusal(url: string, status: number, body: string): 
     case 404:
       return new RemoteError("not_found", `nothing at ${url} (HTTP 404${said}): the path of acp serve --http is /acp`, status);
     default:
-      return new RemoteError("http", `${url} answered HTTP ${status} instead of a WebSocket upgrade${said}`, status);
+      return new RemoteError("http", `${url} answered HTTP ${status} to ${during}${said}`, status);
   }
 }
 

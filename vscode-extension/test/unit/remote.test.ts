@@ -23,6 +23,7 @@ import type { EngineModule } from "../../src/protocol/engine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
 import type { ExitInfo } from "../../src/protocol/process";
 import { checkRemoteUrl, RemoteAgent, RemoteError, tokenKey } from "../../src/protocol/remote";
+import { outgoing, SseDecoder } from "../../src/protocol/remoteSse";
 import { parseAgentSettings } from "../../src/agents";
 import { messageSource } from "../../src/webview/threadModel";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
@@ -156,84 +157,89 @@ async function startFailure(p: Promise<AgentConnection>): Promise<RemoteError> {
   assert.fail("the connection was made");
 }
 
-test("remote: initialize, session/new and a turn over WebSocket; the agent's write is asked and served here", { skip }, async () => {
-  const server = await serve();
-  const s = setup();
-  const conn = await s.start(`ws://${server.addr}/acp`, TOKEN);
-  try {
-    assert.match(conn.agentTitle, /demo/i);
+for (const scheme of ["ws", "http"] as const) {
+  test(`remote (${scheme}): initialize, session/new and a turn; the agent's write is asked and served here`, { skip }, async () => {
+    const server = await serve();
+    const s = setup();
+    const conn = await s.start(`${scheme}://${server.addr}/acp`, TOKEN);
+    try {
+      assert.match(conn.agentTitle, /demo/i);
+      const sess = await conn.newSession(s.ws);
+      const res = await conn.prompt(sess.sessionId, [{ type: "text", text: "hello over the network" }]);
+      assert.equal(res.stopReason, "end_turn");
+      assert.match(s.text(), /hello over the network/);
+      // The remote agent's fs/write_text_file came here: asked, then written in our workspace.
+      assert.equal(s.questions.length, 1);
+      assert.deepEqual(s.writes, [path.join(s.ws, "acp-demo.txt")]);
+      assert.match(s.text(), /I wrote acp-demo\.txt/);
+    } finally {
+      await conn.stop(1000);
+      server.stop();
+    }
+  });
+
+  test(`remote (${scheme}): a wrong token is a clear 401 and no connection`, { skip }, async () => {
+    const server = await serve();
+    const s = setup();
+    const url = `${scheme}://${server.addr}/acp`;
+    const wrong = await startFailure(s.start(url, "not-the-token-0123456789"));
+    assert.equal(wrong.kind, "unauthorized");
+    assert.equal(wrong.status, 401);
+    assert.match(wrong.message, /refused the token \(HTTP 401/);
+    const none = await startFailure(s.start(url, undefined));
+    assert.equal(none.kind, "unauthorized");
+    server.stop();
+  });
+
+  test(`remote (${scheme}): a wrong path is 404, a closed port is refused, each said so`, { skip }, async () => {
+    const server = await serve();
+    const s = setup();
+    const notFound = await startFailure(s.start(`${scheme}://${server.addr}/nope`, TOKEN));
+    assert.equal(notFound.kind, "not_found");
+    assert.match(notFound.message, /HTTP 404.*\/acp/);
+    server.stop();
+    const port = await freePort();
+    const refused = await startFailure(s.start(`${scheme}://127.0.0.1:${port}/acp`, TOKEN));
+    assert.equal(refused.kind, "refused");
+    assert.match(refused.message, /connection refused/);
+  });
+
+  test(`remote (${scheme}s): an untrusted certificate is a TLS failure; trusted through caFile it works`, { skip }, async () => {
+    const server = await serve(["--tls-cert", path.join(TLS, "cert.pem"), "--tls-key", path.join(TLS, "key.pem")]);
+    const s = setup();
+    const url = `${scheme}s://localhost:${server.addr.split(":").pop()}/acp`;
+    const tls = await startFailure(s.start(url, TOKEN));
+    assert.equal(tls.kind, "tls");
+    assert.match(tls.message, /TLS handshake with localhost:\d+ failed: .*self.signed/i);
+    const conn = await s.start(url, TOKEN, path.join(TLS, "cert.pem"));
     const sess = await conn.newSession(s.ws);
-    const res = await conn.prompt(sess.sessionId, [{ type: "text", text: "hello over the network" }]);
-    assert.equal(res.stopReason, "end_turn");
-    assert.match(s.text(), /hello over the network/);
-    // The remote agent's fs/write_text_file came here: asked, then written in our workspace.
-    assert.equal(s.questions.length, 1);
-    assert.deepEqual(s.writes, [path.join(s.ws, "acp-demo.txt")]);
-    assert.match(s.text(), /I wrote acp-demo\.txt/);
-  } finally {
+    assert.ok(sess.sessionId);
     await conn.stop(1000);
     server.stop();
-  }
-});
+  });
 
-test("remote: a wrong token is a clear 401 and no connection", { skip }, async () => {
-  const server = await serve();
-  const s = setup();
-  const url = `ws://${server.addr}/acp`;
-  const wrong = await startFailure(s.start(url, "not-the-token-0123456789"));
-  assert.equal(wrong.kind, "unauthorized");
-  assert.equal(wrong.status, 401);
-  assert.match(wrong.message, /refused the token \(HTTP 401/);
-  const none = await startFailure(s.start(url, undefined));
-  assert.equal(none.kind, "unauthorized");
-  server.stop();
-});
+  test(`remote (${scheme}s): a missing caFile is a start error, before connecting`, { skip }, async () => {
+    const s = setup();
+    await assert.rejects(
+      s.start(`${scheme}s://localhost:1/acp`, TOKEN, "/nonexistent/ca.pem"),
+      /cannot read its caFile "\/nonexistent\/ca\.pem"/,
+    );
+  });
 
-test("remote: a wrong path is 404, a closed port is refused, each said so", { skip }, async () => {
-  const server = await serve();
-  const s = setup();
-  const notFound = await startFailure(s.start(`ws://${server.addr}/nope`, TOKEN));
-  assert.equal(notFound.kind, "not_found");
-  assert.match(notFound.message, /HTTP 404.*\/acp/);
-  server.stop();
-  const port = await freePort();
-  const refused = await startFailure(s.start(`ws://127.0.0.1:${port}/acp`, TOKEN));
-  assert.equal(refused.kind, "refused");
-  assert.match(refused.message, /connection refused/);
-});
-
-test("remote: wss with an untrusted certificate is a TLS failure; trusted through caFile it works", { skip }, async () => {
-  const server = await serve(["--tls-cert", path.join(TLS, "cert.pem"), "--tls-key", path.join(TLS, "key.pem")]);
-  const s = setup();
-  const url = `wss://localhost:${server.addr.split(":").pop()}/acp`;
-  const tls = await startFailure(s.start(url, TOKEN));
-  assert.equal(tls.kind, "tls");
-  assert.match(tls.message, /TLS handshake with localhost:\d+ failed: .*self.signed/i);
-  const conn = await s.start(url, TOKEN, path.join(TLS, "cert.pem"));
-  const sess = await conn.newSession(s.ws);
-  assert.ok(sess.sessionId);
-  await conn.stop(1000);
-  server.stop();
-});
-
-test("remote: a missing caFile is a start error, before connecting", { skip }, async () => {
-  const s = setup();
-  await assert.rejects(s.start("wss://localhost:1/acp", TOKEN, "/nonexistent/ca.pem"), /cannot read its caFile "\/nonexistent\/ca\.pem"/);
-});
-
-test("remote: the server going away ends the connection like a crash, and pending calls fail", { skip }, async () => {
-  const server = await serve();
-  const s = setup();
-  const conn = await s.start(`ws://${server.addr}/acp`, TOKEN);
-  const sess = await conn.newSession(s.ws);
-  assert.ok(sess.sessionId);
-  server.child.kill("SIGKILL");
-  const exit: ExitInfo = await conn.exited;
-  assert.equal(exit.remote?.kind, "closed");
-  assert.match(exit.remote!.message, /closed the connection|failed/);
-  assert.equal(conn.isStopping, false); // not asked for: the extension restarts it
-  await assert.rejects(conn.newSession(s.ws));
-});
+  test(`remote (${scheme}): the server going away ends the connection like a crash, and pending calls fail`, { skip }, async () => {
+    const server = await serve();
+    const s = setup();
+    const conn = await s.start(`${scheme}://${server.addr}/acp`, TOKEN);
+    const sess = await conn.newSession(s.ws);
+    assert.ok(sess.sessionId);
+    server.child.kill("SIGKILL");
+    const exit: ExitInfo = await conn.exited;
+    assert.equal(exit.remote?.kind, "closed", exit.remote?.message);
+    assert.match(exit.remote!.message, /closed the connection|failed|ended|was lost/);
+    assert.equal(conn.isStopping, false); // not asked for: the extension restarts it
+    await assert.rejects(conn.newSession(s.ws));
+  });
+}
 
 // ---- the frame <-> line bridge, against an in-process server -------------------------------
 
@@ -311,8 +317,8 @@ test("remote bridge: lines split anywhere become whole frames; a frame becomes o
 test("remote: URLs and settings", () => {
   assert.ok(checkRemoteUrl("ws://127.0.0.1:8765/acp") instanceof URL);
   assert.ok(checkRemoteUrl("wss://devbox.example/acp") instanceof URL);
-  const http = checkRemoteUrl("http://devbox:8765/acp");
-  assert.ok(http instanceof RemoteError && /HTTP \+ SSE is not supported.*ws:\/\/devbox:8765\/acp/.test(http.message));
+  assert.ok(checkRemoteUrl("http://devbox:8765/acp") instanceof URL);
+  assert.ok(checkRemoteUrl("https://devbox/acp") instanceof URL);
   assert.ok(checkRemoteUrl("ftp://x/acp") instanceof RemoteError);
   assert.ok(checkRemoteUrl("not a url") instanceof RemoteError);
   assert.ok(checkRemoteUrl("ws://user:pw@host/acp") instanceof RemoteError);
@@ -323,16 +329,43 @@ test("remote: URLs and settings", () => {
     { url: "wss://h/acp", caFile: "/ca.pem" },
     { name: "both", url: "ws://h/acp", command: "x" },
     { name: "sse", url: "https://h/acp" },
+    { name: "ftp", url: "ftp://h/acp" },
     { name: "bad-ca", url: "wss://h/acp", caFile: 3 },
     { name: "neither" },
   ]);
   assert.deepEqual(agents, [
     { name: "devbox", command: "", args: [], url: "ws://devbox:8765/acp", caFile: undefined },
     { name: "wss://h/acp", command: "", args: [], url: "wss://h/acp", caFile: "/ca.pem" },
+    { name: "sse", command: "", args: [], url: "https://h/acp", caFile: undefined },
   ]);
   assert.equal(errors.length, 4);
   assert.match(errors[0]!, /acp.agents\[2\]: give either "command".*or "url"/);
-  assert.match(errors[1]!, /acp.agents\[3\]: .*HTTP \+ SSE is not supported/);
-  assert.match(errors[2]!, /acp.agents\[4\]: "caFile" must be/);
-  assert.match(errors[3]!, /acp.agents\[5\]: "command" \(or "url"/);
+  assert.match(errors[1]!, /acp.agents\[4\]: ftp:\/\/h\/acp: the scheme must be ws:\/\/ or wss:\/\/ \(WebSocket\), or http:\/\//);
+  assert.match(errors[2]!, /acp.agents\[5\]: "caFile" must be/);
+  assert.match(errors[3]!, /acp.agents\[6\]: "command" \(or "url"/);
+});
+
+test("SSE decoding: events split at every offset, CRLF and CR line ends, comments, multi-line data, the size limit", () => {
+  const stream =
+    ':keepalive\r\n\r\ndata: {"a":1}\n\nevent: message\rdata:{"b":\rdata: 2}\r\rdata: ' + "x".repeat(50) + "\n\ndata: last\n\n";
+  for (let cut = 0; cut <= stream.length; cut++) {
+    const d = new SseDecoder(40);
+    const got = [...d.feed(stream.slice(0, cut)), ...d.feed(stream.slice(cut))];
+    assert.deepEqual(got, ['{"a":1}', '{"b":\n2}', 56, "last"], `cut at ${cut}`);
+  }
+});
+
+test("SSE posting: each message's envelope (method, id, the session it names)", () => {
+  assert.deepEqual(outgoing('{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}'), {
+    line: '{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}',
+    method: "session/prompt",
+    id: "3",
+    session: "s1",
+  });
+  const answer = outgoing('{"jsonrpc":"2.0","id":"a-1","result":{}}');
+  assert.equal(answer.method, undefined);
+  assert.equal(answer.id, '"a-1"');
+  assert.equal(outgoing('{"jsonrpc":"2.0","method":"$/cancel_request","params":{"sessionId":"s1","requestId":3}}').session, undefined);
+  assert.equal(outgoing('{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/"}}').session, undefined);
+  assert.deepEqual(outgoing("not json"), { line: "not json" });
 });

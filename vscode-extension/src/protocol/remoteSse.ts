@@ -1,0 +1,372 @@
+// SseRemoteAgent: an agent reached by URL over HTTP + SSE (`http://` / `https://`), the other
+// transport of `acp serve --http` and the official `agent-client-protocol-http` server, with
+// the rules of acp-native's client (acp-native/src/remote/client.rs):
+//
+// * the first message must be the `initialize` request: it is POSTed; the answer's body is the
+//   initialize response (passed to the engine) and its `Acp-Connection-Id` names the
+//   connection; the connection's SSE stream is opened before anything else is sent;
+// * each later message is POSTed with the connection id (and `Acp-Session-Id` when it names a
+//   session), answered 202. Before the first message naming a session, that session's stream
+//   is opened; a successful `session/new` / `session/fork` answer opens the new session's
+//   stream at once. Requests and notifications go one after the other, in order; responses
+//   (our answers to the agent's requests) on a second lane, so an answer never waits behind a
+//   request that waits for it;
+// * every SSE event's data is one message, passed to the engine as one line;
+// * stop() ends the connection with DELETE. A stream that ends, or a POST that fails, ends the
+//   transport (a "crash" for the extension, which reconnects).
+//
+// Architecture Invariant: this file does not import `vscode`.
+
+import * as http from "node:http";
+import * as https from "node:https";
+import { TailBuffer, type ExitInfo } from "./process";
+import { checkRemoteUrl, describeConnectError, describeHttpRefusal, RemoteError, type RemoteOptions } from "./remote";
+import type { AgentTransport, TransportEvents } from "./transport";
+
+const CONNECTION_ID = "acp-connection-id";
+const SESSION_ID = "acp-session-id";
+
+interface Outgoing {
+  line: string;
+  method?: string;
+  id?: string;
+  session?: string;
+}
+
+/** The envelope of one message the engine wrote (method, id, the session it names). */
+export function outgoing(line: string): Outgoing {
+  let v: { method?: unknown; id?: unknown; params?: { sessionId?: unknown } } | undefined;
+  try {
+    v = JSON.parse(line) as typeof v;
+  } catch {
+    return { line };
+  }
+  const method = typeof v?.method === "string" ? v.method : undefined;
+  const id = v?.id !== undefined && v.id !== null ? JSON.stringify(v.id) : undefined;
+  // `$/…` protocol messages belong to the connection whatever session they name.
+  const sid = method && !method.startsWith("$/") ? v?.params?.sessionId : undefined;
+  const session = typeof sid === "string" ? sid : undefined;
+  return { line, method, id, session };
+}
+
+/** Server-sent events: each complete event's data (its `data:` lines joined by `\n`). */
+export class SseDecoder {
+  private buf = "";
+  private data: string[] = [];
+  private size = 0;
+  private oversize = false;
+  private afterCr = false;
+
+  constructor(private readonly maxEventChars: number) {}
+
+  /** Feeds decoded text; returns the events completed by it (and the sizes of events dropped
+   *  for being over the limit, as numbers). */
+  feed(text: string): Array<string | number> {
+    const out: Array<string | number> = [];
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i]!;
+      if (this.afterCr) {
+        this.afterCr = false;
+        if (c === "\n") continue;
+      }
+      if (c === "\n" || c === "\r") {
+        if (c === "\r") this.afterCr = true;
+        this.endLine(out);
+      } else if (!this.oversize) {
+        this.buf += c;
+        if (++this.size > this.maxEventChars) {
+          this.oversize = true;
+          this.buf = "";
+          this.data = [];
+        }
+      } else this.size++;
+    }
+    return out;
+  }
+
+  private endLine(out: Array<string | number>): void {
+    const line = this.buf;
+    this.buf = "";
+    if (line === "") {
+      if (this.oversize) out.push(this.size);
+      else if (this.data.length) out.push(this.data.join("\n"));
+      this.data = [];
+      this.size = 0;
+      this.oversize = false;
+      return;
+    }
+    if (this.oversize || line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") this.data.push(value);
+  }
+}
+
+export class SseRemoteAgent implements AgentTransport {
+  readonly stderrTail = new TailBuffer();
+  readonly started: Promise<void>;
+  readonly exited: Promise<ExitInfo>;
+  private exitInfo: ExitInfo | undefined;
+  private readonly target: URL | undefined;
+  private readonly headers: Record<string, string> = {};
+  private readonly agent: http.Agent;
+  private connectionId: string | undefined;
+  private initialized = false;
+  private stopping = false;
+  /** Sessions whose stream is open (or opening). */
+  private readonly sessions = new Set<string>();
+  /** Ids of our pending session/new and session/fork requests. */
+  private readonly opening = new Set<string>();
+  /** Requests and notifications, in order (after initialize). */
+  private ordered: Promise<void> = Promise.resolve();
+  /** Our answers to the agent's requests (after initialize). */
+  private answers: Promise<void>;
+  private markInitialized!: () => void;
+  private readonly streams = new Set<http.ClientRequest>();
+  private partial = "";
+  private readonly decoder = new TextDecoder();
+  private readonly encoder = new TextEncoder();
+  private readonly finish: (info: ExitInfo) => void;
+
+  constructor(
+    readonly url: string,
+    private readonly o: RemoteOptions,
+    private readonly events: TransportEvents,
+  ) {
+    let resolveExit!: (i: ExitInfo) => void;
+    this.exited = new Promise((r) => (resolveExit = r));
+    this.answers = new Promise((r) => (this.markInitialized = r));
+    this.finish = (info) => {
+      if (this.exitInfo) return;
+      this.exitInfo = info;
+      for (const s of this.streams) s.destroy();
+      this.streams.clear();
+      this.agent.destroy();
+      events.onStdoutEnd();
+      resolveExit(info);
+      events.onExit(info);
+    };
+    const checked = checkRemoteUrl(url);
+    const secure = checked instanceof URL && checked.protocol === "https:";
+    this.agent = secure ? new https.Agent({ keepAlive: true, ca: o.ca }) : new http.Agent({ keepAlive: true });
+    if (o.token) this.headers.authorization = `Bearer ${o.token}`;
+    this.headers["user-agent"] = "acp-rs-vscode";
+    if (checked instanceof RemoteError) {
+      this.target = undefined;
+      this.started = Promise.reject(checked);
+      this.started.catch(() => {});
+      queueMicrotask(() => this.finish({ code: null, signal: null, remote: checked, reason: checked.message }));
+      return;
+    }
+    this.target = checked;
+    // Nothing to open before `initialize` (its POST opens the connection).
+    this.started = Promise.resolve();
+  }
+
+  get description(): string {
+    return this.url;
+  }
+
+  get hasExited(): boolean {
+    return this.exitInfo !== undefined;
+  }
+
+  private fail(e: RemoteError): void {
+    this.finish({ code: null, signal: null, remote: e, reason: e.message });
+  }
+
+  /** NDJSON bytes from the engine: each complete line is one message. */
+  write(bytes: Uint8Array): void {
+    if (this.exitInfo || !this.target) return;
+    this.partial += this.decoder.decode(bytes, { stream: true });
+    let nl: number;
+    while ((nl = this.partial.indexOf("\n")) >= 0) {
+      const line = this.partial.slice(0, nl).replace(/\r$/, "");
+      this.partial = this.partial.slice(nl + 1);
+      if (line.trim()) this.send(outgoing(line));
+    }
+  }
+
+  private send(out: Outgoing): void {
+    if (!this.initialized) {
+      if (out.method !== "initialize" || out.id === undefined) {
+        this.fail(new RemoteError("closed", "the first message over HTTP must be the `initialize` request"));
+        return;
+      }
+      this.initialized = true;
+      this.ordered = this.ordered.then(() => this.initialize(out)).then(this.markInitialized, (e: RemoteError) => this.fail(e));
+      return;
+    }
+    const isResponse = out.method === undefined && out.id !== undefined;
+    if (isResponse) {
+      this.answers = this.answers.then(() => this.post(out, "an answer")).catch((e: RemoteError) => this.fail(e));
+      return;
+    }
+    this.ordered = this.ordered
+      .then(async () => {
+        if (this.exitInfo) return;
+        if (out.session && !this.sessions.has(out.session)) {
+          this.sessions.add(out.session);
+          await this.openStream(out.session);
+        }
+        if (out.id !== undefined && (out.method === "session/new" || out.method === "session/fork")) this.opening.add(out.id);
+        await this.post(out, out.method ? `\`${out.method}\`` : "a message");
+      })
+      .catch((e: RemoteError) => this.fail(e));
+  }
+
+  /** One HTTP request; resolves with the response once its head arrived. */
+  private request(
+    method: string,
+    o: { accept: string; session?: string; body?: string; stream?: boolean },
+  ): Promise<{ res: http.IncomingMessage; req: http.ClientRequest }> {
+    const headers: Record<string, string> = { ...this.headers, accept: o.accept };
+    if (this.connectionId) headers[CONNECTION_ID] = this.connectionId;
+    if (o.session) headers[SESSION_ID] = o.session;
+    if (o.body !== undefined) headers["content-type"] = "application/json";
+    const mod = this.target!.protocol === "https:" ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = mod.request(this.target!, { method, headers, agent: this.agent, timeout: this.o.connectTimeoutMs ?? 10_000 });
+      req.on("timeout", () => req.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })));
+      req.on("error", (err: NodeJS.ErrnoException) => {
+        this.streams.delete(req);
+        if (this.stopping) return reject(new RemoteError("closed", "stopped"));
+        const e = describeConnectError(this.url, err);
+        // Once connected, any failure is the connection lost.
+        reject(this.connectionId ? new RemoteError("closed", `the connection to ${this.url} was lost: ${e.message}`) : e);
+      });
+      req.on("response", (res) => {
+        // A stream may stay quiet for long (the server sends a keepalive every 15 s).
+        if (o.stream) req.setTimeout(0);
+        resolve({ res, req });
+      });
+      if (o.stream) this.streams.add(req);
+      req.end(o.body);
+    });
+  }
+
+  private readBody(res: http.IncomingMessage, limit: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (s: string) => {
+        body += s;
+        if (body.length > limit) {
+          res.destroy();
+          reject(new RemoteError("closed", `an answer from ${this.url} is over ${limit} characters`));
+        }
+      });
+      res.on("end", () => resolve(body));
+      res.on("error", (e) => reject(new RemoteError("closed", `reading an answer from ${this.url} failed: ${e.message}`)));
+    });
+  }
+
+  private async refusal(res: http.IncomingMessage, during: string): Promise<RemoteError> {
+    const body = await this.readBody(res, 4096).catch(() => "");
+    return describeHttpRefusal(this.url, res.statusCode ?? 0, body, during);
+  }
+
+  private async initialize(out: Outgoing): Promise<void> {
+    const { res } = await this.request("POST", { accept: "application/json", body: out.line });
+    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) throw await this.refusal(res, "initialize");
+    const id = res.headers[CONNECTION_ID];
+    const body = await this.readBody(res, this.o.maxMessageBytes ?? 64 * 1024 * 1024);
+    let value: { error?: unknown };
+    try {
+      value = JSON.parse(body) as typeof value;
+    } catch {
+      throw new RemoteError("closed", `the initialize answer of ${this.url} is not JSON: ${body.slice(0, 200)}`);
+    }
+    if (value.error === undefined && typeof id !== "string") {
+      throw new RemoteError(
+        "closed",
+        `the initialize answer of ${this.url} has no ${CONNECTION_ID} header (is this an ACP HTTP endpoint?)`,
+      );
+    }
+    if (typeof id === "string") this.connectionId = id;
+    if (value.error === undefined) await this.openStream(undefined);
+    // The answer goes to the engine after the connection's stream is open; an error answer
+    // ends the transport just after.
+    this.deliver(JSON.stringify(value));
+    if (value.error !== undefined) throw new RemoteError("closed", `the agent refused initialize: ${JSON.stringify(value.error)}`);
+  }
+
+  private async post(out: Outgoing, during: string): Promise<void> {
+    if (this.exitInfo) return;
+    const { res } = await this.request("POST", { accept: "application/json", session: out.session, body: out.line });
+    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) throw await this.refusal(res, during);
+    res.resume();
+  }
+
+  /** Opens the connection's (undefined) or a session's stream; resolves once the server
+   *  accepted it. Its events then go to the engine; its end ends the transport. */
+  private async openStream(session: string | undefined): Promise<void> {
+    const during = session ? `the stream of session ${session}` : "the connection's stream";
+    const { res, req } = await this.request("GET", { accept: "text/event-stream", session, stream: true });
+    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) {
+      this.streams.delete(req);
+      throw await this.refusal(res, during);
+    }
+    const decoder = new SseDecoder(this.o.maxMessageBytes ?? 64 * 1024 * 1024);
+    res.setEncoding("utf8");
+    res.on("data", (text: string) => {
+      for (const ev of decoder.feed(text)) {
+        if (typeof ev === "number") continue; // over the limit: dropped (the engine would refuse it)
+        if (ev.trim()) {
+          this.noteAnswer(ev);
+          this.deliver(ev);
+        }
+      }
+    });
+    const ended = (why: string) => {
+      this.streams.delete(req);
+      if (!this.stopping) this.fail(new RemoteError("closed", `${during} from ${this.url} ended: ${why}`));
+    };
+    res.on("end", () => ended("the server closed it"));
+    res.on("error", (e) => ended(e.message));
+    res.on("aborted", () => ended("aborted"));
+  }
+
+  /** A successful answer to our session/new or session/fork: its session's stream, at once. */
+  private noteAnswer(text: string): void {
+    if (!this.opening.size) return;
+    let v: { method?: unknown; id?: unknown; result?: { sessionId?: unknown } };
+    try {
+      v = JSON.parse(text) as typeof v;
+    } catch {
+      return;
+    }
+    if (v.method !== undefined || v.id === undefined) return;
+    const id = JSON.stringify(v.id);
+    if (!this.opening.delete(id)) return;
+    const sid = v.result?.sessionId;
+    if (typeof sid !== "string" || this.sessions.has(sid)) return;
+    this.sessions.add(sid);
+    // Not awaited: the server keeps the session's messages until its stream is read.
+    this.openStream(sid).catch((e: RemoteError) => this.fail(e));
+  }
+
+  private deliver(text: string): void {
+    if (this.exitInfo) return;
+    this.events.onStdout(this.encoder.encode(`${text.replace(/[\r\n]/g, " ")}\n`));
+  }
+
+  /** Lets queued messages go (up to `graceMs`), ends the connection with DELETE, closes the streams. */
+  async stop(graceMs = 2000): Promise<ExitInfo> {
+    if (this.exitInfo) return this.exitInfo;
+    const grace = () => new Promise<void>((r) => setTimeout(r, graceMs).unref());
+    await Promise.race([Promise.all([this.ordered, this.initialized ? this.answers : undefined]), grace()]);
+    this.stopping = true;
+    if (this.connectionId && !this.exitInfo) {
+      const del = this.request("DELETE", { accept: "application/json" }).then(
+        ({ res }) => res.resume(),
+        () => undefined,
+      );
+      await Promise.race([del, grace()]);
+    }
+    this.finish({ code: null, signal: null, reason: "connection closed" });
+    return this.exitInfo!;
+  }
+}
