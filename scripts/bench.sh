@@ -3,6 +3,13 @@
 # SDKs (Rust `agent-client-protocol` 5.x, TypeScript `@agentclientprotocol/sdk` 2.4.x).
 #
 #   scripts/bench.sh [--short] [--rounds N] [--only notify,rt-seq,rt-conc,large,scale]
+#   scripts/bench.sh --remote-scale [acp-bench remote-scale options: --sessions N, --prompters P, ...]
+#
+# --remote-scale: remote agents at scale instead (10,000 WebSocket sessions, 10,000 SSE
+# sessions over 2,000 connections, to one server process: acp-native's RemoteServer against
+# the official agent-client-protocol-http server; benches/acp-bench/src/remote_scale.rs),
+# written to benches/acp-bench/target/remote-scale.md. --short also runs its smoke variant
+# (200 sessions on each server, each completing a turn; no timing asserted).
 #
 # Builds benches/acp-bench (its own Cargo workspace, release profile) and installs the node
 # side (benches/node, npm ci), then runs every contestant of each scenario alternately
@@ -20,9 +27,19 @@ say() { echo "bench: $*" >&2; }
 
 unavailable=()
 features=()
+remote_scale=0
+short=0
+for a in "$@"; do
+  case "$a" in
+    --remote-scale) remote_scale=1 ;;
+    --short) short=1 ;;
+  esac
+done
 
 # --- node side: the official TypeScript SDK (and acp-wasm, run in node) ---
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+if [ "$remote_scale" = 1 ]; then
+  : # the remote scale benchmark is Rust only
+elif command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   if [ ! -f benches/node/node_modules/@agentclientprotocol/sdk/package.json ]; then
     say "installing benches/node (npm ci)"
     if ! (cd benches/node && npm ci --no-audit --no-fund --loglevel=error >&2); then
@@ -58,6 +75,17 @@ if [ ${#features[@]} -eq 0 ]; then
 fi
 
 mkdir -p benches/acp-bench/target
+if [ "$remote_scale" = 1 ]; then
+  args=()
+  for a in "$@"; do [ "$a" = --remote-scale ] || args+=("$a"); done
+  exec benches/acp-bench/target/release/acp-bench remote-scale \
+    --md benches/acp-bench/target/remote-scale.md "${args[@]}"
+fi
+if [ "$short" = 1 ]; then
+  say "remote-scale smoke: 200 sessions per transport on each server, every one completing a turn"
+  benches/acp-bench/target/release/acp-bench remote-scale --smoke \
+    --md benches/acp-bench/target/remote-scale-smoke.md
+fi
 exec benches/acp-bench/target/release/acp-bench drive \
   --node-dir benches/node --md benches/acp-bench/target/results.md \
   "${unavailable[@]}" "$@"

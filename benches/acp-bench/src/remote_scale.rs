@@ -12,7 +12,8 @@
 //! session and ends the turn.
 //!
 //!   acp-bench remote-scale [--sessions N] [--sse-per-conn K] [--prompters P] [--turns T]
-//!                          [--seq-turns S] [--seq-rounds R] [--only ws,sse,seq] [--md FILE]
+//!                          [--seq-turns S] [--seq-rounds R] [--only ws,sse,seq]
+//!                          [--servers ours,official] [--smoke] [--md FILE]
 //!   acp-bench remote-serve (ours|official)     the server process (prints `port N`, runs
 //!                                              until its stdin closes)
 //!
@@ -765,7 +766,13 @@ struct Mem {
 
 impl ServerProc {
     fn start(exe: &Path, which: &'static str) -> R<ServerProc> {
-        let mut child = Command::new(exe)
+        // ACP_BENCH_SERVER_PREFIX="heaptrack" (say) runs the server under a profiler; its
+        // memory readings are then the wrapper's, not the server's.
+        let prefix = std::env::var("ACP_BENCH_SERVER_PREFIX").unwrap_or_default();
+        let mut words: Vec<String> = prefix.split_whitespace().map(str::to_string).collect();
+        words.push(exe.display().to_string());
+        let mut child = Command::new(&words[0])
+            .args(&words[1..])
             .args(["remote-serve", which])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -775,9 +782,17 @@ impl ServerProc {
         let stdin = child.stdin.take();
         let mut line = String::new();
         let stdout = child.stdout.take().expect("piped stdout");
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(err("reading the server's port"))?;
+        let mut stdout = BufReader::new(stdout);
+        // The first line starting with `port` (a profiler's wrapper may talk first).
+        loop {
+            line.clear();
+            let n = stdout
+                .read_line(&mut line)
+                .map_err(err("reading the server's port"))?;
+            if n == 0 || line.starts_with("port ") {
+                break;
+            }
+        }
         let mut proc = ServerProc {
             child,
             stdin,
@@ -840,6 +855,7 @@ struct Plan {
     seq_turns: usize,
     seq_rounds: usize,
     only: Vec<String>,
+    servers: Vec<&'static str>,
     md: Option<String>,
 }
 
@@ -852,6 +868,7 @@ fn parse(args: &[String]) -> R<Plan> {
         seq_turns: 2000,
         seq_rounds: 3,
         only: vec!["ws".into(), "sse".into(), "seq".into()],
+        servers: servers(),
         md: None,
     };
     let mut it = args.iter();
@@ -887,6 +904,17 @@ fn parse(args: &[String]) -> R<Plan> {
                     return Err(format!("--only: unknown part {bad:?} (ws, sse, seq)"));
                 }
             }
+            "--servers" => {
+                let v = it.next().ok_or("--servers needs ours,official")?;
+                let all = servers();
+                p.servers = Vec::new();
+                for w in v.split(',') {
+                    match all.iter().find(|a| **a == w) {
+                        Some(a) => p.servers.push(*a),
+                        None => return Err(format!("--servers: {w:?} is not one of {all:?}")),
+                    }
+                }
+            }
             "--md" => p.md = Some(it.next().ok_or("--md needs a file")?.clone()),
             other => return Err(format!("unknown option {other}")),
         }
@@ -919,7 +947,11 @@ fn pct(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    if d < Duration::from_millis(1) {
+        format!("{:.1} µs", d.as_secs_f64() * 1e6)
+    } else {
+        format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    }
 }
 
 struct ScaleResult {
@@ -1045,7 +1077,7 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
     };
     let nofile = raise_nofile();
     let rt = runtime();
-    let servers = servers();
+    let servers = plan.servers.clone();
     let mut md = String::new();
     let mut failed = Vec::new();
     let host = std::fs::read_to_string("/proc/cpuinfo")
@@ -1109,8 +1141,10 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
     }
     if plan.only.iter().any(|o| o == "seq") {
         md.push_str(&format!(
-            "#### Sequential turns, one session on one connection (fresh server; {} turns after 200 warm-up, {} rounds alternating, medians of the rounds)\n\n",
-            plan.seq_turns, plan.seq_rounds
+            "#### Sequential turns, one session on one connection (fresh server; {} turns after {} warm-up turns, {} rounds alternating, medians of the rounds)\n\n",
+            plan.seq_turns,
+            plan.seq_turns.min(200),
+            plan.seq_rounds
         ));
         md.push_str("| transport | server | p50 | p99 | mean | official p50 ÷ this |\n|---|---|---:|---:|---:|---:|\n");
         for t in [Transport::Ws, Transport::Sse] {
