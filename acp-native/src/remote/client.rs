@@ -27,8 +27,12 @@
 //! Failures are [`RemoteError`]s that say what happened (refused, TLS, HTTP 401/403/404/5xx,
 //! a lost stream); once connected, the failure that ends the transport becomes the
 //! connection's close reason, so pending calls fail with it ([`RemoteLink::failure`] keeps it).
-//! Memory is bounded: messages over the size limit are refused, and every queue between the
-//! network and the driver is bounded (a slow driver slows the reading of the streams).
+//! Memory is bounded: every queue between the network and the driver is bounded (a slow driver
+//! slows the reading of the streams), a line the driver writes over the size limit is not sent
+//! (logged), and a WebSocket message or SSE event from the server over it ends the transport
+//! with a failure that says so (FIXME: skip it instead, answering a request or failing the
+//! call it answers, as the stdio reader does; that needs the event's first bytes from
+//! [`SseDecoder`]).
 
 use std::collections::HashSet;
 use std::io;
