@@ -313,6 +313,46 @@ async fn a_wrong_or_missing_token_and_no_server_are_clear_errors() {
     .await;
 }
 
+/// A message from the server over the client's limit ends the transport, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_limit_is_a_clear_failure() {
+    let agent = server::router_agent(DriverConfig::new(Role::Agent), |_conn| {
+        Router::new()
+            .route::<typed::Initialize, _, _>(|p, _cx| async move {
+                Ok(s::InitializeResponse::new(p.protocol_version))
+            })
+            .route::<typed::NewSession, _, _>(|_p, _cx| async move {
+                Ok(s::NewSessionResponse::new("x".repeat(8192)))
+            })
+    });
+    let (server, addr, task) = serve_on("127.0.0.1:0", agent, RemoteServerConfig::new(TOKEN)).await;
+    for (scheme, says) in [("http", "2048-byte limit"), ("ws", "too long")] {
+        let options = ClientOptions {
+            max_message_bytes: 2048,
+            ..ClientOptions::default().token(TOKEN)
+        };
+        let (conn, link) = client::connect(
+            &format!("{scheme}://{addr}/acp"),
+            &options,
+            Router::new(),
+            DriverConfig::new(Role::Client),
+        )
+        .await
+        .unwrap();
+        let conn = conn.with_timeout(BOUND);
+        conn.initialize(init_request()).await.expect("initialize");
+        let e = conn
+            .new_session(s::NewSessionRequest::new(std::env::temp_dir()))
+            .await
+            .expect_err("over the limit");
+        assert!(e.is_closed(), "{scheme}: {e:?}");
+        let failure = link.failure().expect("a failure");
+        assert!(failure.contains(says), "{scheme}: {failure}");
+    }
+    server.stop();
+    let _ = task.await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_a_self_signed_certificate() {
     let dir = TempDir::new("tls");

@@ -903,7 +903,11 @@ async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, RemoteError> {
         .collect()
         .await
         .map(|c| c.to_bytes())
-        .map_err(|e| RemoteError::Lost(format!("reading an answer failed: {e}")))
+        .map_err(|e| {
+            RemoteError::Lost(format!(
+                "reading an answer failed (at most {limit} bytes are read): {e}"
+            ))
+        })
 }
 
 /// An error status as a [`RemoteError`] (with the start of the body).
