@@ -9,7 +9,9 @@
 // killed mid-answer (its partial answer and the crash stay in the conversation, which goes on in
 // the restarted agent's new session), a sensitive write (acp-demo.txt linked into .git: the write modal, Review
 // changes, Refuse), the terminal approval modal (`acp.terminal.approval: ask`: Run, Cancel,
-// Escape), modes and config options, an agent that fails to start.
+// Escape), modes and config options, an agent that fails to start, remote agents by URL (an
+// `acp serve --http` started here: WebSocket with a wrong token then the right one, a dropped
+// connection resumed; HTTP + SSE), the agent picker's registry presets.
 // Screenshots and logs go to artifacts/vscode-e2e/ (gitignored). Exit code 0 only if all pass.
 //
 // Waiting is on events or bounded polling with a clear timeout error; never a bare sleep.
@@ -118,6 +120,7 @@ const SECRET = "e2e-secret-token-4711";
 // A remote agent (issue 14): `acp serve --http` serving the demo agent, reached by URL over
 // WebSocket with a token; its sessions kept on disk, so a dropped connection resumes.
 const REMOTE_AGENT = "remote (e2e, acp serve --http)";
+const REMOTE_SSE_AGENT = "remote over SSE (e2e)";
 const REMOTE_TOKEN = "e2e-remote-token-0123456789abcdef";
 const remoteServer = await (async () => {
   const tokenFile = path.join(tmp, "remote-token");
@@ -130,7 +133,7 @@ const remoteServer = await (async () => {
   child.stderr.on("data", (t) => ((err += t), out.write(t)));
   const addr = await until("acp serve --http to listen", () => /listening on http:\/\/(\S+)\/acp/.exec(err)?.[1], 15_000);
   log(`acp serve --http on ${addr}`);
-  return { child, url: `ws://${addr}/acp` };
+  return { child, url: `ws://${addr}/acp`, sseUrl: `http://${addr}/acp` };
 })();
 const settingsFile = path.join(userData, "User", "settings.json");
 fs.writeFileSync(
@@ -149,6 +152,7 @@ fs.writeFileSync(
         { name: AUTH_AGENT, command: ACP_BIN, args: ["demo-agent", "--require-auth", "env:DEMO_TOKEN"] },
         { name: BROKEN_AGENT, command: ACP_BIN, args: ["demo-agent", "--no-such-flag"] },
         { name: REMOTE_AGENT, url: remoteServer.url },
+        { name: REMOTE_SSE_AGENT, url: remoteServer.sseUrl },
         // The test fixture agent (on the same wasm engine) offers modes and a config option.
         {
           name: FIXTURE_AGENT,
@@ -736,6 +740,57 @@ async function remoteAgentByUrl() {
   await screenshot("remote-reconnected");
 }
 
+async function remoteAgentOverSse() {
+  await runCommand("ACP: Select Agent");
+  await page.locator(".quick-input-widget input").fill(REMOTE_SSE_AGENT);
+  await until(
+    `${REMOTE_SSE_AGENT} in the picker`,
+    async () => ((await page.locator(".quick-input-list .monaco-list-row").first().textContent()) ?? "").includes(REMOTE_SSE_AGENT),
+    10_000,
+  );
+  await page.keyboard.press("Enter");
+  const widget = page.locator(".quick-input-widget");
+  const password = widget.locator('input[type="password"]');
+  // Another origin (http://, not ws://): its token is asked for.
+  const tokenAsked = async () =>
+    (await password.count()) === 1 && (await password.isVisible()) && ((await widget.textContent()) ?? "").includes("token for http://");
+  await until("the switch question or the token box", async () => (await dialog.isVisible()) || (await tokenAsked()), 30_000);
+  if (await dialog.isVisible()) await (await dialogButton("Switch")).click();
+  await until("the token box", tokenAsked, 15_000);
+  await page.keyboard.type(REMOTE_TOKEN);
+  await page.keyboard.press("Enter");
+  await until(
+    "the session over HTTP + SSE",
+    async () => (await ready()) && (await noticeCount("New session with")) >= 1 && !!(await transcript.getAttribute("data-session-id")),
+    30_000,
+  );
+  await sendPrompt("/echo over server-sent events");
+  await turnEnds("end_turn");
+  if (!((await chat.locator(".msg.agent").last().textContent()) ?? "").includes("over server-sent events"))
+    throw new Error("no answer over SSE");
+  await screenshot("remote-sse-turn");
+}
+
+async function pickerShowsPresets() {
+  await runCommand("ACP: Select Agent");
+  const input = page.locator(".quick-input-widget input");
+  const first = page.locator(".quick-input-list .monaco-list-row").first();
+  await input.fill(REMOTE_SSE_AGENT);
+  await until("the current agent marked", async () => /current/.test((await first.textContent()) ?? ""), 10_000);
+  await input.fill("");
+  await until("the whole list", async () => (await page.locator(".quick-input-list .monaco-list-row").count()) >= 8, 10_000);
+  await screenshot("agent-picker");
+  // The registry's presets (acp-client's snapshot through the engine), with what they run.
+  await input.fill("Claude Code");
+  await until(
+    "the Claude Code preset",
+    async () => ((await first.textContent()) ?? "").includes("npx -y @agentclientprotocol/claude-agent-acp"),
+    10_000,
+  );
+  await screenshot("agent-picker-presets");
+  await page.keyboard.press("Escape");
+}
+
 let exitCode = 1;
 try {
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
@@ -1260,6 +1315,8 @@ try {
     "remote agent by URL (acp serve --http): token asked (a wrong one: 401, Enter Token), a turn, a dropped connection resumed",
     remoteAgentByUrl,
   );
+  await scenario("remote agent over HTTP + SSE: its token asked (another origin), a turn", remoteAgentOverSse);
+  await scenario("agent picker: the current agent marked, the ACP registry's presets offered with their command", pickerShowsPresets);
 
   await scenario("an agent that fails to start: a notification with its stderr tail", async () => {
     await selectAgent(BROKEN_AGENT);
