@@ -122,19 +122,21 @@ const SECRET = "e2e-secret-token-4711";
 const REMOTE_AGENT = "remote (e2e, acp serve --http)";
 const REMOTE_SSE_AGENT = "remote over SSE (e2e)";
 const REMOTE_TOKEN = "e2e-remote-token-0123456789abcdef";
-const remoteServer = await (async () => {
-  const tokenFile = path.join(tmp, "remote-token");
-  fs.writeFileSync(tokenFile, REMOTE_TOKEN);
-  const args = ["serve", "--http", "127.0.0.1:0", "--token-file", tokenFile, "--cwd", workspace, "--", ACP_BIN, "demo-agent"];
+const remoteTokenFile = path.join(tmp, "remote-token");
+fs.writeFileSync(remoteTokenFile, REMOTE_TOKEN);
+const remoteServerLog = fs.createWriteStream(path.join(ARTIFACTS, "acp-serve.log"));
+/** `acp serve --http ADDR -- acp demo-agent --state-dir …`, once it listens. */
+async function startRemoteServer(listen) {
+  const args = ["serve", "--http", listen, "--token-file", remoteTokenFile, "--cwd", workspace, "--", ACP_BIN, "demo-agent"];
   const child = spawn(ACP_BIN, [...args, "--state-dir", path.join(tmp, "remote-state")], { stdio: ["ignore", "ignore", "pipe"] });
-  const out = fs.createWriteStream(path.join(ARTIFACTS, "acp-serve.log"));
   let err = "";
   child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (t) => ((err += t), out.write(t)));
+  child.stderr.on("data", (t) => ((err += t), remoteServerLog.write(t)));
   const addr = await until("acp serve --http to listen", () => /listening on http:\/\/(\S+)\/acp/.exec(err)?.[1], 15_000);
   log(`acp serve --http on ${addr}`);
-  return { child, url: `ws://${addr}/acp`, sseUrl: `http://${addr}/acp` };
-})();
+  return { child, addr, url: `ws://${addr}/acp`, sseUrl: `http://${addr}/acp` };
+}
+const remoteServer = await startRemoteServer("127.0.0.1:0");
 const settingsFile = path.join(userData, "User", "settings.json");
 fs.writeFileSync(
   settingsFile,
@@ -719,14 +721,29 @@ async function remoteAgentByUrl() {
   if (!((await chat.locator(".msg.agent").last().textContent()) ?? "").includes("hello from afar"))
     throw new Error("no answer from the remote agent");
   await screenshot("remote-turn");
+  // The server goes away: the extension tries again (within the crash budget) until it is back
+  // on the same address, then resumes the session.
+  const before = await transcript.getAttribute("data-session-id");
+  const exited = new Promise((r) => remoteServer.child.once("exit", r));
+  remoteServer.child.kill("SIGTERM");
+  await exited;
+  await until("a failed reconnection, to be tried again", async () => (await noticeCount("again in")) >= 1, 30_000);
+  Object.assign(remoteServer, await startRemoteServer(remoteServer.addr));
+  await until(
+    "the session resumed once the server is back",
+    async () => (await ready()) && (await noticeCount("Session resumed with")) >= 1,
+    30_000,
+  );
+  if ((await transcript.getAttribute("data-session-id")) !== before) throw new Error("not the same session after the server came back");
+  await screenshot("remote-server-back");
   // The remote demo agent crashes: the server closes the connection, which the extension takes
   // as a crash: it reconnects (a new agent behind the server) and resumes the same session.
   const sessionId = await transcript.getAttribute("data-session-id");
   await sendPrompt("#crash now");
-  await until("the dropped connection in the chat", async () => (await noticeCount("Restarting")) >= 1, 30_000);
+  await until("the dropped connection in the chat", async () => (await noticeCount("Restarting")) >= 2, 30_000);
   await until(
     "the session resumed over a new connection",
-    async () => (await ready()) && (await noticeCount("Session resumed with")) >= 1,
+    async () => (await ready()) && (await noticeCount("Session resumed with")) >= 2,
     30_000,
   );
   if ((await transcript.getAttribute("data-session-id")) !== sessionId) throw new Error("not the same session after reconnecting");
@@ -1312,7 +1329,7 @@ try {
   await scenario("sign-in: an env_var method asks once (password box, SecretStorage), authenticate, the session opens", signInWithEnvVar);
   await scenario("history: another agent's conversation is read-only; the next prompt continues it in a new session", readOnlyFromHistory);
   await scenario(
-    "remote agent by URL (acp serve --http): token asked (a wrong one: 401, Enter Token), a turn, a dropped connection resumed",
+    "remote agent by URL (acp serve --http): token asked (a wrong one: 401, Enter Token), a turn, the server restarted and the agent crashed: reconnected, the session resumed",
     remoteAgentByUrl,
   );
   await scenario("remote agent over HTTP + SSE: its token asked (another origin), a turn", remoteAgentOverSse);

@@ -104,6 +104,8 @@ export class AcpContext implements vscode.Disposable {
   /** `session/load` of a session not saved here: its replay is the conversation shown. */
   private foldReplay: string | undefined;
   private saveTimer: NodeJS.Timeout | undefined;
+  /** The agent is being started again after a crash or a dropped connection. */
+  private reconnecting = false;
 
   constructor(readonly extension: vscode.ExtensionContext) {
     this.log = this.own(vscode.window.createOutputChannel("ACP", { log: true }));
@@ -403,8 +405,11 @@ export class AcpContext implements vscode.Disposable {
       this.setState("failed", `${spec?.name ?? "agent"} failed to start`);
       this.log.error(`${err.message}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
       this.conversation().notice("error", `${err.message}${tail ? `\n${lastLines(tail, 5)}` : ""}`);
-      if (spec?.url && AgentConnection.remoteFailure(e)?.kind === "unauthorized") void this.wrongTokenNotification(spec.url, err.message);
-      else void this.startFailureNotification(err.message, tail);
+      const remote = AgentConnection.remoteFailure(e)?.kind;
+      if (spec?.url && remote === "unauthorized") void this.wrongTokenNotification(spec.url, err.message);
+      // A reconnection that will be tried again (retryUnreachable) says so in the chat only.
+      else if (!(this.reconnecting && remote && ["refused", "network", "timeout", "closed"].includes(remote)))
+        void this.startFailureNotification(err.message, tail);
       throw err;
     }
   }
@@ -488,11 +493,7 @@ export class AcpContext implements vscode.Disposable {
       void vscode.window
         .showWarningMessage(`ACP: ${what}${tail ? ` — stderr: ${lastLines(tail, 3).slice(-400)}` : ""}. Restarting it.`, "Show Log")
         .then((pick) => pick === "Show Log" && this.log.show(true));
-      this.restartTimer = setTimeout(() => {
-        this.restartTimer = undefined;
-        // A new process knows nothing of the old sessions: a new one, in the same conversation.
-        void this.ensureSession({ afterCrash: true }).catch(() => undefined);
-      }, decision.afterMs);
+      this.restartAfter(decision.afterMs);
     } else {
       this.setState("failed", "crashed too often; stopped");
       conv.notice("error", `${decision.reason}. Run "ACP: Restart Agent" to try again.`);
@@ -507,6 +508,42 @@ export class AcpContext implements vscode.Disposable {
           else if (pick === "Show Log") this.log.show(true);
         });
     }
+  }
+
+  /** Starts the agent again after `ms`, in the same conversation (its session reopened when
+   *  the agent can). */
+  private restartAfter(ms: number): void {
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.reconnecting = true;
+      void this.ensureSession({ afterCrash: true })
+        .then(
+          () => undefined,
+          (e: unknown) => this.retryUnreachable(e),
+        )
+        .finally(() => (this.reconnecting = false));
+    }, ms);
+  }
+
+  /** A remote agent not reachable again after its connection dropped (its server restarting,
+   *  the network away): another attempt, within the same crash budget. */
+  private retryUnreachable(e: unknown): void {
+    const kind = AgentConnection.remoteFailure(e)?.kind;
+    if (this.disposed || !this.budget || !kind || !["refused", "network", "timeout", "closed"].includes(kind)) return;
+    const name = this.selectedAgentName() ?? "the agent";
+    const decision = this.budget.recordCrash(performance.now());
+    const conv = this.conversation();
+    if (decision.decision !== "restart") {
+      this.setState("failed", `${name} unreachable; stopped`);
+      conv.notice("error", `${decision.reason}. Run "ACP: Restart Agent" to try again.`);
+      void this.startFailureNotification(`${name} cannot be reached again (${decision.reason})`, "");
+      return;
+    }
+    const secs = Math.round(decision.afterMs / 100) / 10;
+    this.log.warn(`connecting to ${name} again in ${decision.afterMs} ms (attempt ${decision.attempt} of the crash budget)`);
+    this.setState("crashed", `unreachable; trying again in ${secs}s`);
+    conv.notice("info", `Connecting to ${name} again in ${secs}s (attempt ${decision.attempt}).`);
+    this.restartAfter(decision.afterMs);
   }
 
   async stop(): Promise<void> {

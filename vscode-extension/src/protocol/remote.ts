@@ -64,6 +64,16 @@ const TLS_CODES = new Set([
   "EPROTO",
 ]);
 
+/** RFC 6455's close codes a user may meet. */
+const CLOSE_WORDS: Record<number, string> = {
+  1000: "normal close",
+  1001: "the server is going away",
+  1005: "no reason given",
+  1006: "dropped without a close frame",
+  1009: "a message too big",
+  1011: "a server error",
+};
+
 /** The URL a remote agent setting names, or why it is not one this client speaks. */
 export function checkRemoteUrl(url: string): URL | RemoteError {
   let u: URL;
@@ -220,7 +230,8 @@ export class RemoteAgent implements AgentTransport {
     ws.on("close", (code: number, reason: Buffer) => {
       if (!failure && !this.stopping) {
         const why = reason.length ? `: ${reason.toString("utf8").slice(0, 200)}` : "";
-        failure = new RemoteError("closed", `${url} closed the connection (code ${code}${why})`);
+        const words = CLOSE_WORDS[code] ? `, ${CLOSE_WORDS[code]}` : "";
+        failure = new RemoteError("closed", `${url} closed the connection (code ${code}${words}${why})`);
       }
       const info: ExitInfo = { code: null, signal: null };
       if (failure) Object.assign(info, { remote: failure, reason: failure.message });
