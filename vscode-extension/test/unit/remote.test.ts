@@ -10,6 +10,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -23,7 +24,7 @@ import type { EngineModule } from "../../src/protocol/engine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
 import type { ExitInfo } from "../../src/protocol/process";
 import { checkRemoteUrl, RemoteAgent, RemoteError, tokenKey } from "../../src/protocol/remote";
-import { outgoing, SseDecoder } from "../../src/protocol/remoteSse";
+import { outgoing, SseDecoder, SseRemoteAgent } from "../../src/protocol/remoteSse";
 import { parseAgentSettings } from "../../src/agents";
 import { messageSource } from "../../src/webview/threadModel";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
@@ -368,4 +369,125 @@ test("SSE posting: each message's envelope (method, id, the session it names)", 
   assert.equal(outgoing('{"jsonrpc":"2.0","method":"$/cancel_request","params":{"sessionId":"s1","requestId":3}}').session, undefined);
   assert.equal(outgoing('{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/"}}').session, undefined);
   assert.deepEqual(outgoing("not json"), { line: "not json" });
+});
+
+test("SSE wire: the token on every request, the connection's stream first, session streams, answers without a session, DELETE on stop", async () => {
+  type Seen = { method: string; auth?: string; conn?: string; session?: string; body: string; accept?: string };
+  const seen: Seen[] = [];
+  const streams: http.ServerResponse[] = [];
+  let onSeen: (() => void) | undefined;
+  /** Resolves once `cond` holds for the requests seen (checked on each request: no polling). */
+  const seenUntil = (cond: () => boolean) => new Promise<void>((r) => (cond() ? r() : (onSeen = () => cond() && r())));
+  let sawSessionStream!: (id: string) => void;
+  const sessionStreams: string[] = [];
+  const streamOpened = new Promise<void>((r) => (sawSessionStream = (id) => (sessionStreams.push(id), sessionStreams.length === 2 && r())));
+  let deleted!: () => void;
+  const gotDelete = new Promise<void>((r) => (deleted = r));
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      const h = (n: string) => req.headers[n] as string | undefined;
+      seen.push({
+        method: req.method!,
+        auth: h("authorization"),
+        conn: h("acp-connection-id"),
+        session: h("acp-session-id"),
+        body,
+        accept: h("accept"),
+      });
+      onSeen?.();
+      if (req.method === "POST" && body.includes('"initialize"')) {
+        res.writeHead(200, { "content-type": "application/json", "acp-connection-id": "c-1" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } }));
+      } else if (req.method === "GET") {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(":\n\n");
+        streams.push(res);
+        if (h("acp-session-id")) sawSessionStream(h("acp-session-id")!);
+      } else if (req.method === "DELETE") {
+        res.writeHead(200).end();
+        deleted();
+      } else res.writeHead(202).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`;
+  const lines: string[] = [];
+  let onLine: (() => void) | undefined;
+  const agent = new SseRemoteAgent(
+    url,
+    { token: "tok-9" },
+    {
+      onStdout: (b) => (lines.push(new TextDecoder().decode(b)), onLine?.()),
+      onStdoutEnd() {},
+      onStderr() {},
+      onExit() {},
+    },
+  );
+  const nextLine = (n: number) => new Promise<void>((r) => (onLine = () => lines.length >= n && r()));
+  await agent.started;
+  const enc = (o: object) => new TextEncoder().encode(`${JSON.stringify(o)}\n`);
+  let got = nextLine(1);
+  agent.write(enc({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } }));
+  await got;
+  assert.deepEqual(JSON.parse(lines[0]!), { jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } });
+  // The connection's stream was opened before the answer reached the engine.
+  assert.deepEqual(
+    seen.map((s) => [s.method, s.conn, s.accept]),
+    [
+      ["POST", undefined, "application/json"],
+      ["GET", "c-1", "text/event-stream"],
+    ],
+  );
+  agent.write(enc({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/" } }));
+  agent.write(enc({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "s-old", prompt: [] } }));
+  // The session/new answer arrives on the connection's stream: the new session's stream opens at once.
+  got = nextLine(2);
+  await seenUntil(() => seen.filter((x) => x.method === "POST").length >= 3);
+  streams[0]!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { sessionId: "s-new" } })}\n\n`);
+  await got;
+  await streamOpened;
+  assert.deepEqual(sessionStreams.sort(), ["s-new", "s-old"]);
+  // The prompt's POST named its session, after that session's stream was opened.
+  const iPrompt = seen.findIndex((s) => s.body.includes("session/prompt"));
+  const iStream = seen.findIndex((s) => s.method === "GET" && s.session === "s-old");
+  assert.ok(iStream >= 0 && iStream < iPrompt, "the session's stream first");
+  assert.equal(seen[iPrompt]!.session, "s-old");
+  // An answer to the agent's request: posted, with no session.
+  agent.write(enc({ jsonrpc: "2.0", id: "agent-1", result: { outcome: { outcome: "cancelled" } } }));
+  await agent.stop(1000);
+  await gotDelete;
+  const answer = seen.find((s) => s.body.includes("agent-1"))!;
+  assert.equal(answer.session, undefined);
+  assert.equal(answer.conn, "c-1");
+  assert.ok(
+    seen.every((s) => s.auth === "Bearer tok-9"),
+    "the token on every request",
+  );
+  assert.equal(seen.at(-1)!.method, "DELETE");
+  for (const s of streams) s.end();
+  server.close();
+});
+
+test("SSE wire: the first message must be initialize; an initialize error reaches the engine, then the transport ends", async () => {
+  const lines: string[] = [];
+  const first = new SseRemoteAgent("http://127.0.0.1:9/acp", {}, { onStdout() {}, onStdoutEnd() {}, onStderr() {}, onExit() {} });
+  first.write(new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}\n'));
+  assert.match((await first.exited).remote!.message, /the first message over HTTP must be the `initialize` request/);
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, error: { code: -32603, message: "no thanks" } }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const agent = new SseRemoteAgent(
+    `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`,
+    {},
+    { onStdout: (b) => lines.push(new TextDecoder().decode(b)), onStdoutEnd() {}, onStderr() {}, onExit() {} },
+  );
+  agent.write(new TextEncoder().encode('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n'));
+  const exit = await agent.exited;
+  assert.match(lines[0]!, /no thanks/);
+  assert.match(exit.remote!.message, /the agent refused initialize/);
+  server.close();
 });
