@@ -63,6 +63,12 @@ export class VsCodeSignIn implements SignIn {
     const pick = await vscode.window.showQuickPick(items, { title: `ACP: ${conn.spec.name} needs you to sign in`, ignoreFocusOut: true });
     if (!pick) return "cancelled";
     const m = pick.method;
+    if (conn.spec.url && (m.type === "env_var" || m.type === "terminal")) {
+      // A remote agent: neither a variable nor a login run here reaches it.
+      const where = m.type === "env_var" ? `set ${requiredVars(m).join(", ")} for it there (acp serve --env)` : "run its login there";
+      void vscode.window.showInformationMessage(`ACP: ${conn.spec.name} runs at ${conn.spec.url}, not here: ${where}, then try again.`);
+      return "cancelled";
+    }
     if (m.type === "env_var") {
       const kept = await storedEnv(this.secrets, conn.spec.name);
       for (const name of requiredVars(m)) {

@@ -368,8 +368,14 @@ export class AcpContext implements vscode.Disposable {
       const token = spec.url ? await this.remoteTokens.token(spec.url) : undefined;
       if (spec.url && token === undefined) throw new AgentStartError(`${spec.name}: no token given for ${spec.url}`, "");
       const conn = await AgentConnection.start(
-        // Variables kept by a sign-in (SecretStorage) go to this agent only.
-        { ...spec, env: { ...spec.env, ...(await storedEnv(this.extension.secrets, spec.name)) }, cwd, envPolicy: this.envPolicy() },
+        // Variables kept by a sign-in (SecretStorage) go to this agent only (a local one: a
+        // remote agent has no environment here).
+        {
+          ...spec,
+          env: spec.url ? undefined : { ...spec.env, ...(await storedEnv(this.extension.secrets, spec.name)) },
+          cwd,
+          envPolicy: this.envPolicy(),
+        },
         {
           engine,
           engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },
