@@ -343,9 +343,11 @@ async fn sdk_client_runs_a_turn_with_the_demo_agent_allowed() {
     .await;
     check_demo_common(&run, prompt);
 
-    // The read went through the SDK client, and the agent reported what it got.
-    assert_eq!(run.seen.reads.len(), 1, "{:?}", run.seen.reads);
+    // The read went through the SDK client, and the agent reported what it got; then the demo
+    // agent reads the file it is about to write (for its diff's old text, ccd3cf3).
+    assert_eq!(run.seen.reads.len(), 2, "{:?}", run.seen.reads);
     assert_eq!(run.seen.reads[0].path, dir.0.join("notes.txt"));
+    assert_eq!(run.seen.reads[1].path, dir.0.join("acp-demo.txt"));
     assert_eq!(run.seen.reads[0].session_id, run.session.session_id);
     let tool_texts = tool_update_texts(&run.seen.updates);
     assert!(
@@ -409,7 +411,9 @@ async fn sdk_client_denies_the_demo_agent_and_nothing_is_written() {
     )
     .await;
     check_demo_common(&run, prompt);
-    assert!(run.seen.reads.is_empty());
+    // Only the file it would write, read for its diff before asking.
+    let reads: Vec<_> = run.seen.reads.iter().map(|r| r.path.clone()).collect();
+    assert_eq!(reads, [dir.0.join("acp-demo.txt")]);
     assert!(run.seen.writes.is_empty(), "{:?}", run.seen.writes);
     assert!(!dir.0.join("acp-demo.txt").exists());
     let text = message_chunks(&run.seen.updates).concat();
