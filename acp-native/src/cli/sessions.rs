@@ -174,7 +174,17 @@ pub fn find(cwd: &Path, session_id: &str) -> Option<Record> {
 
 /// "2026-11-23 20:14 UTC" for a Unix time.
 pub fn when(secs: u64) -> String {
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let (y, m, d, rem) = civil_date(secs);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// The civil (UTC) date of a Unix time, and the seconds into that day (Howard Hinnant's
+/// algorithm from days since the epoch).
+pub fn civil_date(secs: u64) -> (i64, i64, i64, u64) {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;
@@ -186,11 +196,7 @@ pub fn when(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        rem / 3600,
-        (rem % 3600) / 60
-    )
+    (y, m, d, rem)
 }
 
 /// `acp sessions`.

@@ -61,18 +61,7 @@ pub fn now() -> u64 {
 
 /// ISO 8601 (`2026-11-23T20:14:05Z`) for a Unix time (`SessionInfo.updatedAt`).
 pub fn iso8601(secs: u64) -> String {
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d, rem) = crate::cli::sessions::civil_date(secs);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
         rem / 3600,
