@@ -42,7 +42,7 @@ use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy};
 use acp_native::remote::auth::{self, Credential};
 use acp_native::remote::server::{self as remote, RemoteServer, RemoteServerConfig, ServerEvent};
 use acp_native::transport;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -62,8 +62,6 @@ pub const TOKEN_ENV: &str = "ACP_SERVE_TOKEN";
 const DEFAULT_PORT: u16 = 8765;
 /// Refusals (503) being written at once; beyond that an excess connection is just closed.
 const MAX_REFUSALS_IN_FLIGHT: usize = 32;
-/// How long a refused connection is kept to deliver its 503.
-const REFUSAL_LINGER: Duration = Duration::from_secs(2);
 
 struct Config {
     command: Vec<OsString>,
@@ -484,22 +482,11 @@ fn authorize(req: &Request, config: &Config) -> Result<Option<http::HeaderValue>
 }
 
 /// Answers a connection over `--max-connections` with 503, bounded in time.
-async fn refuse_busy(mut stream: TcpStream, _permit: OwnedSemaphorePermit) {
-    let body = "acp serve: too many connections (--max-connections); try again later\n";
-    let answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
-         Content-Length: {}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = tokio::time::timeout(REFUSAL_LINGER, async {
-        stream.write_all(answer.as_bytes()).await?;
-        stream.shutdown().await?;
-        // Read what the client sent until it closes, so closing does not reset the connection
-        // before it has read the answer.
-        let mut sink = [0u8; 4096];
-        while stream.read(&mut sink).await? > 0 {}
-        std::io::Result::Ok(())
-    })
+async fn refuse_busy(stream: TcpStream, _permit: OwnedSemaphorePermit) {
+    acp_native::remote::server::answer_busy(
+        stream,
+        "acp serve: too many connections (--max-connections); try again later\n",
+    )
     .await;
 }
 

@@ -1308,8 +1308,14 @@ async fn stop_agent(
 }
 
 /// Answers a socket over `max_sockets` with 503, bounded in time.
-async fn refuse_busy(mut stream: TcpStream, _permit: OwnedSemaphorePermit) {
-    let body = "too many connections (max_sockets); try again later\n";
+async fn refuse_busy(stream: TcpStream, _permit: OwnedSemaphorePermit) {
+    answer_busy(stream, "too many connections (max_sockets); try again later\n").await;
+}
+
+/// Answers a raw socket with `503 Service Unavailable` and `body` (`Retry-After: 5`), then
+/// reads until the client closes (so closing does not reset the connection before it read the
+/// answer), all within 2 s. For servers over their connection limit (`acp serve --ws` too).
+pub async fn answer_busy(mut stream: TcpStream, body: &str) {
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
          Content-Length: {}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n{body}",
