@@ -1309,7 +1309,11 @@ async fn stop_agent(
 
 /// Answers a socket over `max_sockets` with 503, bounded in time.
 async fn refuse_busy(stream: TcpStream, _permit: OwnedSemaphorePermit) {
-    answer_busy(stream, "too many connections (max_sockets); try again later\n").await;
+    answer_busy(
+        stream,
+        "too many connections (max_sockets); try again later\n",
+    )
+    .await;
 }
 
 /// Answers a raw socket with `503 Service Unavailable` and `body` (`Retry-After: 5`), then
