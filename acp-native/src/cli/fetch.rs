@@ -2,7 +2,6 @@
 //! webpki's and the system's roots) for `https`, a whole-request deadline, a body limit, and
 //! redirects followed a few times.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Empty, Limited};
@@ -65,7 +64,9 @@ async fn get_once(url: &str, limit: usize) -> Result<Fetched, String> {
     let response = if tls {
         let name = rustls::pki_types::ServerName::try_from(host.clone())
             .map_err(|e| format!("{host}: {e}"))?;
-        let stream = tokio_rustls::TlsConnector::from(tls_config())
+        let config = acp_native::remote::client::tls_config(&Default::default())
+            .map_err(|e| e.to_string())?;
+        let stream = tokio_rustls::TlsConnector::from(config)
             .connect(name, tcp)
             .await
             .map_err(|e| format!("TLS with {host}: {e}"))?;
@@ -127,19 +128,4 @@ where
         .send_request(request)
         .await
         .map_err(|e| e.to_string())
-}
-
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Arc::new(config)
 }

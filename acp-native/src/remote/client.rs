@@ -381,8 +381,9 @@ fn tls_message(e: &io::Error) -> String {
     }
 }
 
-/// rustls with the ring provider; the system's roots, webpki's, and `options.ca_file`.
-fn tls_config(options: &ClientOptions) -> Result<Arc<rustls::ClientConfig>, RemoteError> {
+/// rustls with the ring provider; the system's roots, webpki's, and `options.ca_file`; ALPN
+/// `http/1.1`. Also what `acp agents` fetches the public registry with.
+pub fn tls_config(options: &ClientOptions) -> Result<Arc<rustls::ClientConfig>, RemoteError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let mut roots = rustls::RootCertStore::empty();
