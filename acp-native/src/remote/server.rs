@@ -875,12 +875,12 @@ fn new_connection_id() -> String {
     )
 }
 
-async fn initialize(
+/// A connection slot and a started agent for a new connection, or the answer refusing it: 503
+/// (with `Retry-After`) beyond `max_connections`, 502 when the agent cannot start.
+fn start_agent(
     shared: &Arc<Shared>,
     peer: SocketAddr,
-    id: Id,
-    line: String,
-) -> Response<Body> {
+) -> Result<(OwnedSemaphorePermit, AgentLink), Box<Response<Body>>> {
     let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
         let reason = format!(
             "{} connections open (max_connections); try again later",
@@ -897,7 +897,7 @@ async fn initialize(
         );
         r.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return r;
+        return Err(Box::new(r));
     };
     let link = match shared.agent.start() {
         Ok(l) => l,
@@ -907,8 +907,21 @@ async fn initialize(
                 status: 502,
                 reason: e.clone(),
             });
-            return text(StatusCode::BAD_GATEWAY, e);
+            return Err(Box::new(text(StatusCode::BAD_GATEWAY, e)));
         }
+    };
+    Ok((slot, link))
+}
+
+async fn initialize(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    id: Id,
+    line: String,
+) -> Response<Body> {
+    let (slot, link) = match start_agent(shared, peer) {
+        Ok(started) => started,
+        Err(refused) => return *refused,
     };
     let connection_id = new_connection_id();
     let pid = link.process.as_ref().map(AgentProcess::pid);
@@ -1080,34 +1093,9 @@ fn handle_upgrade(
         return text(StatusCode::BAD_REQUEST, "Sec-WebSocket-Key header required");
     };
     let accept = derive_accept_key(key.as_bytes());
-    let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
-        let reason = format!(
-            "{} connections open (max_connections); try again later",
-            shared.config.max_connections
-        );
-        shared.event(ServerEvent::Refused {
-            peer,
-            status: 503,
-            reason: reason.clone(),
-        });
-        let mut r = text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("too many connections: {reason}"),
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return r;
-    };
-    let link = match shared.agent.start() {
-        Ok(l) => l,
-        Err(e) => {
-            shared.event(ServerEvent::Refused {
-                peer,
-                status: 502,
-                reason: e.clone(),
-            });
-            return text(StatusCode::BAD_GATEWAY, e);
-        }
+    let (slot, link) = match start_agent(shared, peer) {
+        Ok(started) => started,
+        Err(refused) => return *refused,
     };
     let connection_id = new_connection_id();
     let mut r = empty(StatusCode::SWITCHING_PROTOCOLS);
