@@ -9,6 +9,10 @@
 //! redraws pulls coalesced changes with [`Thread::take_delta`] (each changed entry once, however
 //! many chunks changed it). `tests/client/thread.json` is the case table.
 //!
+//! A `session/load`'s replay is shown when the thread holds no conversation yet, and folded
+//! without being shown when it does ([`Thread::replay_view`], [`Thread::apply_replayed_json`]):
+//! a session reopened after a crash or a dropped connection is not shown twice.
+//!
 //! Memory: updates are parsed into typed structs holding only what is shown (unknown fields
 //! are skipped without being built; tool input and output are kept as JSON text), and the
 //! thread keeps at most [`Limits::max_bytes`] of content: past it the oldest entries are
@@ -502,6 +506,18 @@ pub enum Applied {
     },
 }
 
+/// How a face takes the `session/update`s an agent replays before it answers `session/load`
+/// ([`Thread::replay_view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayView {
+    /// Shown and folded as they come ([`Thread::apply_json`]): the replay is the conversation.
+    Show,
+    /// Folded without being shown ([`Thread::apply_replayed_json`]): the conversation is shown
+    /// already; the face says in one line that the session was reloaded.
+    Fold,
+}
+
 /// Changes since the last [`Thread::take_delta`]: each changed entry once, with its number,
 /// and the thread's other fields when any of them changed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -842,6 +858,53 @@ impl Thread {
         let applied = self.apply(update);
         self.enforce_limit();
         Ok(applied)
+    }
+
+    /// How the replay of a `session/load` sent now is taken, decided once, when it is sent:
+    /// shown ([`ReplayView::Show`]) while the thread holds no conversation (a session opened
+    /// from the history, `acp chat --load`: the replay is the conversation); folded without
+    /// being shown ([`ReplayView::Fold`]) when it does (the same session reopened after the
+    /// agent crashed or the connection dropped, or a saved conversation on screen: the agent's
+    /// copy of it would show it twice). A face's own notices are not the conversation.
+    pub fn replay_view(&self) -> ReplayView {
+        let holds = self.dropped_entries > 0
+            || self
+                .entries
+                .iter()
+                .any(|e| !matches!(e, Entry::Notice { .. }));
+        if holds {
+            ReplayView::Fold
+        } else {
+            ReplayView::Show
+        }
+    }
+
+    /// Folds one update of a replay not shown ([`ReplayView::Fold`]): what the session is
+    /// (mode, config options, commands, plan, usage, title) is taken as from any update; the
+    /// conversation is not added again (the thread has it): message, thought and prompt chunks
+    /// are skipped, a tool call the thread has takes the replayed state only while it is
+    /// unfinished here, and one it does not have (dropped for the memory limit, never shown)
+    /// is not added. `Ok(None)`: skipped, nothing changed.
+    pub fn apply_replayed_json(&mut self, params: &str) -> Result<Option<Applied>, BadUpdate> {
+        let n: Notification = serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
+        let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
+        let applied = match update {
+            Update::UserMessageChunk(_)
+            | Update::AgentMessageChunk(_)
+            | Update::AgentThoughtChunk(_) => return Ok(None),
+            Update::ToolCall(t) => {
+                let open = self
+                    .tool(&t.tool_call_id)
+                    .is_some_and(|(_, call)| !call.finished());
+                if !open {
+                    return Ok(None);
+                }
+                self.apply_tool(t)
+            }
+            other => self.apply(other),
+        };
+        self.enforce_limit();
+        Ok(Some(applied))
     }
 
     fn apply(&mut self, update: Update) -> Applied {
@@ -1416,6 +1479,99 @@ mod tests {
             (call.content.len(), call.content_more),
             (MAX_TOOL_CONTENT, 36)
         );
+    }
+
+    fn update(update: serde_json::Value) -> String {
+        serde_json::json!({"sessionId": "s", "update": update}).to_string()
+    }
+
+    #[test]
+    fn a_replay_is_shown_until_the_thread_holds_a_conversation() {
+        let mut t = Thread::default();
+        assert_eq!(t.replay_view(), ReplayView::Show);
+        // The face's own words are not the conversation.
+        t.notice(NoticeLevel::Info, "starting");
+        assert_eq!(t.replay_view(), ReplayView::Show);
+        t.begin_turn(vec![Block::text("hi")]);
+        assert_eq!(t.replay_view(), ReplayView::Fold);
+        // Entries dropped for the memory limit were shown too.
+        let mut dropped = Thread::new(Limits { max_bytes: 10 });
+        dropped
+            .apply_json(&chunk("agent_message_chunk", &"x".repeat(20)))
+            .unwrap();
+        dropped.notice(NoticeLevel::Error, &"y".repeat(20));
+        assert_eq!((dropped.dropped_entries, dropped.entries.len()), (1, 1));
+        assert_eq!(dropped.replay_view(), ReplayView::Fold);
+    }
+
+    #[test]
+    fn a_folded_replay_keeps_the_session_state_and_adds_no_conversation() {
+        let mut t = Thread::default();
+        t.begin_turn(vec![Block::text("first")]);
+        t.apply_json(&chunk("agent_message_chunk", "answer"))
+            .unwrap();
+        t.apply_json(&update(serde_json::json!({"sessionUpdate": "tool_call",
+            "toolCallId": "done", "title": "Read", "status": "completed"})))
+            .unwrap();
+        t.apply_json(&update(serde_json::json!({"sessionUpdate": "tool_call",
+            "toolCallId": "open", "title": "Run", "status": "in_progress"})))
+            .unwrap();
+        t.end_turn("end_turn");
+        let before = t.entries.clone();
+        let replay = [
+            chunk("user_message_chunk", "first"),
+            chunk("agent_message_chunk", "answer"),
+            chunk("agent_thought_chunk", "hmm"),
+            update(
+                serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "done",
+                "title": "Read", "status": "pending"}),
+            ),
+            update(
+                serde_json::json!({"sessionUpdate": "tool_call_update", "toolCallId": "open",
+                "status": "completed"}),
+            ),
+            update(
+                serde_json::json!({"sessionUpdate": "tool_call", "toolCallId": "unknown",
+                "title": "Never shown"}),
+            ),
+            update(serde_json::json!({"sessionUpdate": "plan",
+                "entries": [{"content": "step", "priority": "low", "status": "completed"}]})),
+            update(
+                serde_json::json!({"sessionUpdate": "available_commands_update",
+                "availableCommands": [{"name": "echo", "description": "echo"}]}),
+            ),
+            update(
+                serde_json::json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"}),
+            ),
+            update(
+                serde_json::json!({"sessionUpdate": "config_option_update", "configOptions": []}),
+            ),
+            update(serde_json::json!({"sessionUpdate": "usage_update", "used": 5, "size": 10})),
+            update(serde_json::json!({"sessionUpdate": "session_info_update", "title": "T"})),
+        ];
+        let applied: Vec<_> = replay
+            .iter()
+            .map(|u| t.apply_replayed_json(u).unwrap())
+            .collect();
+        // No entry added; only the tool call still open here took the agent's state.
+        assert_eq!(t.entries.len(), before.len());
+        assert_eq!(t.tool("done").unwrap().1.status, "completed");
+        assert_eq!(t.tool("open").unwrap().1.status, "completed");
+        assert!(t.tool("unknown").is_none());
+        assert_eq!(applied[..3], [None, None, None]);
+        assert_eq!((applied[3].clone(), applied[5].clone()), (None, None));
+        assert!(matches!(
+            applied[4],
+            Some(Applied::Tool { started: false, .. })
+        ));
+        assert_eq!(t.plan.len(), 1);
+        assert_eq!(t.commands[0].name, "echo");
+        assert_eq!(t.current_mode.as_deref(), Some("plan"));
+        assert_eq!(t.config_options.as_ref().map(RawJson::get), Some("[]"));
+        assert_eq!(t.usage.as_ref().map(|u| (u.used, u.size)), Some((5, 10)));
+        assert_eq!(t.title.as_deref(), Some("T"));
+        // What cannot be read is said as for any update.
+        assert!(t.apply_replayed_json("{}").is_err());
     }
 
     #[test]
