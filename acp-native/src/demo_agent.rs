@@ -35,7 +35,8 @@
 //! `session/load`, `session/resume` and `session/list` (advertised then) work across agent
 //! restarts; `--require-auth env:NAME` advertises an `env_var` auth method reading `NAME` and
 //! answers `session/*` with -32000 (auth required) until `authenticate` is called with it
-//! while `NAME` is set in the agent's environment.
+//! while `NAME` is set in the agent's environment; `--no-resume` advertises `session/load`
+//! only (sessions are replayed, never resumed).
 
 mod store;
 
@@ -80,6 +81,9 @@ pub struct DemoOptions {
     /// The variable an `env_var` auth method reads (`--require-auth env:NAME`): sessions need
     /// `authenticate` first.
     pub require_auth: Option<String>,
+    /// `--no-resume`: sessions are only loaded (no `sessionCapabilities.resume`, even with
+    /// `--state-dir`), for clients' tests of the `session/load` path.
+    pub no_resume: bool,
 }
 
 /// The id of the `env_var` auth method `--require-auth` advertises.
@@ -276,11 +280,12 @@ impl DemoAgent {
                     .embedded_context(true),
             );
         if self.store.is_some() {
-            caps = caps.session_capabilities(
-                s::SessionCapabilities::new()
-                    .list(s::SessionListCapabilities::new())
-                    .resume(s::SessionResumeCapabilities::new()),
-            );
+            let mut sessions =
+                s::SessionCapabilities::new().list(s::SessionListCapabilities::new());
+            if !self.options.no_resume {
+                sessions = sessions.resume(s::SessionResumeCapabilities::new());
+            }
+            caps = caps.session_capabilities(sessions);
         }
         s::InitializeResponse::new(version)
             .agent_capabilities(caps)

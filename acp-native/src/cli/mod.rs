@@ -350,6 +350,10 @@ pub struct DemoAgentArgs {
     /// (-32000) until `authenticate` is called with it while NAME is set. Value: env:NAME.
     #[arg(long, value_name = "env:NAME", value_parser = crate::demo_agent::parse_require_auth)]
     pub require_auth: Option<String>,
+
+    /// Advertise session/load only, not session/resume (for clients' tests of the replay).
+    #[arg(long, hide = true)]
+    pub no_resume: bool,
 }
 
 #[derive(Debug, Args)]
@@ -454,6 +458,7 @@ pub async fn run(cli: Cli) -> i32 {
                 delay: Duration::from_millis(args.delay_ms),
                 state_dir: args.state_dir,
                 require_auth: args.require_auth,
+                no_resume: args.no_resume,
             })
             .await
         }
