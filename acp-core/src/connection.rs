@@ -974,14 +974,13 @@ impl<T> Connection<T> {
     /// error echoes its id so the sender's request completes; when it was a response to one of
     /// ours, that request completes with an error instead of waiting for its deadline.
     fn handle_oversize(&mut self, limit: usize, prefix: &[u8]) {
-        let message = format!("message exceeds the maximum size of {limit} bytes");
+        let error = crate::sniff::oversize_error(limit);
+        let message = error.message.clone();
         let sniffed = crate::sniff::sniff(prefix);
-        let pending = match (&sniffed.id, sniffed.has_method) {
-            (Some(id), false) => id
-                .as_u64()
-                .and_then(|n| self.outgoing.remove(&n).map(|o| (n, o))),
-            _ => None,
-        };
+        let pending = sniffed
+            .response_id()
+            .and_then(Id::as_u64)
+            .and_then(|n| self.outgoing.remove(&n).map(|o| (n, o)));
         if let Some((n, o)) = pending {
             self.complete(
                 n,
@@ -991,17 +990,9 @@ impl<T> Connection<T> {
                 }),
             );
         } else {
-            let id = match (sniffed.id, sniffed.has_method) {
-                (Some(id), true) => id,
-                _ => Id::Null,
-            };
+            let id = sniffed.request_id().cloned().unwrap_or(Id::Null);
             let mut msg = Vec::new();
-            write_error_response(
-                &mut msg,
-                &id,
-                &ErrorObject::new(ErrorCode::InvalidRequest, message.clone())
-                    .with_data(serde_json::json!({ "maxMessageBytes": limit })),
-            );
+            write_error_response(&mut msg, &id, &error);
             self.emit_response(None, msg);
         }
         self.protocol_error(PeerErrorKind::Oversize, message);

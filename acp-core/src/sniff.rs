@@ -5,7 +5,7 @@
 //! write `jsonrpc`, `id` and `method` before `params` / `result`, so the top-level scalar keys
 //! that come before the first large value usually tell which message it was.
 
-use crate::jsonrpc::Id;
+use crate::jsonrpc::{ErrorCode, ErrorObject, Id};
 
 /// What could be read of an oversize message's top level.
 #[derive(Debug, Default, PartialEq)]
@@ -13,6 +13,34 @@ pub struct Sniffed {
     pub id: Option<Id>,
     pub has_method: bool,
     pub has_result_or_error: bool,
+}
+
+impl Sniffed {
+    /// The id of a response (an id other than `null`, no `method`): the request it answers
+    /// is waiting for it, and fails at once instead.
+    pub fn response_id(&self) -> Option<&Id> {
+        self.id
+            .as_ref()
+            .filter(|id| !self.has_method && **id != Id::Null)
+    }
+
+    /// The id of a request (a `method` and an `id`, `null` included): its sender waits for
+    /// an answer, [`oversize_error`].
+    pub fn request_id(&self) -> Option<&Id> {
+        self.id.as_ref().filter(|_| self.has_method)
+    }
+}
+
+/// How a message skipped for its size is answered (an oversize request, with its id when
+/// [`Sniffed::request_id`] read it): `InvalidRequest`, "message exceeds the maximum size of
+/// `limit` bytes", `data.maxMessageBytes`. Its message is also the reason a call fails with
+/// when the response it waited for was the oversize message.
+pub fn oversize_error(limit: usize) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::InvalidRequest,
+        format!("message exceeds the maximum size of {limit} bytes"),
+    )
+    .with_data(serde_json::json!({ "maxMessageBytes": limit }))
 }
 
 /// Scans at most `prefix` (which may end mid-value) for top-level keys.
@@ -151,6 +179,29 @@ mod tests {
         let s = sniff(br#" { "params" : {"a":[1,{"b":"}"}]}, "id" : null , "method":"m""#);
         assert_eq!(s.id, Some(Id::Null));
         assert!(s.has_method);
+    }
+
+    #[test]
+    fn tells_a_response_from_a_request() {
+        let response = sniff(br#"{"jsonrpc":"2.0","id":7,"result":{"content":"aaaa"#);
+        assert_eq!(response.response_id(), Some(&Id::from(7)));
+        assert_eq!(response.request_id(), None);
+        let request = sniff(br#"{"jsonrpc":"2.0","id":"r","method":"m","params":{"a":"#);
+        assert_eq!(request.request_id(), Some(&Id::String("r".into())));
+        assert_eq!(request.response_id(), None);
+        let null = sniff(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"#);
+        assert_eq!(
+            null.response_id(),
+            None,
+            "a null id answers nothing of ours"
+        );
+        let notification = sniff(br#"{"jsonrpc":"2.0","method":"n","params":{"a":"#);
+        assert_eq!(notification.request_id(), None);
+        assert_eq!(notification.response_id(), None);
+        let e = oversize_error(2048);
+        assert_eq!(e.code, ErrorCode::InvalidRequest.code());
+        assert_eq!(e.message, "message exceeds the maximum size of 2048 bytes");
+        assert_eq!(e.data, Some(serde_json::json!({ "maxMessageBytes": 2048 })));
     }
 
     #[test]
