@@ -1,7 +1,9 @@
 //! `acp chat` after its agent crashes: the crash is reported (exit status, stderr tail), the
 //! agent is started again within the shared crash budget (acp-client `restart`) and the
 //! session continues (`session/resume` here: the demo agent keeps sessions in --state-dir);
-//! the crash after the budget ends the chat with the reason.
+//! the crash after the budget ends the chat with the reason. An agent that can only load
+//! (`--no-resume`) replays the conversation: after a crash the replay is folded without being
+//! shown (the conversation is on screen already), while `--load` at start shows it.
 
 mod cli_support;
 
@@ -11,9 +13,22 @@ use std::process::{Command, Stdio};
 use cli_support::{acp, TempDir};
 
 fn chat(dir: &TempDir, input: &str) -> (Option<i32>, String, String) {
+    chat_with(dir, &[], &[], input)
+}
+
+/// `acp chat --deny CHAT_ARGS -- acp demo-agent --state-dir DIR/state AGENT_ARGS` with `input`.
+fn chat_with(
+    dir: &TempDir,
+    chat_args: &[&str],
+    agent_args: &[&str],
+    input: &str,
+) -> (Option<i32>, String, String) {
     let mut child = Command::new(acp())
-        .args(["chat", "--deny", "--", acp(), "demo-agent", "--state-dir"])
+        .args(["chat", "--deny"])
+        .args(chat_args)
+        .args(["--", acp(), "demo-agent", "--state-dir"])
         .arg(dir.join("state"))
+        .args(agent_args)
         .current_dir(dir.path())
         .env("NO_COLOR", "1")
         .env("XDG_STATE_HOME", dir.join("xdg"))
@@ -78,4 +93,107 @@ fn crashes_past_the_budget_end_the_chat() {
         "{err}"
     );
     assert!(!out.contains("You said: \"never\""), "{out}");
+}
+
+/// The session id `acp chat` names on stderr ("… session ID in …").
+fn session_id(err: &str) -> String {
+    err.split("session ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect("a session id")
+        .to_string()
+}
+
+#[test]
+fn after_a_crash_an_agent_that_can_only_load_replays_the_session_unseen() {
+    let dir = TempDir::new("restart-load");
+    let (code, out, err) = chat_with(
+        &dir,
+        &[],
+        &["--no-resume"],
+        "first turn\n#crash now\nafter the crash\n",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("exited with code 70"), "{err}");
+    let id = session_id(&err);
+    // Loaded (no resume offered), said in one line with how much was replayed...
+    let notice = err
+        .lines()
+        .find(|l| l.contains(&format!("session {id} reloaded (")))
+        .unwrap_or_else(|| panic!("the reload notice: {err}"));
+    let replayed: u64 = notice
+        .split("reloaded (")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a count in {notice}"));
+    // (the first turn: its prompt, plan, answer chunks, tool calls).
+    assert!(replayed > 5, "{notice}");
+    assert!(notice.contains("not shown again"), "{notice}");
+    assert!(!err.contains("the agent replays it"), "{err}");
+    // ...and the earlier turn is on screen once, not a second time.
+    let all = format!("{out}{err}");
+    assert_eq!(
+        all.matches("You said: \"first turn\"").count(),
+        1,
+        "the first answer once: {all}"
+    );
+    assert_eq!(all.matches("first turn").count(), 1, "{all}");
+    // The session goes on, shown as usual.
+    assert_eq!(
+        out.matches("You said: \"after the crash\"").count(),
+        1,
+        "{out}"
+    );
+}
+
+#[test]
+fn a_session_loaded_at_start_shows_its_replay_before_the_new_turn() {
+    let dir = TempDir::new("load-at-start");
+    let (code, _, err) = chat_with(&dir, &[], &["--no-resume"], "first turn\n");
+    assert_eq!(code, Some(0), "{err}");
+    let id = session_id(&err);
+    let (code, out, err) = chat_with(
+        &dir,
+        &["--load", &id, "--prompt", "second turn"],
+        &["--no-resume"],
+        "",
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(&format!("loaded session {id}")), "{err}");
+    assert!(!err.contains("reloaded"), "{err}");
+    // The replay is the conversation here: shown once, before the new turn's answer.
+    let earlier = out
+        .find("You said: \"first turn\"")
+        .unwrap_or_else(|| panic!("the replay shown: {out}"));
+    let answer = out
+        .find("You said: \"second turn\"")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(earlier < answer, "{out}");
+    assert_eq!(out.matches("You said: \"first turn\"").count(), 1, "{out}");
+    // Taken in order: the session's record starts with the replayed prompt, then the new one
+    // (a replay taken after the new prompt began was merged into it).
+    let (code, list, err) = sessions_json(&dir);
+    assert_eq!(code, Some(0), "{err}");
+    let record: serde_json::Value = list
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["sessionId"] == id.as_str())
+        .unwrap_or_else(|| panic!("the record of {id}: {list}"));
+    assert_eq!(record["title"], "first turn", "{record}");
+}
+
+fn sessions_json(dir: &TempDir) -> (Option<i32>, String, String) {
+    let out = Command::new(acp())
+        .args(["sessions", "--json"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", dir.join("xdg"))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

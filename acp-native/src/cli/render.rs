@@ -398,6 +398,22 @@ impl Ui {
         }
     }
 
+    /// How the replay of a `session/load` sent now is taken (acp-client's
+    /// `Thread::replay_view`): shown while nothing of the conversation is, else folded unshown.
+    pub fn replay_view(&self) -> acp_client::thread::ReplayView {
+        self.lock().thread.replay_view()
+    }
+
+    /// Folds one replayed `session/update` without showing it, in either view (a session
+    /// reloaded after a crash or a dropped connection: acp-client's
+    /// `Thread::apply_replayed_json` keeps the session's state and adds no conversation).
+    pub fn fold_replayed(&self, params: Option<&RawValue>) {
+        let raw = params.map_or("null", RawValue::get);
+        if let Err(e) = self.lock().thread.apply_replayed_json(raw) {
+            tracing::debug!("a replayed update not shown: {e}");
+        }
+    }
+
     /// The one-line title of a question about `call` (the agent's title and kind, every
     /// control, bidi and line-breaking character escaped: nothing it sent can start a line).
     pub fn question_title(&self, call: &s::ToolCallUpdate) -> String {

@@ -96,6 +96,18 @@ struct TapState {
     /// Requests awaiting a response, per direction they were sent in.
     pending: [Pending; 2],
     warnings: u32,
+    /// The last `session/load` sent (see [`Tap::load_replay`]).
+    load: Option<LoadWindow>,
+}
+
+/// Where the replay of a `session/load` lies in the count of `session/update`s received.
+struct LoadWindow {
+    /// The request's id, as written.
+    id: String,
+    /// Updates received before the request was sent.
+    from: u64,
+    /// Updates received before its answer, once it came.
+    to: Option<u64>,
 }
 
 impl Tap {
@@ -123,6 +135,7 @@ impl Tap {
                 ],
                 pending: Default::default(),
                 warnings: 0,
+                load: None,
             }),
             updates: AtomicU64::new(0),
             last_received: Mutex::new(None),
@@ -148,6 +161,16 @@ impl Tap {
     /// it: the UI renders until it has shown that many, and no late chunk is lost.
     pub fn updates_received(&self) -> u64 {
         self.updates.load(Ordering::SeqCst)
+    }
+
+    /// The replay of the last `session/load` sent, as positions in the count of
+    /// [`Tap::updates_received`]: the updates numbered `from..to` (counting from 0) came
+    /// after the request went out and before its answer (`to` is `None` until the answer
+    /// is in). The tap sees the wire in order, so this holds however late the driver hands
+    /// the updates and the answer over.
+    pub fn load_replay(&self) -> Option<(u64, Option<u64>)> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.load.as_ref().map(|w| (w.from, w.to))
     }
 
     /// Feeds bytes seen going `dir`.
@@ -220,9 +243,28 @@ impl Tap {
         // Each message's envelope is read as the line is parsed (one pass, nothing built but
         // the few fields the log shows: a 60 MB message costs no more than its line).
         let mut updates = 0;
+        let before = self.updates.load(Ordering::SeqCst);
         let parsed = each_message(text, &mut |msg, in_batch| {
             if msg.is_update() {
                 updates += 1;
+            }
+            let id = msg.id.map(RawValue::get).filter(|id| *id != "null");
+            match (dir, msg.method.as_deref(), id) {
+                (Dir::Send, Some("session/load"), Some(id)) => {
+                    state.load = Some(LoadWindow {
+                        id: truncate(id, MAX_KEPT_TEXT).to_string(),
+                        from: before,
+                        to: None,
+                    });
+                }
+                (Dir::Recv, None, Some(id)) => {
+                    if let Some(w) = state.load.as_mut().filter(|w| w.to.is_none()) {
+                        if w.id == id {
+                            w.to = Some(before + updates);
+                        }
+                    }
+                }
+                _ => {}
             }
             if let Some(log) = log.as_deref_mut() {
                 let entry = self.entry(state, dir, now, t_ms, &msg, in_batch);
@@ -648,6 +690,35 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for TapWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_replay_of_a_session_load_is_the_updates_between_the_request_and_its_answer() {
+        let tap = Tap::new(None, None, 1 << 20).unwrap();
+        let update = br#"{"jsonrpc":"2.0","method":"session/update","params":{}}
+"#;
+        tap.bytes(Dir::Recv, update);
+        assert_eq!(tap.load_replay(), None);
+        tap.bytes(
+            Dir::Send,
+            b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"session/load\",\"params\":{}}\n",
+        );
+        assert_eq!(tap.load_replay(), Some((1, None)));
+        tap.bytes(Dir::Recv, update);
+        // Another answer is not the load's.
+        tap.bytes(Dir::Recv, b"{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}\n");
+        assert_eq!(tap.load_replay(), Some((1, None)));
+        // In a batch: the update before the answer is replayed, the one after is not.
+        tap.bytes(
+            Dir::Recv,
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}},{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}},{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}]\n",
+        );
+        assert_eq!(tap.load_replay(), Some((1, Some(3))));
+        assert_eq!(tap.updates_received(), 4);
+        // A later answer with the same id changes nothing.
+        tap.bytes(Dir::Recv, update);
+        tap.bytes(Dir::Recv, b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n");
+        assert_eq!(tap.load_replay(), Some((1, Some(3))));
+    }
 
     #[test]
     fn lines_split_anywhere_are_logged_with_response_times() {

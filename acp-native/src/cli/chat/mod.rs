@@ -178,8 +178,11 @@ struct Chat {
     terminals: Terminals,
     /// The last non-JSON line the agent printed (for error messages).
     last_garbage: Option<String>,
-    /// `session/update`s shown so far; compared with [`Tap::updates_received`].
+    /// `session/update`s shown (or folded) so far; compared with [`Tap::updates_received`].
     rendered: u64,
+    /// While a `session/load` whose replay is not shown runs: the replayed updates folded
+    /// so far (acp-client's `Thread::replay_view`).
+    folded: Option<u64>,
     /// The agent's requests being served (a turn is not "silent" while one runs).
     activity: Arc<Activity>,
     /// The authentication method named with `--auth`.
@@ -343,6 +346,7 @@ impl Chat {
             terminals,
             last_garbage: None,
             rendered: 0,
+            folded: None,
             activity,
             auth: args.auth.clone(),
             mode_wanted: args.mode.clone(),
@@ -610,6 +614,41 @@ impl Chat {
             Ok(v) => Ok(v),
             Err(e) => Err(self.explain(what, e).await),
         }
+    }
+
+    /// Awaits `session/load`, taking the agent's replay as it comes (the queue of events
+    /// is bounded: a long replay not taken would stop the connection before the answer).
+    /// Each update is shown, or only folded while [`Chat::folded`] is set; once the answer is
+    /// in, every update sent before it is taken (bounded), so what follows is shown and
+    /// the answer's mode and config options come after the replayed ones.
+    async fn wait_replay<T>(
+        &mut self,
+        what: &str,
+        call: impl std::future::Future<Output = Result<T, RpcError>>,
+    ) -> Result<T, Outcome> {
+        tokio::pin!(call);
+        let result = loop {
+            tokio::select! {
+                r = &mut call => break r,
+                Some(event) = self.events.recv() => self.idle_event(event),
+                Some(line) = self.warnings.recv() => self.garbage(line),
+                sig = self.signals.recv() => return Err(quit(sig)),
+            }
+        };
+        let value = match result {
+            Ok(v) => v,
+            Err(e) => return Err(self.explain(what, e).await),
+        };
+        if let Some((_, Some(to))) = self.tap.load_replay() {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while self.rendered < to {
+                match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                    Ok(Some(event)) => self.idle_event(event),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }
+        Ok(value)
     }
 
     async fn wait_raw<T>(

@@ -2,6 +2,7 @@
 //! auth choice, `--mcp-config`, `--mode`, and the per-directory record of the conversation.
 
 use super::*;
+use acp_client::thread::ReplayView;
 
 impl Chat {
     pub(super) async fn open_session(
@@ -67,9 +68,11 @@ impl Chat {
                     format!("{name} can neither resume nor load sessions (no sessionCapabilities.resume, loadSession false)"),
                 ));
             }
-            self.ui.notice(&format!(
-                "{name} cannot resume sessions; loading it (the agent replays it)"
-            ));
+            if self.ui.replay_view() == ReplayView::Show {
+                self.ui.notice(&format!(
+                    "{name} cannot resume sessions; loading it (the agent replays it)"
+                ));
+            }
         }
         if let Some(id) = load.or(resume.as_deref()) {
             if !info.agent_capabilities.load_session {
@@ -78,21 +81,33 @@ impl Chat {
                     format!("{name} cannot load sessions (its `loadSession` capability is false)"),
                 ));
             }
-            // The agent replays the conversation as `session/update`s before it answers; they
-            // are shown in order before the first prompt.
+            // The agent replays the conversation as `session/update`s before it answers. With
+            // nothing of it on screen (`--load`, `--resume` at start) they are shown as they
+            // come; after a crash or a dropped connection the conversation is shown already:
+            // the replay is only folded (acp-client's `Thread::replay_view`), said in one line.
             let mcp = self.mcp_servers(&info)?;
             let request = s::LoadSessionRequest::new(id.to_string(), cwd).mcp_servers(mcp);
+            self.folded = (self.ui.replay_view() == ReplayView::Fold).then_some(0);
             let loaded = self
-                .wait("session/load", conn.load_session(request))
-                .await?;
+                .wait_replay("session/load", conn.load_session(request))
+                .await;
+            let folded = self.folded.take();
+            let loaded = loaded?;
             self.session_id = s::SessionId::new(id);
             self.ui.spinner_stop();
             self.ui
                 .session_started(id, loaded.modes.as_ref(), loaded.config_options.as_ref());
-            self.ui.notice(&format!(
-                "connected to {name}; loaded session {id} in {}",
-                cwd.display()
-            ));
+            let id = escape_line(id);
+            self.ui.notice(&match folded {
+                Some(n) => format!(
+                    "connected to {name}; session {id} reloaded ({n} replayed update(s) not \
+                     shown again: the conversation is above)"
+                ),
+                None => format!(
+                    "connected to {name}; loaded session {id} in {}",
+                    cwd.display()
+                ),
+            });
             return self.apply_mode(&conn, loaded.modes).await;
         }
         // From the answer as sent: the typed form does not keep every method type.

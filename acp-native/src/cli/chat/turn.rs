@@ -298,7 +298,16 @@ impl Chat {
     }
 
     pub(super) fn render_update(&mut self, params: Option<Box<RawValue>>) {
+        let number = self.rendered;
         self.rendered += 1;
+        // Part of a `session/load`'s replay that is not shown (see `Chat::wait_replay`).
+        if let (Some(folded), Some((from, to))) = (self.folded.as_mut(), self.tap.load_replay()) {
+            if number >= from && to.is_none_or(|to| number < to) {
+                *folded += 1;
+                self.ui.fold_replayed(params.as_deref());
+                return;
+            }
+        }
         self.ui.session_update(params.as_deref());
     }
 
