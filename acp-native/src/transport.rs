@@ -13,7 +13,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_core::{ErrorCode, ErrorObject, Id, RawValue, Role};
+use acp_core::{ErrorCode, ErrorObject, RawValue, Role};
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -186,17 +186,12 @@ where
 /// id, or nothing (logged) for anything else.
 fn oversize_reply(limit: usize, prefix: &[u8]) -> Option<Message> {
     let sniffed = acp_core::sniff::sniff(prefix);
-    match sniffed.id {
-        Some(id) if sniffed.has_result_or_error && !sniffed.has_method && id != Id::Null => {
-            tracing::warn!(%id, limit, "a response over the WebSocket bridge's limit was replaced by an error");
-            let error = ErrorObject::new(
-                ErrorCode::InternalError,
-                format!("the response was larger than the WebSocket bridge's {limit}-byte limit and was dropped"),
-            );
-            let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-            Some(Message::text(msg.to_string()))
+    match oversize_response_stand_in(&sniffed, limit, "the WebSocket bridge's") {
+        Some(line) => {
+            tracing::warn!(id = ?sniffed.id, limit, "a response over the WebSocket bridge's limit was replaced by an error");
+            Some(Message::text(line))
         }
-        _ => {
+        None => {
             tracing::warn!(
                 limit,
                 "a message over the WebSocket bridge's limit was dropped"
@@ -204,6 +199,23 @@ fn oversize_reply(limit: usize, prefix: &[u8]) -> Option<Message> {
             None
         }
     }
+}
+
+/// What a bridge passes on in place of a message over its `limit` that it dropped, when that
+/// message's first bytes ([`acp_core::sniff`]) show it was a response: an error response for
+/// its id (`InternalError`, "the response was larger than {whose} {limit}-byte limit and was
+/// dropped"), so the call waiting for it fails at once saying why. `None` for anything else.
+pub(crate) fn oversize_response_stand_in(
+    sniffed: &acp_core::sniff::Sniffed,
+    limit: usize,
+    whose: &str,
+) -> Option<String> {
+    let id = sniffed.response_id()?;
+    let error = ErrorObject::new(
+        ErrorCode::InternalError,
+        format!("the response was larger than {whose} {limit}-byte limit and was dropped"),
+    );
+    Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())
 }
 
 fn ws_bridge_limited<S>(ws: WebSocketStream<S>, max_line: usize) -> DuplexHalves

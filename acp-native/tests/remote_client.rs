@@ -1,8 +1,10 @@
 //! `acp_native::remote::client` against our server (`acp_native::remote::server`, what
 //! `acp serve --http` runs) with `acp demo-agent`: full turns over HTTP + SSE and WebSocket
 //! (permission asked and answered), a wrong token, an unreachable server, TLS with a
-//! self-signed certificate (trusted through a CA file, refused without), and a server that
-//! goes away mid-turn (the call fails with the transport's reason). `acp chat --connect` is
+//! self-signed certificate (trusted through a CA file, refused without), a server that
+//! goes away mid-turn (the call fails with the transport's reason), and messages over the
+//! client's size limit (an SSE event is skipped and the connection goes on; a WebSocket
+//! message ends it, saying so). `acp chat --connect` is
 //! run too: a turn, a wrong token (a clear message, exit 1), and a reconnect after the server
 //! restarted (the session continued with `session/load` / `session/resume` of the demo
 //! agent's `--state-dir`). Every wait is bounded.
@@ -313,42 +315,154 @@ async fn a_wrong_or_missing_token_and_no_server_are_clear_errors() {
     .await;
 }
 
-/// A message from the server over the client's limit ends the transport, saying so.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_over_the_limit_is_a_clear_failure() {
-    let agent = server::router_agent(DriverConfig::new(Role::Agent), |_conn| {
+/// An in-process agent that sends messages over a 4096-byte client limit: `session/new`
+/// answers a session id of 8 KiB when its cwd ends in `big`; a prompt sends an 8 KiB
+/// update, then a small one, then asks to write an 8 KiB file and says in a last update how
+/// that went.
+fn oversize_agent() -> Arc<dyn server::AgentFactory> {
+    server::router_agent(DriverConfig::new(Role::Agent), |conn| {
         Router::new()
             .route::<typed::Initialize, _, _>(|p, _cx| async move {
                 Ok(s::InitializeResponse::new(p.protocol_version))
             })
-            .route::<typed::NewSession, _, _>(|_p, _cx| async move {
-                Ok(s::NewSessionResponse::new("x".repeat(8192)))
+            .route::<typed::NewSession, _, _>(|p: s::NewSessionRequest, _cx| async move {
+                if p.cwd.ends_with("big") {
+                    Ok(s::NewSessionResponse::new("x".repeat(8192)))
+                } else {
+                    Ok(s::NewSessionResponse::new("small"))
+                }
             })
-    });
-    let (server, addr, task) = serve_on("127.0.0.1:0", agent, RemoteServerConfig::new(TOKEN)).await;
-    for (scheme, says) in [("http", "2048-byte limit"), ("ws", "too long")] {
-        let options = ClientOptions {
-            max_message_bytes: 2048,
-            ..ClientOptions::default().token(TOKEN)
-        };
-        let (conn, link) = client::connect(
-            &format!("{scheme}://{addr}/acp"),
-            &options,
-            Router::new(),
-            DriverConfig::new(Role::Client),
-        )
-        .await
-        .unwrap();
-        let conn = conn.with_timeout(BOUND);
+            .route::<typed::Prompt, _, _>(move |p: s::PromptRequest, _cx| {
+                let conn = conn.clone();
+                async move {
+                    let say = |text: String| {
+                        s::SessionNotification::new(
+                            p.session_id.clone(),
+                            s::SessionUpdate::AgentMessageChunk(s::ContentChunk::new(text.into())),
+                        )
+                    };
+                    let _ = conn.session_update(say("y".repeat(8192))).await;
+                    let _ = conn.session_update(say("after the big one".into())).await;
+                    let wrote = conn
+                        .write_text_file(s::WriteTextFileRequest::new(
+                            p.session_id.clone(),
+                            std::env::temp_dir().join("acp-remote-client-never-written"),
+                            "z".repeat(8192),
+                        ))
+                        .await;
+                    let _ = conn
+                        .session_update(say(match wrote {
+                            Ok(_) => "the write went through".into(),
+                            Err(e) => format!("the write failed: {e}"),
+                        }))
+                        .await;
+                    Ok(s::PromptResponse::new(s::StopReason::EndTurn))
+                }
+            })
+    })
+}
+
+/// Over HTTP + SSE, an event over the client's limit is skipped as an oversize line is on
+/// stdio, and the connection goes on: the call it answered fails at once naming the limit
+/// (the next call succeeds), an oversize notification is dropped (the next one arrives), and
+/// an oversize request from the agent is answered with an error for its id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_event_over_the_limit_is_skipped_and_the_connection_goes_on() {
+    let (server, addr, task) = serve_on(
+        "127.0.0.1:0",
+        oversize_agent(),
+        RemoteServerConfig::new(TOKEN),
+    )
+    .await;
+    let options = ClientOptions {
+        max_message_bytes: 4096,
+        ..ClientOptions::default().token(TOKEN)
+    };
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (conn, link) = client::connect(
+        &format!("http://{addr}/acp"),
+        &options,
+        client_router(seen.clone()),
+        DriverConfig::new(Role::Client),
+    )
+    .await
+    .unwrap();
+    let conn = conn.with_timeout(BOUND);
+    bounded("the calls", async {
         conn.initialize(init_request()).await.expect("initialize");
         let e = conn
+            .new_session(s::NewSessionRequest::new(std::env::temp_dir().join("big")))
+            .await
+            .expect_err("its answer is over the limit");
+        assert!(!e.is_closed(), "{e:?}");
+        assert!(e.to_string().contains("4096-byte limit"), "{e}");
+        let session = conn
             .new_session(s::NewSessionRequest::new(std::env::temp_dir()))
             .await
-            .expect_err("over the limit");
-        assert!(e.is_closed(), "{scheme}: {e:?}");
-        let failure = link.failure().expect("a failure");
-        assert!(failure.contains(says), "{scheme}: {failure}");
+            .expect("the next call on the same connection");
+        assert_eq!(session.session_id.to_string(), "small");
+        let done = conn
+            .prompt(s::PromptRequest::new(session.session_id, vec!["go".into()]))
+            .await
+            .expect("prompt");
+        assert_eq!(done.stop_reason, s::StopReason::EndTurn);
+        conn.handle().notifications_handled().await;
+    })
+    .await;
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.chunks.len(), 2, "{:?}", seen.chunks);
+        assert_eq!(seen.chunks[0], "after the big one");
+        assert!(
+            seen.chunks[1].starts_with("the write failed")
+                && seen.chunks[1].contains("message exceeds the maximum size of 4096 bytes"),
+            "{}",
+            seen.chunks[1]
+        );
+        assert!(seen.written.is_empty());
     }
+    assert_eq!(link.failure(), None);
+    conn.close("done");
+    bounded("the transport ends", link.ended()).await;
+    server.stop();
+    let _ = task.await;
+}
+
+/// Over WebSocket, a message over the client's limit ends the transport, saying so: tungstenite
+/// reads a message whole, and once one is over its limit every later read fails the same way,
+/// so it cannot be skipped (FIXME: skipping needs a frame reader that drops the payload).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_message_over_the_limit_is_a_clear_failure() {
+    let (server, addr, task) = serve_on(
+        "127.0.0.1:0",
+        oversize_agent(),
+        RemoteServerConfig::new(TOKEN),
+    )
+    .await;
+    let options = ClientOptions {
+        max_message_bytes: 4096,
+        ..ClientOptions::default().token(TOKEN)
+    };
+    let (conn, link) = client::connect(
+        &format!("ws://{addr}/acp"),
+        &options,
+        Router::new(),
+        DriverConfig::new(Role::Client),
+    )
+    .await
+    .unwrap();
+    let conn = conn.with_timeout(BOUND);
+    conn.initialize(init_request()).await.expect("initialize");
+    let e = conn
+        .new_session(s::NewSessionRequest::new(std::env::temp_dir().join("big")))
+        .await
+        .expect_err("over the limit");
+    assert!(e.is_closed(), "{e:?}");
+    let failure = link.failure().expect("a failure");
+    assert!(
+        failure.contains("4096-byte limit") && failure.contains("cannot be skipped"),
+        "{failure}"
+    );
     server.stop();
     let _ = task.await;
 }

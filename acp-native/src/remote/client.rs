@@ -28,11 +28,16 @@
 //! a lost stream); once connected, the failure that ends the transport becomes the
 //! connection's close reason, so pending calls fail with it ([`RemoteLink::failure`] keeps it).
 //! Memory is bounded: every queue between the network and the driver is bounded (a slow driver
-//! slows the reading of the streams), a line the driver writes over the size limit is not sent
-//! (logged), and a WebSocket message or SSE event from the server over it ends the transport
-//! with a failure that says so (FIXME: skip it instead, answering a request or failing the
-//! call it answers, as the stdio reader does; that needs the event's first bytes from
-//! [`SseDecoder`]).
+//! slows the reading of the streams), and a line the driver writes over the size limit
+//! ([`ClientOptions::max_message_bytes`]) is not sent (logged). An SSE event from the server
+//! over it is skipped without being held (the [`SseDecoder`] keeps its first bytes, counts
+//! the rest and drops it) and the streams go on, as acp-core skips an oversize line on stdio
+//! (`acp_core::sniff` reads its id from the first bytes): a response to one of our requests
+//! becomes an error response for its id, so that call fails at once naming the limit; a
+//! request from the agent is answered with acp-core's oversize error for its id; a
+//! notification is dropped; each is logged (`warn`). A WebSocket message over the limit ends
+//! the transport with a failure that says so: tungstenite reads a message whole and cannot
+//! skip one (after it, every read fails the same way).
 
 use std::collections::HashSet;
 use std::io;
@@ -599,6 +604,7 @@ pub async fn open(
         max_message_bytes: options.max_message_bytes,
         sessions: Mutex::new(HashSet::new()),
         opening: Mutex::new(Vec::new()),
+        answers: OnceLock::new(),
     });
     tokio::spawn(http.run(ours, first));
     Ok((tokio::io::split(theirs), link))
@@ -738,7 +744,8 @@ async fn ws_pump(
 ) {
     use acp_core::framing::{is_blank, Decoder, Frame};
     use futures::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::error::CapacityError;
+    use tokio_tungstenite::tungstenite::{Error as WsError, Message};
     let (mut from_driver, mut to_driver) = tokio::io::split(ours);
     let (mut sink, mut stream) = ws.split();
     let reader_link = link.clone();
@@ -761,6 +768,13 @@ async fn ws_pump(
                     };
                 }
                 Some(Ok(_)) => continue,
+                // tungstenite cannot skip a message over its limit (every later read fails
+                // the same way), so the connection ends, saying so.
+                Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
+                    break format!(
+                        "the server sent a WebSocket message of {size} bytes, over the {max_size}-byte limit (a WebSocket message over the limit cannot be skipped)"
+                    );
+                }
                 Some(Err(e)) => break format!("the WebSocket failed: {e}"),
                 None => break "the server closed the connection".to_string(),
             };
@@ -978,6 +992,9 @@ struct HttpBridge {
     /// Ids of our pending `session/new` / `session/fork` requests: their answer names a
     /// session whose stream is opened at once.
     opening: Mutex<Vec<String>>,
+    /// The lane of our answers to the agent's requests (weak: it ends when the driver closes
+    /// its end), for the errors answering requests over the limit.
+    answers: OnceLock<mpsc::WeakSender<Outgoing>>,
 }
 
 impl HttpBridge {
@@ -1049,6 +1066,7 @@ impl HttpBridge {
         let (ordered_tx, ordered_rx) = mpsc::channel::<Outgoing>(QUEUE);
         let mut ordered_rx = Some(ordered_rx);
         let (answers_tx, answers_rx) = mpsc::channel::<Outgoing>(QUEUE);
+        let _ = self.answers.set(answers_tx.downgrade());
         let answers = tokio::spawn(self.clone().answer_lane(answers_rx));
         let mut ordered_task = None;
         loop {
@@ -1296,27 +1314,58 @@ impl HttpBridge {
             };
             decoder.feed(&data, &mut |item| items.push(item));
             for item in items.drain(..) {
-                match item {
-                    SseItem::Data(text) => {
-                        if text.trim().is_empty() {
-                            continue;
-                        }
-                        self.note_answer(&text, to_driver);
-                        let mut line = text.replace(['\n', '\r'], " ").into_bytes();
-                        line.push(b'\n');
-                        if to_driver.send(Bytes::from(line)).await.is_err() {
-                            return "the connection closed".into();
+                let text = match item {
+                    SseItem::Data(text) => text,
+                    SseItem::Oversize { prefix, size } => {
+                        match self.skip_oversize(&prefix, size).await {
+                            Some(stand_in) => stand_in,
+                            None => continue,
                         }
                     }
-                    SseItem::Oversize(n) => {
-                        return format!(
-                            "the server sent a message over the {}-byte limit ({n} bytes and more)",
-                            self.max_message_bytes
-                        );
-                    }
+                };
+                if text.trim().is_empty() {
+                    continue;
+                }
+                self.note_answer(&text, to_driver);
+                let mut line = text.replace(['\n', '\r'], " ").into_bytes();
+                line.push(b'\n');
+                if to_driver.send(Bytes::from(line)).await.is_err() {
+                    return "the connection closed".into();
                 }
             }
         }
+    }
+
+    /// An SSE event whose data was over the limit was skipped (the [`SseDecoder`] gives its
+    /// first bytes and size), as acp-core skips an oversize line on stdio: a response to one
+    /// of our requests is replaced by an error response for its id, returned to be passed to
+    /// the driver, so that call fails at once saying why; a request from the agent is
+    /// answered with acp-core's oversize error for its id; anything else (a notification) is
+    /// only logged (stdio would answer it with an error for id `null`, which a server has
+    /// nowhere to route).
+    async fn skip_oversize(&self, prefix: &[u8], size: usize) -> Option<String> {
+        let limit = self.max_message_bytes;
+        let sniffed = acp_core::sniff::sniff(prefix);
+        if let Some(stand_in) =
+            crate::transport::oversize_response_stand_in(&sniffed, limit, "the client's")
+        {
+            tracing::warn!(id = ?sniffed.id, size, limit, url = %self.link.url, "a response from the server over the limit was skipped: its call fails");
+            return Some(stand_in);
+        }
+        if let Some(id) = sniffed.request_id() {
+            tracing::warn!(%id, size, limit, url = %self.link.url, "a request from the server over the limit was skipped and answered with an error");
+            let error = acp_core::sniff::oversize_error(limit);
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+            let lane = self.answers.get().and_then(mpsc::WeakSender::upgrade);
+            if let Some(lane) = lane {
+                let _ = lane
+                    .send(Outgoing::parse(answer.to_string().as_bytes()))
+                    .await;
+            }
+            return None;
+        }
+        tracing::warn!(size, limit, url = %self.link.url, "a message from the server over the limit was skipped");
+        None
     }
 
     /// An answer to our `session/new` / `session/fork` opens the new session's stream.
