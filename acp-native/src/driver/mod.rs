@@ -172,7 +172,7 @@ where
     let driver = Driver {
         conn: Connection::new(config.core.clone()),
         start: Instant::now(),
-        rbuf: vec![0; config.read_chunk.max(1)],
+        rbuf: Vec::with_capacity(config.read_chunk.max(1)),
         config,
         handle: handle.clone(),
         pristine: service.clone(),

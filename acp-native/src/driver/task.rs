@@ -208,15 +208,17 @@ where
             // Reading.
             if self.may_read() {
                 let reader = self.reader.as_mut().expect("reading");
-                let mut buf = tokio::io::ReadBuf::new(&mut self.rbuf);
-                match std::pin::Pin::new(reader).poll_read(cx, &mut buf) {
-                    Poll::Ready(Ok(())) => {
-                        let n = buf.filled().len();
+                // Read into the buffer's spare capacity: never zero-filled, so only what reads
+                // have written is resident (an idle connection holds a page, not 64 KiB).
+                self.rbuf.clear();
+                match tokio_util::io::poll_read_buf(std::pin::Pin::new(reader), cx, &mut self.rbuf)
+                {
+                    Poll::Ready(Ok(n)) => {
                         if n == 0 {
                             self.on_eof();
                         } else {
                             let now = self.now();
-                            self.conn.handle_bytes(&self.rbuf[..n], now);
+                            self.conn.handle_bytes(&self.rbuf, now);
                         }
                         progress = true;
                     }

@@ -48,7 +48,6 @@ use acp_core::{ErrorObject, Id, RawValue, Role};
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited};
-use hyper::body::Incoming as IncomingBody;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -413,34 +412,94 @@ impl RemoteServer {
         let _ = stream.set_nodelay(true);
         let shared = &self.shared;
         match shared.config.tls.clone() {
-            Some(tls) => {
-                let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-                let accepted = tokio::select! {
-                    r = tokio::time::timeout(shared.config.handshake_timeout, acceptor.accept(stream)) => r,
-                    _ = shared.stop.cancelled() => return,
-                };
-                match accepted {
-                    Ok(Ok(tls)) => self.serve_io(tls, peer, true).await,
-                    Ok(Err(e)) => shared.event(ServerEvent::Refused {
-                        peer,
-                        status: 0,
-                        reason: format!("TLS handshake failed: {e}"),
-                    }),
-                    Err(_) => shared.event(ServerEvent::Refused {
-                        peer,
-                        status: 0,
-                        reason: format!(
-                            "no TLS handshake within {:?}",
-                            shared.config.handshake_timeout
-                        ),
-                    }),
-                }
-            }
+            // Boxed: a plain socket's task does not carry the handshake's or a TLS stream's size.
+            Some(tls) => Box::pin(self.serve_tls(stream, peer, tls)).await,
             None => self.serve_io(stream, peer, false).await,
         }
     }
 
-    async fn serve_io<I>(&self, io: I, peer: SocketAddr, tls: bool)
+    async fn serve_tls(&self, stream: TcpStream, peer: SocketAddr, tls: Arc<rustls::ServerConfig>) {
+        let shared = &self.shared;
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        let accepted = tokio::select! {
+            r = tokio::time::timeout(shared.config.handshake_timeout, acceptor.accept(stream)) => r,
+            _ = shared.stop.cancelled() => return,
+        };
+        match accepted {
+            Ok(Ok(tls)) => self.serve_io(tls, peer, true).await,
+            Ok(Err(e)) => shared.event(ServerEvent::Refused {
+                peer,
+                status: 0,
+                reason: format!("TLS handshake failed: {e}"),
+            }),
+            Err(_) => shared.event(ServerEvent::Refused {
+                peer,
+                status: 0,
+                reason: format!(
+                    "no TLS handshake within {:?}",
+                    shared.config.handshake_timeout
+                ),
+            }),
+        }
+    }
+
+    /// Serves the HTTP/1.1 requests of one socket. The first request's head is read here: when
+    /// it is a plain `GET` (an SSE stream, usually the only request its socket ever carries),
+    /// its answer is written here too, so an open stream holds only its socket, its lease and a
+    /// small task rather than a hyper connection's buffers (~20 KiB); whatever the socket
+    /// carries next, or first when it is anything else, is hyper's.
+    async fn serve_io<I>(&self, mut io: I, peer: SocketAddr, tls: bool)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = &self.shared;
+        // Boxed, as hyper's part below: the head's buffer, the timer and the handler are not
+        // part of the task of a stream that stays open for hours.
+        let prefix = match Box::pin(self.first_request(&mut io, peer, tls)).await {
+            First::Close => {
+                let _ = io.shutdown().await;
+                return;
+            }
+            First::Hyper(prefix) => prefix,
+            First::Stream(body, close) => match stream_body(&mut io, body, &shared.stop).await {
+                Ok(true) if !close => Bytes::new(),
+                _ => {
+                    let _ = io.shutdown().await;
+                    return;
+                }
+            },
+        };
+        // Boxed: a socket served above does not carry hyper's connection state in its task.
+        Box::pin(self.serve_hyper(Rewind { prefix, io }, peer, tls)).await
+    }
+
+    /// Reads the socket's first request head; a plain `GET` is answered here (a sized answer
+    /// whole, a stream's head), anything else is left to hyper.
+    async fn first_request<I>(&self, io: &mut I, peer: SocketAddr, tls: bool) -> First
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = &self.shared;
+        let head = tokio::select! {
+            r = tokio::time::timeout(shared.config.handshake_timeout, read_first_head(io)) => r,
+            _ = shared.stop.cancelled() => return First::Close,
+        };
+        match head {
+            // No complete head in time, or the peer left: hyper would close it too.
+            Err(_) | Ok(FirstHead::Gone) => First::Close,
+            Ok(FirstHead::Other(prefix)) => First::Hyper(prefix),
+            Ok(FirstHead::Get(req, close)) => {
+                let resp = handle(shared.clone(), peer, tls, req).await;
+                match write_head(io, resp, close).await {
+                    Ok(Some(body)) => First::Stream(body, close),
+                    Ok(None) if !close => First::Hyper(Bytes::new()),
+                    _ => First::Close,
+                }
+            }
+        }
+    }
+
+    async fn serve_hyper<I>(&self, io: I, peer: SocketAddr, tls: bool)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -474,6 +533,260 @@ impl Shared {
         if let Some(f) = &self.config.on_event {
             f(e);
         }
+    }
+}
+
+/// A first request head larger than this is left to hyper (which applies its own limits).
+const FIRST_HEAD_LIMIT: usize = 8 << 10;
+/// Headers parsed in a first request head (more: left to hyper).
+const FIRST_HEAD_HEADERS: usize = 48;
+
+/// What the first bytes of a socket are.
+enum FirstHead {
+    /// A complete `GET` head (not a WebSocket upgrade) and nothing after it, as a request;
+    /// `true` when the client asked to close the socket after the answer.
+    Get(Request<http_body_util::Empty<Bytes>>, bool),
+    /// Anything else: the bytes read so far, for hyper.
+    Other(Bytes),
+    /// The peer closed the socket (or it failed) before a complete head.
+    Gone,
+}
+
+/// Reads until the first request head is complete (or is not a plain `GET`, or is too large).
+async fn read_first_head<I: AsyncRead + Unpin>(io: &mut I) -> FirstHead {
+    let mut buf = Vec::with_capacity(1024);
+    loop {
+        if buf.len() == buf.capacity() {
+            buf.reserve(buf.len());
+        }
+        match io.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return FirstHead::Gone,
+            Ok(_) => {}
+        }
+        let mut headers = [httparse::EMPTY_HEADER; FIRST_HEAD_HEADERS];
+        let mut parsed = httparse::Request::new(&mut headers);
+        match parsed.parse(&buf) {
+            Ok(httparse::Status::Partial) if buf.len() < FIRST_HEAD_LIMIT => continue,
+            Ok(httparse::Status::Complete(n)) if n == buf.len() => {
+                return match plain_get(&parsed) {
+                    Some(got) => FirstHead::Get(got.0, got.1),
+                    None => FirstHead::Other(buf.into()),
+                }
+            }
+            _ => return FirstHead::Other(buf.into()),
+        }
+    }
+}
+
+/// The request of a complete head when it is an HTTP/1.1 `GET` that is not an upgrade.
+fn plain_get(
+    parsed: &httparse::Request<'_, '_>,
+) -> Option<(Request<http_body_util::Empty<Bytes>>, bool)> {
+    if parsed.method != Some("GET") || parsed.version != Some(1) {
+        return None;
+    }
+    let mut req = Request::builder()
+        .method(Method::GET)
+        .uri(parsed.path?)
+        .version(hyper::Version::HTTP_11);
+    let mut close = false;
+    for h in parsed.headers.iter() {
+        let name = header::HeaderName::from_bytes(h.name.as_bytes()).ok()?;
+        let value = HeaderValue::from_bytes(h.value).ok()?;
+        if name == header::UPGRADE
+            || name == header::CONTENT_LENGTH
+            || name == header::TRANSFER_ENCODING
+            || name == header::EXPECT
+        {
+            return None;
+        }
+        if name == header::CONNECTION {
+            let v = value.to_str().ok()?;
+            if v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+            {
+                return None;
+            }
+            close |= v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close"));
+        }
+        req = req.header(name, value);
+    }
+    Some((req.body(http_body_util::Empty::new()).ok()?, close))
+}
+
+/// What comes after a socket's first request head.
+enum First {
+    /// An SSE stream (its head written): its body, and whether the client asked to close after.
+    Stream(Body, bool),
+    /// hyper serves the socket from here, the bytes already read first.
+    Hyper(Bytes),
+    /// The socket is done.
+    Close,
+}
+
+/// Writes an answer's head on a socket without hyper, and the body too when its size is known
+/// (`Ok(None)`); a body of unknown size (an SSE stream) is returned, to be sent chunked.
+async fn write_head<I>(
+    io: &mut I,
+    resp: Response<Body>,
+    close: bool,
+) -> std::io::Result<Option<Body>>
+where
+    I: AsyncWrite + Unpin,
+{
+    use std::fmt::Write as _;
+    let (parts, mut body) = resp.into_parts();
+    let mut head = String::with_capacity(256);
+    let _ = write!(
+        head,
+        "HTTP/1.1 {} {}\r\n",
+        parts.status.as_str(),
+        parts.status.canonical_reason().unwrap_or("")
+    );
+    for (name, value) in &parts.headers {
+        if let Ok(v) = value.to_str() {
+            let _ = write!(head, "{name}: {v}\r\n");
+        }
+    }
+    drop(parts);
+    let _ = write!(
+        head,
+        "date: {}\r\n",
+        httpdate::fmt_http_date(std::time::SystemTime::now())
+    );
+    if close {
+        head.push_str("connection: close\r\n");
+    }
+    // (No answer to a `GET` here is a 204 or a 304, which could not carry a length.)
+    let Some(n) = http_body::Body::size_hint(&body).exact() else {
+        head.push_str("transfer-encoding: chunked\r\n\r\n");
+        io.write_all(head.as_bytes()).await?;
+        io.flush().await?;
+        return Ok(Some(body));
+    };
+    let _ = write!(head, "content-length: {n}\r\n\r\n");
+    let mut out = head.into_bytes();
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.unwrap_or_else(|e| match e {}).into_data() {
+            out.extend_from_slice(&data);
+        }
+    }
+    io.write_all(&out).await?;
+    io.flush().await?;
+    Ok(None)
+}
+
+/// Sends a stream's body chunked, each event as it comes, until the stream ends (`Ok(true)`:
+/// the socket can carry another request), the client leaves or the server stops. A client
+/// sends nothing on a stream's socket while it is open: a read that returns is the client
+/// leaving (or misbehaving), and ends the stream either way.
+async fn stream_body<I>(
+    io: &mut I,
+    mut body: Body,
+    stop: &CancellationToken,
+) -> std::io::Result<bool>
+where
+    I: AsyncRead + AsyncWrite + Unpin,
+{
+    enum Next {
+        Data(Bytes),
+        End,
+        Leave,
+    }
+    let mut stopped = std::pin::pin!(stop.cancelled());
+    let mut probe = [0u8; 16];
+    loop {
+        let next = std::future::poll_fn(|cx| {
+            if stopped.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Next::Leave);
+            }
+            let mut read = tokio::io::ReadBuf::new(&mut probe);
+            if Pin::new(&mut *io).poll_read(cx, &mut read).is_ready() {
+                return Poll::Ready(Next::Leave);
+            }
+            loop {
+                return match http_body::Body::poll_frame(Pin::new(&mut body), cx) {
+                    Poll::Ready(Some(frame)) => {
+                        match frame.unwrap_or_else(|e| match e {}).into_data() {
+                            Ok(data) if !data.is_empty() => Poll::Ready(Next::Data(data)),
+                            _ => continue,
+                        }
+                    }
+                    Poll::Ready(None) => Poll::Ready(Next::End),
+                    Poll::Pending => Poll::Pending,
+                };
+            }
+        })
+        .await;
+        match next {
+            Next::Data(data) => {
+                let mut chunk = Vec::with_capacity(data.len() + 12);
+                let _ = std::io::Write::write_fmt(&mut chunk, format_args!("{:x}\r\n", data.len()));
+                chunk.extend_from_slice(&data);
+                chunk.extend_from_slice(b"\r\n");
+                drop(data);
+                io.write_all(&chunk).await?;
+                io.flush().await?;
+            }
+            Next::End => {
+                io.write_all(b"0\r\n\r\n").await?;
+                io.flush().await?;
+                return Ok(true);
+            }
+            Next::Leave => return Ok(false),
+        }
+    }
+}
+
+/// A socket whose first bytes were already read: they are read again first.
+struct Rewind<I> {
+    prefix: Bytes,
+    io: I,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Rewind<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if !self.prefix.is_empty() {
+            let n = self.prefix.len().min(buf.remaining());
+            let head = self.prefix.split_to(n);
+            buf.put_slice(&head);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Rewind<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 
@@ -514,12 +827,16 @@ fn cors(resp: &mut Response<Body>, origin: Option<&HeaderValue>) {
     }
 }
 
-async fn handle(
+async fn handle<B>(
     shared: Arc<Shared>,
     peer: SocketAddr,
     tls: bool,
-    req: Request<IncomingBody>,
-) -> Response<Body> {
+    req: Request<B>,
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let path = req.uri().path();
     if path == wire::HEALTH_PATH && req.method() == Method::GET {
         return text(StatusCode::OK, "ok");
@@ -589,8 +906,8 @@ async fn handle(
         Method::GET if is_websocket_upgrade(req.headers()) => {
             handle_upgrade(&shared, peer, credential, req)
         }
-        Method::GET => handle_get(&shared, req),
-        Method::DELETE => handle_delete(&shared, req),
+        Method::GET => handle_get(&shared, req.headers()),
+        Method::DELETE => handle_delete(&shared, req.headers()),
         _ => {
             let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
             r.headers_mut().insert(
@@ -679,11 +996,11 @@ fn batch_rejection() -> Response<Body> {
     )
 }
 
-async fn handle_post(
-    shared: &Arc<Shared>,
-    peer: SocketAddr,
-    req: Request<IncomingBody>,
-) -> Response<Body> {
+async fn handle_post<B>(shared: &Arc<Shared>, peer: SocketAddr, req: Request<B>) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let headers = req.headers();
     if !header_str(headers, header::CONTENT_TYPE.as_str())
         .is_some_and(|ct| ct.starts_with(wire::JSON_MIME_TYPE))
@@ -1002,8 +1319,7 @@ async fn initialize(
     r
 }
 
-fn handle_get(shared: &Arc<Shared>, req: Request<IncomingBody>) -> Response<Body> {
-    let headers = req.headers();
+fn handle_get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
     if !header_str(headers, header::ACCEPT.as_str())
         .is_some_and(|a| a.contains(wire::EVENT_STREAM_MIME_TYPE))
     {
@@ -1059,8 +1375,8 @@ fn handle_get(shared: &Arc<Shared>, req: Request<IncomingBody>) -> Response<Body
     r
 }
 
-fn handle_delete(shared: &Arc<Shared>, req: Request<IncomingBody>) -> Response<Body> {
-    let Some(connection_id) = header_str(req.headers(), wire::HEADER_CONNECTION_ID) else {
+fn handle_delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+    let Some(connection_id) = header_str(headers, wire::HEADER_CONNECTION_ID) else {
         return text(StatusCode::BAD_REQUEST, "Acp-Connection-Id header required");
     };
     let Some(conn) = shared.connections.lock().unwrap().remove(connection_id) else {
@@ -1073,11 +1389,11 @@ fn handle_delete(shared: &Arc<Shared>, req: Request<IncomingBody>) -> Response<B
     empty(StatusCode::ACCEPTED)
 }
 
-fn handle_upgrade(
+fn handle_upgrade<B>(
     shared: &Arc<Shared>,
     peer: SocketAddr,
     credential: Credential,
-    req: Request<IncomingBody>,
+    req: Request<B>,
 ) -> Response<Body> {
     use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
     let headers = req.headers();
@@ -1240,10 +1556,12 @@ async fn agent_to_ws<S>(
     use futures::SinkExt;
     use tokio_tungstenite::tungstenite::Message;
     let mut decoder = Decoder::new(max_line);
-    let mut buf = vec![0u8; WS_AGENT_READ_CHUNK];
+    // Read into spare capacity (never zero-filled: an idle socket holds only what was read).
+    let mut buf = Vec::with_capacity(WS_AGENT_READ_CHUNK);
     let mut frames: Vec<Message> = Vec::new();
     loop {
-        let n = agent_out.read(&mut buf).await.unwrap_or(0);
+        buf.clear();
+        let n = agent_out.read_buf(&mut buf).await.unwrap_or(0);
         let mut sink = |f: Frame<'_>| match f {
             Frame::Line(line) if !is_blank(line) => {
                 frames.push(Message::text(String::from_utf8_lossy(line).into_owned()));
@@ -1478,10 +1796,13 @@ impl HttpConn {
     ) -> String {
         use acp_core::framing::{is_blank, Decoder, Frame};
         let mut decoder = Decoder::new(shared.config.max_agent_message_bytes);
-        let mut buf = vec![0u8; 16 << 10];
+        // Read into spare capacity (never zero-filled: an idle connection holds only what was
+        // read).
+        let mut buf = Vec::with_capacity(16 << 10);
         let mut overflow = None;
         loop {
-            let n = match reader.read(&mut buf).await {
+            buf.clear();
+            let n = match reader.read_buf(&mut buf).await {
                 Ok(n) => n,
                 Err(e) => return format!("reading the agent failed: {e}"),
             };
@@ -1930,5 +2251,28 @@ mod tests {
             .response_target(Route::Session("new-1".into()), Effect::Closes, Some(&ok))
             .is_none());
         assert!(routes.sessions.is_empty());
+    }
+}
+#[cfg(test)]
+mod task_size {
+    use super::*;
+
+    /// Each open SSE stream is one task of `serve_socket`'s future, for as long as the stream is
+    /// open: it must stay small (the handshake, the head's parsing, the handler and hyper are
+    /// boxed away from it). 10,000 streams at 1 KiB are 10 MiB.
+    #[tokio::test]
+    async fn a_socket_s_task_stays_under_a_kilobyte() {
+        let server = RemoteServer::new(in_process_agent(|_| {}), RemoteServerConfig::new("t"));
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (socket, peer) = l.accept().await.unwrap();
+        let task = server.serve_socket(socket, peer);
+        let size = std::mem::size_of_val(&task);
+        assert!(size <= 1024, "serve_socket's future is {size} bytes");
+        let mut io = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let stop = CancellationToken::new();
+        let stream = stream_body(&mut io, empty(StatusCode::OK).into_body(), &stop);
+        let size = std::mem::size_of_val(&stream);
+        assert!(size <= 512, "stream_body's future is {size} bytes");
     }
 }

@@ -1,0 +1,356 @@
+//! `RemoteServer`'s HTTP/1.1 sockets as bytes: the first request of a socket is read by the
+//! server itself, and a plain `GET` (an SSE stream, `/health`, a refusal) is answered without
+//! hyper; everything else, and whatever a socket carries after that answer, is hyper's. These
+//! tests pin down that hand-off: keep-alive after a first answer, a stream opened on a socket
+//! that hyper already serves, a stream freed as soon as its client leaves, `Connection: close`,
+//! a head that never completes, pipelined and oversized heads, and the server stopping. Every
+//! wait is bounded.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_core::{typed, Role};
+use acp_native::remote::server::{self as remote, AgentFactory, RemoteServer, RemoteServerConfig};
+use acp_native::{DriverConfig, Router};
+use agent_client_protocol_schema::v1 as s;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const TOKEN: &str = "remote-sockets-token-0123456789";
+const BOUND: Duration = Duration::from_secs(20);
+
+async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(BOUND, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not done within {BOUND:?}"))
+}
+
+/// An in-process agent that answers `initialize` (and `method not found` to anything else).
+fn agent() -> Arc<dyn AgentFactory> {
+    remote::router_agent(DriverConfig::new(Role::Agent), |_conn| {
+        Router::new().route::<typed::Initialize, _, _>(|p, _cx| async move {
+            Ok(s::InitializeResponse::new(p.protocol_version))
+        })
+    })
+}
+
+async fn start(config: RemoteServerConfig) -> (RemoteServer, SocketAddr) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = RemoteServer::new(agent(), config);
+    let s = server.clone();
+    tokio::spawn(async move { s.serve(listener).await });
+    (server, addr)
+}
+
+/// A raw HTTP/1.1 client socket with what was read and not yet consumed.
+struct Raw {
+    tcp: TcpStream,
+    buf: Vec<u8>,
+}
+
+/// An answer's status, headers (names lower-cased) and, when it has a length, its body.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Raw {
+    async fn connect(addr: SocketAddr) -> Raw {
+        Raw {
+            tcp: TcpStream::connect(addr).await.unwrap(),
+            buf: Vec::new(),
+        }
+    }
+
+    async fn write(&mut self, text: &str) {
+        self.tcp.write_all(text.as_bytes()).await.unwrap();
+    }
+
+    /// Reads more; false at the end of the stream.
+    async fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 4096];
+        let n = bounded("a read", self.tcp.read(&mut chunk))
+            .await
+            .unwrap_or(0);
+        self.buf.extend_from_slice(&chunk[..n]);
+        n > 0
+    }
+
+    /// Reads an answer's head (and its body when it has a `content-length`).
+    async fn answer(&mut self) -> Answer {
+        let end = loop {
+            if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i;
+            }
+            assert!(
+                self.fill().await,
+                "the socket closed before an answer's head"
+            );
+        };
+        let head = String::from_utf8(self.buf.drain(..end + 4).collect()).unwrap();
+        let mut lines = head.split("\r\n");
+        let status = lines.next().unwrap();
+        assert!(status.starts_with("HTTP/1.1 "), "{status}");
+        let status = status[9..12].parse().unwrap();
+        let headers: Vec<(String, String)> = lines
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (n, v) = l.split_once(':').unwrap();
+                (n.trim().to_ascii_lowercase(), v.trim().to_string())
+            })
+            .collect();
+        let mut a = Answer {
+            status,
+            headers,
+            body: String::new(),
+        };
+        if let Some(n) = a
+            .header("content-length")
+            .map(|v| v.parse::<usize>().unwrap())
+        {
+            while self.buf.len() < n {
+                assert!(self.fill().await, "the socket closed inside a body");
+            }
+            a.body = String::from_utf8(self.buf.drain(..n).collect()).unwrap();
+        }
+        a
+    }
+
+    /// Reads a chunked body until its text contains `needle`.
+    async fn chunked_until(&mut self, needle: &str) -> String {
+        let mut text = String::new();
+        loop {
+            // One chunk: size line, data, CRLF.
+            let line_end = loop {
+                if let Some(i) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                    break i;
+                }
+                assert!(self.fill().await, "the stream closed; read so far: {text}");
+            };
+            let size_line = String::from_utf8(self.buf.drain(..line_end + 2).collect()).unwrap();
+            let size = usize::from_str_radix(size_line.trim(), 16).unwrap();
+            while self.buf.len() < size + 2 {
+                assert!(self.fill().await, "the stream closed inside a chunk");
+            }
+            let data: Vec<u8> = self.buf.drain(..size + 2).collect();
+            text.push_str(std::str::from_utf8(&data[..size]).unwrap());
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(size > 0, "the stream ended without {needle:?}: {text}");
+        }
+    }
+
+    /// True once the server closed the socket (within the bound).
+    async fn closed(&mut self) -> bool {
+        loop {
+            if !self.fill().await {
+                return true;
+            }
+        }
+    }
+}
+
+fn get(path: &str, extra: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nhost: localhost\r\n{extra}\r\n")
+}
+
+fn post(body: &str, extra: &str) -> String {
+    format!(
+        "POST /acp HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer {TOKEN}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n{body}",
+        body.len()
+    )
+}
+
+fn stream_get(conn: &str) -> String {
+    get(
+        "/acp",
+        &format!(
+            "authorization: Bearer {TOKEN}\r\naccept: text/event-stream\r\nacp-connection-id: {conn}\r\n"
+        ),
+    )
+}
+
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+        .to_string()
+}
+
+/// A request the agent answers with an error, on the connection's stream.
+fn unknown_request(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "x/unknown", "params": {}}).to_string()
+}
+
+/// Opens an ACP connection on `raw`: its id.
+async fn initialize(raw: &mut Raw) -> String {
+    raw.write(&post(&initialize_body(), "")).await;
+    let a = raw.answer().await;
+    assert_eq!(a.status, 200, "{a:?}");
+    a.header("acp-connection-id").unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_answered_first_without_hyper_goes_on_serving_requests() {
+    let (_server, addr) = start(RemoteServerConfig::new(TOKEN)).await;
+    let mut raw = Raw::connect(addr).await;
+    raw.write(&get("/health", "")).await;
+    let a = raw.answer().await;
+    assert_eq!((a.status, a.body.as_str()), (200, "ok"), "{a:?}");
+    assert!(a.header("date").is_some(), "{a:?}");
+    // The same socket, now hyper's: a POST that opens a connection...
+    let conn = initialize(&mut raw).await;
+    // ...and then, still on it, the connection's stream.
+    raw.write(&stream_get(&conn)).await;
+    let a = raw.answer().await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.header("content-type"), Some("text/event-stream"));
+    assert_eq!(a.header("transfer-encoding"), Some("chunked"));
+    let mut other = Raw::connect(addr).await;
+    other
+        .write(&post(
+            &unknown_request(7),
+            &format!("acp-connection-id: {conn}\r\n"),
+        ))
+        .await;
+    assert_eq!(other.answer().await.status, 202);
+    let events = raw.chunked_until("\"id\":7").await;
+    assert!(events.contains("data: "), "{events}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_on_a_fresh_socket_carries_events_and_is_freed_when_its_client_leaves() {
+    let (_server, addr) = start(RemoteServerConfig::new(TOKEN)).await;
+    let conn = initialize(&mut Raw::connect(addr).await).await;
+    let mut stream = Raw::connect(addr).await;
+    stream.write(&stream_get(&conn)).await;
+    let a = stream.answer().await;
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.header("content-type"), Some("text/event-stream"));
+    assert_eq!(a.header("acp-connection-id"), Some(conn.as_str()));
+    let mut poster = Raw::connect(addr).await;
+    poster
+        .write(&post(
+            &unknown_request(1),
+            &format!("acp-connection-id: {conn}\r\n"),
+        ))
+        .await;
+    assert_eq!(poster.answer().await.status, 202);
+    let text = stream.chunked_until("\"id\":1").await;
+    assert!(text.contains("\"error\""), "{text}");
+
+    // While it is open, a second reader of the same stream is refused...
+    let mut second = Raw::connect(addr).await;
+    second.write(&stream_get(&conn)).await;
+    assert_eq!(second.answer().await.status, 409);
+    // ...and once its client has gone, the stream can be opened again (the server noticed
+    // the socket close without writing to it).
+    drop(stream);
+    let reopened = bounded("the stream freed", async {
+        loop {
+            let mut again = Raw::connect(addr).await;
+            again.write(&stream_get(&conn)).await;
+            let a = again.answer().await;
+            if a.status == 200 {
+                return again;
+            }
+            assert_eq!(a.status, 409, "{a:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    drop(reopened);
+}
+
+#[tokio::test]
+async fn connection_close_on_a_first_get_is_honoured() {
+    let (_server, addr) = start(RemoteServerConfig::new(TOKEN)).await;
+    let mut raw = Raw::connect(addr).await;
+    raw.write(&get("/health", "connection: close\r\n")).await;
+    let a = raw.answer().await;
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("connection"), Some("close"));
+    assert!(raw.closed().await);
+}
+
+#[tokio::test]
+async fn refusals_to_a_first_get_are_the_same_as_hyper_s() {
+    let (_server, addr) = start(RemoteServerConfig::new(TOKEN)).await;
+    // No token: 401 with the challenge, and the socket stays usable.
+    let mut raw = Raw::connect(addr).await;
+    raw.write(&get("/acp", "accept: text/event-stream\r\n"))
+        .await;
+    let a = raw.answer().await;
+    assert_eq!(a.status, 401, "{a:?}");
+    assert_eq!(a.header("www-authenticate"), Some("Bearer"));
+    raw.write(&get("/health", "")).await;
+    assert_eq!(raw.answer().await.status, 200);
+    // An unknown connection: 404 with the reason.
+    let mut raw = Raw::connect(addr).await;
+    raw.write(&stream_get("no-such-connection")).await;
+    let a = raw.answer().await;
+    assert_eq!(a.status, 404, "{a:?}");
+    assert!(a.body.contains("unknown Acp-Connection-Id"), "{a:?}");
+}
+
+#[tokio::test]
+async fn a_head_that_never_completes_is_closed_after_the_handshake_timeout() {
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.handshake_timeout = Duration::from_millis(300);
+    let (_server, addr) = start(config).await;
+    let mut raw = Raw::connect(addr).await;
+    raw.write("GET /acp HTTP/1.1\r\nhost: localhost\r\n").await;
+    assert!(raw.closed().await);
+    assert!(
+        raw.buf.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&raw.buf)
+    );
+}
+
+#[tokio::test]
+async fn pipelined_and_large_first_heads_are_served_whole_by_hyper() {
+    let (_server, addr) = start(RemoteServerConfig::new(TOKEN)).await;
+    // Two requests in one write: the bytes after the first head go to hyper with it.
+    let mut raw = Raw::connect(addr).await;
+    raw.write(&format!("{}{}", get("/health", ""), get("/nowhere", "")))
+        .await;
+    assert_eq!(raw.answer().await.status, 200);
+    assert_eq!(raw.answer().await.status, 404);
+    // A head larger than what is read before hyper takes over (8 KiB).
+    let mut raw = Raw::connect(addr).await;
+    let big = format!("x-padding: {}\r\n", "p".repeat(12 << 10));
+    raw.write(&get("/health", &big)).await;
+    let a = raw.answer().await;
+    assert_eq!((a.status, a.body.as_str()), (200, "ok"), "{a:?}");
+    // A POST first: hyper's from the start.
+    let mut raw = Raw::connect(addr).await;
+    initialize(&mut raw).await;
+    raw.write(&get("/health", "")).await;
+    assert_eq!(raw.answer().await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_the_server_closes_open_streams() {
+    let (server, addr) = start(RemoteServerConfig::new(TOKEN)).await;
+    let conn = initialize(&mut Raw::connect(addr).await).await;
+    let mut stream = Raw::connect(addr).await;
+    stream.write(&stream_get(&conn)).await;
+    assert_eq!(stream.answer().await.status, 200);
+    server.stop();
+    assert!(stream.closed().await);
+}
