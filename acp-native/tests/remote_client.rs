@@ -804,39 +804,41 @@ async fn acp_chat_connect_reconnects_and_continues_the_session() {
 /// the session was reloaded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acp_chat_connect_reloads_the_session_without_showing_the_replay_again() {
-    let dir = TempDir::new("reconnect-load");
-    let state = dir.0.join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let agent = || {
-        let cmd = AgentCommand::new(env!("CARGO_BIN_EXE_acp"))
-            .args(["demo-agent", "--no-resume", "--state-dir"])
-            .arg(&state);
-        server::command_agent(cmd)
-    };
-    let (server, addr, task) =
-        serve_on("127.0.0.1:0", agent(), RemoteServerConfig::new(TOKEN)).await;
-    let url = format!("ws://{addr}/acp");
-    let mut chat = Chat::start(&["--connect", &url, "--token", TOKEN, "--yes"], &dir.0);
-    chat.wait_for("[commands: /echo", true).await;
-    chat.send("/echo earlier words").await;
-    chat.wait_for("earlier words", false).await;
-    server.stop();
-    let _ = bounded("stop", task).await;
-    chat.wait_for("was lost", true).await;
-    let (server, _, task) =
-        serve_on(&addr.to_string(), agent(), RemoteServerConfig::new(TOKEN)).await;
-    chat.wait_for("reconnected to", true).await;
-    chat.send("/echo later words").await;
-    chat.wait_for("later words", false).await;
-    let (code, out, err) = chat.finish().await;
-    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    assert!(
-        err.contains("reloaded (2 replayed update(s) not shown again"),
-        "{err}"
-    );
-    assert_eq!(out.matches("earlier words").count(), 1, "{out}");
-    server.stop();
-    let _ = task.await;
+    for scheme in ["http", "ws"] {
+        let dir = TempDir::new("reconnect-load");
+        let state = dir.0.join("state");
+        std::fs::create_dir_all(&state).unwrap();
+        let agent = || {
+            let cmd = AgentCommand::new(env!("CARGO_BIN_EXE_acp"))
+                .args(["demo-agent", "--no-resume", "--state-dir"])
+                .arg(&state);
+            server::command_agent(cmd)
+        };
+        let (server, addr, task) =
+            serve_on("127.0.0.1:0", agent(), RemoteServerConfig::new(TOKEN)).await;
+        let url = format!("{scheme}://{addr}/acp");
+        let mut chat = Chat::start(&["--connect", &url, "--token", TOKEN, "--yes"], &dir.0);
+        chat.wait_for("[commands: /echo", true).await;
+        chat.send("/echo earlier words").await;
+        chat.wait_for("earlier words", false).await;
+        server.stop();
+        let _ = bounded("stop", task).await;
+        chat.wait_for("was lost", true).await;
+        let (server, _, task) =
+            serve_on(&addr.to_string(), agent(), RemoteServerConfig::new(TOKEN)).await;
+        chat.wait_for("reconnected to", true).await;
+        chat.send("/echo later words").await;
+        chat.wait_for("later words", false).await;
+        let (code, out, err) = chat.finish().await;
+        assert_eq!(code, 0, "{scheme}\nstdout:\n{out}\nstderr:\n{err}");
+        assert!(
+            err.contains("reloaded (2 replayed update(s) not shown again"),
+            "{scheme}: {err}"
+        );
+        assert_eq!(out.matches("earlier words").count(), 1, "{scheme}: {out}");
+        server.stop();
+        let _ = task.await;
+    }
 }
 
 /// A remote agent that can neither resume nor load: after the reconnect the chat ends with a
