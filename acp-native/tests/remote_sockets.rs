@@ -3,8 +3,10 @@
 //! hyper; everything else, and whatever a socket carries after that answer, is hyper's. These
 //! tests pin down that hand-off: keep-alive after a first answer, a stream opened on a socket
 //! that hyper already serves, a stream freed as soon as its client leaves, `Connection: close`,
-//! a head that never completes, pipelined and oversized heads, and the server stopping. Every
-//! wait is bounded.
+//! a head that never completes, pipelined and oversized heads, and the server stopping. And
+//! the WebSocket keep-alive: a silent client is pinged, one that answers nothing is closed, a
+//! live idle one stays, and an agent that ends closes its socket with the reason. Every wait
+//! is bounded.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use agent_client_protocol_schema::v1 as s;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 
 const TOKEN: &str = "remote-sockets-token-0123456789";
 const BOUND: Duration = Duration::from_secs(20);
@@ -353,4 +356,110 @@ async fn stopping_the_server_closes_open_streams() {
     assert_eq!(stream.answer().await.status, 200);
     server.stop();
     assert!(stream.closed().await);
+}
+
+/// A server whose connection ends are reported on a channel (connection id, reason).
+async fn start_watched(
+    agent: Arc<dyn AgentFactory>,
+    mut config: RemoteServerConfig,
+) -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    config.on_event = Some(Arc::new(move |e| {
+        if let remote::ServerEvent::Closed { reason, .. } = e {
+            let _ = tx.send(reason);
+        }
+    }));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = RemoteServer::new(agent, config);
+    tokio::spawn(async move { server.serve(listener).await });
+    (addr, rx)
+}
+
+async fn websocket(
+    addr: SocketAddr,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut r = format!("ws://{addr}/acp").into_client_request().unwrap();
+    r.headers_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    tokio_tungstenite::connect_async(r).await.unwrap().0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_client_that_answers_nothing_is_pinged_then_closed() {
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.ws_ping_interval = Duration::from_millis(200);
+    let (addr, mut closed) = start_watched(agent(), config).await;
+    // Connected, then never read: tungstenite answers a ping only while its socket is read.
+    let mut ws = websocket(addr).await;
+    let reason = bounded("the connection closed", closed.recv())
+        .await
+        .unwrap();
+    assert!(reason.contains("did not answer pings"), "{reason}");
+    // What the server had sent meanwhile: a ping, then the end.
+    use futures::StreamExt;
+    let first = bounded("a frame", ws.next()).await.unwrap().unwrap();
+    assert!(first.is_ping(), "{first:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_websocket_whose_client_answers_pings_stays_open() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.ws_ping_interval = Duration::from_millis(200);
+    let (addr, mut closed) = start_watched(agent(), config).await;
+    let (mut tx, mut rx) = websocket(addr).await.split();
+    // Reading answers pings; count them.
+    let (got, mut answers) = mpsc::unbounded_channel();
+    let reader = tokio::spawn(async move {
+        let mut pings = 0;
+        while let Some(Ok(m)) = rx.next().await {
+            match m {
+                Message::Ping(_) => pings += 1,
+                Message::Text(t) => {
+                    let _ = got.send((pings, t.as_str().to_string()));
+                }
+                _ => {}
+            }
+        }
+    });
+    // Ten ping intervals of silence from the client...
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(closed.try_recv().is_err(), "a live client was closed");
+    // ...and the connection still serves.
+    tx.send(Message::text(initialize_body())).await.unwrap();
+    let (pings, answer) = bounded("the answer", answers.recv()).await.unwrap();
+    assert!(answer.contains("\"protocolVersion\":1"), "{answer}");
+    assert!(pings >= 2, "pinged {pings} times in 2 s of silence");
+    reader.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_ends_closes_its_websocket_with_the_reason() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    // An agent that reads one line and exits.
+    let once = remote::in_process_agent(|(r, w)| {
+        tokio::spawn(async move {
+            use tokio::io::AsyncBufReadExt;
+            let mut line = String::new();
+            let _ = tokio::io::BufReader::new(r).read_line(&mut line).await;
+            drop(w);
+        });
+    });
+    let (addr, mut closed) = start_watched(once, RemoteServerConfig::new(TOKEN)).await;
+    let mut ws = websocket(addr).await;
+    ws.send(Message::text(initialize_body())).await.unwrap();
+    let reason = bounded("the connection closed", closed.recv())
+        .await
+        .unwrap();
+    assert!(reason.contains("the agent closed its output"), "{reason}");
+    loop {
+        match bounded("the close", ws.next()).await {
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+            Some(Ok(_)) => {}
+        }
+    }
 }

@@ -30,8 +30,15 @@
 //!   `max_body_bytes` (413); at most `max_backlog_bytes` queued for a client that does not read
 //!   its streams (the connection is closed beyond, rather than growing without bound);
 //!   `max_sockets` open sockets (503 beyond); an HTTP connection with no stream open and no
-//!   request for `idle_timeout` is closed;
+//!   request for `idle_timeout` is closed; a silent WebSocket is pinged every
+//!   `ws_ping_interval` and closed when its client answers nothing for twice that;
 //! * TLS with [`tls_config_from_pem`]; `TCP_NODELAY` on every socket.
+//!
+//! Memory per open SSE stream is kept small: a socket's first request head is read here, and a
+//! plain `GET` (a stream, usually the only request its socket carries) is answered here, its
+//! events written chunked straight to the socket, so an open stream holds its socket, its
+//! lease and a task of under a kilobyte, not a hyper connection with its buffers. Anything
+//! else, and whatever a socket carries after such an answer, is served by hyper.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -116,6 +123,11 @@ pub struct RemoteServerConfig {
     /// An HTTP connection with no SSE stream open and no request for this long is closed
     /// (its agent stopped). Default 5 minutes.
     pub idle_timeout: Duration,
+    /// A WebSocket that has been silent this long is pinged; one silent for twice this long
+    /// (no message, no pong: the client is gone, e.g. a half-open TCP connection) is closed
+    /// and its agent stopped. A live client answers pings by itself, so an idle but live
+    /// WebSocket stays open, as an SSE connection with a stream open does. Default 30 s.
+    pub ws_ping_interval: Duration,
     /// TLS (`https://`, `wss://`), e.g. from [`tls_config_from_pem`]; plain text without.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Told about connections opened, closed and refused (e.g. to log them).
@@ -137,6 +149,7 @@ impl RemoteServerConfig {
             handshake_timeout: Duration::from_secs(10),
             initialize_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(300),
+            ws_ping_interval: Duration::from_secs(30),
             tls: None,
             on_event: None,
         }
@@ -154,6 +167,7 @@ impl std::fmt::Debug for RemoteServerConfig {
             .field("max_backlog_bytes", &self.max_backlog_bytes)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("ws_ping_interval", &self.ws_ping_interval)
             .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
@@ -1468,12 +1482,14 @@ fn handle_upgrade<B>(
             process,
         } = link;
         let max_line = shared.config.max_agent_message_bytes;
-        let mut up = Box::pin(ws_to_agent(from_client, agent_in));
-        let mut down = Box::pin(agent_to_ws(agent_out, to_client, max_line));
-        let (reason, agent_in) = tokio::select! {
-            w = &mut up => ("the client closed the connection", Some(w)),
-            _ = &mut down => ("the agent closed its output", None),
-            _ = shared.stop.cancelled() => ("the server is stopping", None),
+        let heard = Heard::new();
+        let ping = shared.config.ws_ping_interval;
+        let mut up = Box::pin(ws_to_agent(from_client, agent_in, &heard));
+        let mut down = Box::pin(agent_to_ws(agent_out, to_client, max_line, &heard, ping));
+        let (reason, agent_in, down_ended) = tokio::select! {
+            w = &mut up => ("the client closed the connection".to_string(), Some(w), false),
+            why = &mut down => (why, None, true),
+            _ = shared.stop.cancelled() => ("the server is stopping".to_string(), None, false),
         };
         drop(up);
         // The agent's input closes (if not already): its cue to exit.
@@ -1482,7 +1498,9 @@ fn handle_upgrade<B>(
             None => stop_agent(Box::new(tokio::io::sink()), process).await,
         };
         // What the agent still wrote goes out while the socket lasts.
-        let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
+        if !down_ended {
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
+        }
         drop(slot);
         let reason = match report {
             Some(r) => format!("{reason}; {r}"),
@@ -1510,9 +1528,35 @@ fn ws_text_to_lines(text: String) -> Vec<u8> {
 
 /// Client to agent: each text (or binary, read as UTF-8) message becomes a line of the agent's
 /// input, until the client closes or fails; gives the agent's input back.
+/// When a WebSocket's client was last heard from (any frame, pongs included).
+struct Heard {
+    start: tokio::time::Instant,
+    millis: std::sync::atomic::AtomicU64,
+}
+
+impl Heard {
+    fn new() -> Heard {
+        Heard {
+            start: tokio::time::Instant::now(),
+            millis: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn now(&self) {
+        let ms = self.start.elapsed().as_millis() as u64;
+        self.millis.store(ms, Ordering::Relaxed);
+    }
+
+    fn quiet(&self) -> Duration {
+        let last = Duration::from_millis(self.millis.load(Ordering::Relaxed));
+        self.start.elapsed().saturating_sub(last)
+    }
+}
+
 async fn ws_to_agent<S>(
     mut from_client: futures::stream::SplitStream<WebSocketStream<S>>,
     mut agent_in: Box<dyn AsyncWrite + Send + Unpin>,
+    heard: &Heard,
 ) -> Box<dyn AsyncWrite + Send + Unpin>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -1520,6 +1564,7 @@ where
     use futures::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
     while let Some(msg) = from_client.next().await {
+        heard.now();
         let text = match msg {
             Ok(Message::Text(t)) => t.as_str().to_owned(),
             Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
@@ -1541,7 +1586,8 @@ where
 
 /// Agent to client: each line the agent writes becomes one text message; the agent's EOF
 /// sends a close frame. A line over `max_line` is dropped; if it was a response, the client
-/// gets an error for its id in its place (as on the SSE streams).
+/// gets an error for its id in its place (as on the SSE streams). A client silent for `ping`
+/// is pinged; one silent for twice that is gone. Returns why it ended.
 async fn agent_to_ws<S>(
     mut agent_out: Box<dyn AsyncRead + Send + Unpin>,
     mut to_client: futures::stream::SplitSink<
@@ -1549,7 +1595,10 @@ async fn agent_to_ws<S>(
         tokio_tungstenite::tungstenite::Message,
     >,
     max_line: usize,
-) where
+    heard: &Heard,
+    ping: Duration,
+) -> String
+where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     use acp_core::framing::{is_blank, Decoder, Frame};
@@ -1559,9 +1608,29 @@ async fn agent_to_ws<S>(
     // Read into spare capacity (never zero-filled: an idle socket holds only what was read).
     let mut buf = Vec::with_capacity(WS_AGENT_READ_CHUNK);
     let mut frames: Vec<Message> = Vec::new();
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + ping / 2, ping / 2);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         buf.clear();
-        let n = agent_out.read_buf(&mut buf).await.unwrap_or(0);
+        // (`read_buf` is cancel-safe: what a read took is in `buf`.)
+        let read = tokio::select! {
+            n = agent_out.read_buf(&mut buf) => Some(n.unwrap_or(0)),
+            _ = tick.tick() => None,
+        };
+        let Some(n) = read else {
+            let quiet = heard.quiet();
+            if quiet >= 2 * ping {
+                return format!(
+                    "the client was silent for {quiet:?} and did not answer pings (gone)"
+                );
+            }
+            if quiet >= ping {
+                if let Err(e) = to_client.send(Message::Ping(Bytes::new())).await {
+                    return format!("the client is gone (a ping failed: {e})");
+                }
+            }
+            continue;
+        };
         let mut sink = |f: Frame<'_>| match f {
             Frame::Line(line) if !is_blank(line) => {
                 frames.push(Message::text(String::from_utf8_lossy(line).into_owned()));
@@ -1590,7 +1659,7 @@ async fn agent_to_ws<S>(
         for m in frames.drain(..) {
             if let Err(e) = to_client.send(m).await {
                 tracing::debug!("websocket write failed: {e}");
-                return;
+                return format!("the client is gone (a write failed: {e})");
             }
         }
         if n == 0 {
@@ -1599,6 +1668,7 @@ async fn agent_to_ws<S>(
     }
     let _ = to_client.send(Message::Close(None)).await;
     let _ = to_client.close().await;
+    "the agent closed its output".into()
 }
 
 /// Closes the agent's input and stops its process, if any (bounded); the exit report.
