@@ -629,12 +629,14 @@ where
 }
 
 /// [`connect`], with the transport's halves passed through `wrap` first (a tap that logs
-/// every message, as `acp chat --log-rpc` does).
+/// every message, as `acp chat --log-rpc` does). `config.eof_grace` is raised to 3 s
+/// if lower: the transport's failure is handed to the connection just before the EOF that
+/// follows it, and must not lose that race to a generic reason.
 pub async fn connect_with<S, R, W>(
     url: &str,
     options: &ClientOptions,
     service: S,
-    config: DriverConfig,
+    mut config: DriverConfig,
     wrap: impl FnOnce(
         tokio::io::ReadHalf<tokio::io::DuplexStream>,
         tokio::io::WriteHalf<tokio::io::DuplexStream>,
@@ -654,6 +656,9 @@ where
         Role::Client,
         "remote::client::connect needs a client config"
     );
+    if config.eof_grace < CLOSE_GRACE {
+        config.eof_grace = CLOSE_GRACE;
+    }
     let ((reader, writer), link) = open(url, options).await?;
     let (reader, writer) = wrap(reader, writer);
     let conn = ClientSideConnection::connect(reader, writer, service, config);
@@ -746,7 +751,8 @@ async fn ws_pump(
     use futures::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::error::CapacityError;
     use tokio_tungstenite::tungstenite::{Error as WsError, Message};
-    let (mut from_driver, mut to_driver) = tokio::io::split(ours);
+    let (mut from_driver_half, mut to_driver_half) = tokio::io::split(ours);
+    let (from_driver, to_driver) = (&mut from_driver_half, &mut to_driver_half);
     let (mut sink, mut stream) = ws.split();
     let reader_link = link.clone();
     let reader = async move {
@@ -837,6 +843,18 @@ async fn ws_pump(
         _ = stop.cancelled() => {}
     }
     link.stop.cancel();
+    let _ = to_driver_half.shutdown().await;
+    drain_driver(from_driver_half).await;
+}
+
+/// Once the transport ended and the driver's input was shut (it sees EOF and closes with the
+/// failure as its reason): reads and drops what the driver still writes until it closes
+/// (bounded). Dropping its pipe instead would fail a write of the driver's in flight, whose
+/// error ("broken pipe") would become the close reason in place of the failure.
+async fn drain_driver(mut from_driver: tokio::io::ReadHalf<tokio::io::DuplexStream>) {
+    let mut sink = tokio::io::sink();
+    let drain = tokio::io::copy(&mut from_driver, &mut sink);
+    let _ = tokio::time::timeout(CLOSE_GRACE, drain).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1030,12 +1048,12 @@ impl HttpBridge {
     }
 
     async fn run(self: Arc<Self>, ours: tokio::io::DuplexStream, first: SendRequest<Body>) {
-        let (from_driver, to_driver) = tokio::io::split(ours);
+        let (mut from_driver, to_driver) = tokio::io::split(ours);
         let (line_tx, line_rx) = mpsc::channel::<Bytes>(QUEUE);
         let writer = tokio::spawn(write_to_driver(line_rx, to_driver, self.link.stop.clone()));
         let stop = self.link.stop.clone();
         let result = tokio::select! {
-            r = self.clone().pump(from_driver, first, line_tx) => r,
+            r = self.clone().pump(&mut from_driver, first, line_tx) => r,
             _ = stop.cancelled() => Ok(()),
         };
         if let Err(e) = result {
@@ -1045,12 +1063,13 @@ impl HttpBridge {
         // EOF and closes with the failure as its reason).
         self.link.stop.cancel();
         let _ = writer.await;
+        drain_driver(from_driver).await;
     }
 
     /// Reads the driver's lines and posts them; returns when the driver closed its end.
     async fn pump(
         self: Arc<Self>,
-        mut from_driver: tokio::io::ReadHalf<tokio::io::DuplexStream>,
+        from_driver: &mut tokio::io::ReadHalf<tokio::io::DuplexStream>,
         first: SendRequest<Body>,
         to_driver: mpsc::Sender<Bytes>,
     ) -> Result<(), RemoteError> {
