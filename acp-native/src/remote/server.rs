@@ -1637,17 +1637,12 @@ where
             }
             Frame::Line(_) => {}
             Frame::Oversize { limit, prefix } => {
-                let sniffed = acp_core::sniff::sniff(prefix);
                 tracing::warn!(limit, "an agent message over the limit was dropped");
-                if let Some(id) = sniffed.id.filter(|id| {
-                    sniffed.has_result_or_error && !sniffed.has_method && *id != Id::Null
-                }) {
-                    let error = ErrorObject::new(
-                        acp_core::ErrorCode::InternalError,
-                        format!("the response was larger than the server's {limit}-byte limit and was dropped"),
-                    );
-                    let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-                    frames.push(Message::text(msg.to_string()));
+                let sniffed = acp_core::sniff::sniff(prefix);
+                if let Some(msg) =
+                    transport::oversize_response_stand_in(&sniffed, limit, "the server's")
+                {
+                    frames.push(Message::text(msg));
                 }
             }
         };
@@ -1888,19 +1883,11 @@ impl HttpConn {
                     }
                     Frame::Line(_) => {}
                     Frame::Oversize { limit, prefix } => {
-                        let sniffed = acp_core::sniff::sniff(prefix);
                         tracing::warn!(limit, "an agent message over the limit was dropped");
-                        if let Some(id) = sniffed
-                            .id
-                            .filter(|_| sniffed.has_result_or_error && !sniffed.has_method)
+                        let sniffed = acp_core::sniff::sniff(prefix);
+                        if let Some(msg) =
+                            transport::oversize_response_stand_in(&sniffed, limit, "the server's")
                         {
-                            let error = ErrorObject::new(
-                                acp_core::ErrorCode::InternalError,
-                                format!("the response was larger than the server's {limit}-byte limit and was dropped"),
-                            );
-                            let msg =
-                                serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error})
-                                    .to_string();
                             if let Err(e) = self.route(msg.as_bytes(), shared) {
                                 overflow = Some(e);
                             }
