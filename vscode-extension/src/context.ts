@@ -587,12 +587,13 @@ export class AcpContext implements vscode.Disposable {
     if (!this.conv) {
       const conv = new Conversation(
         this.policy.newThread(),
-        (json) => {
-          if (this.conv === conv) this.chat.post({ type: "delta", json });
+        (json, stopWords) => {
+          if (this.conv === conv) this.chat.post({ type: "delta", json, stopWords });
           if (this.conv === conv) this.saveSoon();
         },
         timerScheduler,
         cfg().get<number>("chat.updateIntervalMs", 50),
+        (stop) => this.decisions.stopWords(stop),
       );
       this.conv = conv;
     }
@@ -941,13 +942,14 @@ export class AcpContext implements vscode.Disposable {
     this.conv?.dispose();
     const conv = new Conversation(
       thread,
-      (delta) => {
+      (delta, stopWords) => {
         if (this.conv !== conv) return;
-        this.chat.post({ type: "delta", json: delta });
+        this.chat.post({ type: "delta", json: delta, stopWords });
         this.saveSoon();
       },
       timerScheduler,
       cfg().get<number>("chat.updateIntervalMs", 50),
+      (stop) => this.decisions.stopWords(stop),
     );
     this.conv = conv;
     conv.discardChanges();

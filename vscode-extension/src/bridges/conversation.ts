@@ -4,7 +4,9 @@
 // `Thread.applyUpdate`; prompts, stop reasons, errors and notices to `beginTurn`, `endTurn`,
 // `failTurn`, `notice`. The view is sent `Thread.takeDelta()` (each changed entry once,
 // whatever the number of updates that changed it) at most once per interval, and at once at a
-// turn's boundaries, as the JSON text the thread wrote (the webview parses it once).
+// turn's boundaries, as the JSON text the thread wrote (the webview parses it once). The delta
+// that ends a turn goes with acp-client's words for its stop reason (acp-wasm's `stopWords`,
+// given as `stopWords`): the webview shows them and has no words of its own.
 //
 // Architecture Invariant: this file does not import `vscode`; time comes from a Scheduler.
 
@@ -33,10 +35,13 @@ export class Conversation {
 
   constructor(
     private readonly thread: WasmThread,
-    /** Gets `Thread.takeDelta()`'s JSON text (a `ThreadDelta`). */
-    private readonly deliver: (deltaJson: string) => void,
+    /** Gets `Thread.takeDelta()`'s JSON text (a `ThreadDelta`), and with the delta that ends a
+     *  turn, the words for its stop reason. */
+    private readonly deliver: (deltaJson: string, stopWords?: string) => void,
     private readonly scheduler: Scheduler = timerScheduler,
     private readonly intervalMs = 50,
+    /** acp-client's words for a stop reason (acp-wasm's `stopWords`); none: no words are sent. */
+    private readonly stopWords?: (stopReason: string) => string,
   ) {}
 
   /** A turn started (`beginTurn`) and has not ended or failed yet. */
@@ -63,14 +68,15 @@ export class Conversation {
   endTurn(stopReason: string): void {
     this.thread.endTurn(stopReason);
     this.turnOpen = false;
-    this.flush();
+    this.deliverNow(this.stopWords?.(stopReason));
   }
 
   /** The turn failed (an error, the agent crashed): the message stays in the conversation. */
   failTurn(message: string): void {
     this.thread.failTurn(message);
     this.turnOpen = false;
-    this.flush();
+    // The thread's stop reason for a failed turn is `error`.
+    this.deliverNow(this.stopWords?.("error"));
   }
 
   /** Something the extension reports in the conversation; returns its entry number. */
@@ -121,11 +127,16 @@ export class Conversation {
 
   /** Delivers the changes now (a turn's boundary, or the timer). */
   flush(): void {
+    this.deliverNow(undefined);
+  }
+
+  private deliverNow(stopWords: string | undefined): void {
     this.cancelTimer?.();
     this.cancelTimer = undefined;
     if (this.disposed || !this.thread.hasChanges()) return;
     this.deliveries++;
-    this.deliver(this.thread.takeDelta());
+    if (stopWords === undefined) this.deliver(this.thread.takeDelta());
+    else this.deliver(this.thread.takeDelta(), stopWords);
   }
 
   /** Forgets the view's pending changes (a view that starts over is sent `savedJson()`). */

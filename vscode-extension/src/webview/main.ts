@@ -18,7 +18,6 @@ import {
   matchCommands,
   statusIcon,
   statusWords,
-  stopWords,
   type CompletionContext,
 } from "./promptInput";
 import { RenderQueue, frameScheduler, type Renderable } from "./renderQueue";
@@ -353,7 +352,7 @@ function run(ops: ViewOp[]) {
       case "turnEnded": {
         // The turn's text is shown now, before the line that says it is over.
         renders.flush();
-        const end = el("div", `turn-end stop-${op.stop}`, stopWords(op.stop));
+        const end = el("div", `turn-end stop-${op.stop}`, op.words);
         end.dataset.stop = op.stop;
         transcript.appendChild(end);
         // Tool calls still shown as running did not finish: say so.
@@ -401,7 +400,8 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
       if (m.reset) startOver(typeof m.saved === "string" ? (JSON.parse(m.saved) as SavedThread) : undefined);
       break;
     case "delta":
-      if (typeof m.json === "string") run(model.apply(JSON.parse(m.json) as ThreadDelta));
+      if (typeof m.json === "string")
+        run(model.apply(JSON.parse(m.json) as ThreadDelta, typeof m.stopWords === "string" ? m.stopWords : undefined));
       break;
     case "busy":
       setBusy(m.busy);

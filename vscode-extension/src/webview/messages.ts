@@ -10,8 +10,9 @@ export type HostToWebview =
    *  of a `SavedThread`, when given); otherwise the same conversation goes on in another session
    *  (the agent was restarted). */
   | { type: "conversation"; sessionId: string | null; agent: string | null; reset: boolean; saved?: string }
-  /** `Thread.takeDelta()`'s JSON text. */
-  | { type: "delta"; json: string }
+  /** `Thread.takeDelta()`'s JSON text; with the delta that ends a turn, acp-client's words for
+   *  its stop reason (the view has no words of its own). */
+  | { type: "delta"; json: string; stopWords?: string }
   | { type: "busy"; busy: boolean }
   /** What the agent accepts in prompts (its promptCapabilities), for the attach buttons. */
   | { type: "capabilities"; image: boolean; embeddedContext: boolean }

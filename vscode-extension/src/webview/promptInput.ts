@@ -1,7 +1,8 @@
 // The prompt input's pure parts (no DOM, tested under node): which completion the text at the
 // caret asks for (`/command` at the start, `@mention` after a space or at the start), the
 // agent's commands that match, the text after a completion is chosen, and the words the chat
-// shows for stop reasons and statuses.
+// shows for statuses. (A stop reason's words are acp-client's, sent by the host with the delta
+// that ends the turn.)
 
 export interface CompletionContext {
   trigger: "/" | "@";
@@ -42,26 +43,6 @@ export function matchCommands(commands: readonly Command[], query: string, max =
 export function applyCompletion(text: string, caret: number, ctx: CompletionContext, insert: string): { text: string; caret: number } {
   const head = text.slice(0, ctx.start) + insert;
   return { text: head + text.slice(caret), caret: head.length };
-}
-
-/** How a turn ended, in words. */
-export function stopWords(stop: string): string {
-  switch (stop) {
-    case "end_turn":
-      return "Done";
-    case "cancelled":
-      return "Cancelled";
-    case "refusal":
-      return "The agent refused to continue";
-    case "max_tokens":
-      return "Stopped: the agent reached its token limit";
-    case "max_turn_requests":
-      return "Stopped: the agent reached its limit of requests for one turn";
-    case "error":
-      return "Failed";
-    default:
-      return `Ended (${stop.replace(/_/g, " ")})`;
-  }
 }
 
 /** A tool call's or plan entry's status, in words; `turnOver`: the turn has ended, so what was

@@ -14,16 +14,17 @@ export type ViewOp =
   | { op: "update"; n: number; entry: ThreadEntry }
   | { op: "drop"; n: number }
   | { op: "meta"; meta: ThreadMeta }
-  /** A turn that was running is over: `stop` is how it ended (`end_turn`, `cancelled`, `error`…). */
-  | { op: "turnEnded"; stop: string };
+  /** A turn that was running is over: `stop` is how it ended (`end_turn`, `cancelled`, `error`…),
+   *  `words` acp-client's words for it as the host sent them (the stop reason itself if none). */
+  | { op: "turnEnded"; stop: string; words: string };
 
 export class ThreadModel {
   readonly entries = new Map<number, ThreadEntry>();
   private turn: ThreadMeta["turn"] = "idle";
 
   /** Applies one delta; returns the view's work, in order (entries first, then the session's
-   *  fields, then the end of a turn). */
-  apply(delta: ThreadDelta): ViewOp[] {
+   *  fields, then the end of a turn, in `stopWords` when the host sent them). */
+  apply(delta: ThreadDelta, stopWords?: string): ViewOp[] {
     const ops: ViewOp[] = [];
     for (const n of [...this.entries.keys()]) {
       if (n < delta.firstEntry) {
@@ -37,7 +38,10 @@ export class ThreadModel {
     }
     if (delta.meta) {
       ops.push({ op: "meta", meta: delta.meta });
-      if (this.turn === "running" && delta.meta.turn === "idle") ops.push({ op: "turnEnded", stop: delta.meta.lastStop ?? "end_turn" });
+      if (this.turn === "running" && delta.meta.turn === "idle") {
+        const stop = delta.meta.lastStop ?? "end_turn";
+        ops.push({ op: "turnEnded", stop, words: typeof stopWords === "string" && stopWords !== "" ? stopWords : stop });
+      }
       this.turn = delta.meta.turn;
     }
     return ops;

@@ -9,6 +9,8 @@ import type { SavedThread, ThreadDelta, ThreadEntry } from "acp-wasm-client";
 import { Conversation, type Scheduler } from "../../src/bridges/conversation";
 import { ThreadModel, messageSource, textChange, type ViewOp } from "../../src/webview/threadModel";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
+import { SessionDecisions } from "../../src/sessions/decisions";
+import { loadEngine } from "../../src/protocol/engine";
 
 const { skip } = tryEngine();
 
@@ -28,23 +30,30 @@ class ManualScheduler implements Scheduler {
   }
 }
 
-/** A Conversation on a real wasm Thread, its deltas applied to a view model. */
+/** acp-client's words for a stop reason, from the real engine (what the host gives Conversation). */
+const rustStopWords = (stop: string) => new SessionDecisions(() => loadEngine(extensionRoot).module).stopWords(stop);
+
+/** A Conversation on a real wasm Thread, its deltas (and the words sent with them) applied to a
+ *  view model as the webview applies its "delta" messages. */
 function setup(maxBytes?: number) {
   const sched = new ManualScheduler();
   const deltas: ThreadDelta[] = [];
+  const words: Array<string | undefined> = [];
   const view = new ThreadModel();
   const ops: ViewOp[] = [];
   const conv = new Conversation(
     testPolicy().newThread(maxBytes),
-    (json) => {
+    (json, stopWords) => {
       const d = JSON.parse(json) as ThreadDelta;
       deltas.push(d);
-      ops.push(...view.apply(d));
+      words.push(stopWords);
+      ops.push(...view.apply(d, stopWords));
     },
     sched,
     50,
+    rustStopWords,
   );
-  return { conv, sched, deltas, view, ops };
+  return { conv, sched, deltas, words, view, ops };
 }
 
 const chunk = (text: string, kind = "agent_message_chunk") => ({
@@ -131,7 +140,7 @@ test("turn boundaries: the streamed text is delivered before the turn's end, and
   assert.equal(s.conv.turnRunning, false);
   assert.equal(s.sched.pending.length, 0, "the end delivered everything; no timer left");
   const ends = s.ops.filter((o) => o.op === "turnEnded");
-  assert.deepEqual(ends, [{ op: "turnEnded", stop: "cancelled" }]);
+  assert.deepEqual(ends, [{ op: "turnEnded", stop: "cancelled", words: "Cancelled" }]);
   const last = s.ops.findIndex((o) => o.op === "turnEnded");
   assert.ok(
     s.ops.slice(0, last).some((o) => (o.op === "add" || o.op === "update") && textOf(o.entry) === "Hello"),
@@ -140,6 +149,47 @@ test("turn boundaries: the streamed text is delivered before the turn's end, and
   const tool = s.view.entries.get(2);
   assert.equal(tool?.type === "tool" && tool.status, "cancelled", "nothing is left running after a cancel");
   s.conv.dispose();
+});
+
+test("the webview shows acp-client's words for a stop reason: the host sends them with the delta that ends the turn", { skip }, () => {
+  for (const stop of ["end_turn", "cancelled", "max_tokens", "max_turn_requests", "refusal", "a_new_reason"]) {
+    const s = setup();
+    s.conv.beginTurn([{ type: "text", text: "hi" }]);
+    s.conv.applyUpdate(chunk("text"));
+    s.conv.flush();
+    s.conv.endTurn(stop);
+    const rust = rustStopWords(stop);
+    assert.notEqual(rust, stop, "acp-client has words for it");
+    // Only the delta that ends the turn carries words.
+    assert.deepEqual(s.words, [...s.words.slice(0, -1).map(() => undefined), rust], stop);
+    assert.deepEqual(
+      s.ops.filter((o) => o.op === "turnEnded"),
+      [{ op: "turnEnded", stop, words: rust }],
+      stop,
+    );
+    s.conv.dispose();
+  }
+  // Without words from the host the view shows the stop reason itself, never words of its own.
+  const view = new ThreadModel();
+  const s = setup();
+  s.conv.beginTurn([{ type: "text", text: "hi" }]);
+  view.apply(s.deltas[0]!);
+  s.conv.endTurn("max_tokens");
+  const ops = view.apply(s.deltas[s.deltas.length - 1]!);
+  assert.deepEqual(
+    ops.filter((o) => o.op === "turnEnded"),
+    [{ op: "turnEnded", stop: "max_tokens", words: "max_tokens" }],
+  );
+  s.conv.dispose();
+  // And the webview's code holds no copy of the words: no stop reason is named in it.
+  const dir = path.join(extensionRoot, "src", "webview");
+  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
+    const text = fs.readFileSync(path.join(dir, f), "utf8");
+    for (const stop of ["max_tokens", "max_turn_requests", "refusal"]) {
+      assert.ok(!text.includes(stop), `src/webview/${f} names the stop reason ${stop}`);
+    }
+    assert.ok(!/function\s+stopWords/.test(text), `src/webview/${f} defines stopWords`);
+  }
 });
 
 test("a failed turn (a crash) keeps its partial answer and the message in the conversation", { skip }, () => {
@@ -156,7 +206,7 @@ test("a failed turn (a crash) keeps its partial answer and the message in the co
   assert.deepEqual(entries[2], { type: "notice", level: "error", text: "ACP demo agent killed by SIGKILL" });
   assert.deepEqual(
     s.ops.filter((o) => o.op === "turnEnded"),
-    [{ op: "turnEnded", stop: "error" }],
+    [{ op: "turnEnded", stop: "error", words: "Failed" }],
   );
   // The conversation goes on in a new session: what was said stays.
   s.conv.setSession("s-2", null, null);

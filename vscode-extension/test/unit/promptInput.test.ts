@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
-import { applyCompletion, completionContext, matchCommands, statusWords, stopWords } from "../../src/webview/promptInput";
+import { applyCompletion, completionContext, matchCommands, statusWords } from "../../src/webview/promptInput";
 import { promptParts, readForPrompt, validAttachment } from "../../src/bridges/attachments";
 import { EditReview, type EditTarget } from "../../src/bridges/edits";
 import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
@@ -60,11 +60,7 @@ test("applyCompletion replaces the trigger and query, keeps the rest, puts the c
   assert.deepEqual(applyCompletion("/ec", 3, slash, "/echo "), { text: "/echo ", caret: 6 });
 });
 
-test("stop reasons and statuses in plain words; unfinished work after the turn is said so", () => {
-  assert.equal(stopWords("end_turn"), "Done");
-  assert.equal(stopWords("cancelled"), "Cancelled");
-  assert.equal(stopWords("max_tokens"), "Stopped: the agent reached its token limit");
-  assert.equal(stopWords("something_new"), "Ended (something new)");
+test("statuses in plain words; unfinished work after the turn is said so", () => {
   assert.equal(statusWords("in_progress"), "Running");
   assert.equal(statusWords("in_progress", true), "Not finished");
   assert.equal(statusWords("pending", true), "Not finished");
