@@ -23,7 +23,7 @@ import { SessionDecisions } from "./sessions/decisions";
 import { pickSession } from "./sessions/history";
 import { openSession, RestartNeeded, type Opened } from "./sessions/opener";
 import { canList, reopenHow } from "./sessions/reopen";
-import { entriesFrom, SessionStore, type HistoryEntry } from "./sessions/store";
+import { entriesFrom, SessionStore, titleOf, type HistoryEntry } from "./sessions/store";
 import { FsBridge } from "./bridges/fs";
 import { PermissionBridge, type ProposedEdit } from "./bridges/permission";
 import { promptParts, validAttachment, type ViewAttachment } from "./bridges/attachments";
@@ -43,7 +43,8 @@ import { CHAT_VIEW_ID, ChatViewProvider } from "./ui/chatView";
 import { DIFF_SCHEME, DiffContentProvider } from "./ui/diff";
 import { VsCodeDocumentHost } from "./ui/documentHost";
 import { VsCodePermissionPrompter, VsCodeTerminalApprover, VsCodeWriteApprover } from "./ui/prompter";
-import { PseudoterminalFactory } from "./ui/terminalDisplay";
+import { PseudoterminalPanels } from "./ui/terminalDisplay";
+import { SessionTerminals, sessionTerminalName } from "./bridges/sessionTerminals";
 import type { HostToWebview, WebviewToHost } from "./webview/messages";
 
 type State = "stopped" | "starting" | "ready" | "crashed" | "failed";
@@ -117,7 +118,14 @@ export class AcpContext implements vscode.Disposable {
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
     this.terminals = new TerminalManager(
-      new PseudoterminalFactory(),
+      // One terminal panel per session, named after the agent and the conversation.
+      new SessionTerminals(new PseudoterminalPanels(), (sessionId) =>
+        sessionTerminalName(
+          this.session?.sessionId === sessionId ? this.session.agent : this.conn?.agentTitle,
+          this.session?.sessionId === sessionId ? this.conversationTitle() : undefined,
+          sessionId,
+        ),
+      ),
       () => ({
         useShell: cfg().get<boolean>("terminal.useShell", false),
         approval: cfg().get<string>("terminal.approval", "ask") === "allow" ? "allow" : "ask",
@@ -582,6 +590,13 @@ export class AcpContext implements vscode.Disposable {
     return f ? f.uri.fsPath : path.resolve(process.env.HOME ?? "/");
   }
 
+  /** The conversation's title (the agent's, else its first prompt), if it has one yet. */
+  private conversationTitle(): string | undefined {
+    if (!this.conv) return undefined;
+    const title = titleOf(this.conv.savedJson());
+    return title === "(no prompt yet)" || title === "(unreadable)" ? undefined : title;
+  }
+
   /** The conversation shown, made empty when there is none yet. */
   private conversation(): Conversation {
     if (!this.conv) {
@@ -641,6 +656,7 @@ export class AcpContext implements vscode.Disposable {
       this.conversation().notice("error", `Could not open a session: ${words}`);
       throw new Error(words);
     }
+    if (this.session && this.session.sessionId !== res.sessionId) this.terminals.endSession(this.session.sessionId);
     this.session = { sessionId: res.sessionId, agent: conn.agentTitle };
     if (!keep) {
       this.conv?.dispose();
@@ -988,6 +1004,7 @@ export class AcpContext implements vscode.Disposable {
       return;
     }
     this.showSaved(json);
+    if (this.session) this.terminals.endSession(this.session.sessionId);
     this.session = null;
     const conn = await this.ensureAgent();
     const sameAgent = e.agent === conn.spec.name;

@@ -1,5 +1,6 @@
 // terminal/* requests: real processes, shown in the editor's terminal panel through a
-// TerminalDisplay (a Pseudoterminal in VS Code).
+// TerminalDisplayFactory (one panel per session, each command under a header line:
+// bridges/sessionTerminals.ts; a Pseudoterminal in VS Code).
 //
 // - Checked first: a `cwd` must be absolute and inside the workspace folders (symlinks
 //   resolved), like `acp chat`'s terminals; then acp-client's question (through the wasm
@@ -101,14 +102,20 @@ export class OutputBuffer {
   }
 }
 
+/** How one command is shown (its output as it comes, then how it ended). */
 export interface TerminalDisplay {
   write(text: string): void;
   exited(status: TerminalExitStatus): void;
-  dispose(): void;
 }
 
+/** Where commands are shown: one panel per session (SessionTerminals, bridges/sessionTerminals.ts). */
 export interface TerminalDisplayFactory {
-  create(title: string, onInput: (data: string) => void): TerminalDisplay;
+  /** A command of `sessionId` started: `commandLine` is acp-client's one-line quoting of it;
+   *  `onInput` takes what the user types for it. */
+  create(sessionId: string, commandLine: string, onInput: (data: string) => void): TerminalDisplay;
+  /** The session is over: what shows its commands goes. */
+  endSession(sessionId: string): void;
+  disposeAll(): void;
 }
 
 /** What the user is asked before an agent's command runs: acp-client's question. */
@@ -317,8 +324,8 @@ export class TerminalManager {
     child.on("error", (err) => this.log.warn(`terminal ${id}: ${err.message}`));
     // "close" (not "exit"): all output has been read by then.
     child.on("close", (code, signal) => finish({ exitCode: code, signal: signal ?? null }));
-    // The panel's tab shows the question's command line (agent text escaped, on one line).
-    term.display = this.displays?.create(`ACP: ${label.length > 40 ? `${label.slice(0, 40)}…` : label}`, (data) => {
+    // Shown in the session's panel under the question's command line (agent text escaped, on one line).
+    term.display = this.displays?.create(sessionId, label, (data) => {
       if (!term.exit) child.stdin?.write(data);
     });
     this.terms.set(id, term);
@@ -353,17 +360,21 @@ export class TerminalManager {
     const t = this.get("terminal/release", params);
     this.killTerm(t);
     this.terms.delete(t.id);
-    // The panel keeps showing the output; the user closes it.
+    // The session's panel keeps showing its output.
     return {};
   }
 
-  /** Kills and forgets every terminal (agent gone, extension deactivating). */
+  /** The session is over (another took its place): the panel showing its commands goes. Its
+   *  terminals stay as ACP has them (the agent may still read, kill or release them). */
+  endSession(sessionId: string): void {
+    this.displays?.endSession(sessionId);
+  }
+
+  /** Kills and forgets every terminal (agent gone, extension deactivating); the panels go. */
   disposeAll(): void {
-    for (const t of this.terms.values()) {
-      this.killTerm(t);
-      t.display?.dispose();
-    }
+    for (const t of this.terms.values()) this.killTerm(t);
     this.terms.clear();
+    this.displays?.disposeAll();
   }
 
   private killTerm(t: Term): void {

@@ -8,14 +8,13 @@ import {
   TerminalManager,
   shellQuote,
   type TerminalApprovalRequest,
-  type TerminalDisplay,
   type TerminalDisplayFactory,
   type TerminalSettings,
 } from "../../src/bridges/terminal";
+import { SessionTerminals, sessionTerminalName, type TerminalPanel, type TerminalPanelHost } from "../../src/bridges/sessionTerminals";
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { envPolicyFrom } from "../../src/protocol/env";
 import { nullLogger } from "../../src/protocol/log";
-import type { TerminalExitStatus } from "@agentclientprotocol/sdk";
 import { RequestError } from "../../src/protocol/errors";
 import { testPolicy, tryEngine } from "./engine-helpers";
 
@@ -82,13 +81,52 @@ test("OutputBuffer appends without copying what it keeps: 32 MiB in 4 KiB chunks
   assert.equal(b.text().length, MAX_OUTPUT_BYTES);
 });
 
-class RecordingDisplays implements TerminalDisplayFactory {
-  created: Array<{ title: string; out: string[]; exit?: TerminalExitStatus; disposed: boolean; input: (d: string) => void }> = [];
-  create(title: string, onInput: (d: string) => void): TerminalDisplay {
-    const rec = { title, out: [] as string[], disposed: false, input: onInput, exit: undefined as TerminalExitStatus | undefined };
-    this.created.push(rec);
-    return { write: (t) => rec.out.push(t), exited: (s) => (rec.exit = s), dispose: () => (rec.disposed = true) };
+/** Terminal panels as the editor would show them: their name, the text written, whether the
+ *  extension disposed them; `close()` is the user closing the tab. Nothing may be written to a
+ *  panel that is gone. */
+class FakePanels implements TerminalPanelHost {
+  panels: Array<{
+    name: string;
+    text: string;
+    reveals: number;
+    disposed: boolean;
+    closed: boolean;
+    input: (d: string) => void;
+    close: () => void;
+  }> = [];
+  open(name: string, onInput: (d: string) => void, onClosed: () => void): TerminalPanel {
+    const p = {
+      name,
+      text: "",
+      reveals: 0,
+      disposed: false,
+      closed: false,
+      input: onInput,
+      close: () => {
+        p.closed = true;
+        onClosed();
+      },
+    };
+    this.panels.push(p);
+    return {
+      write: (t) => {
+        assert.ok(!p.disposed && !p.closed, `written to a panel that is gone: ${JSON.stringify(t)}`);
+        p.text += t;
+      },
+      reveal: () => p.reveals++,
+      dispose: () => (p.disposed = true),
+    };
   }
+}
+
+/** The text a panel shows, without its ANSI styling. */
+// eslint-disable-next-line no-control-regex
+const plain = (t: string) => t.replace(/\x1b\[[0-9;]*m/g, "");
+
+/** One panel per session (the extension's SessionTerminals) over FakePanels. */
+function sessionPanels() {
+  const host = new FakePanels();
+  return { host, displays: new SessionTerminals(host, (id) => sessionTerminalName("Demo agent", undefined, id)) };
 }
 
 const settings =
@@ -105,8 +143,8 @@ const mgr = (displays?: TerminalDisplayFactory, useShell = false) =>
   new TerminalManager(displays, settings({ useShell }), nullLogger, testPolicy());
 
 test("runs a real process without a shell; output, exit code, display", { skip }, async () => {
-  const d = new RecordingDisplays();
-  const m = mgr(d);
+  const d = sessionPanels();
+  const m = mgr(d.displays);
   const { terminalId } = await m.create({
     sessionId: "s",
     command: node,
@@ -119,9 +157,8 @@ test("runs a real process without a shell; output, exit code, display", { skip }
   assert.equal(out.output, "$HOME;echo:v", "arguments reach the process verbatim (no shell expansion)");
   assert.equal(out.truncated, false);
   assert.deepEqual(out.exitStatus, { exitCode: 3, signal: null });
-  assert.equal(d.created.length, 1);
-  assert.equal(d.created[0]!.out.join(""), "$HOME;echo:v");
-  assert.deepEqual(d.created[0]!.exit, { exitCode: 3, signal: null });
+  assert.equal(d.host.panels.length, 1);
+  assert.match(plain(d.host.panels[0]!.text), /^\$ .*\n\$HOME;echo:v\n\[process exited with code 3\]\n$/);
   m.release({ sessionId: "s", terminalId });
 });
 
@@ -195,8 +232,8 @@ test("wait_for_exit gives up when its request is cancelled", { skip }, async () 
 });
 
 test("a command that cannot be started answers the request with an error, like acp chat (no terminal, no exit 127)", { skip }, async () => {
-  const d = new RecordingDisplays();
-  const m = mgr(d);
+  const d = sessionPanels();
+  const m = mgr(d.displays);
   await assert.rejects(m.create({ sessionId: "s", command: "/nonexistent/acp-test-cmd" }), (e: unknown) => {
     assert.ok(e instanceof RequestError);
     assert.equal(e.code, testPolicy().failureError("command_not_found").code);
@@ -207,7 +244,7 @@ test("a command that cannot be started answers the request with an error, like a
   await assert.rejects(m.create({ sessionId: "s", command: "no-such-acp-test-command-xyz" }), isCode(-32602, /command not found/));
   await assert.rejects(m.create({ sessionId: "s", command: ws }), isCode(-32602, /cannot execute/));
   assert.equal(m.size, 0);
-  assert.equal(d.created.length, 0, "no terminal panel for a command that never ran");
+  assert.equal(d.host.panels.length, 0, "no terminal panel for a command that never ran");
 });
 
 test("unknown terminal ids and other sessions' terminals are -32002 (resource not found)", { skip }, async () => {
@@ -230,16 +267,150 @@ test("useShell runs the command line under sh with quoted args", { skip }, async
 });
 
 test("input typed in the terminal panel reaches the process", { skip }, async () => {
-  const d = new RecordingDisplays();
-  const m = mgr(d);
+  const d = sessionPanels();
+  const m = mgr(d.displays);
   const { terminalId } = await m.create({
     sessionId: "s",
     command: node,
     args: ["-e", "process.stdin.once('data', (b) => { process.stdout.write('got ' + b); process.exit(0) })"],
   });
-  d.created[0]!.input("ping\n");
+  d.host.panels[0]!.input("ping\n");
   await m.waitForExit({ sessionId: "s", terminalId });
   assert.equal(m.output({ sessionId: "s", terminalId }).output, "got ping\n");
+});
+
+// ---- one terminal panel per session ------------------------------------------------------------
+
+/** A manager asking an approver that allows everything and records acp-client's command lines. */
+function sessionMgr() {
+  const d = sessionPanels();
+  const lines: string[] = [];
+  const m = new TerminalManager(d.displays, settings({ approval: "ask" }), nullLogger, testPolicy(), {
+    approve: (r: TerminalApprovalRequest) => {
+      lines.push(r.question.commandLine);
+      return Promise.resolve(true);
+    },
+  });
+  const run = async (sessionId: string, script: string) => {
+    const { terminalId } = await m.create({ sessionId, command: node, args: ["-e", script] });
+    return { sessionId, terminalId };
+  };
+  return { ...d, m, lines, run };
+}
+
+test(
+  "two commands of a session share one terminal panel, each under acp-client's command line with its own output and exit",
+  { skip },
+  async () => {
+    const { host, m, lines, run } = sessionMgr();
+    const one = await run("s-1", "process.stdout.write('one')");
+    assert.deepEqual(await m.waitForExit(one), { exitCode: 0, signal: null });
+    const two = await run("s-1", "console.log('two'); process.exit(4)");
+    assert.deepEqual(await m.waitForExit(two), { exitCode: 4, signal: null });
+    assert.notEqual(one.terminalId, two.terminalId);
+    assert.equal(host.panels.length, 1, "one panel for the session");
+    const panel = host.panels[0]!;
+    assert.equal(panel.name, "ACP: Demo agent — s-1");
+    assert.equal(panel.reveals, 2, "shown at each command");
+    assert.equal(lines.length, 2);
+    assert.ok(lines[0]!.includes("process.stdout.write"), lines[0]);
+    assert.equal(plain(panel.text), `$ ${lines[0]}\none\n[process exited with code 0]\n$ ${lines[1]}\ntwo\n[process exited with code 4]\n`);
+    // ACP keeps each terminal apart.
+    assert.deepEqual(m.output(one), { output: "one", truncated: false, exitStatus: { exitCode: 0, signal: null } });
+    assert.deepEqual(m.output(two), { output: "two\n", truncated: false, exitStatus: { exitCode: 4, signal: null } });
+    m.release(one);
+    assert.throws(() => m.output(one), isCode(-32002));
+    assert.equal(m.output(two).output, "two\n");
+    m.disposeAll();
+    assert.equal(panel.disposed, true);
+  },
+);
+
+test("a terminal panel the user closed is opened again for the session's next command", { skip }, async () => {
+  const { host, m, lines, run } = sessionMgr();
+  const one = await run("s-1", "process.stdout.write('one')");
+  await m.waitForExit(one);
+  host.panels[0]!.close();
+  const two = await run("s-1", "process.stdout.write('two')");
+  await m.waitForExit(two);
+  assert.equal(host.panels.length, 2);
+  const again = host.panels[1]!;
+  assert.equal(again.name, host.panels[0]!.name);
+  assert.equal(plain(again.text), `$ ${lines[1]}\ntwo\n[process exited with code 0]\n`);
+  assert.equal(host.panels[0]!.disposed, false, "the user's close is not a dispose");
+  assert.equal(m.output(one).output, "one", "closing the panel changes nothing for ACP");
+  m.disposeAll();
+  assert.equal(again.disposed, true);
+});
+
+test("two sessions get two terminal panels; a session's end disposes its panel only, its terminals stay", { skip }, async () => {
+  const { host, m, lines, run } = sessionMgr();
+  const a = await run("s-a", "setTimeout(() => process.stdout.write('late'), 300)");
+  const b = await run("s-b", "process.stdout.write('b')");
+  await m.waitForExit(b);
+  assert.deepEqual(
+    host.panels.map((p) => p.name),
+    ["ACP: Demo agent — s-a", "ACP: Demo agent — s-b"],
+  );
+  m.endSession("s-a");
+  assert.equal(host.panels[0]!.disposed, true);
+  assert.equal(host.panels[1]!.disposed, false);
+  // The ended session's command runs on and is still ACP's (FakePanels asserts nothing more is
+  // written to the disposed panel).
+  assert.deepEqual(await m.waitForExit(a), { exitCode: 0, signal: null });
+  assert.equal(m.output(a).output, "late");
+  assert.equal(plain(host.panels[1]!.text), `$ ${lines[1]}\nb\n[process exited with code 0]\n`);
+  // The other session's panel is the one its next command uses.
+  const b2 = await run("s-b", "process.stdout.write('b2')");
+  await m.waitForExit(b2);
+  assert.equal(host.panels.length, 2);
+  m.disposeAll();
+  assert.equal(host.panels[1]!.disposed, true);
+});
+
+test("commands of one session running side by side: output marked when the panel switches, input to the latest running", () => {
+  const host = new FakePanels();
+  const shown = new SessionTerminals(host, (id) => sessionTerminalName("Demo", undefined, id));
+  const typed: string[] = [];
+  const a = shown.create("s", "sleep 10", (d) => typed.push(`a:${d}`));
+  const b = shown.create("s", "make", (d) => typed.push(`b:${d}`));
+  a.write("a1\n");
+  a.write("a2");
+  b.write("b1\n");
+  host.panels[0]!.input("y\n");
+  b.exited({ exitCode: 0, signal: null });
+  host.panels[0]!.input("n\n");
+  a.exited({ exitCode: null, signal: "SIGTERM" });
+  host.panels[0]!.input("ignored\n");
+  assert.deepEqual(typed, ["b:y\n", "a:n\n"]);
+  assert.equal(
+    plain(host.panels[0]!.text),
+    [
+      "$ sleep 10",
+      "$ make",
+      "[output of $ sleep 10]",
+      "a1",
+      "a2",
+      "[output of $ make]",
+      "b1",
+      "[process exited with code 0]",
+      "[output of $ sleep 10]",
+      "[process killed by SIGTERM]",
+      "",
+    ].join("\n"),
+  );
+  assert.equal(host.panels.length, 1);
+  assert.equal(shown.openPanels, 1);
+  shown.endSession("s");
+  assert.equal(shown.openPanels, 0);
+  a.write("after the end");
+});
+
+test("a session's panel name: agent and title on one line without control characters, clipped; else the id's start", () => {
+  assert.equal(sessionTerminalName("Demo", "fix\x1b[31m the\n build", "s-1"), "ACP: Demo — fix [31m the build");
+  assert.equal(sessionTerminalName("Demo", undefined, "0123456789abcdef"), "ACP: Demo — 0123456789a…");
+  assert.equal(sessionTerminalName(undefined, "  ", "s-1"), "ACP: s-1");
+  assert.equal(sessionTerminalName("Demo", "x".repeat(60), "s").length, "ACP: Demo — ".length + 40);
 });
 
 test("terminal commands get an explicit environment: no host secrets unless passed through", { skip }, async () => {
