@@ -1,6 +1,7 @@
 //! Real agents under `acp chat`, offline: `@agentclientprotocol/claude-agent-acp`,
-//! `@zed-industries/codex-acp` and `@google/gemini-cli` (`--acp`; not every scenario, see the
-//! end of this file) at the versions pinned in `tests/real-agents/package-lock.json`,
+//! `@zed-industries/codex-acp`, `@google/gemini-cli` (`--acp`), `@qwen-code/qwen-code` (`--acp`)
+//! and `opencode-ai` (`opencode acp`; not every scenario for gemini-cli and opencode, see the end
+//! of this file) at the versions pinned in `tests/real-agents/package-lock.json`,
 //! each talking to the fake model server `tests/real-agents/fake-model-server.mjs` on 127.0.0.1
 //! (the only fake: the agents are the real builds from the npm registry).
 //!
@@ -163,6 +164,8 @@ enum Agent {
     Claude,
     Codex,
     Gemini,
+    Qwen,
+    OpenCode,
 }
 
 /// How the agent is configured for a case.
@@ -182,12 +185,17 @@ impl Agent {
             Agent::Claude => "node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js",
             Agent::Codex => "node_modules/@zed-industries/codex-acp/bin/codex-acp.js",
             Agent::Gemini => "node_modules/@google/gemini-cli/bundle/gemini.js",
+            Agent::Qwen => "node_modules/@qwen-code/qwen-code/cli-entry.js",
+            // The native binary opencode-ai's postinstall put there for this platform.
+            Agent::OpenCode => "node_modules/opencode-ai/bin/opencode.exe",
         };
-        let mut command = vec!["node".into(), require(&agents_dir().join(bin))];
-        if self == Agent::Gemini {
-            command.push("--acp".into());
+        let bin = require(&agents_dir().join(bin));
+        // As the registry launches them (acp-client/data/registry-snapshot.json).
+        match self {
+            Agent::Claude | Agent::Codex => vec!["node".into(), bin],
+            Agent::Gemini | Agent::Qwen => vec!["node".into(), bin, "--acp".into()],
+            Agent::OpenCode => vec![bin, "acp".into()],
         }
-        command
     }
 
     /// Writes the agent's configuration under `home` and returns the `--env` arguments.
@@ -254,6 +262,72 @@ impl Agent {
                 if setup != Setup::NoKey {
                     env.push(format!("GOOGLE_GEMINI_BASE_URL={}", model.url()));
                     env.push("GEMINI_API_KEY=fake-gemini-key".into());
+                }
+            }
+            Agent::Qwen => {
+                // Its OpenAI-compatible provider, from the environment. Approval mode "default"
+                // (ask before edits and commands; its own default, "auto", has a model classifier
+                // decide); no usage statistics (else sent to Aliyun RUM at start), telemetry or
+                // update check.
+                let dir = home.join(".qwen");
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(
+                    dir.join("settings.json"),
+                    r#"{"tools":{"approvalMode":"default"},
+                        "privacy":{"usageStatisticsEnabled":false},
+                        "telemetry":{"enabled":false},
+                        "general":{"enableAutoUpdate":false}}"#,
+                )
+                .unwrap();
+                env.push(format!("OPENAI_BASE_URL={}/v1", model.url()));
+                env.push("OPENAI_MODEL=fake-model".into());
+                if setup != Setup::NoKey {
+                    env.push("OPENAI_API_KEY=fake-openai-key".into());
+                }
+            }
+            Agent::OpenCode => {
+                // Config, data, cache and state under the temporary HOME; one provider, the fake
+                // server through the bundled @ai-sdk/openai-compatible; "ask" before edits and
+                // commands (its default is to allow them).
+                let xdg = [
+                    ("XDG_CONFIG_HOME", ".config"),
+                    ("XDG_DATA_HOME", ".local/share"),
+                    ("XDG_CACHE_HOME", ".cache"),
+                    ("XDG_STATE_HOME", ".local/state"),
+                ];
+                for (name, sub) in xdg {
+                    env.push(format!("{name}={}", home.join(sub).display()));
+                }
+                let dir = home.join(".config/opencode");
+                std::fs::create_dir_all(&dir).unwrap();
+                let config = serde_json::json!({
+                    "autoupdate": false,
+                    "share": "disabled",
+                    "model": "fake/fake-model",
+                    "small_model": "fake/fake-model",
+                    "enabled_providers": ["fake"],
+                    "permission": {"edit": "ask", "bash": "ask"},
+                    "provider": {"fake": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "Fake model server",
+                        "options": {"baseURL": format!("{}/v1", model.url()), "apiKey": "fake-openai-key"},
+                        "models": {"fake-model": {"name": "Fake model", "tool_call": true}},
+                    }},
+                });
+                std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
+                // No network but the fake server's: no models.dev catalogue, update check,
+                // default plugins, LSP downloads or sharing; and the npm install it starts in
+                // every config directory (@opencode-ai/plugin, through its embedded npm) fails at
+                // once from the empty cache instead of reaching registry.npmjs.org.
+                for quiet in [
+                    "OPENCODE_DISABLE_MODELS_FETCH=1",
+                    "OPENCODE_DISABLE_AUTOUPDATE=1",
+                    "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+                    "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+                    "OPENCODE_DISABLE_SHARE=1",
+                    "npm_config_offline=true",
+                ] {
+                    env.push(quiet.into());
                 }
             }
         }
@@ -430,6 +504,13 @@ fn text_turn(agent: Agent) {
             assert!(path.ends_with(":streamGenerateContent"), "{path}");
             assert_eq!(turns[0]["headers"]["x-goog-api-key"], "fake-gemini-key");
         }
+        Agent::Qwen | Agent::OpenCode => {
+            assert_eq!(turns[0]["path"], "/v1/chat/completions");
+            assert_eq!(
+                turns[0]["headers"]["authorization"],
+                "Bearer fake-openai-key"
+            );
+        }
     }
     assert_eq!(stop_reasons(&case.rpc()), ["end_turn"]);
 }
@@ -485,7 +566,7 @@ fn write_denied(agent: Agent) {
     }
     assert!(!target.exists(), "the file was written\n{}", case.dump(&r));
     let (code, stop) = match agent {
-        Agent::Claude | Agent::Gemini => (0, "end_turn"),
+        Agent::Claude | Agent::Gemini | Agent::Qwen | Agent::OpenCode => (0, "end_turn"),
         Agent::Codex => (3, "cancelled"),
     };
     assert_eq!(r.code(), code, "{}", case.dump(&r));
@@ -556,7 +637,7 @@ fn command_denied(agent: Agent) {
         case.dump(&r)
     );
     let code = match agent {
-        Agent::Claude | Agent::Gemini => 0,
+        Agent::Claude | Agent::Gemini | Agent::Qwen | Agent::OpenCode => 0,
         Agent::Codex => 3,
     };
     assert_eq!(r.code(), code, "{}", case.dump(&r));
@@ -872,6 +953,14 @@ fn auth_without_a_key(agent: Agent) {
         }
         // gemini-cli refuses session/new: "Gemini API key is missing or not configured."
         Agent::Gemini => assert!(r.stderr.contains("API key"), "{}", case.dump(&r)),
+        // Qwen Code refuses session/new with auth_required; its one method (`openai`, a
+        // terminal login) needs OPENAI_API_KEY, which acp names.
+        Agent::Qwen => assert!(
+            r.stderr.contains("--env OPENAI_API_KEY"),
+            "{}",
+            case.dump(&r)
+        ),
+        Agent::OpenCode => unreachable!("not run for OpenCode (see its test list)"),
     }
 }
 
@@ -974,5 +1063,48 @@ agent_tests!(
         prompts_from_stdin,
         sigterm_stops_the_agent_and_its_command,
         auth_without_a_key,
+    ]
+);
+
+// Qwen Code (`qwen --acp`), through the OpenAI Chat Completions API.
+agent_tests!(
+    qwen,
+    Qwen,
+    [
+        text_turn,
+        write_allowed_with_yes,
+        write_denied,
+        command_allowed_with_yes,
+        command_denied,
+        cancel_with_ctrl_c,
+        timeout_when_the_model_stalls,
+        load_an_earlier_session,
+        unanswered_permission_cancels,
+        yes_always_picks_allow_always,
+        prompts_from_stdin,
+        sigterm_stops_the_agent_and_its_command,
+        auth_without_a_key,
+    ]
+);
+
+// OpenCode (`opencode acp`), through the OpenAI Chat Completions API (a custom provider). Not
+// auth_without_a_key: a custom provider needs no key, and without one configured OpenCode falls
+// back to its own hosted models (the network).
+agent_tests!(
+    opencode,
+    OpenCode,
+    [
+        text_turn,
+        write_allowed_with_yes,
+        write_denied,
+        command_allowed_with_yes,
+        command_denied,
+        cancel_with_ctrl_c,
+        timeout_when_the_model_stalls,
+        load_an_earlier_session,
+        unanswered_permission_cancels,
+        yes_always_picks_allow_always,
+        prompts_from_stdin,
+        sigterm_stops_the_agent_and_its_command,
     ]
 );

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // A fake model server for the real-agent tests (scripts/test-real-agents.sh): it speaks the
-// Anthropic Messages API (claude-agent-acp), the OpenAI Responses and Chat Completions APIs
-// (codex-acp) and the Gemini API (gemini-cli) on 127.0.0.1, with SSE streaming, and plays a scripted conversation chosen by a
-// marker in the user's prompt. Only node's standard library.
+// Anthropic Messages API (claude-agent-acp), the OpenAI Responses API (codex-acp), the OpenAI
+// Chat Completions API (codex-acp, Qwen Code, OpenCode) and the Gemini API (gemini-cli) on
+// 127.0.0.1, with SSE streaming, and plays a scripted conversation chosen by a marker in the
+// user's prompt. Only node's standard library.
 //
 //   node fake-model-server.mjs [--port N] [--log FILE]
 //
@@ -22,7 +23,8 @@
 // answer is a short text (FAKE_SIDE_ANSWER; logged with `answer.side: true`). A request whose
 // last message is a tool result gets the final text. Tool call arguments follow the tools the
 // request declares (Write/Bash for Claude Code; apply_patch and exec_command/shell_command/shell
-// for Codex; write_file and run_shell_command for Gemini CLI).
+// for Codex; write_file and run_shell_command for Gemini CLI and Qwen Code; write and bash for
+// OpenCode).
 
 import http from "node:http";
 import fs from "node:fs";
@@ -168,6 +170,13 @@ function writeCall(view, api, path) {
   if (api === "anthropic") {
     return { kind: "tool", name: "Write", input: { file_path: path, content: FAKE_FILE_CONTENT } };
   }
+  // OpenAI Chat Completions agents: Qwen Code's write_file, OpenCode's write.
+  if (view.tools.includes("write_file")) {
+    return { kind: "tool", name: "write_file", input: { file_path: path, content: FAKE_FILE_CONTENT } };
+  }
+  if (view.tools.includes("write")) {
+    return { kind: "tool", name: "write", input: { filePath: path, content: FAKE_FILE_CONTENT } };
+  }
   if (view.tools.includes("apply_patch")) {
     const patch = [
       "*** Begin Patch",
@@ -194,8 +203,10 @@ function runCall(view, api, command) {
   if (api === "anthropic") {
     return { kind: "tool", name: "Bash", input: { command, description: "Run a command" } };
   }
-  for (const name of ["shell_command", "exec_command", "shell", "local_shell"]) {
+  for (const name of ["run_shell_command", "bash", "shell_command", "exec_command", "shell", "local_shell"]) {
     if (!view.tools.includes(name)) continue;
+    if (name === "run_shell_command") return { kind: "tool", name, input: { command, description: "Run a command" } };
+    if (name === "bash") return { kind: "tool", name, input: { command } };
     if (name === "shell_command") return { kind: "tool", name, input: { command } };
     if (name === "exec_command") return { kind: "tool", name, input: { cmd: command } };
     return { kind: "tool", name, input: { command: ["bash", "-lc", command] } };
@@ -341,6 +352,16 @@ function responsesAnswer(req, res, body, p, id) {
 function chatAnswer(req, res, body, p, id) {
   const base = { id: `chatcmpl-fake-${id}`, object: "chat.completion.chunk",
     created: Math.floor(Date.now() / 1000), model: body.model ?? "fake-model" };
+  if (!body.stream) {
+    const message = p.kind === "tool"
+      ? { role: "assistant", content: null, tool_calls: [{ id: `call_fake_${id}`, type: "function",
+          function: { name: p.name, arguments: JSON.stringify(p.input) } }] }
+      : { role: "assistant", content: (p.chunks ?? [FAKE_SIDE_ANSWER]).join("") };
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(JSON.stringify({ ...base, object: "chat.completion",
+      choices: [{ index: 0, message, finish_reason: p.kind === "tool" ? "tool_calls" : "stop" }],
+      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
+  }
   if (p.kind === "stall") return stall(res);
   sseHeaders(res);
   const chunk = (delta, finish = null) => sse(res, null, { ...base,
