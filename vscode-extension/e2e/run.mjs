@@ -8,7 +8,8 @@
 // reject option), cancel mid-stream, cancel while the permission dialog is open, the agent
 // killed mid-answer (its partial answer and the crash stay in the conversation, which goes on in
 // the restarted agent's new session), a sensitive write (acp-demo.txt linked into .git: the write modal, Review
-// changes, Refuse), the terminal approval modal (`acp.terminal.approval: ask`: Run, Cancel,
+// changes, Refuse), the terminal approval modal (`acp.terminal.approval: ask`: Run, then a second
+// command in the same session shown in the same terminal; Cancel,
 // Escape), modes and config options, an agent that fails to start, remote agents by URL (an
 // `acp serve --http` started here: WebSocket with a wrong token then the right one, a dropped
 // connection resumed; HTTP + SSE), the agent picker's registry presets.
@@ -1075,6 +1076,23 @@ try {
       10_000,
     );
     await screenshot("terminal-approved-ran");
+    // The session's next command is shown in the same terminal, under its own header line.
+    await sendPrompt("Run this after I approve it too: `echo e2e-second-output`");
+    await terminalModal("echo e2e-second-output");
+    await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Run" }).click();
+    await until(
+      "both commands, each with its header and exit status, in one terminal",
+      async () =>
+        (await page
+          .locator(".xterm-rows", { hasText: "$ echo e2e-approved-output" })
+          .filter({ hasText: "$ echo e2e-second-output" })
+          .filter({ hasText: /e2e-second-output\s*\[process exited with code 0\]/ })
+          .count()) > 0,
+      15_000,
+    );
+    await (await dialogButton("Do not write")).click();
+    await turnEnds("end_turn");
+    await screenshot("terminal-session-shared");
   });
 
   // Cancel and Escape both refuse: the agent gets an error for terminal/create, nothing runs.
