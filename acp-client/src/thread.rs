@@ -158,8 +158,9 @@ impl Block {
     }
 }
 
-/// What a tool call shows besides its title (`ToolCallContent`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What a tool call shows besides its title (`ToolCallContent`). Read tag first
+/// ([`read_tagged`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolContent {
     Content {
@@ -269,8 +270,8 @@ impl ToolCall {
     }
 }
 
-/// One entry of the conversation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One entry of the conversation. Read tag first ([`read_tagged`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Entry {
     #[serde(rename_all = "camelCase")]
@@ -474,6 +475,125 @@ pub struct Thread {
 impl PartialEq for Thread {
     fn eq(&self, other: &Self) -> bool {
         serde_json::to_string(self).ok() == serde_json::to_string(other).ok()
+    }
+}
+
+// --- the saved forms of the internally tagged enums, read back ----------------------------
+
+// `Entry` and `ToolContent` are written as serde's internally tagged objects (`{"type": …}`)
+// but not read through serde's tagged-enum support: that buffers each object whole into
+// serde's `Content` and reads every type nested in it a second time from that buffer, which
+// was about a tenth of the client wasm (docs/wasm.md, "Sizes"). As for the wire forms below,
+// the tag is read first (other fields skipped unbuilt), then the variant's own struct.
+
+#[derive(Deserialize)]
+struct TypeTag {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+/// Reads one object of an internally tagged enum: its text, its `type`, then `variant(type,
+/// text)` (serde_json's error for the variant's struct).
+fn read_tagged<'de, D, T>(
+    d: D,
+    variant: impl FnOnce(&str, &str) -> Result<T, serde_json::Error>,
+) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error;
+    let raw = Box::<RawValue>::deserialize(d)?;
+    let tag: TypeTag = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
+    variant(&tag.kind, raw.get()).map_err(D::Error::custom)
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Message {
+            #[serde(default)]
+            message_id: Option<String>,
+            content: Vec<Block>,
+        }
+        #[derive(Deserialize)]
+        struct Notice {
+            level: NoticeLevel,
+            text: String,
+        }
+        read_tagged(d, |kind, text| {
+            let message = |text| serde_json::from_str::<Message>(text);
+            Ok(match kind {
+                "user" => message(text).map(|m| Entry::User {
+                    message_id: m.message_id,
+                    content: m.content,
+                })?,
+                "agent" => message(text).map(|m| Entry::Agent {
+                    message_id: m.message_id,
+                    content: m.content,
+                })?,
+                "thought" => message(text).map(|m| Entry::Thought {
+                    message_id: m.message_id,
+                    content: m.content,
+                })?,
+                "tool" => Entry::Tool(serde_json::from_str(text)?),
+                "notice" => {
+                    let n: Notice = serde_json::from_str(text)?;
+                    Entry::Notice {
+                        level: n.level,
+                        text: n.text,
+                    }
+                }
+                other => {
+                    return Err(serde::de::Error::unknown_variant(
+                        other,
+                        &["user", "agent", "thought", "tool", "notice"],
+                    ))
+                }
+            })
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Content {
+            content: Block,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Diff {
+            path: String,
+            #[serde(default)]
+            old_text: Option<String>,
+            new_text: String,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Terminal {
+            terminal_id: String,
+        }
+        read_tagged(d, |kind, text| {
+            Ok(match kind {
+                "content" => ToolContent::Content {
+                    content: serde_json::from_str::<Content>(text)?.content,
+                },
+                "diff" => {
+                    let d: Diff = serde_json::from_str(text)?;
+                    ToolContent::Diff {
+                        path: d.path,
+                        old_text: d.old_text,
+                        new_text: d.new_text,
+                    }
+                }
+                "terminal" => ToolContent::Terminal {
+                    terminal_id: serde_json::from_str::<Terminal>(text)?.terminal_id,
+                },
+                // A kind this version does not know.
+                _ => ToolContent::Unknown,
+            })
+        })
     }
 }
 
@@ -1586,5 +1706,100 @@ mod tests {
         assert!(Thread::from_json(&other, Limits::default())
             .unwrap_err()
             .contains("format 2"));
+    }
+
+    /// `Entry` and `ToolContent` are read back tag first (not through serde's tagged enums):
+    /// every variant reads back as written, an unknown tool content kind reads as `Unknown`,
+    /// and a bad entry fails naming what is wrong.
+    #[test]
+    fn every_saved_entry_and_tool_content_reads_back() {
+        let tool = ToolCall {
+            tool_call_id: "t1".into(),
+            title: "edit".into(),
+            kind: "edit".into(),
+            status: "completed".into(),
+            content: vec![
+                ToolContent::Content {
+                    content: Block::text("out"),
+                },
+                ToolContent::Diff {
+                    path: "/a".into(),
+                    old_text: None,
+                    new_text: "new".into(),
+                },
+                ToolContent::Diff {
+                    path: "/b".into(),
+                    old_text: Some("old".into()),
+                    new_text: "new".into(),
+                },
+                ToolContent::Terminal {
+                    terminal_id: "term".into(),
+                },
+                ToolContent::Unknown,
+            ],
+            content_more: 2,
+            locations: vec![Location {
+                path: "/a".into(),
+                line: Some(3),
+            }],
+            raw_input: Some(RawJson(
+                RawValue::from_string(r#"{"x":[1,2]}"#.into()).unwrap(),
+            )),
+            raw_output: None,
+        };
+        let entries = vec![
+            Entry::User {
+                message_id: Some("m1".into()),
+                content: vec![Block::text("hi")],
+            },
+            Entry::Agent {
+                message_id: None,
+                content: vec![Block::text("yo")],
+            },
+            Entry::Thought {
+                message_id: None,
+                content: vec![],
+            },
+            Entry::Tool(tool),
+            Entry::Notice {
+                level: NoticeLevel::Warning,
+                text: "careful".into(),
+            },
+        ];
+        for e in &entries {
+            let text = serde_json::to_string(e).unwrap();
+            assert_eq!(&serde_json::from_str::<Entry>(&text).unwrap(), e, "{text}");
+        }
+        let t = Thread {
+            entries,
+            ..Thread::default()
+        };
+        let back = Thread::from_json(&t.to_json(), Limits::default()).unwrap();
+        assert_eq!(back.entries, t.entries);
+
+        let later = r#"{"type":"hologram","content":{"x":1},"path":7}"#;
+        assert_eq!(
+            serde_json::from_str::<ToolContent>(later).unwrap(),
+            ToolContent::Unknown
+        );
+        let bad = |text: &str| serde_json::from_str::<Entry>(text).unwrap_err().to_string();
+        assert!(bad(r#"{"content":[]}"#).contains("missing field `type`"));
+        assert!(bad(r#"{"type":"poem","content":[]}"#).contains("unknown variant `poem`"));
+        assert!(bad(r#"{"type":"user"}"#).contains("missing field `content`"));
+        assert!(bad(r#"{"type":"notice","level":"loud","text":"x"}"#)
+            .contains("unknown variant `loud`"));
+        assert!(bad(r#"[1]"#).contains("invalid type"));
+        let diff = r#"{"type":"tool","toolCallId":"t","title":"","kind":"edit","status":"pending","content":[{"type":"diff","path":"/a"}],"locations":[]}"#;
+        assert!(bad(diff).contains("missing field `newText`"));
+        let saved = Thread::default().to_json().replacen(
+            "\"entries\":[]",
+            "\"entries\":[{\"type\":\"user\",\"content\":7}]",
+            1,
+        );
+        let err = Thread::from_json(&saved, Limits::default()).unwrap_err();
+        assert!(
+            err.starts_with("not a saved thread: invalid type: integer `7`"),
+            "{err}"
+        );
     }
 }
