@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use wasm_bindgen::prelude::*;
 
 use crate::errors::type_error;
-use crate::policy::by_name;
+use crate::policy::{by_name, wire_name};
 use crate::{integer, string_arg};
 
 #[allow(dead_code)] // read through the custom section
@@ -75,6 +75,11 @@ export type ThreadApplied =
   | { applied: "tool"; entry: number; started: boolean }
   | { applied: "plan" | "commands" | "mode" | "config_options" | "info" | "usage" }
   | { applied: "ignored"; kind: string };
+
+/** How the replay of a `session/load` sent now is taken (`replayView()`): "show" (the
+ *  replay is the conversation: `applyUpdate`) or "fold" (the conversation is shown already:
+ *  `applyReplayedUpdate`). */
+export type ReplayView = "show" | "fold";
 
 /** The thread without its entries. */
 export interface ThreadMeta {
@@ -226,6 +231,31 @@ impl Thread {
         Ok(serde_json::to_string(&applied).unwrap_or_default())
     }
 
+    /// How the replay of a `session/load` sent now is to be taken, decided when it is sent:
+    /// "show" while the thread holds no conversation (its notices aside), else "fold".
+    #[wasm_bindgen(js_name = replayView, unchecked_return_type = "ReplayView")]
+    pub fn replay_view(&self) -> String {
+        wire_name(&self.inner.replay_view())
+    }
+
+    /// Folds one update of a replay not shown (`replayView()` was "fold"): the session's state
+    /// (mode, config options, commands, plan, usage, title) is taken; messages, thoughts and
+    /// prompts are not added again, a tool call only updates one that is unfinished here.
+    /// Returns the JSON text of what it did (`ThreadApplied`), or `undefined` when it was
+    /// skipped (nothing changed). An update that cannot be read throws as `applyUpdate` does.
+    #[wasm_bindgen(js_name = applyReplayedUpdate)]
+    pub fn apply_replayed_update(
+        &mut self,
+        #[wasm_bindgen(js_name = paramsJson, unchecked_param_type = "string")] params_json: JsValue,
+    ) -> Result<Option<String>, JsValue> {
+        let params = string_arg(&params_json, "paramsJson")?;
+        let applied = self
+            .inner
+            .apply_replayed_json(&params)
+            .map_err(|e| error(&e.to_string()))?;
+        Ok(applied.map(|a| serde_json::to_string(&a).unwrap_or_default()))
+    }
+
     /// The user's prompt (JSON text of its content blocks) starts a turn; returns the number
     /// of its entry.
     #[wasm_bindgen(js_name = beginTurn)]
@@ -363,7 +393,9 @@ impl Thread {
 #[cfg(test)]
 mod tests {
     use super::{by_name, LEVELS, TS_TYPES};
-    use acp_client::thread::{Applied, Block, Entry, NoticeLevel, ToolCall, ToolContent};
+    use acp_client::thread::{
+        Applied, Block, Entry, NoticeLevel, ReplayView, ToolCall, ToolContent,
+    };
 
     fn in_ts(name: &str) {
         assert!(
@@ -484,6 +516,14 @@ mod tests {
         assert_eq!(applied.len(), count(&applied[0]));
         for a in &applied {
             in_ts(&tag(a, "applied"));
+        }
+        let views = [ReplayView::Show, ReplayView::Fold];
+        let view = |v: &ReplayView| match v {
+            ReplayView::Show | ReplayView::Fold => 2,
+        };
+        assert_eq!(views.len(), view(&views[0]));
+        for v in &views {
+            in_ts(&super::wire_name(v));
         }
     }
 }

@@ -149,12 +149,52 @@ test("Thread: maxBytes drops the oldest entries; entry numbers stay valid", () =
   big.free();
 });
 
+test("Thread: a session/load replay is shown into an empty thread, folded into one that holds the conversation", () => {
+  const upd = (update) => JSON.stringify({ sessionId: "s", update });
+  const fresh = new Thread();
+  fresh.notice("info", "connecting");
+  assert.equal(fresh.replayView(), "show", "a notice alone is not a conversation");
+  fresh.free();
+  const t = new Thread();
+  t.beginTurn(JSON.stringify([{ type: "text", text: "hi" }]));
+  t.applyUpdate(chunk("hello"));
+  t.applyUpdate(upd({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "in_progress" }));
+  t.endTurn("end_turn");
+  t.takeDelta();
+  assert.equal(t.replayView(), "fold");
+  const entries = t.entryCount();
+  // The agent's replay of the same conversation: nothing of it is added again...
+  assert.equal(t.applyReplayedUpdate(upd({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "hi" } })), undefined);
+  assert.equal(t.applyReplayedUpdate(chunk("hello")), undefined);
+  assert.equal(t.applyReplayedUpdate(upd({ sessionUpdate: "tool_call", toolCallId: "t9", title: "Old", status: "completed" })), undefined);
+  // ...a tool call unfinished here takes the replayed state, and the session's state is taken.
+  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "completed" }))),
+    { applied: "tool", entry: 2, started: false });
+  const commands = { sessionUpdate: "available_commands_update", availableCommands: [{ name: "web", description: "Search" }] };
+  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd(commands))), { applied: "commands" });
+  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd({ sessionUpdate: "current_mode_update", currentModeId: "code" }))), { applied: "mode" });
+  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd({ sessionUpdate: "plan", entries: [{ content: "a", priority: "high", status: "pending" }] }))),
+    { applied: "plan" });
+  assert.equal(t.entryCount(), entries);
+  const delta = JSON.parse(t.takeDelta());
+  assert.deepEqual(delta.entries.map(([n, e]) => [n, e.type, e.status]), [[2, "tool", "completed"]]);
+  assert.deepEqual(delta.meta.commands, [{ name: "web", description: "Search" }]);
+  assert.equal(delta.meta.currentMode, "code");
+  assert.deepEqual(delta.meta.plan, [{ content: "a", priority: "high", status: "pending" }]);
+  const err = throwsNamed(assert, () => t.applyReplayedUpdate('{"sessionId":"s"}'), "Error");
+  assert.match(err.message, /^unreadable session\/update/);
+  assert.equal(t.hasChanges(), false, "an unreadable update changes nothing");
+  throwsNamed(assert, () => t.applyReplayedUpdate(7), "TypeError");
+  t.free();
+});
+
 test("Thread: every method throws after free()", () => {
   const t = new Thread();
   t.free();
   for (const call of [() => t.applyUpdate(chunk("x")), () => t.beginTurn("[]"), () => t.endTurn("end_turn"),
     () => t.failTurn("x"), () => t.notice("info", "x"), () => t.setSession("s", null, null, null), () => t.takeDelta(),
-    () => t.hasChanges(), () => t.toJson(), () => t.entryCount(), () => t.entryJson(0)]) {
+    () => t.hasChanges(), () => t.toJson(), () => t.entryCount(), () => t.entryJson(0), () => t.replayView(),
+    () => t.applyReplayedUpdate(chunk("x"))]) {
     assert.throws(call, Error);
   }
 });
