@@ -100,8 +100,11 @@ export class AcpContext implements vscode.Disposable {
   private reopen: string | undefined;
   /** The conversation shown (a saved one, read-only) goes on in the next new session. */
   private keepShown = false;
-  /** `session/load` of a conversation shown from its saved form: its replay is not folded. */
-  private dropReplay: string | undefined;
+  /** `session/load` of a conversation shown already (its saved form, or the same session
+   *  after a crash or a dropped connection): its replay is folded without being shown
+   *  (acp-client's rule, `Conversation.replayView`/`applyReplayed`): the session's commands,
+   *  plan, mode and usage are taken, its messages not added again. */
+  private quietReplay: string | undefined;
   /** `session/load` of a session not saved here: its replay is the conversation shown. */
   private foldReplay: string | undefined;
   private saveTimer: NodeJS.Timeout | undefined;
@@ -628,7 +631,7 @@ export class AcpContext implements vscode.Disposable {
     const keep = !!o.afterCrash || reopen !== undefined || this.keepShown;
     this.reopen = undefined;
     this.keepShown = false;
-    const haveSaved = keep && !!this.conv && this.conv.saved().entries.some((e) => e.type !== "notice");
+    const haveSaved = keep && !!this.conv && this.conv.replayView() === "fold";
     let res: Opened;
     try {
       res = await openSession(conn, {
@@ -639,12 +642,12 @@ export class AcpContext implements vscode.Disposable {
         signIn: this.signIn,
         preferLoad: !haveSaved,
         beforeLoad: (id) => {
-          if (haveSaved) this.dropReplay = id;
+          if (haveSaved) this.quietReplay = id;
           else this.foldReplay = id;
         },
       });
     } catch (e) {
-      this.dropReplay = this.foldReplay = undefined;
+      this.quietReplay = this.foldReplay = undefined;
       this.reopen = reopen;
       this.keepShown = keep;
       if (e instanceof RestartNeeded && !o.signedIn) {
@@ -672,11 +675,11 @@ export class AcpContext implements vscode.Disposable {
         ? `New session with ${conn.agentTitle}`
         : `Session ${res.how === "resume" ? "resumed" : "loaded"} with ${conn.agentTitle}`,
     );
-    if (res.how === "load" && this.dropReplay === res.sessionId) {
-      // The conversation shown is the saved one: the agent's replay of it is not added again.
+    if (res.how === "load" && this.quietReplay === res.sessionId) {
+      // The conversation shown is the saved one: its replay was folded quietly as it came.
       this.early = this.early.filter((u) => u.sessionId !== res.sessionId);
     }
-    this.dropReplay = this.foldReplay = undefined;
+    this.quietReplay = this.foldReplay = undefined;
     this.saveSoon();
     this.postCapabilities();
     if (!o.afterCrash) {
@@ -802,8 +805,21 @@ export class AcpContext implements vscode.Disposable {
     if (this.state === "ready") this.status.text = `${busy ? "$(sync~spin)" : "$(hubot)"} ACP: ${this.conn?.spec.name ?? ""}`;
   }
 
+  /** One update of a replay of the conversation shown (session/load): not shown again. */
+  private foldQuietly(conv: Conversation, params: unknown): void {
+    try {
+      conv.applyReplayed(params);
+    } catch (e) {
+      this.log.warn(`${(e as Error).message}: dropped`);
+    }
+  }
+
   private onSessionUpdate(sessionId: string, params: unknown): void {
-    if (sessionId === this.dropReplay) return; // a replay of the conversation shown (session/load)
+    if (sessionId === this.quietReplay) {
+      // A replay of the conversation shown (session/load).
+      if (this.conv) this.foldQuietly(this.conv, params);
+      return;
+    }
     // (A session/load's replay arrives before its answer set the session up.)
     const current = sessionId === this.session?.sessionId || sessionId === this.foldReplay;
     if (!current || !this.conv) {

@@ -56,6 +56,22 @@ export class Conversation {
     this.later();
   }
 
+  /** How the replay of a `session/load` sent now is to be taken (acp-client's rule,
+   *  `Thread.replayView`): "show" while this holds no conversation (notices aside): the replay
+   *  is the conversation, `applyUpdate`; else "fold": `applyReplayed`. */
+  replayView(): "show" | "fold" {
+    return this.thread.replayView() === "show" ? "show" : "fold";
+  }
+
+  /** Folds one update of a replay not shown (`replayView()` was "fold"): the session's
+   *  commands, plan, mode, usage, config options and title are taken, nothing of the
+   *  conversation is added again (a tool call unfinished here takes its replayed state).
+   *  Throws like `applyUpdate` for params it cannot read. */
+  applyReplayed(params: unknown): void {
+    const applied = this.thread.applyReplayedUpdate(typeof params === "string" ? params : JSON.stringify(params));
+    if (applied !== undefined) this.later();
+  }
+
   /** The user's prompt starts a turn; returns its entry number. */
   beginTurn(prompt: readonly ContentBlock[]): number {
     const n = this.thread.beginTurn(JSON.stringify(prompt));

@@ -221,6 +221,56 @@ test("a failed turn (a crash) keeps its partial answer and the message in the co
   s.conv.dispose();
 });
 
+test("a reload after a crash: the session/load replay keeps its commands, plan and mode, and no message is shown twice", { skip }, () => {
+  const s = setup();
+  s.conv.notice("info", "New session with ACP demo agent");
+  assert.equal(s.conv.replayView(), "show", "a notice alone is not a conversation: the replay is shown");
+  s.conv.beginTurn([{ type: "text", text: "hi" }]);
+  s.conv.applyUpdate(chunk("hello"));
+  s.conv.applyUpdate({ sessionId: "s", update: { sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "in_progress" } });
+  s.conv.failTurn("ACP demo agent killed by SIGKILL");
+  const before = [...s.view.entries.entries()];
+  assert.equal(s.conv.replayView(), "fold");
+  // The restarted agent replays the session before it answers session/load.
+  const replay = [
+    chunk("hi", "user_message_chunk"),
+    chunk("hello"),
+    { sessionId: "s", update: { sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "completed" } },
+    { sessionId: "s", update: { sessionUpdate: "tool_call", toolCallId: "t0", title: "Older", status: "completed" } },
+    {
+      sessionId: "s",
+      update: { sessionUpdate: "available_commands_update", availableCommands: [{ name: "web", description: "Search the web" }] },
+    },
+    { sessionId: "s", update: { sessionUpdate: "plan", entries: [{ content: "Fix it", priority: "high", status: "in_progress" }] } },
+    { sessionId: "s", update: { sessionUpdate: "current_mode_update", currentModeId: "code" } },
+  ];
+  s.ops.length = 0;
+  for (const u of replay) s.conv.applyReplayed(u);
+  assert.throws(() => s.conv.applyReplayed({ sessionId: "s" }), /unreadable session\/update/);
+  s.conv.flush();
+  const after = [...s.view.entries.entries()];
+  assert.deepEqual(
+    after.map(([n, e]) => [n, e.type, e.type === "tool" ? e.status : textOf(e)]),
+    [
+      [0, "notice", undefined],
+      [1, "user", "hi"],
+      [2, "agent", "hello"],
+      [3, "tool", "failed"],
+      [4, "notice", undefined],
+    ],
+    "the messages once; the tool call failed with the turn (finished here) keeps its state; the unknown one is not added",
+  );
+  assert.deepEqual(after, before);
+  assert.equal(s.ops.filter((o) => o.op === "add" || o.op === "update").length, 0, "nothing of the conversation drawn again");
+  const meta = s.ops.filter((o) => o.op === "meta").map((o) => (o.op === "meta" ? o.meta : undefined)!);
+  assert.equal(meta.length, 1);
+  const m = meta[0]!;
+  assert.deepEqual(m.commands, [{ name: "web", description: "Search the web" }]);
+  assert.deepEqual(m.plan, [{ content: "Fix it", priority: "high", status: "in_progress" }]);
+  assert.equal(m.currentMode, "code");
+  s.conv.dispose();
+});
+
 test(
   "session fields: modes, the agent's mode confirmation, config options, plan, commands, usage, title reach the view's meta",
   { skip },
