@@ -1,7 +1,8 @@
 // One conversation as the chat shows it: acp-client's thread model (acp-wasm's `Thread`, the
 // same folding `acp chat` renders from) fed with what arrives, and its changes handed to the
 // view coalesced. Nothing here folds an update: each `session/update`'s params go to
-// `Thread.applyUpdate`; prompts, stop reasons, errors and notices to `beginTurn`, `endTurn`,
+// `Thread.applyUpdate` (those of a session/load replay of the conversation shown, to
+// `Thread.applyReplayedUpdate`); prompts, stop reasons, errors and notices to `beginTurn`, `endTurn`,
 // `failTurn`, `notice`. The view is sent `Thread.takeDelta()` (each changed entry once,
 // whatever the number of updates that changed it) at most once per interval, and at once at a
 // turn's boundaries, as the JSON text the thread wrote (the webview parses it once). The delta
