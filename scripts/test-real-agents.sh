@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Real agents under `acp chat`, offline (issue 12): the pinned builds of
-# @agentclientprotocol/claude-agent-acp, @zed-industries/codex-acp and @google/gemini-cli from
-# tests/real-agents/, each driven by the fake model server tests/real-agents/fake-model-server.mjs
-# on 127.0.0.1.
+# @agentclientprotocol/claude-agent-acp, @zed-industries/codex-acp, @google/gemini-cli,
+# @qwen-code/qwen-code and opencode-ai from tests/real-agents/, each driven by the fake model
+# server tests/real-agents/fake-model-server.mjs on 127.0.0.1.
 # The tests are acp-native/tests/real_agents.rs (ignored by a plain `cargo test`; run here with
 # --ignored). Extra arguments go to the test binary (e.g. a name filter: `codex::`).
 #
@@ -20,7 +20,8 @@ skip_loudly() {
   echo
   echo "################################################################################"
   echo "##  test-real-agents: SKIPPED — $*"
-  echo "##  The real-agent tests (claude-agent-acp, codex-acp, gemini-cli under acp chat) DID NOT RUN."
+  echo "##  The real-agent tests (claude-agent-acp, codex-acp, gemini-cli, qwen-code, opencode
+##  under acp chat) DID NOT RUN."
   echo "################################################################################"
   echo
   exit 0
@@ -73,11 +74,11 @@ timeout -k 10 1800 cargo test -p acp-native --locked --test real_agents --no-run
   say "build failed"
   exit 1
 }
-say "running (claude-agent-acp, codex-acp, gemini-cli; each acp run bounded at 120 s, the whole at 600 s)"
+say "running (claude-agent-acp, codex-acp, gemini-cli, qwen-code, opencode; each acp run bounded at 120 s, the whole at 900 s)"
 # Two at a time: the machine has two cores, shared.
-timeout -k 10 600 cargo test -p acp-native --locked --test real_agents -- --ignored --test-threads=2 "$@"
+timeout -k 10 900 cargo test -p acp-native --locked --test real_agents -- --ignored --test-threads=2 "$@"
 status=$?
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
-  say "the tests did not finish within 600 s"
+  say "the tests did not finish within 900 s"
 fi
 exit "$status"
