@@ -45,6 +45,10 @@ pins_installed() {
       const file = `node_modules/${name}/package.json`;
       const got = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")).version : "missing";
       if (got !== version) { console.error(`${name}: ${got}, pinned ${version}`); process.exit(1); }
+    }
+    // opencode-ai links its platform binary here in its postinstall script.
+    if (!fs.existsSync("node_modules/opencode-ai/bin/opencode.exe")) {
+      console.error("opencode-ai: no bin/opencode.exe (its postinstall did not run?)"); process.exit(1);
     }'
 }
 
