@@ -150,7 +150,9 @@ fn interactive_chat_in_a_terminal() {
 
     // A second turn, cancelled with Ctrl-C while it streams (typed once the prompt is back: on a
     // loaded machine the turn's end can come well after its last line).
-    tmux.wait("the next prompt", |s| s.trim_end().lines().last() == Some(">"));
+    tmux.wait("the next prompt", |s| {
+        s.trim_end().lines().last() == Some(">")
+    });
     tmux.keys(&["second turn", "Enter"]);
     tmux.wait_for("You said: \"second");
     tmux.keys(&["C-c"]);
