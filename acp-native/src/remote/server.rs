@@ -615,13 +615,7 @@ fn plain_get(
             return None;
         }
         if name == header::CONNECTION {
-            let v = value.to_str().ok()?;
-            if v.split(',')
-                .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
-            {
-                return None;
-            }
-            close |= v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close"));
+            close |= has_token(value.to_str().ok()?, "close");
         }
         req = req.header(name, value);
     }
@@ -718,17 +712,19 @@ where
             if Pin::new(&mut *io).poll_read(cx, &mut read).is_ready() {
                 return Poll::Ready(Next::Leave);
             }
+            // (Frames that carry no bytes are skipped.)
             loop {
-                return match http_body::Body::poll_frame(Pin::new(&mut body), cx) {
+                match http_body::Body::poll_frame(Pin::new(&mut body), cx) {
                     Poll::Ready(Some(frame)) => {
-                        match frame.unwrap_or_else(|e| match e {}).into_data() {
-                            Ok(data) if !data.is_empty() => Poll::Ready(Next::Data(data)),
-                            _ => continue,
+                        if let Ok(data) = frame.unwrap_or_else(|e| match e {}).into_data() {
+                            if !data.is_empty() {
+                                return Poll::Ready(Next::Data(data));
+                            }
                         }
                     }
-                    Poll::Ready(None) => Poll::Ready(Next::End),
-                    Poll::Pending => Poll::Pending,
-                };
+                    Poll::Ready(None) => return Poll::Ready(Next::End),
+                    Poll::Pending => return Poll::Pending,
+                }
             }
         })
         .await;
@@ -943,11 +939,15 @@ fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',')
-                .any(|p| p.trim().eq_ignore_ascii_case("upgrade"))
-        });
+        .any(|v| has_token(v, "upgrade"));
     upgrade && connection
+}
+
+/// Whether a comma-separated header value (`Connection: keep-alive, Upgrade`) holds `token`.
+fn has_token(value: &str, token: &str) -> bool {
+    value
+        .split(',')
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
 }
 
 /// The top level of a JSON-RPC message, borrowed from its text.
@@ -1637,11 +1637,7 @@ where
             }
             Frame::Line(_) => {}
             Frame::Oversize { limit, prefix } => {
-                tracing::warn!(limit, "an agent message over the limit was dropped");
-                let sniffed = acp_core::sniff::sniff(prefix);
-                if let Some(msg) =
-                    transport::oversize_response_stand_in(&sniffed, limit, "the server's")
-                {
+                if let Some(msg) = oversize_agent_line(limit, prefix) {
                     frames.push(Message::text(msg));
                 }
             }
@@ -1664,6 +1660,14 @@ where
     let _ = to_client.send(Message::Close(None)).await;
     let _ = to_client.close().await;
     "the agent closed its output".into()
+}
+
+/// An agent line over `max_agent_message_bytes`, seen from its first bytes: dropped (logged);
+/// for a response, the error for its id that goes to the client in its place.
+fn oversize_agent_line(limit: usize, prefix: &[u8]) -> Option<String> {
+    tracing::warn!(limit, "an agent message over the limit was dropped");
+    let sniffed = acp_core::sniff::sniff(prefix);
+    transport::oversize_response_stand_in(&sniffed, limit, "the server's")
 }
 
 /// Closes the agent's input and stops its process, if any (bounded); the exit report.
@@ -1883,11 +1887,7 @@ impl HttpConn {
                     }
                     Frame::Line(_) => {}
                     Frame::Oversize { limit, prefix } => {
-                        tracing::warn!(limit, "an agent message over the limit was dropped");
-                        let sniffed = acp_core::sniff::sniff(prefix);
-                        if let Some(msg) =
-                            transport::oversize_response_stand_in(&sniffed, limit, "the server's")
-                        {
+                        if let Some(msg) = oversize_agent_line(limit, prefix) {
                             if let Err(e) = self.route(msg.as_bytes(), shared) {
                                 overflow = Some(e);
                             }
