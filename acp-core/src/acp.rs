@@ -46,6 +46,7 @@ pub mod client {
 pub const CANCEL_REQUEST: &str = "$/cancel_request";
 
 /// Messages that change which later messages are valid; never sent inside a batch (seed 002).
+/// With the feature `unstable`, `unstable::NOT_BATCHABLE` adds the draft ones.
 pub const NOT_BATCHABLE: &[&str] = &[
     agent::INITIALIZE,
     agent::AUTHENTICATE,
@@ -53,14 +54,6 @@ pub const NOT_BATCHABLE: &[&str] = &[
     agent::SESSION_LOAD,
     agent::SESSION_PROMPT,
 ];
-
-pub fn is_batchable(method: &str) -> bool {
-    #[cfg(feature = "unstable")]
-    if crate::unstable::NOT_BATCHABLE.contains(&method) {
-        return false;
-    }
-    !NOT_BATCHABLE.contains(&method)
-}
 
 /// Extension methods and notifications start with `_`.
 pub fn is_extension(method: &str) -> bool {

@@ -513,7 +513,7 @@ impl<T> Connection<T> {
             ));
         }
         for e in &entries {
-            if !acp::is_batchable(&e.method) {
+            if !is_batchable(&e.method) {
                 return Err(Error::NotAllowedInBatch(e.method.clone()));
             }
             self.check_can_send(&e.method)?;
@@ -1263,7 +1263,7 @@ impl<T> Connection<T> {
         batch: Option<u64>,
         now: Millis,
     ) {
-        if batch.is_some() && !acp::is_batchable(&method) {
+        if batch.is_some() && !is_batchable(&method) {
             // Seed 002: these change which later messages are valid, so a batch holding them
             // is ambiguous. That entry alone is refused (with its id, so the peer can match
             // it); the rest of the batch is processed.
@@ -1500,6 +1500,16 @@ pub struct BatchEntry<T> {
 const NOT_AN_OBJECT: &str = "a batch entry must be a JSON-RPC message object";
 
 /// serde's message, in the protocol's words.
+/// Whether `method` may travel inside a batch: not one of [`acp::NOT_BATCHABLE`] (nor, with
+/// the feature `unstable`, of `unstable::NOT_BATCHABLE`).
+fn is_batchable(method: &str) -> bool {
+    #[cfg(feature = "unstable")]
+    if crate::unstable::NOT_BATCHABLE.contains(&method) {
+        return false;
+    }
+    !acp::NOT_BATCHABLE.contains(&method)
+}
+
 fn describe_json_error(e: &serde_json::Error) -> String {
     e.to_string()
         .replace("struct RawEnvelope", "a JSON-RPC message object")

@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tower::{Service, ServiceExt};
 
 use super::answer_budget::Budgeted;
-use super::handle::{Command, Control};
 use super::notifications::{notification_done, NotifWork};
+use super::shared::{Command, Control};
 use super::task::Driver;
 use super::{Incoming, RpcError};
 

@@ -3,92 +3,19 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_core::acp::{ext_name, ClientCapabilities};
-use acp_core::{CallError, ErrorObject, RawValue, Role};
-use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit};
+use acp_core::{CallError, RawValue, Role};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
 
-use super::answer_budget::AnswerBudget;
-use super::notifications::HandledCounter;
+use super::shared::{Command, Control, Shared};
 use super::{decode, to_raw, RpcClient, RpcError};
 #[cfg(doc)] // (for links in the docs)
 use super::{reserve_answer_bytes, DriverConfig};
-
-pub(super) type Reply = oneshot::Sender<Result<Box<RawValue>, RpcError>>;
-
-pub(super) enum Command {
-    Request {
-        key: u64,
-        method: String,
-        params: Option<Box<RawValue>>,
-        timeout: Option<Duration>,
-        reply: oneshot::Sender<Result<Box<RawValue>, RpcError>>,
-    },
-    Notify {
-        method: String,
-        params: Option<Box<RawValue>>,
-    },
-    Respond {
-        token: u64,
-        result: Result<Box<RawValue>, ErrorObject>,
-        /// The handler's reservation of the answer budget, held until the answer is written.
-        reserved: Option<OwnedSemaphorePermit>,
-    },
-}
-
-/// Commands that bypass backpressure (small, bounded by the number of calls).
-pub(super) enum Control {
-    Cancel {
-        key: u64,
-    },
-    Close {
-        reason: String,
-    },
-    /// Close with this reason once everything the peer sent is read (see
-    /// [`ConnectionHandle::close_at_eof_with_reason`]).
-    CloseAtEof {
-        reason: String,
-    },
-    /// A request handler's task ended without answering (it panicked or was aborted).
-    Abandoned {
-        token: u64,
-    },
-    /// The notification queue fell below [`DriverConfig::notification_bytes`]: reading may
-    /// resume.
-    NotificationsDrained,
-}
-
-pub(super) struct Shared {
-    pub(super) cmd: mpsc::Sender<Command>,
-    pub(super) ctl: mpsc::UnboundedSender<Control>,
-    pub(super) role: Role,
-    pub(super) next_key: AtomicU64,
-    /// Client capabilities as the engine read them (agent side), as bits.
-    pub(super) client_caps: AtomicU8,
-    /// Feature `unstable`: what the draft notifications need, as bits (the agent's
-    /// `auth.status`, the client's `plan`, `subagents`; all set when capabilities are not
-    /// enforced), so `notify` refuses them without a round trip to the engine.
-    #[cfg(feature = "unstable")]
-    pub(super) unstable_caps: AtomicU8,
-    pub(super) closed: watch::Receiver<Option<String>>,
-    pub(super) token: CancellationToken,
-    /// Notifications received from the peer (counted by the driver as they arrive).
-    pub(super) notifications_received: AtomicU64,
-    /// Notifications the handlers are done with.
-    pub(super) notifications_handled: HandledCounter,
-    /// True once the writer wrote everything and shut the transport down (or failed).
-    pub(super) writer_done: watch::Receiver<bool>,
-    /// The answer budget (see [`reserve_answer_bytes`]).
-    pub(super) budget: Arc<AnswerBudget>,
-    /// Bytes of params of the notifications queued for (or being handled by) the notification
-    /// task, and the limit above which reading pauses.
-    pub(super) notification_bytes: AtomicUsize,
-    pub(super) notification_limit: usize,
-}
 
 /// A cloneable handle to a driven connection: send requests and notifications, watch it end.
 #[derive(Clone)]

@@ -69,12 +69,13 @@ mod answer_budget; // the answer budget: `reserve_answer_bytes`
 mod config; // `DriverConfig`
 mod dispatch; // the engine's events: starting handlers, completing calls
 mod error; // `RpcError`
-mod handle; // `ConnectionHandle` and the commands it hands to the driver task
+mod handle; // `ConnectionHandle`
 mod incoming; // `Incoming`, `RpcService`
 mod json; // serde helpers, JSON string lengths
 mod notifications; // the in-order notification task
 mod output; // the output queue
 mod rpc_client; // `RpcClient` (a `tower::Service`), `RpcRequest`
+mod shared; // what handles and the tasks share: commands, `Shared`, the handled count
 mod task; // the driver task: its loop, reading, writing, deadlines, commands
 
 use std::collections::{HashMap, VecDeque};
@@ -101,9 +102,9 @@ pub use json::{decode, json_escaped_len, json_string_len, to_raw};
 pub use rpc_client::{RpcClient, RpcRequest};
 
 use answer_budget::AnswerBudget;
-use handle::Shared;
-use notifications::{notification_loop, HandledCounter};
+use notifications::notification_loop;
 use output::Output;
+use shared::{HandledCounter, Shared};
 use task::Driver;
 
 /// Starts driving a connection over `reader`/`writer` with `service` answering the peer.

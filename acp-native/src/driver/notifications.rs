@@ -3,66 +3,18 @@
 //! handled.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use acp_core::{ErrorObject, RawValue};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 use tower::{Service, ServiceExt};
 
 use super::answer_budget::Budgeted;
-use super::handle::{Control, Shared};
+use super::shared::{Control, Shared};
 #[cfg(doc)] // (for links in the docs)
 use super::ConnectionHandle;
 use super::{Incoming, RpcService};
-
-/// How many notifications the handlers are done with; wakes
-/// [`ConnectionHandle::notifications_handled`] (only when someone waits: counting is on the
-/// path of every notification).
-#[derive(Default)]
-pub(super) struct HandledCounter {
-    pub(super) count: AtomicU64,
-    waiters: AtomicUsize,
-    /// No more notifications will be handled (the notification task ended).
-    ended: AtomicBool,
-    changed: Notify,
-}
-
-impl HandledCounter {
-    pub(super) fn add_one(&self) {
-        self.count.fetch_add(1, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            self.changed.notify_waiters();
-        }
-    }
-
-    fn end(&self) {
-        self.ended.store(true, Ordering::SeqCst);
-        self.changed.notify_waiters();
-    }
-
-    pub(super) async fn wait_for(&self, target: u64) {
-        if self.count.load(Ordering::SeqCst) >= target {
-            return;
-        }
-        struct Waiting<'a>(&'a AtomicUsize);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let _waiting = Waiting(&self.waiters);
-        loop {
-            // Created before the check: a `notify_waiters` after it wakes this one.
-            let changed = self.changed.notified();
-            if self.count.load(Ordering::SeqCst) >= target || self.ended.load(Ordering::SeqCst) {
-                return;
-            }
-            changed.await;
-        }
-    }
-}
 
 /// Work for the in-order notification task, and the bytes of its params.
 pub(super) enum NotifWork {

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::PollSender;
 use tower::Service;
 
-use super::handle::Command;
+use super::shared::Command;
 use super::{to_raw, ConnectionHandle, RpcError};
 
 /// One outgoing request, as the [`RpcClient`] tower service takes it.

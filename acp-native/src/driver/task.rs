@@ -15,9 +15,9 @@ use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, PollSender};
 
 use super::error::{half_closed, refused};
-use super::handle::{Command, Control, Reply};
 use super::notifications::NotifWork;
 use super::output::{write_zero, Output};
+use super::shared::{Command, Control, Reply};
 use super::{duration_ms, ConnectionHandle, DriverConfig, RpcService};
 
 /// Rounds of the driver loop per wake-up before it yields to the runtime.
