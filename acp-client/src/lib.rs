@@ -19,7 +19,7 @@
 //! - [`display`]: how agent-supplied text is put on one line (a command line quoted so what is
 //!   shown is exactly what runs, control and bidi characters escaped).
 //! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
-//! - [`env`]: the environment allowlist, valid variable names, and what an agent's `env`
+//! - [`env`](mod@env): the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
 //! - [`prompt`]: the content block each attachment (a mentioned file or symbol, the selection,
 //!   an image) is sent as, per the agent's `promptCapabilities`, or why it is refused.
