@@ -17,7 +17,7 @@ export type { AcpEvent, ConnectionOptions, JsonRpcError, Role } from "acp-wasm-c
 export type EngineModule = typeof Wasm;
 /** One `AcpConnection` (acp-wasm/API.md). */
 export type EngineConnection = Wasm.AcpConnection;
-/** acp-client's conversation model (acp-client/src/thread.rs), living in wasm memory. */
+/** acp-client's conversation model (acp-client/src/thread/), living in wasm memory. */
 export type WasmThread = Wasm.Thread;
 /** acp-client's crash budget (acp-client/src/restart.rs). */
 export type WasmCrashBudget = Wasm.CrashBudget;
