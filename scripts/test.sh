@@ -42,6 +42,10 @@ ensure_packages() {
 
 step setup ensure_packages
 step format cargo fmt --all -- --check
+# Lints ([workspace.lints] in Cargo.toml, clippy's defaults), warnings as errors, with the
+# default features and with every optional one (draft ACP, the wasm client flavour).
+step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+step clippy-all-features cargo clippy --workspace --all-targets --locked --features acp-core/unstable,acp-client/unstable,acp-native/unstable,acp-wasm/client -- -D warnings
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
 # Unstable (draft) ACP, feature `unstable` (off in the steps above): the engine's and the

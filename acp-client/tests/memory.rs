@@ -15,11 +15,13 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let live = LIVE.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
         PEAK.fetch_max(live, Ordering::SeqCst);
-        System.alloc(layout)
+        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
-        System.dealloc(ptr, layout)
+        // SAFETY: `ptr` came from `alloc` above with this `layout` (the caller's contract).
+        unsafe { System.dealloc(ptr, layout) }
     }
 }
 

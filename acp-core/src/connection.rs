@@ -1091,7 +1091,7 @@ impl<T> Connection<T> {
         }
         impl<'de> serde::de::Visitor<'de> for CappedEntries {
             type Value = (Vec<&'de RawValue>, usize);
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("an array")
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(

@@ -350,7 +350,7 @@ pub(crate) fn member_of_message(message: &[u8], result: bool) -> Option<String> 
         #[serde(borrow, default)]
         result: Option<&'a serde_json::value::RawValue>,
     }
-    let m: M = serde_json::from_slice(message).ok()?;
+    let m: M<'_> = serde_json::from_slice(message).ok()?;
     let v = if result { m.result } else { m.params };
     v.map(|r| r.get().to_owned())
 }

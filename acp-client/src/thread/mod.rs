@@ -338,7 +338,8 @@ impl Thread {
 
     /// Folds one `session/update`'s params (JSON text).
     pub fn apply_json(&mut self, params: &str) -> Result<Applied, BadUpdate> {
-        let n: Notification = serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
+        let n: Notification<'_> =
+            serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
         let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
         if self.session_id.is_none() {
             self.session_id = n.session_id;
@@ -374,7 +375,8 @@ impl Thread {
     /// unfinished here, and one it does not have (dropped for the memory limit, never shown)
     /// is not added. `Ok(None)`: skipped, nothing changed.
     pub fn apply_replayed_json(&mut self, params: &str) -> Result<Option<Applied>, BadUpdate> {
-        let n: Notification = serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
+        let n: Notification<'_> =
+            serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
         let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
         let applied = match update {
             Update::UserMessageChunk(_)

@@ -202,7 +202,7 @@ impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Capped<T, N>
         struct V<T, const N: usize>(std::marker::PhantomData<T>);
         impl<'de, T: Deserialize<'de>, const N: usize> Visitor<'de> for V<T, N> {
             type Value = Capped<T, N>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("an array")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {

@@ -472,7 +472,7 @@ struct Batch<'f, 'a>(&'f mut dyn FnMut(Message<'a>, bool));
 impl<'de: 'a, 'a> Visitor<'de> for Batch<'_, 'a> {
     type Value = ();
 
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a batch")
     }
 
@@ -507,7 +507,7 @@ struct EnvelopeVisitor;
 impl<'de> Visitor<'de> for EnvelopeVisitor {
     type Value = Envelope<'de>;
 
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("a JSON value")
     }
 
@@ -573,7 +573,7 @@ impl<'de> Deserialize<'de> for Member {
         struct V;
         impl Visitor<'_> for V {
             type Value = Member;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a member name")
             }
             fn visit_str<E>(self, key: &str) -> Result<Member, E> {
@@ -601,7 +601,7 @@ impl<'de> Deserialize<'de> for MaybeStr<'de> {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = Cow<'de, str>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a string")
             }
             fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Cow<'de, str>, E> {

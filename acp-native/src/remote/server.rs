@@ -992,7 +992,7 @@ fn session_id_field(object: &str) -> Option<String> {
         #[serde(rename = "sessionId", borrow, default)]
         session_id: Option<&'a RawValue>,
     }
-    let w: WithSession = serde_json::from_str(object).ok()?;
+    let w: WithSession<'_> = serde_json::from_str(object).ok()?;
     serde_json::from_str::<String>(w.session_id?.get()).ok()
 }
 
@@ -1072,7 +1072,7 @@ where
     if line.starts_with('[') {
         return batch_rejection();
     }
-    let envelope: Option<Envelope> = serde_json::from_str(&line).ok();
+    let envelope: Option<Envelope<'_>> = serde_json::from_str(&line).ok();
     if let Some(env) = &envelope {
         if env.method.as_deref() == Some("initialize") {
             if let Some(id) = env.id() {
@@ -1919,7 +1919,7 @@ impl HttpConn {
     /// Puts one agent message on its stream (or answers initialize).
     fn route(&self, line: &[u8], shared: &Arc<Shared>) -> Result<(), String> {
         let text = String::from_utf8_lossy(line);
-        let envelope: Option<Envelope> = serde_json::from_str(&text).ok();
+        let envelope: Option<Envelope<'_>> = serde_json::from_str(&text).ok();
         let mut routes = self.routes.lock().unwrap();
         let target = match &envelope {
             None => routes.connection.clone(),
