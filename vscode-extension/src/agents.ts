@@ -4,7 +4,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { AgentSpec } from "./protocol/process";
-import { checkRemoteUrl, RemoteError } from "./protocol/remote";
+import { checkRemoteUrl } from "./protocol/remote";
+import { RemoteError } from "./protocol/transport";
 import type { AgentPresets } from "acp-wasm-client";
 
 export const DEMO_AGENT_NAME = "ACP demo agent";

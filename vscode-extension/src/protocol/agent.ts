@@ -20,8 +20,9 @@ import { invalidEnvNames } from "./env";
 import { ClientPolicy } from "./policy";
 import type { Logger, TraceSink } from "./log";
 import * as fs from "node:fs";
-import { AgentProcess, type AgentSpec, type ExitInfo } from "./process";
-import { RemoteAgent, type RemoteError } from "./remote";
+import { AgentProcess, type AgentSpec } from "./process";
+import { RemoteAgent } from "./remote";
+import type { ExitInfo, RemoteError } from "./transport";
 import { SseRemoteAgent } from "./remoteSse";
 import type { AgentTransport, TransportEvents } from "./transport";
 

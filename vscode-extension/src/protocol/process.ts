@@ -5,8 +5,7 @@
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { NO_HOST_ENV, explicitEnv, type EnvPolicy } from "./env";
-import type { RemoteError } from "./remote";
-import type { AgentTransport, TransportEvents } from "./transport";
+import { TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
 
 export interface AgentSpec {
   name: string;
@@ -23,35 +22,6 @@ export interface AgentSpec {
   /** Which host variables the agent gets. AgentConnection.start defaults it to acp-client's
    *  allowlist; an AgentProcess started without one gets no host variable at all. */
   envPolicy?: EnvPolicy;
-}
-
-export interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** The process could not be started at all (e.g. ENOENT). */
-  spawnError?: Error;
-  /** A remote agent: why the connection could not be made or ended. */
-  remote?: RemoteError;
-  /** A remote agent: how it ended, in words. */
-  reason?: string;
-}
-
-/** The last `maxBytes` of a text stream, for error reports. */
-export class TailBuffer {
-  private chunks: string[] = [];
-  private size = 0;
-  constructor(private readonly maxChars = 4096) {}
-  push(text: string): void {
-    this.chunks.push(text);
-    this.size += text.length;
-    while (this.size > this.maxChars && this.chunks.length > 1) {
-      this.size -= this.chunks.shift()!.length;
-    }
-  }
-  text(): string {
-    const all = this.chunks.join("");
-    return all.length > this.maxChars ? all.slice(all.length - this.maxChars) : all;
-  }
 }
 
 export type AgentProcessEvents = TransportEvents;

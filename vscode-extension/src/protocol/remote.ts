@@ -10,34 +10,9 @@
 
 import WebSocket from "ws";
 import type { ClientRequest, IncomingMessage } from "node:http";
-import { TailBuffer, type ExitInfo } from "./process";
-import type { AgentTransport, TransportEvents } from "./transport";
+import { RemoteError, TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
 
 /** Why a remote connection could not be made, or ended. */
-export type RemoteErrorKind =
-  | "url" // not a URL this client speaks
-  | "unauthorized" // HTTP 401: a missing or wrong token
-  | "forbidden" // HTTP 403 (an origin the server does not allow)
-  | "not_found" // HTTP 404: nothing at that path
-  | "http" // another status instead of the WebSocket upgrade
-  | "refused" // nothing listens at the address
-  | "tls" // the TLS handshake failed (untrusted or mismatched certificate, not TLS at all)
-  | "timeout" // connecting took longer than the limit
-  | "network" // name resolution, unreachable network, a reset...
-  | "closed"; // an open connection ended
-
-export class RemoteError extends Error {
-  override name = "RemoteError";
-  constructor(
-    readonly kind: RemoteErrorKind,
-    message: string,
-    /** The HTTP status, for kinds that come from one. */
-    readonly status?: number,
-  ) {
-    super(message);
-  }
-}
-
 export interface RemoteOptions {
   /** Sent as `Authorization: Bearer TOKEN` on the handshake. */
   token?: string;

@@ -19,8 +19,8 @@
 
 import * as http from "node:http";
 import * as https from "node:https";
-import { TailBuffer, type ExitInfo } from "./process";
-import { checkRemoteUrl, describeConnectError, describeHttpRefusal, RemoteError, type RemoteOptions } from "./remote";
+import { checkRemoteUrl, describeConnectError, describeHttpRefusal, type RemoteOptions } from "./remote";
+import { RemoteError, TailBuffer, type ExitInfo } from "./transport";
 import type { AgentTransport, TransportEvents } from "./transport";
 
 const CONNECTION_ID = "acp-connection-id";

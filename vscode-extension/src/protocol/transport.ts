@@ -3,9 +3,10 @@
 // (remote.ts RemoteAgent). AgentConnection runs the same engine over either; the end of a
 // transport (the process exiting, the connection dropping) is what the crash/restart path sees.
 //
-// Architecture Invariant: this file does not import `vscode`.
-
-import type { ExitInfo, TailBuffer } from "./process";
+// It holds the contract both implement and nothing else imports from them: the events, the
+// exit report, the stderr tail and the remote failure kinds.
+//
+// Architecture Invariant: this file imports nothing (no `vscode`, no transport implementation).
 
 /** What a transport reports (AgentProcess: stdout, stdout's end, stderr, exit). */
 export interface TransportEvents {
@@ -34,4 +35,57 @@ export interface AgentTransport {
   write(bytes: Uint8Array): void;
   /** Ends it: closes the input, waits up to `graceMs`, then forces it. */
   stop(graceMs?: number): Promise<ExitInfo>;
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The process could not be started at all (e.g. ENOENT). */
+  spawnError?: Error;
+  /** A remote agent: why the connection could not be made or ended. */
+  remote?: RemoteError;
+  /** A remote agent: how it ended, in words. */
+  reason?: string;
+}
+
+/** The last `maxBytes` of a text stream, for error reports. */
+export class TailBuffer {
+  private chunks: string[] = [];
+  private size = 0;
+  constructor(private readonly maxChars = 4096) {}
+  push(text: string): void {
+    this.chunks.push(text);
+    this.size += text.length;
+    while (this.size > this.maxChars && this.chunks.length > 1) {
+      this.size -= this.chunks.shift()!.length;
+    }
+  }
+  text(): string {
+    const all = this.chunks.join("");
+    return all.length > this.maxChars ? all.slice(all.length - this.maxChars) : all;
+  }
+}
+
+export type RemoteErrorKind =
+  | "url" // not a URL this client speaks
+  | "unauthorized" // HTTP 401: a missing or wrong token
+  | "forbidden" // HTTP 403 (an origin the server does not allow)
+  | "not_found" // HTTP 404: nothing at that path
+  | "http" // another status instead of the WebSocket upgrade
+  | "refused" // nothing listens at the address
+  | "tls" // the TLS handshake failed (untrusted or mismatched certificate, not TLS at all)
+  | "timeout" // connecting took longer than the limit
+  | "network" // name resolution, unreachable network, a reset...
+  | "closed"; // an open connection ended
+
+export class RemoteError extends Error {
+  override name = "RemoteError";
+  constructor(
+    readonly kind: RemoteErrorKind,
+    message: string,
+    /** The HTTP status, for kinds that come from one. */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
 }
