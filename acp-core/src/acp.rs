@@ -7,38 +7,72 @@ use serde::Deserialize;
 /// The ACP protocol version this engine speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
 
-/// Methods the agent handles (sent by the client).
+/// Methods the agent handles (sent by the client). Requests unless marked as notifications.
 pub mod agent {
+    /// `initialize`: the first request, which agrees on the protocol version and exchanges
+    /// capabilities. An agent connection reads the client's capabilities from its params; a
+    /// client connection checks the result's `protocolVersion` and keeps the result
+    /// ([`Connection::agent_initialize_result`](crate::Connection::agent_initialize_result)).
+    /// Never batched.
     pub const INITIALIZE: &str = "initialize";
+    /// `authenticate`: log in with one of the `authMethods` the agent listed. Never batched.
     pub const AUTHENTICATE: &str = "authenticate";
+    /// `logout`: end the current authenticated session.
     pub const LOGOUT: &str = "logout";
+    /// `session/new`: create a session; the result holds its `sessionId`. Never batched.
     pub const SESSION_NEW: &str = "session/new";
+    /// `session/load`: reopen a saved session; the agent replays its history as
+    /// `session/update`s before answering. Never batched.
     pub const SESSION_LOAD: &str = "session/load";
+    /// `session/resume`: reopen a session without replaying its history.
     pub const SESSION_RESUME: &str = "session/resume";
+    /// `session/list`: the sessions the agent can load or resume.
     pub const SESSION_LIST: &str = "session/list";
+    /// `session/close`: the agent stops the session's work and frees what it holds.
     pub const SESSION_CLOSE: &str = "session/close";
+    /// `session/delete`: remove a session from what `session/list` returns.
     pub const SESSION_DELETE: &str = "session/delete";
+    /// `session/prompt`: one prompt turn; answered with its stop reason when the turn ends. A
+    /// client connection tracks it per session ([`TurnState`](super::TurnState)) and refuses
+    /// a second one while it is in flight. Never batched.
     pub const SESSION_PROMPT: &str = "session/prompt";
+    /// `session/set_mode`: switch the session's mode.
     pub const SESSION_SET_MODE: &str = "session/set_mode";
+    /// `session/set_config_option`: set one of the session's config options.
     pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
-    /// A notification.
+    /// `session/cancel`, a notification: stop the session's prompt turn. Sent by a client
+    /// connection, it also answers the session's pending `session/request_permission`s with
+    /// `cancelled` (see [`Connection::notify`](crate::Connection::notify)).
     pub const SESSION_CANCEL: &str = "session/cancel";
 }
 
-/// Methods the client handles (sent by the agent).
+/// Methods the client handles (sent by the agent). Requests unless marked as notifications.
 pub mod client {
+    /// `session/request_permission`: ask the user before a tool call runs. When it is not
+    /// answered in time, the session is cancelled or the connection closes, the engine answers
+    /// it with [`PERMISSION_CANCELLED_RESULT`](super::PERMISSION_CANCELLED_RESULT).
     pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
-    /// A notification.
+    /// `session/update`, a notification: streamed progress of a session (message chunks, tool
+    /// calls, plans, …).
     pub const SESSION_UPDATE: &str = "session/update";
+    /// `fs/read_text_file` (client capability `fs.readTextFile`).
     pub const FS_READ_TEXT_FILE: &str = "fs/read_text_file";
+    /// `fs/write_text_file` (client capability `fs.writeTextFile`).
     pub const FS_WRITE_TEXT_FILE: &str = "fs/write_text_file";
+    /// `terminal/create`: run a command in a new terminal (client capability `terminal`, as
+    /// for every `terminal/*` method).
     pub const TERMINAL_CREATE: &str = "terminal/create";
+    /// `terminal/output`: the terminal's output so far and its exit status, if it exited.
     pub const TERMINAL_OUTPUT: &str = "terminal/output";
+    /// `terminal/wait_for_exit`: answered when the terminal's command exits.
     pub const TERMINAL_WAIT_FOR_EXIT: &str = "terminal/wait_for_exit";
+    /// `terminal/kill`: kill the terminal's command, keeping the terminal.
     pub const TERMINAL_KILL: &str = "terminal/kill";
+    /// `terminal/release`: kill the command if it still runs and free the terminal.
     pub const TERMINAL_RELEASE: &str = "terminal/release";
+    /// `elicitation/create`: ask the user for structured input (a form or a URL).
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// A notification.
+    /// `elicitation/complete`, a notification: a URL elicitation finished.
     pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
 }
 
@@ -89,6 +123,8 @@ pub enum Role {
 }
 
 impl Role {
+    /// `"client"` or `"agent"`: a stable lower-case name (for logs, and the wasm build's
+    /// `role` getter).
     pub fn name(self) -> &'static str {
         match self {
             Role::Client => "client",
@@ -97,7 +133,12 @@ impl Role {
     }
 }
 
-/// The capability a client must advertise before an agent may call `method`, if any.
+/// The capability a client must advertise before an agent may call `method`, if any:
+/// `fs.readTextFile`, `fs.writeTextFile` or `terminal` (a path in `clientCapabilities`). An
+/// agent connection with [`Config::enforce_capabilities`](crate::Config::enforce_capabilities)
+/// refuses such a call with
+/// [`Error::CapabilityNotAdvertised`](crate::Error::CapabilityNotAdvertised) unless
+/// [`ClientCapabilities::allows`] it.
 pub fn required_client_capability(method: &str) -> Option<&'static str> {
     match method {
         client::FS_READ_TEXT_FILE => Some("fs.readTextFile"),
@@ -115,12 +156,17 @@ pub fn required_client_capability(method: &str) -> Option<&'static str> {
 /// ignored here and left to the application).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ClientCapabilities {
+    /// `fs.readTextFile` is `true`: the agent may call `fs/read_text_file`.
     pub read_text_file: bool,
+    /// `fs.writeTextFile` is `true`: the agent may call `fs/write_text_file`.
     pub write_text_file: bool,
+    /// `terminal` is `true`: the agent may call the `terminal/*` methods.
     pub terminal: bool,
 }
 
 impl ClientCapabilities {
+    /// Whether `capability` (a name [`required_client_capability`] returns) was advertised.
+    /// A name the engine does not track is allowed.
     pub fn allows(&self, capability: &str) -> bool {
         match capability {
             "fs.readTextFile" => self.read_text_file,
@@ -204,13 +250,20 @@ pub(crate) fn protocol_version_of(result: &str) -> Option<serde_json::Value> {
 /// The result that answers a `session/request_permission` the user never decided on.
 pub const PERMISSION_CANCELLED_RESULT: &str = r#"{"outcome":{"outcome":"cancelled"}}"#;
 
-/// Where a session's prompt turn stands (client side).
+/// Where a session's prompt turn stands, as a client connection tracks it
+/// ([`Connection::turn_state`](crate::Connection::turn_state)). The turn ends, back to
+/// `Idle`, when its `session/prompt` completes in any way (answered, failed, timed out,
+/// cancelled locally, or the connection closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnState {
+    /// No `session/prompt` of this session is in flight: a new one may be sent. Also what an
+    /// agent connection, which does not track turns, always reports.
     Idle,
-    /// A `session/prompt` is in flight.
+    /// A `session/prompt` is in flight; another one for the session is refused
+    /// ([`Error::PromptInFlight`](crate::Error::PromptInFlight)).
     Prompting,
     /// `session/cancel` was sent; the prompt's response (stop reason `cancelled`) is awaited.
-    /// Late `session/update`s are still accepted.
+    /// Late `session/update`s are still accepted. A new prompt is still refused until the
+    /// response arrives.
     Cancelling,
 }

@@ -39,18 +39,27 @@ pub enum BatchPolicy {
 /// Connection settings. `Config::new(role)` gives the safe defaults.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Which side this connection plays. It decides which ACP rules apply: an agent's calls
+    /// are checked against the client's capabilities; a client tracks prompt turns, checks the
+    /// agent's `initialize` result and answers permission requests on `session/cancel`.
     pub role: Role,
-    /// Largest message (one line) accepted; larger lines are skipped and answered. 64 MiB.
+    /// Largest message accepted, in bytes (one line, without its line ending); larger lines
+    /// are skipped and answered ([`PeerErrorKind::Oversize`]). 64 MiB.
     pub max_message_bytes: usize,
+    /// How received batches are treated. [`BatchPolicy::Seed`] by default.
     pub batch_policy: BatchPolicy,
-    /// Deadline for every outgoing request that does not set its own. None by default.
+    /// Deadline, in milliseconds after it is sent, for every outgoing request that does not
+    /// set its own ([`RequestOptions::timeout`]). None by default.
     pub default_request_timeout: Option<Millis>,
-    /// Incoming requests not answered within this are answered by the engine. None by default.
+    /// Incoming requests not answered within this many milliseconds of their arrival are
+    /// answered by the engine (-32603 with `data.reason` `"timeout"`; a permission request
+    /// `cancelled`) and reported as [`Event::AutoAnswered`]. None by default.
     pub incoming_request_timeout: Option<Millis>,
     /// Incoming `session/request_permission` not answered within this are answered
     /// `cancelled`. Overrides `incoming_request_timeout` for that method. None by default.
     pub permission_timeout: Option<Millis>,
-    /// At most this many incoming requests may await an answer; more are refused. 1024.
+    /// At most this many incoming requests may await an answer; more are refused (-32603,
+    /// [`PeerErrorKind::TooManyRequests`]). 1024.
     pub max_incoming_in_flight: usize,
     /// A received batch with more entries than this is refused as a whole (one Invalid
     /// Request, `id: null`) without reading its entries: each entry can cost an answer and an
@@ -63,6 +72,8 @@ pub struct Config {
 }
 
 impl Config {
+    /// The defaults for `role`: 64 MiB messages, the seed batch rules, at most 1024 incoming
+    /// requests in flight and 1024 entries per batch, capabilities enforced, and no deadlines.
     pub fn new(role: Role) -> Self {
         Config {
             role,
@@ -81,9 +92,11 @@ impl Config {
 /// Per-request options of an outgoing request.
 #[derive(Debug, Clone)]
 pub struct RequestOptions<T> {
-    /// Relative deadline; `None` uses the config's default.
+    /// Deadline in milliseconds after the request is sent; `None` uses
+    /// [`Config::default_request_timeout`]. When it passes, the request completes with
+    /// [`CallError::TimedOut`] and the peer is sent `$/cancel_request`.
     pub timeout: Option<Millis>,
-    /// Handed back with the completion.
+    /// The caller's data, handed back in the request's [`Event::Response`].
     pub data: T,
 }
 
@@ -97,6 +110,7 @@ impl<T: Default> Default for RequestOptions<T> {
 }
 
 impl<T> RequestOptions<T> {
+    /// Options carrying `data`, with the config's default deadline.
     pub fn with_data(data: T) -> Self {
         RequestOptions {
             timeout: None,
@@ -104,6 +118,7 @@ impl<T> RequestOptions<T> {
         }
     }
 
+    /// Sets the deadline: `ms` milliseconds after the request is sent.
     pub fn timeout(mut self, ms: Millis) -> Self {
         self.timeout = Some(ms);
         self
@@ -122,6 +137,8 @@ pub enum AutoAnswerReason {
 }
 
 impl AutoAnswerReason {
+    /// A stable name: `timeout`, `sessionCancelled` or `closed` (the `reason` of the event's
+    /// JSON shape).
     pub fn name(self) -> &'static str {
         match self {
             AutoAnswerReason::Timeout => "timeout",
@@ -134,40 +151,70 @@ impl AutoAnswerReason {
 /// What the application must know or do.
 #[derive(Debug)]
 pub enum Event<T> {
-    /// The peer sent a request: answer it exactly once with [`Connection::respond`] using `token`.
+    /// The peer sent a request: answer it exactly once with [`Connection::respond`] (or
+    /// [`Connection::respond_error`]) using `token`.
     Request {
+        /// The engine's handle of the request, unique within the connection and never reused
+        /// (the peer's ids may repeat or be `null`).
         token: u64,
+        /// The id the peer gave it, which the answer echoes.
         id: Id,
+        /// The method name, as sent.
         method: String,
+        /// The params as the peer wrote them (an object or an array); `None` when absent or
+        /// `null`.
         params: Option<Box<RawValue>>,
     },
-    /// The peer sent a notification (handle in order; never answered).
+    /// The peer sent a notification (handle in order; never answered). `$/cancel_request` is
+    /// not one of them: it becomes [`Event::CancelRequested`].
     Notification {
+        /// The method name, as sent.
         method: String,
+        /// The params as the peer wrote them (an object or an array); `None` when absent or
+        /// `null`.
         params: Option<Box<RawValue>>,
     },
-    /// An outgoing request completed: with a result, or with why not.
+    /// An outgoing request completed: with a result, or with why not. Every request the
+    /// connection sent completes exactly once, at the latest when the connection closes.
     Response {
+        /// The id [`Connection::send_request`] (or [`Connection::send_batch`]) returned.
         id: u64,
+        /// The request's method.
         method: String,
+        /// The caller data of its [`RequestOptions`].
         data: T,
+        /// The peer's `result`, as it wrote it, or why there is none.
         result: Result<Box<RawValue>, CallError>,
     },
     /// The engine answered an incoming request itself; a later `respond` gets
-    /// [`Error::AlreadyAnswered`]. UIs should close whatever they showed for it.
+    /// [`Error::AlreadyAnswered`]. UIs should close whatever they showed for it. After
+    /// [`Connection::handle_eof`] nothing is sent (the peer is gone): the request is only
+    /// forgotten.
     AutoAnswered {
+        /// The token of the [`Event::Request`] that was answered.
         token: u64,
+        /// Its method.
         method: String,
+        /// Why the engine answered it.
         reason: AutoAnswerReason,
     },
     /// The peer asked (`$/cancel_request`) to cancel this incoming request. Stop work and
-    /// answer it (typically with -32800 Request cancelled).
-    CancelRequested { token: u64 },
+    /// answer it (typically with -32800 Request cancelled). The engine does not answer it
+    /// for you; a cancellation of an id that is not pending is ignored.
+    CancelRequested {
+        /// The token of the pending [`Event::Request`] (one event per pending request with
+        /// the cancelled id).
+        token: u64,
+    },
     /// The peer misbehaved. Informational: the engine already answered where the protocol
     /// says so, and the stream goes on.
     ProtocolError(PeerError),
     /// The connection is closed (emitted once, last).
-    Closed { reason: String },
+    Closed {
+        /// The reason given to [`Connection::close`], or `"the peer closed the connection"`
+        /// after [`Connection::handle_eof`].
+        reason: String,
+    },
 }
 
 #[derive(Debug)]
@@ -237,6 +284,7 @@ pub struct Connection<T = ()> {
 }
 
 impl<T> Connection<T> {
+    /// A fresh connection: nothing sent, nothing pending. Its requests are numbered from 0.
     pub fn new(config: Config) -> Self {
         Connection {
             decoder: Decoder::new(config.max_message_bytes),
@@ -264,14 +312,19 @@ impl<T> Connection<T> {
 
     // ----- getters -----
 
+    /// The side this connection plays ([`Config::role`]).
     pub fn role(&self) -> Role {
         self.config.role
     }
 
+    /// The settings the connection was created with.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    /// Whether the connection closed ([`Connection::close`], [`Connection::handle_eof`]).
+    /// A closed connection ignores its inputs and refuses commands with
+    /// [`Error::ConnectionClosed`].
     pub fn is_closed(&self) -> bool {
         self.closed.is_some()
     }
@@ -286,17 +339,18 @@ impl<T> Connection<T> {
         self.incoming.len()
     }
 
-    /// The method of a pending incoming request.
+    /// The method of a pending incoming request; `None` once it is answered.
     pub fn incoming_method(&self, token: u64) -> Option<&str> {
         self.incoming.get(&token).map(|i| i.method.as_str())
     }
 
-    /// The peer's id of a pending incoming request.
+    /// The peer's id of a pending incoming request; `None` once it is answered.
     pub fn incoming_id(&self, token: u64) -> Option<&Id> {
         self.incoming.get(&token).map(|i| &i.id)
     }
 
-    /// Agent side: what the client advertised in `initialize` (all false before it).
+    /// Agent side: what the client advertised in `initialize` (all false before it, and
+    /// always on a client connection).
     pub fn client_capabilities(&self) -> ClientCapabilities {
         self.client_caps
     }
@@ -307,12 +361,14 @@ impl<T> Connection<T> {
         self.advertised
     }
 
-    /// Client side: the agent's `initialize` result, once it arrived.
+    /// Client side: the agent's `initialize` result, once it arrived with the protocol
+    /// version this engine speaks (`None` on an agent connection).
     pub fn agent_initialize_result(&self) -> Option<&RawValue> {
         self.agent_initialize_result.as_deref()
     }
 
-    /// Client side: where a session's prompt turn stands.
+    /// Client side: where a session's prompt turn stands ([`TurnState::Idle`] for a session
+    /// the connection has no turn of, and always on an agent connection).
     pub fn turn_state(&self, session_id: &str) -> TurnState {
         self.turns
             .get(session_id)
@@ -322,7 +378,8 @@ impl<T> Connection<T> {
 
     // ----- outputs -----
 
-    /// Bytes to write to the peer (complete NDJSON lines), if any.
+    /// Bytes to write to the peer (complete NDJSON lines), if any: everything queued so far,
+    /// in order.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         if self.out.is_empty() {
             None
@@ -344,11 +401,16 @@ impl<T> Connection<T> {
         true
     }
 
+    /// The next event, oldest first; `None` when there is none left. [`Event::Closed`] is the
+    /// last event a connection gives.
     pub fn poll_event(&mut self) -> Option<Event<T>> {
         self.events.pop_front()
     }
 
-    /// The next deadline (absolute), if any request has one.
+    /// The next deadline (absolute, on the clock of the `now` arguments), if any pending
+    /// request has one: call [`Connection::handle_timeout`] when it comes. Deadlines of
+    /// requests that completed early are not reported (hence `&mut self`: they are dropped
+    /// here).
     pub fn poll_timeout(&mut self) -> Option<Millis> {
         while let Some(Reverse((at, key))) = self.timers.peek().copied() {
             if self.timer_is_live(at, key) {
@@ -389,7 +451,10 @@ impl<T> Connection<T> {
 
     // ----- inputs -----
 
-    /// Feeds bytes received from the peer (any chunking).
+    /// Feeds bytes received from the peer (any chunking: lines may be split anywhere). Every
+    /// complete line is handled at once: its events are queued and any answer the engine owes
+    /// (errors for malformed messages, refusals) is queued for `poll_transmit`. `now` starts
+    /// the deadlines of incoming requests. Ignored once the connection is closed.
     pub fn handle_bytes(&mut self, bytes: &[u8], now: Millis) {
         if self.closed.is_some() {
             return;
@@ -399,8 +464,11 @@ impl<T> Connection<T> {
         self.decoder = decoder;
     }
 
-    /// The peer closed its side: a final unterminated line is processed, then everything
-    /// pending completes with a "connection closed" error.
+    /// The peer closed its side: a final unterminated line is processed, then the connection
+    /// closes. Pending outgoing requests complete with [`CallError::Closed`], pending incoming
+    /// ones are reported as [`Event::AutoAnswered`] (reason `closed`) without an answer, and
+    /// bytes not yet taken with `poll_transmit` are discarded: there is no one to send them
+    /// to. Ignored once the connection is closed.
     pub fn handle_eof(&mut self, now: Millis) {
         if self.closed.is_some() {
             return;
@@ -411,7 +479,10 @@ impl<T> Connection<T> {
         self.shut_down("the peer closed the connection".into(), false);
     }
 
-    /// Fires every deadline at or before `now`.
+    /// Fires every deadline at or before `now`: an outgoing request completes with
+    /// [`CallError::TimedOut`] and the peer is sent `$/cancel_request`; an incoming one is
+    /// answered by the engine ([`Event::AutoAnswered`], reason `timeout`: a permission request
+    /// with `cancelled`, others with -32603). Calling it early or twice is harmless.
     pub fn handle_timeout(&mut self, now: Millis) {
         while let Some(Reverse((at, key))) = self.timers.peek().copied() {
             if at > now {
@@ -437,6 +508,21 @@ impl<T> Connection<T> {
 
     /// Sends a request; returns its id. `params` is any serializable value (a typed struct,
     /// a `serde_json::Value`, a `RawValue`) that serializes to an object or array, or `None`.
+    /// `now` starts its deadline ([`RequestOptions::timeout`]). The request completes exactly
+    /// once, as an [`Event::Response`] carrying `opts.data`.
+    ///
+    /// Ids are the connection's own, counting up from 0. On a client connection a
+    /// `session/prompt` starts the session's turn ([`Connection::turn_state`]).
+    ///
+    /// # Errors
+    ///
+    /// Nothing is sent and no id is used when the connection is closed
+    /// ([`Error::ConnectionClosed`]), `method` is empty ([`Error::InvalidMethod`]), `params`
+    /// fails to serialize or is not an object or array ([`Error::InvalidParams`]), an agent
+    /// calls a client method whose capability was not advertised
+    /// ([`Error::CapabilityNotAdvertised`], with [`Config::enforce_capabilities`]; with the
+    /// feature `unstable`, the draft methods' rules too), or a client sends a `session/prompt`
+    /// while that session's turn is not idle ([`Error::PromptInFlight`]).
     pub fn send_request<P: Serialize + ?Sized>(
         &mut self,
         method: &str,
@@ -498,7 +584,18 @@ impl<T> Connection<T> {
     /// Sends several requests and notifications as one JSON-RPC batch. Returns, per entry,
     /// the request id (`None` for notifications). Methods in [`acp::NOT_BATCHABLE`] are refused.
     /// A peer that refuses the batch as a whole (one -32600 error with `id: null`, as the
-    /// official SDKs do) completes each of its requests with that error.
+    /// official SDKs do) completes each of its requests with that error
+    /// ([`CallError::Remote`]).
+    ///
+    /// Only the checks of [`Connection::send_request`] and [`Connection::notify`] apply: a
+    /// `session/cancel` entry does not change the turn state or answer pending permission
+    /// requests as `notify` does, so send that one alone.
+    ///
+    /// # Errors
+    ///
+    /// The whole batch is refused, nothing sent, when the connection is closed, `entries` is
+    /// empty ([`Error::InvalidParams`]), an entry's method may not be batched
+    /// ([`Error::NotAllowedInBatch`]), or an entry fails the checks of `send_request`.
     pub fn send_batch(
         &mut self,
         entries: Vec<BatchEntry<T>>,
@@ -575,7 +672,13 @@ impl<T> Connection<T> {
     }
 
     /// Sends a notification. On the client side, `session/cancel` also answers every pending
-    /// `session/request_permission` of that session with `cancelled`, as the spec requires.
+    /// `session/request_permission` of that session with `cancelled`, as the spec requires
+    /// ([`Event::AutoAnswered`], reason `sessionCancelled`), and moves a prompting turn to
+    /// [`TurnState::Cancelling`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Connection::send_request`] (but for [`Error::PromptInFlight`]); nothing is sent.
     pub fn notify<P: Serialize + ?Sized>(
         &mut self,
         method: &str,
@@ -616,7 +719,16 @@ impl<T> Connection<T> {
         Ok(())
     }
 
-    /// Answers an incoming request with a result (any value serializing to JSON).
+    /// Answers an incoming request with a result (any value serializing to JSON). The answer
+    /// to a request that came in a batch is held until every request of the batch is
+    /// answered, then sent as one array.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ConnectionClosed`]; [`Error::AlreadyAnswered`] for a token answered before (by
+    /// the application or the engine); [`Error::UnknownToken`] for a token never issued;
+    /// [`Error::InvalidParams`] when `result` fails to serialize, in which case nothing is
+    /// sent and the request stays pending, to be answered again.
     pub fn respond<R: Serialize + ?Sized>(&mut self, token: u64, result: &R) -> Result<(), Error> {
         if self.closed.is_some() {
             return Err(Error::ConnectionClosed);
@@ -652,7 +764,13 @@ impl<T> Connection<T> {
         Ok(())
     }
 
-    /// Answers an incoming request with an error.
+    /// Answers an incoming request with an error (batched answers are held as for
+    /// [`Connection::respond`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ConnectionClosed`], [`Error::AlreadyAnswered`], [`Error::UnknownToken`], as
+    /// for `respond`.
     pub fn respond_error(&mut self, token: u64, error: ErrorObject) -> Result<(), Error> {
         if self.closed.is_some() {
             return Err(Error::ConnectionClosed);
@@ -668,6 +786,11 @@ impl<T> Connection<T> {
 
     /// Cancels an outgoing request: it completes with [`CallError::Cancelled`] and the peer
     /// is sent `$/cancel_request`. A response arriving later is reported as late and dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ConnectionClosed`]; [`Error::UnknownRequest`] when no request with this id is
+    /// pending (never sent, or already completed).
     pub fn cancel(&mut self, id: u64) -> Result<(), Error> {
         if self.closed.is_some() {
             return Err(Error::ConnectionClosed);
@@ -682,7 +805,7 @@ impl<T> Connection<T> {
     /// Closes the connection: pending incoming requests are answered (permission requests with
     /// `cancelled`, others with an error), pending outgoing requests complete with
     /// [`CallError::Closed`], and [`Event::Closed`] is emitted. Drain `poll_transmit` once more
-    /// to flush the answers.
+    /// to flush the answers. Closing a closed connection does nothing.
     pub fn close(&mut self, reason: &str) {
         if self.closed.is_some() {
             return;
@@ -1487,10 +1610,12 @@ impl<T> Connection<T> {
     }
 }
 
-/// One entry of an outgoing batch.
+/// One entry of an outgoing batch ([`Connection::send_batch`]).
 #[derive(Debug)]
 pub struct BatchEntry<T> {
+    /// The method name; not one of [`acp::NOT_BATCHABLE`].
     pub method: String,
+    /// The params as JSON text: an object or an array, or `None`.
     pub params: Option<Box<RawValue>>,
     /// `Some` for a request (its options), `None` for a notification.
     pub request: Option<RequestOptions<T>>,
@@ -1499,7 +1624,6 @@ pub struct BatchEntry<T> {
 /// Why a batch entry that is not a JSON object is refused.
 const NOT_AN_OBJECT: &str = "a batch entry must be a JSON-RPC message object";
 
-/// serde's message, in the protocol's words.
 /// Whether `method` may travel inside a batch: not one of [`acp::NOT_BATCHABLE`] (nor, with
 /// the feature `unstable`, of `unstable::NOT_BATCHABLE`).
 fn is_batchable(method: &str) -> bool {
@@ -1510,6 +1634,7 @@ fn is_batchable(method: &str) -> bool {
     !acp::NOT_BATCHABLE.contains(&method)
 }
 
+/// serde's message, in the protocol's words.
 fn describe_json_error(e: &serde_json::Error) -> String {
     e.to_string()
         .replace("struct RawEnvelope", "a JSON-RPC message object")

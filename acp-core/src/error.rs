@@ -10,23 +10,33 @@ use crate::jsonrpc::{ErrorCode, ErrorObject};
 pub enum Error {
     /// The connection is closed: start a new one.
     ConnectionClosed,
-    /// No incoming request has this token (never issued, or already answered and forgotten).
+    /// No incoming request has this token: it was never issued by this connection (a token
+    /// answered before gives [`Error::AlreadyAnswered`]).
     UnknownToken(u64),
     /// This incoming request was already answered (by the application, or by the engine on a
     /// deadline, a `session/cancel` or close): do not answer it again.
     AlreadyAnswered(u64),
-    /// No outgoing request with this id is pending.
+    /// No outgoing request with this id is pending (never sent, or already completed).
     UnknownRequest(u64),
     /// This method must be sent on its own, never inside a batch.
     NotAllowedInBatch(String),
     /// The peer did not advertise the capability this call needs.
     CapabilityNotAdvertised {
+        /// The method that was refused.
         method: String,
+        /// The capability it needs, as a path in the capabilities object (`terminal`,
+        /// `fs.readTextFile`, `sessionCapabilities.fork`, …).
         capability: &'static str,
     },
     /// A prompt is already in flight for this session: wait for its response or cancel it.
-    PromptInFlight { session_id: String },
-    /// The params are not a JSON object or array, or failed to serialize.
+    PromptInFlight {
+        /// The session of the refused `session/prompt`.
+        session_id: String,
+    },
+    /// The params are not a JSON object or array, or failed to serialize (for
+    /// [`Connection::respond`](crate::Connection::respond): the result failed to serialize;
+    /// for [`Connection::send_batch`](crate::Connection::send_batch): the batch is empty). The
+    /// string says why.
     InvalidParams(String),
     /// The method name is empty.
     InvalidMethod(String),
@@ -83,15 +93,31 @@ pub enum CallError {
     /// The peer answered with an error object.
     Remote(ErrorObject),
     /// The deadline passed; the peer was sent `$/cancel_request`.
-    TimedOut { after_ms: u64 },
+    TimedOut {
+        /// The request's timeout, in milliseconds.
+        after_ms: u64,
+    },
     /// The local side cancelled it; the peer was sent `$/cancel_request`.
     Cancelled,
     /// The connection closed before an answer came.
-    Closed { reason: String },
-    /// The peer answered with something that is not a valid response.
-    InvalidResponse { reason: String },
-    /// The agent answered `initialize` with a protocol version this engine does not speak.
-    UnsupportedProtocolVersion { version: serde_json::Value },
+    Closed {
+        /// Why it closed (the [`Event::Closed`](crate::Event::Closed) reason).
+        reason: String,
+    },
+    /// The peer answered with something that is not a valid response: a malformed response
+    /// object, a response too large to read, or an `initialize` result without
+    /// `protocolVersion`.
+    InvalidResponse {
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The agent answered `initialize` with a protocol version this engine does not speak
+    /// (not [`PROTOCOL_VERSION`](crate::acp::PROTOCOL_VERSION)). The connection stays open;
+    /// the client should close it.
+    UnsupportedProtocolVersion {
+        /// The `protocolVersion` the agent sent, as it sent it.
+        version: serde_json::Value,
+    },
 }
 
 impl CallError {
@@ -152,21 +178,34 @@ impl std::error::Error for CallError {}
 /// Kinds of peer misbehaviour (reported as [`crate::Event::ProtocolError`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeerErrorKind {
-    /// A line was not valid UTF-8 JSON; answered with -32700.
+    /// A line was not valid UTF-8 JSON, or nested deeper than
+    /// [`MAX_NESTING`](crate::jsonrpc::MAX_NESTING); answered with -32700.
     ParseError,
-    /// A message (or batch entry) had no valid shape; answered with -32600.
+    /// A message (or batch entry) had no valid shape, or a batch was refused as a whole
+    /// (empty, over [`Config::max_batch_entries`](crate::Config::max_batch_entries), or
+    /// [`BatchPolicy::RejectAll`](crate::BatchPolicy::RejectAll)); answered with -32600. A
+    /// malformed response to a pending request of ours is not answered: that request
+    /// completes with [`CallError::InvalidResponse`].
     InvalidRequest,
-    /// A line exceeded the size limit; skipped and answered with -32600.
+    /// A line exceeded the size limit and was skipped. A response to a pending request of
+    /// ours (as far as its first bytes tell) completes that request with
+    /// [`CallError::InvalidResponse`]; anything else is answered with -32600, echoing the id
+    /// of a request when its first bytes show one (else `id: null`).
     Oversize,
     /// A response carried an id no request of ours has.
     UnknownResponseId,
     /// A response came for a request that already completed (answered, timed out, cancelled).
     LateResponse,
-    /// The peer sent an error response with `id: null` (it could not read something we sent).
+    /// The peer sent a response with `id: null`, usually an error (it could not read
+    /// something we sent). One that refuses a batch of ours is not reported: it completes
+    /// the batch's requests.
     ErrorWithoutId,
-    /// An incoming request was refused because too many are already in flight.
+    /// An incoming request was refused (-32603) because
+    /// [`Config::max_incoming_in_flight`](crate::Config::max_incoming_in_flight) are already
+    /// in flight.
     TooManyRequests,
-    /// A received batch held a method that must not be batched; that entry was refused.
+    /// A received batch held a method that must not be batched; that entry was refused
+    /// (-32600, with its id) and the rest of the batch processed.
     NotAllowedInBatch,
     /// The peer used an unstable method or update that needs a capability it was not given
     /// (feature `unstable`): a request was answered -32601, a notification dropped.
@@ -174,6 +213,8 @@ pub enum PeerErrorKind {
 }
 
 impl PeerErrorKind {
+    /// A stable camelCase name (`parseError`, `oversize`, …): the `kind` of the event's JSON
+    /// shape.
     pub fn name(self) -> &'static str {
         match self {
             PeerErrorKind::ParseError => "parseError",
@@ -192,7 +233,9 @@ impl PeerErrorKind {
 /// One report of peer misbehaviour.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PeerError {
+    /// What kind of misbehaviour it was.
     pub kind: PeerErrorKind,
+    /// A human-readable description (for logs; not a stable format).
     pub message: String,
 }
 

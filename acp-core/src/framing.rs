@@ -22,11 +22,34 @@ pub enum Frame<'a> {
     /// One complete line, without its `\n` or `\r\n`. May be empty or whitespace.
     Line(&'a [u8]),
     /// A line crossed the size limit; the rest of it, up to its newline, is being skipped.
-    /// `prefix` holds its first `min(SNIFF_PREFIX_BYTES, limit + 1)` bytes, to tell what it was
-    /// (the same bytes however the input was split).
-    Oversize { limit: usize, prefix: &'a [u8] },
+    /// Reported once per such line, as soon as it crosses the limit.
+    Oversize {
+        /// The decoder's limit, in bytes ([`Decoder::max_message_bytes`]).
+        limit: usize,
+        /// The line's first `min(SNIFF_PREFIX_BYTES, limit + 1)` bytes, to tell what it was
+        /// (the same bytes however the input was split).
+        prefix: &'a [u8],
+    },
 }
 
+/// The incremental NDJSON line splitter. Feed it chunks with [`Decoder::decode`] and the end
+/// of the stream with [`Decoder::finish`]; it hands out [`Frame`]s in order. It buffers at
+/// most one unfinished line (never more than the limit + 1 bytes).
+///
+/// ```
+/// use acp_core::framing::{Decoder, Frame};
+///
+/// let mut decoder = Decoder::new(8);
+/// let mut lines = Vec::new();
+/// let mut sink = |frame: Frame<'_>| match frame {
+///     Frame::Line(line) => lines.push(String::from_utf8_lossy(line).into_owned()),
+///     Frame::Oversize { limit, .. } => lines.push(format!("<over {limit}>")),
+/// };
+/// decoder.decode(b"{\"a\":1}\r\n{\"b\"", &mut sink);
+/// decoder.decode(b":2}\n0123456789\nlast", &mut sink);
+/// decoder.finish(&mut sink);
+/// assert_eq!(lines, [r#"{"a":1}"#, r#"{"b":2}"#, "<over 8>", "last"]);
+/// ```
 #[derive(Debug)]
 pub struct Decoder {
     buf: Vec<u8>,
@@ -35,6 +58,8 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder refusing lines longer than `max_message_bytes` (without the line ending);
+    /// 0 counts as 1.
     pub fn new(max_message_bytes: usize) -> Self {
         Decoder {
             buf: Vec::new(),
@@ -43,6 +68,7 @@ impl Decoder {
         }
     }
 
+    /// The limit, in bytes, of one line without its line ending.
     pub fn max_message_bytes(&self) -> usize {
         self.max
     }
@@ -64,7 +90,8 @@ impl Decoder {
         SNIFF_PREFIX_BYTES.min(self.max + 1)
     }
 
-    /// Feeds a chunk, calling `sink` for every frame it completes, in order.
+    /// Feeds a chunk, calling `sink` for every frame it completes, in order. A `Line` is the
+    /// line without its `\n` or `\r\n`; its slice lives only for the call to `sink`.
     pub fn decode(&mut self, mut input: &[u8], sink: &mut dyn FnMut(Frame<'_>)) {
         while !input.is_empty() {
             let newline = memchr(b'\n', input);
@@ -147,7 +174,9 @@ impl Decoder {
         }
     }
 
-    /// The peer closed the stream: a final line without a newline is still a line.
+    /// The peer closed the stream: a final line without a newline is still a line (an
+    /// `Oversize` if it is over the limit; nothing for the rest of a line already reported
+    /// oversize). The decoder is then empty and can be reused.
     pub fn finish(&mut self, sink: &mut dyn FnMut(Frame<'_>)) {
         if self.skipping {
             self.skipping = false;

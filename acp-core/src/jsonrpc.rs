@@ -10,12 +10,16 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-/// A JSON-RPC request id: a number, a string or `null`.
+/// A JSON-RPC request id: a number, a string or `null`. The engine's own requests always
+/// use unsigned integers; a peer's ids are kept as written and only echoed back.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Id {
+    /// `null`: legal in a request (discouraged), and the id of an error answering a message
+    /// whose id could not be read.
     Null,
     /// Kept as the peer wrote it (integer or not), so echoing it back is exact.
     Number(serde_json::Number),
+    /// A string id.
     String(String),
 }
 
@@ -89,10 +93,15 @@ fn json_type_name(v: &serde_json::Value) -> &'static str {
 /// Error codes: JSON-RPC's standard ones, ACP's, and any other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
+    /// `-32700`: the line was not valid JSON.
     ParseError,
+    /// `-32600`: valid JSON, but not a valid JSON-RPC message.
     InvalidRequest,
+    /// `-32601`: the method does not exist or is not available.
     MethodNotFound,
+    /// `-32602`: the params are invalid for the method.
     InvalidParams,
+    /// `-32603`: an internal error.
     InternalError,
     /// ACP: `-32800`, the request was cancelled.
     RequestCancelled,
@@ -105,6 +114,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// The numeric code, as sent on the wire.
     pub const fn code(self) -> i64 {
         match self {
             ErrorCode::ParseError => -32700,
@@ -119,6 +129,8 @@ impl ErrorCode {
         }
     }
 
+    /// The variant for a numeric code: a named one when known, else [`ErrorCode::Other`].
+    /// `ErrorCode::from_code(c).code() == c` for every `c`.
     pub const fn from_code(code: i64) -> Self {
         match code {
             -32700 => ErrorCode::ParseError,
@@ -155,16 +167,20 @@ impl From<i64> for ErrorCode {
     }
 }
 
-/// A JSON-RPC error object.
+/// A JSON-RPC error object: what an error response carries in `error`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorObject {
+    /// The numeric code; [`ErrorObject::kind`] names it.
     pub code: i64,
+    /// A short description of the error.
     pub message: String,
+    /// Further details, if any (left out of the JSON when `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<serde_json::Value>,
 }
 
 impl ErrorObject {
+    /// An error with this code and message, without `data`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ErrorObject {
             code: code.code(),
@@ -178,15 +194,19 @@ impl ErrorObject {
         ErrorObject::new(code, code.default_message())
     }
 
+    /// Sets `data`, replacing any.
     pub fn with_data(mut self, data: serde_json::Value) -> Self {
         self.data = Some(data);
         self
     }
 
+    /// The code as an [`ErrorCode`].
     pub fn kind(&self) -> ErrorCode {
         ErrorCode::from_code(self.code)
     }
 
+    /// -32601 `Method not found: {method}`, with `data.method`: the answer to a request
+    /// for a method the application does not handle.
     pub fn method_not_found(method: &str) -> Self {
         ErrorObject::new(
             ErrorCode::MethodNotFound,
@@ -195,11 +215,14 @@ impl ErrorObject {
         .with_data(serde_json::json!({ "method": method }))
     }
 
+    /// -32602 `Invalid params`, with `details` as `data.details` (a typed decode error,
+    /// say).
     pub fn invalid_params(details: impl fmt::Display) -> Self {
         ErrorObject::from_code(ErrorCode::InvalidParams)
             .with_data(serde_json::json!({ "details": details.to_string() }))
     }
 
+    /// -32603 `Internal error`, with `details` as `data.details`.
     pub fn internal(details: impl fmt::Display) -> Self {
         ErrorObject::from_code(ErrorCode::InternalError)
             .with_data(serde_json::json!({ "details": details.to_string() }))

@@ -10,8 +10,12 @@ use crate::jsonrpc::{ErrorCode, ErrorObject, Id};
 /// What could be read of an oversize message's top level.
 #[derive(Debug, Default, PartialEq)]
 pub struct Sniffed {
+    /// The top-level `id`, when its whole value was within the prefix and is a valid id
+    /// (`Some(Id::Null)` for `"id": null`).
     pub id: Option<Id>,
+    /// A top-level `method` key was seen.
     pub has_method: bool,
+    /// A top-level `result` or `error` key was seen.
     pub has_result_or_error: bool,
 }
 
@@ -43,7 +47,19 @@ pub fn oversize_error(limit: usize) -> ErrorObject {
     .with_data(serde_json::json!({ "maxMessageBytes": limit }))
 }
 
-/// Scans at most `prefix` (which may end mid-value) for top-level keys.
+/// Scans at most `prefix` (which may end mid-value) for top-level keys. It stops, keeping
+/// what it read so far, at the first key or value that does not end within the prefix, and
+/// reads nothing from anything but an object.
+///
+/// ```
+/// use acp_core::sniff::sniff;
+/// use acp_core::Id;
+///
+/// // The first bytes of a large `fs/write_text_file` request, cut mid-value.
+/// let s = sniff(br#"{"jsonrpc":"2.0","id":7,"method":"fs/write_text_file","params":{"co"#);
+/// assert_eq!(s.request_id(), Some(&Id::from(7)));
+/// assert_eq!(s.response_id(), None);
+/// ```
 pub fn sniff(prefix: &[u8]) -> Sniffed {
     let mut s = Scanner { b: prefix, i: 0 };
     let mut out = Sniffed::default();

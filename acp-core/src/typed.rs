@@ -17,17 +17,25 @@ use crate::error::Error;
 
 /// A request method: its wire name, who handles it, and its params and result types.
 pub trait Method {
+    /// The method name on the wire (one of the [`crate::acp`] constants).
     const NAME: &'static str;
-    /// The side that handles (receives) it.
+    /// The side that handles (receives) it. The few methods either side may send
+    /// (`$/cancel_request`, `mcp/message`, `proxy/successor`) name one of the two; their
+    /// marker types say so.
     const HANDLED_BY: Role;
+    /// The schema type of its `params`.
     type Params: Serialize + DeserializeOwned;
+    /// The schema type of its `result`.
     type Result: Serialize + DeserializeOwned;
 }
 
-/// A notification method.
+/// A notification method: its wire name, who handles it, and its params type.
 pub trait NotificationMethod {
+    /// The method name on the wire (one of the [`crate::acp`] constants).
     const NAME: &'static str;
+    /// The side that handles (receives) it, as for [`Method::HANDLED_BY`].
     const HANDLED_BY: Role;
+    /// The schema type of its `params`.
     type Params: Serialize + DeserializeOwned;
 }
 
@@ -59,57 +67,85 @@ macro_rules! notifications {
 }
 
 methods! {
+    /// `initialize` ([`acp::agent::INITIALIZE`]).
     Initialize = acp::agent::INITIALIZE, Agent, s::InitializeRequest => s::InitializeResponse;
+    /// `authenticate` ([`acp::agent::AUTHENTICATE`]).
     Authenticate = acp::agent::AUTHENTICATE, Agent, s::AuthenticateRequest => s::AuthenticateResponse;
+    /// `logout` ([`acp::agent::LOGOUT`]).
     Logout = acp::agent::LOGOUT, Agent, s::LogoutRequest => s::LogoutResponse;
+    /// `session/new` ([`acp::agent::SESSION_NEW`]).
     NewSession = acp::agent::SESSION_NEW, Agent, s::NewSessionRequest => s::NewSessionResponse;
+    /// `session/load` ([`acp::agent::SESSION_LOAD`]).
     LoadSession = acp::agent::SESSION_LOAD, Agent, s::LoadSessionRequest => s::LoadSessionResponse;
+    /// `session/resume` ([`acp::agent::SESSION_RESUME`]).
     ResumeSession = acp::agent::SESSION_RESUME, Agent, s::ResumeSessionRequest => s::ResumeSessionResponse;
+    /// `session/list` ([`acp::agent::SESSION_LIST`]).
     ListSessions = acp::agent::SESSION_LIST, Agent, s::ListSessionsRequest => s::ListSessionsResponse;
+    /// `session/close` ([`acp::agent::SESSION_CLOSE`]).
     CloseSession = acp::agent::SESSION_CLOSE, Agent, s::CloseSessionRequest => s::CloseSessionResponse;
+    /// `session/delete` ([`acp::agent::SESSION_DELETE`]).
     DeleteSession = acp::agent::SESSION_DELETE, Agent, s::DeleteSessionRequest => s::DeleteSessionResponse;
+    /// `session/prompt` ([`acp::agent::SESSION_PROMPT`]).
     Prompt = acp::agent::SESSION_PROMPT, Agent, s::PromptRequest => s::PromptResponse;
+    /// `session/set_mode` ([`acp::agent::SESSION_SET_MODE`]).
     SetSessionMode = acp::agent::SESSION_SET_MODE, Agent, s::SetSessionModeRequest => s::SetSessionModeResponse;
+    /// `session/set_config_option` ([`acp::agent::SESSION_SET_CONFIG_OPTION`]).
     SetSessionConfigOption = acp::agent::SESSION_SET_CONFIG_OPTION, Agent, s::SetSessionConfigOptionRequest => s::SetSessionConfigOptionResponse;
 
+    /// `session/request_permission` ([`acp::client::SESSION_REQUEST_PERMISSION`]).
     RequestPermission = acp::client::SESSION_REQUEST_PERMISSION, Client, s::RequestPermissionRequest => s::RequestPermissionResponse;
+    /// `fs/read_text_file` ([`acp::client::FS_READ_TEXT_FILE`]).
     ReadTextFile = acp::client::FS_READ_TEXT_FILE, Client, s::ReadTextFileRequest => s::ReadTextFileResponse;
+    /// `fs/write_text_file` ([`acp::client::FS_WRITE_TEXT_FILE`]).
     WriteTextFile = acp::client::FS_WRITE_TEXT_FILE, Client, s::WriteTextFileRequest => s::WriteTextFileResponse;
+    /// `terminal/create` ([`acp::client::TERMINAL_CREATE`]).
     CreateTerminal = acp::client::TERMINAL_CREATE, Client, s::CreateTerminalRequest => s::CreateTerminalResponse;
+    /// `terminal/output` ([`acp::client::TERMINAL_OUTPUT`]).
     TerminalOutput = acp::client::TERMINAL_OUTPUT, Client, s::TerminalOutputRequest => s::TerminalOutputResponse;
+    /// `terminal/wait_for_exit` ([`acp::client::TERMINAL_WAIT_FOR_EXIT`]).
     WaitForTerminalExit = acp::client::TERMINAL_WAIT_FOR_EXIT, Client, s::WaitForTerminalExitRequest => s::WaitForTerminalExitResponse;
+    /// `terminal/kill` ([`acp::client::TERMINAL_KILL`]).
     KillTerminal = acp::client::TERMINAL_KILL, Client, s::KillTerminalRequest => s::KillTerminalResponse;
+    /// `terminal/release` ([`acp::client::TERMINAL_RELEASE`]).
     ReleaseTerminal = acp::client::TERMINAL_RELEASE, Client, s::ReleaseTerminalRequest => s::ReleaseTerminalResponse;
+    /// `elicitation/create` ([`acp::client::ELICITATION_CREATE`]).
     CreateElicitation = acp::client::ELICITATION_CREATE, Client, s::CreateElicitationRequest => s::CreateElicitationResponse;
 }
 
 notifications! {
+    /// `session/cancel` ([`acp::agent::SESSION_CANCEL`]).
     Cancel = acp::agent::SESSION_CANCEL, Agent, s::CancelNotification;
+    /// `session/update` ([`acp::client::SESSION_UPDATE`]).
     SessionUpdate = acp::client::SESSION_UPDATE, Client, s::SessionNotification;
+    /// `elicitation/complete` ([`acp::client::ELICITATION_COMPLETE`]).
     CompleteElicitation = acp::client::ELICITATION_COMPLETE, Client, s::CompleteElicitationNotification;
-    /// Either side may send it; the engine handles it itself on receipt.
+    /// `$/cancel_request` ([`acp::CANCEL_REQUEST`]). Either side may send it; the engine
+    /// handles it itself on receipt ([`Event::CancelRequested`](crate::Event::CancelRequested))
+    /// and sends it itself when a request of its own times out or is cancelled.
     CancelRequest = acp::CANCEL_REQUEST, Agent, s::CancelRequestNotification;
 }
 
-/// Decodes params for `M` (absent params decode as `null`, which most types refuse).
+/// Decodes params for `M`, typically those of an [`Event::Request`](crate::Event::Request)
+/// (absent params decode as `null`, which most types refuse). On error, answer the request
+/// with [`ErrorObject::invalid_params`](crate::ErrorObject::invalid_params).
 pub fn decode_params<M: Method>(params: Option<&RawValue>) -> Result<M::Params, serde_json::Error> {
     serde_json::from_str(params.map_or("null", RawValue::get))
 }
 
-/// Decodes notification params for `N`.
+/// Decodes notification params for `N`, as [`decode_params`] does.
 pub fn decode_notification<N: NotificationMethod>(
     params: Option<&RawValue>,
 ) -> Result<N::Params, serde_json::Error> {
     serde_json::from_str(params.map_or("null", RawValue::get))
 }
 
-/// Decodes a result for `M`.
+/// Decodes a result for `M`, typically that of an [`Event::Response`](crate::Event::Response).
 pub fn decode_result<M: Method>(result: &RawValue) -> Result<M::Result, serde_json::Error> {
     serde_json::from_str(result.get())
 }
 
 impl<T> Connection<T> {
-    /// Sends a typed request.
+    /// Sends a typed request: [`Connection::send_request`] with `M`'s name.
     pub fn request<M: Method>(
         &mut self,
         params: &M::Params,
@@ -119,12 +155,13 @@ impl<T> Connection<T> {
         self.send_request(M::NAME, Some(params), opts, now)
     }
 
-    /// Sends a typed notification.
+    /// Sends a typed notification: [`Connection::notify`] with `N`'s name.
     pub fn notify_typed<N: NotificationMethod>(&mut self, params: &N::Params) -> Result<(), Error> {
         self.notify(N::NAME, Some(params))
     }
 
-    /// Answers an incoming request of method `M` with a typed result.
+    /// Answers an incoming request of method `M` with a typed result: [`Connection::respond`].
+    /// The engine does not check that the request's method is `M`'s.
     pub fn respond_typed<M: Method>(
         &mut self,
         token: u64,

@@ -26,8 +26,10 @@ use serde::Deserialize;
 
 /// `session/fork`: a new session from an existing one's context (`sessionCapabilities.fork`).
 pub const SESSION_FORK: &str = "session/fork";
-/// `session/archive` / `session/unarchive` (`sessionCapabilities.archive`).
+/// `session/archive`: hide a session from the default `session/list`
+/// (`sessionCapabilities.archive`).
 pub const SESSION_ARCHIVE: &str = "session/archive";
+/// `session/unarchive`: undo `session/archive` (`sessionCapabilities.archive`).
 pub const SESSION_UNARCHIVE: &str = "session/unarchive";
 /// `session/status`: whether the agent has a session in memory (`sessionCapabilities.status`).
 pub const SESSION_STATUS: &str = "session/status";
@@ -35,9 +37,12 @@ pub const SESSION_STATUS: &str = "session/status";
 pub const SESSION_SET_TITLE: &str = "session/set_title";
 /// `auth/status`: the agent's authentication state (`auth.status`).
 pub const AUTH_STATUS: &str = "auth/status";
-/// The agent's LLM providers (`providers`).
+/// `providers/list`: the agent's LLM providers (`providers`).
 pub const PROVIDERS_LIST: &str = "providers/list";
+/// `providers/set`: replace the configuration of one of the agent's LLM providers
+/// (`providers`).
 pub const PROVIDERS_SET: &str = "providers/set";
+/// `providers/disable`: turn one of the agent's LLM providers off (`providers`).
 pub const PROVIDERS_DISABLE: &str = "providers/disable";
 /// MCP over ACP: a request or notification in either direction.
 pub const MCP_MESSAGE: &str = "mcp/message";
@@ -88,12 +93,20 @@ pub(crate) const GATED_UPDATE_MARKERS: &[&[u8]] = &[
 /// absent or malformed as not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AgentCapabilities {
+    /// `sessionCapabilities.fork`: `session/fork`.
     pub session_fork: bool,
+    /// `sessionCapabilities.archive`: `session/archive` and `session/unarchive`.
     pub session_archive: bool,
+    /// `sessionCapabilities.status`: `session/status`.
     pub session_status: bool,
+    /// `sessionCapabilities.title`: `session/set_title`.
     pub session_title: bool,
+    /// `sessionCapabilities.systemPrompt`: a `systemPrompt` in the
+    /// [`SYSTEM_PROMPT_METHODS`].
     pub session_system_prompt: bool,
+    /// `auth.status`: the client's `auth/status` and the agent's `auth/status_update`.
     pub auth_status: bool,
+    /// `providers`: the `providers/*` methods.
     pub providers: bool,
     /// `mcpCapabilities.acp`: MCP servers of type `acp` in `session/new`.
     pub mcp_acp: bool,
@@ -115,6 +128,9 @@ where
 }
 
 impl AgentCapabilities {
+    /// Whether `capability` (a path [`required_agent_capability`] returns, or
+    /// `sessionCapabilities.systemPrompt`, `mcpCapabilities.acp`) was advertised. A path the
+    /// engine does not track is allowed.
     pub fn allows(&self, capability: &str) -> bool {
         match capability {
             "sessionCapabilities.fork" => self.session_fork,
@@ -202,6 +218,8 @@ pub struct ClientCapabilities {
 }
 
 impl ClientCapabilities {
+    /// Whether `capability` (a name [`required_client_capability_for_update`] returns) was
+    /// advertised. A name the engine does not track is allowed.
     pub fn allows(&self, capability: &str) -> bool {
         match capability {
             "plan" => self.plan,
@@ -241,7 +259,9 @@ impl ClientCapabilities {
 /// `initialize` result (received by a client, sent by an agent). All false before `initialize`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Advertised {
+    /// The client's, from the `initialize` params.
     pub client: ClientCapabilities,
+    /// The agent's, from the `initialize` result.
     pub agent: AgentCapabilities,
 }
 
