@@ -587,9 +587,10 @@ impl<T> Connection<T> {
     /// official SDKs do) completes each of its requests with that error
     /// ([`CallError::Remote`]).
     ///
-    /// Only the checks of [`Connection::send_request`] and [`Connection::notify`] apply: a
-    /// `session/cancel` entry does not change the turn state or answer pending permission
-    /// requests as `notify` does, so send that one alone.
+    /// Each entry is checked as [`Connection::send_request`] and [`Connection::notify`] check
+    /// it, and a client's `session/cancel` entry does what `notify` does once the batch is
+    /// written (the turn becomes `Cancelling`, pending permission requests of that session are
+    /// answered `cancelled`).
     ///
     /// # Errors
     ///
@@ -618,6 +619,7 @@ impl<T> Connection<T> {
         let start = self.out.len();
         self.out.push(b'[');
         let mut ids = Vec::with_capacity(entries.len());
+        let mut cancelled = Vec::new();
         let mut next_id = self.next_id;
         for (i, e) in entries.iter().enumerate() {
             if i > 0 {
@@ -636,10 +638,18 @@ impl<T> Connection<T> {
                 self.out.truncate(start);
                 return Err(err);
             }
+            if self.config.role == Role::Client && e.method == acp::agent::SESSION_CANCEL {
+                if let Some(session) = request_params_session(&self.out[entry_start..]) {
+                    cancelled.push(session);
+                }
+            }
             ids.push(id);
         }
         self.out.extend_from_slice(b"]\n");
         self.next_id = next_id;
+        for session in cancelled {
+            self.cancel_sent(&session);
+        }
         // Batches whose requests all completed otherwise (deadline, cancel) are forgotten, so
         // a peer that never answers batches cannot make this grow.
         let outgoing = &self.outgoing;
@@ -699,24 +709,31 @@ impl<T> Connection<T> {
             };
         self.out.push(b'\n');
         if let Some(session) = cancelled_session {
-            if self.turn_state(&session) == TurnState::Prompting {
-                self.turns.insert(session.clone(), TurnState::Cancelling);
-            }
-            let mut tokens: Vec<u64> = self
-                .incoming
-                .iter()
-                .filter(|(_, i)| {
-                    i.method == acp::client::SESSION_REQUEST_PERMISSION
-                        && i.session_id.as_deref() == Some(session.as_str())
-                })
-                .map(|(t, _)| *t)
-                .collect();
-            tokens.sort_unstable();
-            for t in tokens {
-                self.auto_answer(t, AutoAnswerReason::SessionCancelled);
-            }
+            self.cancel_sent(&session);
         }
         Ok(())
+    }
+
+    /// What a client's `session/cancel` for `session` does once written (alone or in a
+    /// batch): a prompting turn becomes [`TurnState::Cancelling`] and every pending
+    /// `session/request_permission` of that session is answered `cancelled`.
+    fn cancel_sent(&mut self, session: &str) {
+        if self.turn_state(session) == TurnState::Prompting {
+            self.turns.insert(session.to_owned(), TurnState::Cancelling);
+        }
+        let mut tokens: Vec<u64> = self
+            .incoming
+            .iter()
+            .filter(|(_, i)| {
+                i.method == acp::client::SESSION_REQUEST_PERMISSION
+                    && i.session_id.as_deref() == Some(session)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        tokens.sort_unstable();
+        for t in tokens {
+            self.auto_answer(t, AutoAnswerReason::SessionCancelled);
+        }
     }
 
     /// Answers an incoming request with a result (any value serializing to JSON). The answer

@@ -229,3 +229,70 @@ fn id_null_errors_only_complete_batches_nothing_in_which_was_answered() {
     error_without_id(p.client_events());
     assert_eq!(p.client.pending_outgoing(), 1, "request 1 still waits");
 }
+
+/// A client's `session/cancel` inside a batch does what it does alone: the prompting turn
+/// becomes `Cancelling` and the session's pending permission question is answered `cancelled`
+/// (before, the turn stayed `Prompting` and the question pending).
+#[test]
+fn a_session_cancel_in_a_batch_cancels_the_turn_and_its_permission_questions() {
+    use acp_core::acp::TurnState;
+    use acp_core::AutoAnswerReason;
+    let mut p: Pair = Pair::new();
+    p.client
+        .send_request(
+            "session/prompt",
+            Some(&json!({"sessionId":"s","prompt":[]})),
+            RequestOptions::default(),
+            0,
+        )
+        .unwrap();
+    p.pump();
+    let _ = p.agent_events();
+    p.agent
+        .send_request(
+            "session/request_permission",
+            Some(&json!({"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[]})),
+            RequestOptions::default(),
+            0,
+        )
+        .unwrap();
+    p.pump();
+    let asked = p.client_events();
+    assert!(
+        matches!(asked.as_slice(), [Event::Request { method, .. }] if method == "session/request_permission"),
+        "{asked:?}"
+    );
+    assert_eq!(p.client.turn_state("s"), TurnState::Prompting);
+
+    p.client
+        .send_batch(
+            vec![
+                BatchEntry {
+                    method: "session/cancel".into(),
+                    params: raw(json!({"sessionId":"s"})),
+                    request: None,
+                },
+                request("x/other", json!({})),
+            ],
+            0,
+        )
+        .unwrap();
+    assert_eq!(p.client.turn_state("s"), TurnState::Cancelling);
+    let events = p.client_events();
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            Event::AutoAnswered {
+                reason: AutoAnswerReason::SessionCancelled,
+                ..
+            }
+        )),
+        "{events:?}"
+    );
+    p.pump();
+    let answered = p.agent_events().into_iter().any(|e| {
+        matches!(&e, Event::Response { result: Ok(r), .. }
+            if r.get().contains("\"cancelled\""))
+    });
+    assert!(answered, "the agent got `cancelled` for its question");
+}
