@@ -19,7 +19,7 @@ use crate::error::{CallError, Error, PeerError, PeerErrorKind};
 use crate::framing::{is_blank, Decoder, Frame, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::jsonrpc::{
     nests_deeper_than, write_error_response, write_json, write_json_str, write_result_response,
-    Classified, ErrorCode, ErrorObject, Id, RawEnvelope, MAX_NESTING,
+    Classified, Envelope, ErrorCode, ErrorObject, Id, MAX_NESTING,
 };
 
 /// Milliseconds on a clock of the caller's choosing (monotonic). The engine never reads a clock.
@@ -1164,8 +1164,8 @@ impl<T> Connection<T> {
         // UTF-8 is checked once for the whole line, so serde reads it as `str` and does not
         // re-check every string and raw value; invalid UTF-8 is left to serde for its message.
         let parsed = match std::str::from_utf8(line) {
-            Ok(text) => serde_json::from_str::<RawEnvelope<'_>>(text),
-            Err(_) => serde_json::from_slice::<RawEnvelope<'_>>(line),
+            Ok(text) => serde_json::from_str::<Envelope<'_>>(text),
+            Err(_) => serde_json::from_slice::<Envelope<'_>>(line),
         };
         match parsed {
             Ok(env) => {
@@ -1318,7 +1318,7 @@ impl<T> Connection<T> {
             // serde reads a struct from an array too (positionally): `["2.0",1,"m"]` would
             // pass for a request, so only objects are let through.
             let parsed = if entry.get().starts_with('{') {
-                serde_json::from_str::<RawEnvelope<'_>>(entry.get())
+                serde_json::from_str::<Envelope<'_>>(entry.get())
                     .map_err(|e| describe_json_error(&e))
             } else {
                 Err(NOT_AN_OBJECT.to_owned())
@@ -1654,12 +1654,12 @@ fn is_batchable(method: &str) -> bool {
 /// serde's message, in the protocol's words.
 fn describe_json_error(e: &serde_json::Error) -> String {
     e.to_string()
-        .replace("struct RawEnvelope", "a JSON-RPC message object")
+        .replace("struct Envelope", "a JSON-RPC message object")
 }
 
 /// Reads `params.sessionId` from a serialized request object.
 fn request_params_session(line: &[u8]) -> Option<String> {
-    let env: RawEnvelope<'_> = serde_json::from_slice(line).ok()?;
+    let env: Envelope<'_> = serde_json::from_slice(line).ok()?;
     acp::session_id_of(env.params.map(RawValue::get))
 }
 

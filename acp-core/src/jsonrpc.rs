@@ -241,22 +241,150 @@ impl fmt::Display for ErrorObject {
 
 impl std::error::Error for ErrorObject {}
 
-/// The fields of one message, borrowed from the line. `Some` means the key was present (even
-/// with the value `null`), which is how a request with `"id": null` is told from a notification.
-#[derive(Deserialize, Default)]
-pub(crate) struct RawEnvelope<'a> {
+/// The top level of one JSON-RPC message, borrowed from its text: each member as raw JSON,
+/// nothing else built (`params` and `result` are not parsed, however large). `Some` means the
+/// member was present, even with the value `null`, which is how a request with `"id": null`
+/// is told from a notification.
+///
+/// This is the one place the envelope is read: the engine classifies messages from it, and
+/// hosts that route, bridge or log messages without the engine (acp-native's remote
+/// transport, the `acp` command's `--log-rpc` tap) read theirs with [`Envelope::parse`] too.
+/// A member given twice makes the message ambiguous: it does not parse.
+///
+/// ```
+/// use acp_core::jsonrpc::Envelope;
+///
+/// let env = Envelope::parse(r#"{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s1"}}"#).unwrap();
+/// assert_eq!(env.id().and_then(|id| id.as_u64()), Some(7));
+/// assert_eq!(env.method().as_deref(), Some("session/prompt"));
+/// assert_eq!(env.session_id().as_deref(), Some("s1"));
+/// assert!(env.is_request());
+/// assert!(Envelope::parse("[1]").is_err(), "only objects are messages");
+/// ```
+#[derive(Deserialize, Default, Debug, Clone, Copy)]
+pub struct Envelope<'a> {
     #[serde(borrow, default, deserialize_with = "present")]
-    pub jsonrpc: Option<&'a RawValue>,
+    pub(crate) jsonrpc: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
-    pub id: Option<&'a RawValue>,
+    pub(crate) id: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
-    pub method: Option<&'a RawValue>,
+    pub(crate) method: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
-    pub params: Option<&'a RawValue>,
+    pub(crate) params: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
-    pub result: Option<&'a RawValue>,
+    pub(crate) result: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
-    pub error: Option<&'a RawValue>,
+    pub(crate) error: Option<&'a RawValue>,
+}
+
+impl<'a> Envelope<'a> {
+    /// Reads the envelope of one message. Only a JSON object is a message (serde would read
+    /// a struct from an array too, positionally); anything else, malformed JSON and a member
+    /// given twice are errors (serde's, as the engine reports them).
+    pub fn parse(text: &'a str) -> Result<Envelope<'a>, serde_json::Error> {
+        if !text.trim_start().starts_with('{') {
+            return Err(serde::de::Error::custom(
+                "a JSON-RPC message must be an object",
+            ));
+        }
+        serde_json::from_str(text)
+    }
+
+    /// `id` as written, if present (even `null`).
+    pub fn id_raw(&self) -> Option<&'a RawValue> {
+        self.id
+    }
+
+    /// `id` when it is a string or a number (not `null`, not absent, not another type).
+    pub fn id(&self) -> Option<Id> {
+        self.id
+            .and_then(|raw| serde_json::from_str::<Id>(raw.get()).ok())
+            .filter(|id| *id != Id::Null)
+    }
+
+    /// `method` when it is a string (borrowed unless it has escapes).
+    pub fn method(&self) -> Option<std::borrow::Cow<'a, str>> {
+        let raw = self.method?;
+        serde_json::from_str::<std::borrow::Cow<'a, str>>(raw.get()).ok()
+    }
+
+    /// `params` as written, if present and not `null`.
+    pub fn params(&self) -> Option<&'a RawValue> {
+        self.params.filter(|p| p.get() != "null")
+    }
+
+    /// `result` as written, if present (even `null`).
+    pub fn result(&self) -> Option<&'a RawValue> {
+        self.result
+    }
+
+    /// `error` as written, if present.
+    pub fn error(&self) -> Option<&'a RawValue> {
+        self.error
+    }
+
+    /// Has a `method` and an `id` member (even `"id": null`): a request.
+    pub fn is_request(&self) -> bool {
+        self.method.is_some() && self.id.is_some()
+    }
+
+    /// Has a `method` and no `id` member: a notification.
+    pub fn is_notification(&self) -> bool {
+        self.method.is_some() && self.id.is_none()
+    }
+
+    /// Has no `method` but an `id`: a response (well formed or not; the engine decides).
+    pub fn is_response(&self) -> bool {
+        self.method.is_none() && self.id.is_some()
+    }
+
+    /// `params.sessionId`, when `params` is an object with a string `sessionId` (what ACP's
+    /// session methods carry).
+    pub fn session_id(&self) -> Option<String> {
+        crate::acp::session_id_of(self.params().map(RawValue::get))
+    }
+}
+
+/// Calls `f` with each message of one line as raw JSON: the line itself, or each entry of a
+/// batch (a JSON array) with `true`, visited one at a time as the array is read (no vector of
+/// entries is built). An error if the line is not JSON, after the entries before the fault.
+///
+/// ```
+/// let mut seen = Vec::new();
+/// acp_core::jsonrpc::each_message(r#"[{"id":1},{"id":2}]"#, |raw, in_batch| {
+///     seen.push((raw.get().to_owned(), in_batch));
+/// })
+/// .unwrap();
+/// assert_eq!(seen, [(r#"{"id":1}"#.to_owned(), true), (r#"{"id":2}"#.to_owned(), true)]);
+/// ```
+pub fn each_message<'a>(
+    text: &'a str,
+    mut f: impl FnMut(&'a RawValue, bool),
+) -> Result<(), serde_json::Error> {
+    use serde::de::{SeqAccess, Visitor};
+    struct Batch<'f, 'a>(&'f mut dyn FnMut(&'a RawValue, bool));
+    impl<'de: 'a, 'a> Visitor<'de> for Batch<'_, 'a> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a batch")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+                (self.0)(raw, true);
+            }
+            Ok(())
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let whole: &'a RawValue = Deserialize::deserialize(&mut de)?;
+    de.end()?;
+    if whole.get().starts_with('[') {
+        let mut de = serde_json::Deserializer::from_str(whole.get());
+        serde::Deserializer::deserialize_seq(&mut de, Batch(&mut f))?;
+    } else {
+        f(whole, false);
+    }
+    Ok(())
 }
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
@@ -291,7 +419,7 @@ fn first_byte(raw: &RawValue) -> u8 {
     raw.get().as_bytes().first().copied().unwrap_or(b' ')
 }
 
-impl<'a> RawEnvelope<'a> {
+impl<'a> Envelope<'a> {
     pub(crate) fn classify(mut self) -> Classified<'a> {
         // Some peers write `"params": null` for "no params"; it is read as absent.
         if self.params.is_some_and(|p| p.get() == "null") {
