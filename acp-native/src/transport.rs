@@ -570,54 +570,67 @@ mod tests {
     }
 
     /// A peer that sends pings and never reads (issue 19): once the socket takes no more of
-    /// their pongs, the bridge lets it owe [`MAX_OWED_PONGS`], then closes the WebSocket,
-    /// reporting why, and ends its lines side. Before, a pong was queued per ping for as long
-    /// as the peer kept sending.
-    #[tokio::test]
+    /// their pongs, the bridge lets it owe [`MAX_OWED_PONGS`], then stops reading, reports
+    /// why and ends its lines side; the peer, reading at last, gets every pong queued and a
+    /// close frame (1008) with the reason. Before, a pong was queued per ping for as long as
+    /// the peer kept sending. The clock is paused: the close frame's grace (1 s) can only run
+    /// out once nothing else can happen, so the peer's late reading is not a race.
+    #[tokio::test(start_paused = true)]
     async fn a_peer_flooding_pings_without_reading_is_closed_with_the_reason() {
         use tokio::io::AsyncReadExt;
-        // The peer's end takes 64 KiB of pongs, then nothing more (it never reads).
+        use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+        use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
+        // The peer's end takes 64 KiB of pongs, then nothing more until it reads.
         let (ours, mut peer) = tokio::io::duplex(64 << 10);
         let ws = WebSocketStream::from_raw_socket(
             WsSocket::server(ours),
-            tokio_tungstenite::tungstenite::protocol::Role::Server,
+            WsRole::Server,
             Some(ws_config(1 << 20)),
         )
         .await;
-        let ((mut lines, _w), closed) = ws_bridge_limited(ws, 1 << 20);
+        let ((mut lines, _w), mut closed) = ws_bridge_limited(ws, 1 << 20);
         // Masked pings (a client's) with the largest payload, 125 bytes.
         let mask = [0x11, 0x22, 0x33, 0x44];
         let mut ping = vec![0x89, 0x80 | 125];
         ping.extend_from_slice(&mask);
         ping.extend((0..125usize).map(|i| i as u8 ^ mask[i % 4]));
         let pings = ping.repeat(512);
-        let limit = 64usize << 20;
+        let mut sent = 0usize;
         let flood = async {
-            let mut sent = 0;
-            while sent < limit {
-                if peer.write_all(&pings).await.is_err() {
-                    return Some(sent);
-                }
+            while sent < 64 << 20 {
+                peer.write_all(&pings).await?;
                 sent += pings.len();
             }
-            None
+            std::io::Result::Ok(())
         };
-        let sent = tokio::time::timeout(Duration::from_secs(60), flood)
-            .await
-            .expect("the flood ends within 60 s");
-        // What the socket took (64 KiB of pongs: about 520), the owed pongs, what was in
-        // flight when the bridge stopped reading: well under 1 MiB of pings.
-        let sent = sent.expect("the bridge closed the WebSocket before 64 MiB of pings");
-        assert!(sent < 1 << 20, "{sent} bytes of pings before the close");
-        let reason = closed.await.expect("the bridge says why it closed");
+        let reason = tokio::select! {
+            r = &mut closed => r.expect("the bridge says why it closed"),
+            r = flood => panic!("the flood ended ({r:?}) and the bridge said nothing"),
+        };
         assert!(
             reason.contains("the client sent pings faster than it reads our answers")
                 && reason.contains("1024 pongs"),
             "{reason}"
         );
+        // What the socket took (64 KiB of pongs: about 520), the owed pongs, what was in
+        // flight when the bridge stopped reading: well under 1 MiB of pings.
+        assert!(sent < 1 << 20, "{sent} bytes of pings before the close");
         let mut rest = Vec::new();
         lines.read_to_end(&mut rest).await.unwrap();
         assert!(rest.is_empty(), "{rest:?}");
+        // The peer reads now: the pongs owed, then the close frame.
+        let mut peer = WebSocketStream::from_raw_socket(peer, WsRole::Client, None).await;
+        let mut pongs = 0;
+        let frame = loop {
+            match peer.next().await {
+                Some(Ok(Message::Pong(_))) => pongs += 1,
+                Some(Ok(Message::Close(frame))) => break frame.expect("a close code and reason"),
+                other => panic!("{other:?} after {pongs} pongs"),
+            }
+        };
+        assert!(pongs > MAX_OWED_PONGS, "{pongs} pongs");
+        assert_eq!(frame.code, CloseCode::Policy);
+        assert_eq!(frame.reason.as_str(), ws_limits::PING_FLOOD_CLOSE_REASON);
     }
 
     #[test]
