@@ -145,7 +145,7 @@ pub fn tcp_split(stream: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf) {
 pub use tokio_tungstenite::tungstenite::Error as WsError;
 
 /// Connects to a WebSocket server (`ws://...`; no TLS here: `wss://` is the remote client's,
-/// [`crate::remote::client`]) and bridges it to NDJSON.
+/// `remote::client`, feature `remote`) and bridges it to NDJSON.
 pub async fn ws_connect(url: &str) -> Result<DuplexHalves, WsError> {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     use tokio_tungstenite::tungstenite::error::UrlError;
