@@ -104,10 +104,12 @@ impl<S> WsSocket<S> {
         }
     }
 
+    /// The socket it wraps.
     pub fn get_ref(&self) -> &S {
         &self.io
     }
 
+    /// The socket it wraps (writing to it directly bypasses the WebSocket's framing).
     pub fn get_mut(&mut self) -> &mut S {
         &mut self.io
     }
