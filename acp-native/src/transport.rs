@@ -6,7 +6,9 @@
 //!   already connected, whose exit status and stderr tail become the close reason;
 //! * [`tcp_connect`] / [`tcp_split`]: NDJSON over TCP (client and server);
 //! * [`ws_connect`] / [`ws_accept`] / [`ws_bridge`]: WebSocket, one JSON-RPC message per text
-//!   frame, bridged to NDJSON so the driver is the same;
+//!   frame, bridged to NDJSON so the driver is the same; every WebSocket of the crate is built
+//!   with [`ws_config`] on a [`WsSocket`] and closes a peer that owes too many pongs
+//!   ([`ws_limits`]);
 //! * [`duplex`]: an in-memory pair (tests, in-process agents).
 
 use std::io;
@@ -25,6 +27,10 @@ use tower::Service;
 use crate::driver::{DriverConfig, Incoming};
 use crate::process::{AgentCommand, AgentProcess, ExitReport, ShutdownOutcome, SpawnError};
 use crate::ClientSideConnection;
+
+pub mod ws_limits;
+use ws_limits::OwedPongs;
+pub use ws_limits::{ws_config, WsSocket, MAX_OWED_PONGS};
 
 /// Halves of one end of an in-memory or bridged stream.
 pub type DuplexHalves = (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>);
@@ -138,16 +144,41 @@ pub fn tcp_split(stream: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf) {
 /// WebSocket errors.
 pub use tokio_tungstenite::tungstenite::Error as WsError;
 
-/// Connects to a WebSocket server (`ws://...`) and bridges it to NDJSON.
+/// Connects to a WebSocket server (`ws://...`; no TLS here: `wss://` is the remote client's,
+/// `remote::client`, feature `remote`) and bridges it to NDJSON.
 pub async fn ws_connect(url: &str) -> Result<DuplexHalves, WsError> {
-    let (ws, _response) = tokio_tungstenite::connect_async(url).await?;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::error::UrlError;
+    let request = url.into_client_request()?;
+    let uri = request.uri();
+    let port = match (uri.scheme_str(), uri.port_u16()) {
+        (Some("wss"), _) => return Err(WsError::Url(UrlError::TlsFeatureNotEnabled)),
+        (Some("ws"), port) => port.unwrap_or(80),
+        _ => return Err(WsError::Url(UrlError::UnsupportedUrlScheme)),
+    };
+    let host = uri.host().ok_or(WsError::Url(UrlError::NoHostName))?;
+    // An IPv6 literal comes bracketed.
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let stream = TcpStream::connect((host.as_str(), port)).await?;
+    let config = ws_config(acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES);
+    let (ws, _response) = tokio_tungstenite::client_async_with_config(
+        request,
+        WsSocket::client(stream),
+        Some(config),
+    )
+    .await?;
     Ok(ws_bridge(ws))
 }
 
 /// Accepts a WebSocket on a TCP stream (server side) and bridges it to NDJSON.
 pub async fn ws_accept(stream: TcpStream) -> Result<DuplexHalves, WsError> {
     let _ = stream.set_nodelay(true);
-    let ws = tokio_tungstenite::accept_async(stream).await?;
+    let config = ws_config(acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES);
+    let ws =
+        tokio_tungstenite::accept_async_with_config(WsSocket::server(stream), Some(config)).await?;
     Ok(ws_bridge(ws))
 }
 
@@ -175,7 +206,25 @@ fn frame_to_lines(text: String) -> Vec<u8> {
 /// writing without newlines cannot make the bridge buffer without bound. A longer line is
 /// skipped; if it was a response (its id read from its first bytes), the WebSocket side gets
 /// an Internal error for that id in its place, so the caller is not left waiting.
-pub fn ws_bridge<S>(ws: WebSocketStream<S>) -> DuplexHalves
+///
+/// The WebSocket must run on a [`WsSocket`] (build it with [`ws_config`]): a peer that sends
+/// pings faster than it reads their pongs is closed once it owes [`MAX_OWED_PONGS`]
+/// ([`ws_limits`]), a warning logged and the lines side ended.
+pub fn ws_bridge<S>(ws: WebSocketStream<WsSocket<S>>) -> DuplexHalves
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    ws_bridge_reporting(ws).0
+}
+
+/// [`ws_bridge`], with a receiver told why the bridge closed the WebSocket when it did so
+/// itself (a peer that sent pings faster than it reads their pongs: "the client sent pings
+/// faster than it reads our answers …"). When the WebSocket ended otherwise (closed by the
+/// peer, failed, or EOF on the lines side) nothing is sent. The reason is sent before the
+/// lines side ends, so it can be read as soon as that EOF is.
+pub fn ws_bridge_reporting<S>(
+    ws: WebSocketStream<WsSocket<S>>,
+) -> (DuplexHalves, tokio::sync::oneshot::Receiver<String>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -218,13 +267,22 @@ pub(crate) fn oversize_response_stand_in(
     Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())
 }
 
-fn ws_bridge_limited<S>(ws: WebSocketStream<S>, max_line: usize) -> DuplexHalves
+fn ws_bridge_limited<S>(
+    ws: WebSocketStream<WsSocket<S>>,
+    max_line: usize,
+) -> (DuplexHalves, tokio::sync::oneshot::Receiver<String>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (ours, theirs) = tokio::io::duplex(WS_BRIDGE_BUFFER);
     let (bridge_read, mut bridge_write) = tokio::io::split(ours);
+    let mut pongs = OwedPongs::of(&ws);
     let (mut sink, mut stream) = ws.split();
+    let (closed_tx, closed) = tokio::sync::oneshot::channel();
+    // Cancelled when the reader closes the WebSocket for a ping flood: the writer sends the
+    // close frame and lets the socket go.
+    let flooded = tokio_util::sync::CancellationToken::new();
+    let flooded_writer = flooded.clone();
     // WebSocket -> lines.
     tokio::spawn(async move {
         while let Some(msg) = stream.next().await {
@@ -232,7 +290,16 @@ where
                 Ok(Message::Text(t)) => t.as_str().to_owned(),
                 Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
                 Ok(Message::Close(_)) => break,
-                Ok(_) => continue, // ping/pong/raw frames
+                Ok(Message::Ping(_)) => match pongs.ping() {
+                    Ok(()) => continue,
+                    Err(flood) => {
+                        tracing::warn!("{flood}");
+                        let _ = closed_tx.send(flood.to_string());
+                        flooded.cancel();
+                        break;
+                    }
+                },
+                Ok(_) => continue, // pong/raw frames
                 Err(e) => {
                     tracing::debug!("websocket read failed: {e}");
                     break;
@@ -250,38 +317,50 @@ where
     tokio::spawn(async move {
         use acp_core::framing::{is_blank, Decoder, Frame};
         use tokio::io::AsyncReadExt;
-        let mut reader = bridge_read;
-        let mut decoder = Decoder::new(max_line);
-        let mut buf = vec![0u8; 64 << 10];
-        let mut frames: Vec<Message> = Vec::new();
-        loop {
-            let n = reader.read(&mut buf).await.unwrap_or(0);
-            let mut sink_frame = |f: Frame<'_>| match f {
-                Frame::Line(line) if !is_blank(line) => {
-                    frames.push(Message::text(String::from_utf8_lossy(line).into_owned()));
+        let mut pump = Box::pin(async {
+            let mut reader = bridge_read;
+            let mut decoder = Decoder::new(max_line);
+            let mut buf = vec![0u8; 64 << 10];
+            let mut frames: Vec<Message> = Vec::new();
+            loop {
+                let n = reader.read(&mut buf).await.unwrap_or(0);
+                let mut sink_frame = |f: Frame<'_>| match f {
+                    Frame::Line(line) if !is_blank(line) => {
+                        frames.push(Message::text(String::from_utf8_lossy(line).into_owned()));
+                    }
+                    Frame::Line(_) => {}
+                    Frame::Oversize { limit, prefix } => {
+                        frames.extend(oversize_reply(limit, prefix))
+                    }
+                };
+                if n == 0 {
+                    decoder.finish(&mut sink_frame);
+                } else {
+                    decoder.decode(&buf[..n], &mut sink_frame);
                 }
-                Frame::Line(_) => {}
-                Frame::Oversize { limit, prefix } => frames.extend(oversize_reply(limit, prefix)),
-            };
-            if n == 0 {
-                decoder.finish(&mut sink_frame);
-            } else {
-                decoder.decode(&buf[..n], &mut sink_frame);
-            }
-            for m in frames.drain(..) {
-                if let Err(e) = sink.send(m).await {
-                    tracing::debug!("websocket write failed: {e}");
-                    return;
+                for m in frames.drain(..) {
+                    if let Err(e) = sink.send(m).await {
+                        tracing::debug!("websocket write failed: {e}");
+                        return;
+                    }
+                }
+                if n == 0 {
+                    break;
                 }
             }
-            if n == 0 {
-                break;
-            }
+            let _ = sink.send(Message::Close(None)).await;
+            let _ = sink.close().await;
+        });
+        let was_flooded = tokio::select! {
+            _ = &mut pump => false,
+            _ = flooded_writer.cancelled() => true,
+        };
+        drop(pump);
+        if was_flooded {
+            ws_limits::close_after_ping_flood(&mut sink).await;
         }
-        let _ = sink.send(Message::Close(None)).await;
-        let _ = sink.close().await;
     });
-    tokio::io::split(theirs)
+    (tokio::io::split(theirs), closed)
 }
 
 /// An agent subprocess behind a [`ClientSideConnection`]: owns the supervised process.
@@ -429,9 +508,10 @@ mod tests {
     async fn bridged(max_line: usize) -> (DuplexHalves, WebSocketStream<DuplexStream>) {
         use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
         let (a, b) = tokio::io::duplex(1 << 20);
-        let server = WebSocketStream::from_raw_socket(a, WsRole::Server, None).await;
+        let server =
+            WebSocketStream::from_raw_socket(WsSocket::server(a), WsRole::Server, None).await;
         let client = WebSocketStream::from_raw_socket(b, WsRole::Client, None).await;
-        (ws_bridge_limited(server, max_line), client)
+        (ws_bridge_limited(server, max_line).0, client)
     }
 
     async fn next_text(ws: &mut WebSocketStream<DuplexStream>) -> String {
@@ -487,6 +567,70 @@ mod tests {
             .await
             .unwrap();
         assert!(matches!(end, Some(Ok(Message::Close(_))) | None), "{end:?}");
+    }
+
+    /// A peer that sends pings and never reads (issue 19): once the socket takes no more of
+    /// their pongs, the bridge lets it owe [`MAX_OWED_PONGS`], then stops reading, reports
+    /// why and ends its lines side; the peer, reading at last, gets every pong queued and a
+    /// close frame (1008) with the reason. Before, a pong was queued per ping for as long as
+    /// the peer kept sending. The clock is paused: the close frame's grace (1 s) can only run
+    /// out once nothing else can happen, so the peer's late reading is not a race.
+    #[tokio::test(start_paused = true)]
+    async fn a_peer_flooding_pings_without_reading_is_closed_with_the_reason() {
+        use tokio::io::AsyncReadExt;
+        use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+        use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
+        // The peer's end takes 64 KiB of pongs, then nothing more until it reads.
+        let (ours, mut peer) = tokio::io::duplex(64 << 10);
+        let ws = WebSocketStream::from_raw_socket(
+            WsSocket::server(ours),
+            WsRole::Server,
+            Some(ws_config(1 << 20)),
+        )
+        .await;
+        let ((mut lines, _w), mut closed) = ws_bridge_limited(ws, 1 << 20);
+        // Masked pings (a client's) with the largest payload, 125 bytes.
+        let mask = [0x11, 0x22, 0x33, 0x44];
+        let mut ping = vec![0x89, 0x80 | 125];
+        ping.extend_from_slice(&mask);
+        ping.extend((0..125usize).map(|i| i as u8 ^ mask[i % 4]));
+        let pings = ping.repeat(512);
+        let mut sent = 0usize;
+        let flood = async {
+            while sent < 64 << 20 {
+                peer.write_all(&pings).await?;
+                sent += pings.len();
+            }
+            std::io::Result::Ok(())
+        };
+        let reason = tokio::select! {
+            r = &mut closed => r.expect("the bridge says why it closed"),
+            r = flood => panic!("the flood ended ({r:?}) and the bridge said nothing"),
+        };
+        assert!(
+            reason.contains("the client sent pings faster than it reads our answers")
+                && reason.contains("1024 pongs"),
+            "{reason}"
+        );
+        // What the socket took (64 KiB of pongs: about 520), the owed pongs, what was in
+        // flight when the bridge stopped reading: well under 1 MiB of pings.
+        assert!(sent < 1 << 20, "{sent} bytes of pings before the close");
+        let mut rest = Vec::new();
+        lines.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty(), "{rest:?}");
+        // The peer reads now: the pongs owed, then the close frame.
+        let mut peer = WebSocketStream::from_raw_socket(peer, WsRole::Client, None).await;
+        let mut pongs = 0;
+        let frame = loop {
+            match peer.next().await {
+                Some(Ok(Message::Pong(_))) => pongs += 1,
+                Some(Ok(Message::Close(frame))) => break frame.expect("a close code and reason"),
+                other => panic!("{other:?} after {pongs} pongs"),
+            }
+        };
+        assert!(pongs > MAX_OWED_PONGS, "{pongs} pongs");
+        assert_eq!(frame.code, CloseCode::Policy);
+        assert_eq!(frame.reason.as_str(), ws_limits::PING_FLOOD_CLOSE_REASON);
     }
 
     #[test]

@@ -10,10 +10,13 @@
 //! wrong one in each place one is accepted, get 401 and start no agent; idle and half-sent
 //! handshakes start no agent and are closed after `--handshake-timeout`; connections over
 //! `--max-connections` get 503; a non-loopback address is warned about; an agent's terminal
-//! escapes on stderr are shown, not interpreted; SIGHUP and SIGTERM stop every agent's group.
+//! escapes on stderr are shown, not interpreted; SIGHUP and SIGTERM stop every agent's group;
+//! a client flooding pings without reading (`--ws`, and `--http`'s WebSocket) is closed with
+//! the reason logged, in bounded memory.
 //! Agents that count their starts (a line appended to a file) show that nothing ran.
 
 mod cli_support;
+mod flood_support;
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -158,9 +161,12 @@ fn serve(cwd: &std::path::Path, args: &[&str], agent: &[&str], token: Option<&st
         token: token.unwrap_or_default().to_string(),
         log,
     };
+    // `--ws`: `listening on ws://ADDR (…`; `--http`: `listening on http://ADDR/acp (HTTP + SSE,
+    // and ws://ADDR/acp; …`.
     server.url = server.wait_log("its address", |log| {
-        let rest = &log[log.find("listening on ws://")? + "listening on ".len()..];
-        Some(rest[..rest.find(' ')?].to_string())
+        let line = &log[log.find("listening on ")?..];
+        let rest = &line[line.find("ws://")?..];
+        Some(rest[..rest.find([' ', ';'])?].to_string())
     });
     server
 }
@@ -972,4 +978,73 @@ async fn bad_frames_get_json_rpc_errors_and_the_connection_goes_on() {
     let init = next(&mut ws).await;
     assert_eq!(init["id"], 7, "{init}");
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+}
+
+/// At most this much of pings is sent by a flooding client (old code: a pong queued per ping,
+/// about as many bytes of memory in the server).
+const FLOOD_LIMIT: u64 = 256 << 20;
+/// What a flood may add to the server's peak memory: the connection's write side (one message
+/// of its own, 128 KiB of tungstenite's write buffer, 1024 owed pongs of at most 131 bytes:
+/// under 1 MiB here) plus allocator slack.
+const FLOOD_GROWTH_KIB: u64 = 16 << 10;
+
+/// Issue 19, finding 2 (docs/security.md): one token holder sends ping frames as fast as it
+/// can and never reads, over `acp serve --ws` and over the WebSocket of `acp serve --http`'s
+/// `/acp`. Before, the server queued a pong per ping without limit (over 1 GiB in 6 s; here
+/// the flood ran out of its 256 MiB still connected, the server's peak grown by as much), so
+/// one client could take it down for all. Now the connection is closed once 1024 pongs are
+/// owed, the reason is logged, the server's peak grows by less than 16 MiB, and it goes on
+/// serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_flooding_pings_without_reading_is_closed_in_bounded_memory() {
+    use flood_support::{flood, ping_frames, Flood, Watch};
+    for flag in ["--ws", "--http"] {
+        let dir = TempDir::new("serve-ping-flood");
+        let server = serve(dir.path(), &[flag, "127.0.0.1:0"], &[], Some(TOKEN));
+        let watch = Watch::start(server.child.id());
+        let (mut ws, _) = tokio_tungstenite::connect_async(server.request())
+            .await
+            .unwrap();
+        server.wait_log("the connection", |log| {
+            log.contains("connected").then_some(())
+        });
+        let before = watch.peak_kib();
+        // Only bounds a failure: the old code took 5-10 s to take the whole flood (debug build).
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(300),
+            flood(ws.get_mut(), &ping_frames(true), FLOOD_LIMIT),
+        )
+        .await
+        .expect("the flood ended within 5 minutes");
+        let peak = watch.peak_kib();
+        let growth = peak.saturating_sub(before);
+        eprintln!(
+            "{flag}: ping flood against acp serve: {outcome:?}; peak {} MiB ({} MiB before)",
+            peak >> 10,
+            before >> 10
+        );
+        assert!(
+            !watch.killed(),
+            "{flag}: acp serve was killed by the watchdog (over 1.5 GiB) during the flood"
+        );
+        assert!(
+            matches!(outcome, Flood::Closed(_)),
+            "{flag}: the server did not close a connection flooded with pings ({outcome:?}); its \
+             peak: {} MiB, {} MiB more than before the flood\nlog:\n{}",
+            peak >> 10,
+            growth >> 10,
+            server.log()
+        );
+        assert!(
+            growth <= FLOOD_GROWTH_KIB,
+            "{flag}: the flood cost acp serve {growth} KiB (peak {peak} KiB), over the \
+             {FLOOD_GROWTH_KIB} KiB allowed"
+        );
+        server.wait_log("why the connection was closed", |log| {
+            log.contains("the client sent pings faster than it reads our answers")
+                .then_some(())
+        });
+        // The server goes on: a new connection gets its agent's answer.
+        connect_initialized(&server).await;
+    }
 }

@@ -7,7 +7,10 @@
 //! message ends it, saying so). `acp chat --connect` is
 //! run too: a turn, a wrong token (a clear message, exit 1), and a reconnect after the server
 //! restarted (the session continued with `session/load` / `session/resume` of the demo
-//! agent's `--state-dir`). Every wait is bounded.
+//! agent's `--state-dir`), and a hostile server flooding pings without reading (closed with
+//! the reason, in bounded memory). Every wait is bounded.
+
+mod flood_support;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -874,4 +877,87 @@ async fn acp_chat_connect_without_resume_or_load_says_the_session_is_lost() {
     assert!(err.contains("cannot be continued"), "{err}");
     server.stop();
     let _ = task.await;
+}
+
+/// At most this much of pings is sent by the flooding server (old code: a pong queued per
+/// ping, about as many bytes of memory in the client).
+const FLOOD_LIMIT: u64 = 256 << 20;
+/// What a flood may add to the client's peak memory: its write side's bound (one message of
+/// its own, 128 KiB of tungstenite's write buffer, 1024 owed pongs of at most 131 bytes: under
+/// 1 MiB here) plus allocator slack.
+const FLOOD_GROWTH_KIB: u64 = 16 << 10;
+
+/// Issue 19, finding 1 (docs/security.md): a server that sends ping frames as fast as it can
+/// and never reads. Before, `acp chat --connect ws://…` queued a pong per ping without limit
+/// (over 1 GiB in 6 s; here, the flood ran out of its 256 MiB still connected, the client's
+/// peak grown by as much). Now the client owes at most 1024 pongs, then closes the connection
+/// and says why; its peak memory grows by less than 16 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_chat_connect_closes_a_server_that_floods_pings_without_reading() {
+    use flood_support::{flood, ping_frames, Flood, Watch};
+    let dir = TempDir::new("ping-flood");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (connected_tx, connected) = tokio::sync::oneshot::channel();
+    let (go, go_rx) = tokio::sync::oneshot::channel::<()>();
+    // The hostile server: any handshake is accepted, then pings, never a read.
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        connected_tx.send(()).unwrap();
+        go_rx.await.unwrap();
+        flood(ws.get_mut(), &ping_frames(false), FLOOD_LIMIT).await
+    });
+    let chat = Chat::start(
+        &[
+            "--connect",
+            &format!("ws://{addr}/acp"),
+            "--token",
+            TOKEN,
+            "-p",
+            "hello",
+        ],
+        &dir.0,
+    );
+    let watch = Watch::start(chat.child.id().expect("acp chat runs"));
+    bounded("the handshake", connected).await.unwrap();
+    let before = watch.peak_kib();
+    go.send(()).unwrap();
+    // Only bounds a failure: the old code took 5-10 s to take the whole flood (debug build).
+    let outcome = tokio::time::timeout(Duration::from_secs(300), server)
+        .await
+        .expect("the flood ended within 5 minutes")
+        .unwrap();
+    let peak = watch.peak_kib();
+    let killed = watch.killed();
+    let (code, out, err) = chat.finish().await;
+    let growth = peak.saturating_sub(before);
+    eprintln!(
+        "ping flood against acp chat: {outcome:?}; peak {} MiB ({} MiB before the flood)",
+        peak >> 10,
+        before >> 10
+    );
+    assert!(
+        !killed,
+        "acp chat was killed by the watchdog (over 1.5 GiB) during the flood"
+    );
+    assert!(
+        matches!(outcome, Flood::Closed(_)),
+        "the client did not close a connection flooded with pings ({outcome:?}); its peak: \
+         {} MiB, {} MiB more than before the flood\nstderr:\n{err}",
+        peak >> 10,
+        growth >> 10
+    );
+    assert!(
+        growth <= FLOOD_GROWTH_KIB,
+        "the flood cost acp chat {growth} KiB (peak {peak} KiB), over the {FLOOD_GROWTH_KIB} KiB \
+         allowed"
+    );
+    // The user is told why.
+    eprintln!("acp chat's stderr:\n{err}");
+    assert_ne!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("the server sent pings faster than it reads our answers"),
+        "stderr:\n{err}"
+    );
 }

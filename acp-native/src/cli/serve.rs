@@ -522,7 +522,13 @@ async fn serve_connection(
             }
             Ok(resp)
         };
-        let accept = tokio_tungstenite::accept_hdr_async(stream, check);
+        let accept = tokio_tungstenite::accept_hdr_async_with_config(
+            transport::WsSocket::server(stream),
+            check,
+            Some(transport::ws_config(
+                acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
+            )),
+        );
         tokio::select! {
             r = tokio::time::timeout(config.handshake_timeout, accept) => Some(r),
             _ = stop.cancelled() => None,
@@ -557,7 +563,7 @@ async fn serve_connection(
         return;
     };
     say(&format!("{peer}: connected; agent pid {}", process.pid()));
-    let (mut from_client, mut to_client) = transport::ws_bridge(ws);
+    let ((mut from_client, mut to_client), mut bridge_closed) = transport::ws_bridge_reporting(ws);
     let mut agent_in = process.take_stdin().expect("a new process has stdin");
     let mut agent_out = process.take_stdout().expect("a new process has stdout");
     let mut up = Box::pin(async move {
@@ -570,9 +576,13 @@ async fn serve_connection(
         let _ = to_client.shutdown().await;
     });
     let (who, down_done) = tokio::select! {
-        _ = &mut up => ("the client closed the connection", false),
-        _ = &mut down => ("the agent closed its stdout", true),
-        _ = stop.cancelled() => ("acp serve is stopping", false),
+        // The bridge says why when it closed the WebSocket itself (a client flooding pings).
+        _ = &mut up => match bridge_closed.try_recv() {
+            Ok(why) => (why, false),
+            Err(_) => ("the client closed the connection".to_string(), false),
+        },
+        _ = &mut down => ("the agent closed its stdout".to_string(), true),
+        _ = stop.cancelled() => ("acp serve is stopping".to_string(), false),
     };
     // The agent's stdin closes (if the client has not closed it already): its cue to exit.
     drop(up);

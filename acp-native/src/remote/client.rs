@@ -695,7 +695,6 @@ async fn open_ws(
     link: Arc<LinkShared>,
 ) -> Result<DuplexHalves, RemoteError> {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-    use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
     use tokio_tungstenite::tungstenite::Error as WsError;
     let endpoint = &dialer.endpoint;
     let addr = endpoint.authority();
@@ -708,11 +707,10 @@ async fn open_ws(
         if let Some(auth) = &dialer.authorization {
             request.headers_mut().insert(AUTHORIZATION, auth.clone());
         }
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(options.max_message_bytes))
-            .max_frame_size(Some(options.max_message_bytes));
+        let config = crate::transport::ws_config(options.max_message_bytes);
+        let socket = crate::transport::WsSocket::client(io);
         let (ws, _response) =
-            tokio_tungstenite::client_async_with_config(request, io, Some(config))
+            tokio_tungstenite::client_async_with_config(request, socket, Some(config))
                 .await
                 .map_err(|e| match e {
                     WsError::Http(response) => RemoteError::Http {
@@ -740,9 +738,12 @@ async fn open_ws(
 
 /// One text frame per message each way (a frame holding several lines, or pretty-printed
 /// JSON, is split or joined as [`crate::transport::ws_bridge`] does). The reason the socket
-/// ended (a close frame's code and reason, an error) becomes the failure.
+/// ended (a close frame's code and reason, an error) becomes the failure. A server that sends
+/// pings faster than it reads their pongs is closed once it owes
+/// [`crate::transport::MAX_OWED_PONGS`] ([`crate::transport::ws_limits`]), the failure saying
+/// so.
 async fn ws_pump(
-    ws: tokio_tungstenite::WebSocketStream<Io>,
+    ws: tokio_tungstenite::WebSocketStream<crate::transport::WsSocket<Io>>,
     ours: tokio::io::DuplexStream,
     link: Arc<LinkShared>,
     max_message_bytes: usize,
@@ -753,7 +754,11 @@ async fn ws_pump(
     use tokio_tungstenite::tungstenite::{Error as WsError, Message};
     let (mut from_driver_half, mut to_driver_half) = tokio::io::split(ours);
     let (from_driver, to_driver) = (&mut from_driver_half, &mut to_driver_half);
+    let mut pongs = crate::transport::ws_limits::OwedPongs::of(&ws);
     let (mut sink, mut stream) = ws.split();
+    let flooded = std::sync::atomic::AtomicBool::new(false);
+    let reader_flooded = &flooded;
+    let writer_sink = &mut sink;
     let reader_link = link.clone();
     let reader = async move {
         let reason = loop {
@@ -773,6 +778,14 @@ async fn ws_pump(
                         None => "the server closed the WebSocket".to_string(),
                     };
                 }
+                // tungstenite has queued its pong.
+                Some(Ok(Message::Ping(_))) => match pongs.ping() {
+                    Ok(()) => continue,
+                    Err(flood) => {
+                        reader_flooded.store(true, std::sync::atomic::Ordering::SeqCst);
+                        break flood.to_string();
+                    }
+                },
                 Some(Ok(_)) => continue,
                 // tungstenite cannot skip a message over its limit (every later read fails
                 // the same way), so the connection ends, saying so.
@@ -821,7 +834,7 @@ async fn ws_pump(
                 decoder.decode(&buf[..n], &mut on_frame);
             }
             for m in frames.drain(..) {
-                if let Err(e) = sink.send(m).await {
+                if let Err(e) = writer_sink.send(m).await {
                     writer_link.fail(format!("sending to the server failed: {e}"));
                     return;
                 }
@@ -834,8 +847,8 @@ async fn ws_pump(
         writer_link
             .closing
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        let _ = sink.send(Message::Close(None)).await;
-        let _ = sink.close().await;
+        let _ = writer_sink.send(Message::Close(None)).await;
+        let _ = writer_sink.close().await;
     };
     let stop = link.stop.clone();
     tokio::select! {
@@ -844,6 +857,12 @@ async fn ws_pump(
     }
     link.stop.cancel();
     let _ = to_driver_half.shutdown().await;
+    if flooded.load(std::sync::atomic::Ordering::SeqCst) {
+        // Nothing more is read from a server flooding pings: a close frame saying why, if it
+        // takes it, then the socket goes.
+        crate::transport::ws_limits::close_after_ping_flood(&mut sink).await;
+    }
+    drop(sink);
     drain_driver(from_driver_half).await;
 }
 

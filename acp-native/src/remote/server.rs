@@ -62,7 +62,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::rustls;
-use tokio_tungstenite::tungstenite::protocol::{Role as WsRole, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -72,6 +72,7 @@ use super::auth::{self, Credential};
 use super::wire::{self, Route};
 use crate::driver::{DriverConfig, Incoming};
 use crate::process::{AgentCommand, AgentProcess};
+use crate::transport::ws_limits::PingFlood;
 use crate::transport::{self, DuplexHalves};
 use crate::AgentSideConnection;
 
@@ -1460,13 +1461,10 @@ fn handle_upgrade<B>(
                 return;
             }
         };
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(max_message))
-            .max_frame_size(Some(max_message))
-            .read_buffer_size(WS_READ_BUFFER);
-        let ws =
-            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), WsRole::Server, Some(config))
-                .await;
+        let config = transport::ws_config(max_message).read_buffer_size(WS_READ_BUFFER);
+        let socket = transport::WsSocket::server(TokioIo::new(upgraded));
+        let ws = WebSocketStream::from_raw_socket(socket, WsRole::Server, Some(config)).await;
+        let pongs = transport::ws_limits::OwedPongs::of(&ws);
         shared.event(ServerEvent::Opened {
             peer,
             connection_id: connection_id.clone(),
@@ -1475,7 +1473,7 @@ fn handle_upgrade<B>(
         });
         // Frames are pumped straight between the socket and the agent's streams (no
         // intermediate byte pipe: every buffer here is resident memory of an idle connection).
-        let (to_client, from_client) = futures::StreamExt::split(ws);
+        let (mut to_client, from_client) = futures::StreamExt::split(ws);
         let AgentLink {
             reader: agent_out,
             writer: agent_in,
@@ -1484,22 +1482,43 @@ fn handle_upgrade<B>(
         let max_line = shared.config.max_agent_message_bytes;
         let heard = Heard::new();
         let ping = shared.config.ws_ping_interval;
-        let mut up = Box::pin(ws_to_agent(from_client, agent_in, &heard));
-        let mut down = Box::pin(agent_to_ws(agent_out, to_client, max_line, &heard, ping));
-        let (reason, agent_in, down_ended) = tokio::select! {
-            w = &mut up => ("the client closed the connection".to_string(), Some(w), false),
-            why = &mut down => (why, None, true),
-            _ = shared.stop.cancelled() => ("the server is stopping".to_string(), None, false),
+        let mut up = Box::pin(ws_to_agent(from_client, agent_in, &heard, pongs));
+        let mut down = Box::pin(agent_to_ws(
+            agent_out,
+            &mut to_client,
+            max_line,
+            &heard,
+            ping,
+        ));
+        let (reason, agent_in, down_ended, flooded) = tokio::select! {
+            (w, flood) = &mut up => match flood {
+                Some(flood) => (flood.to_string(), Some(w), false, true),
+                None => ("the client closed the connection".to_string(), Some(w), false, false),
+            },
+            why = &mut down => (why, None, true, false),
+            _ = shared.stop.cancelled() => {
+                ("the server is stopping".to_string(), None, false, false)
+            }
         };
         drop(up);
+        let mut down = if flooded {
+            // Nothing more is read from (or written for) a client flooding pings: a close
+            // frame saying why, if it takes it, then the socket goes.
+            drop(down);
+            transport::ws_limits::close_after_ping_flood(&mut to_client).await;
+            drop(to_client);
+            None
+        } else {
+            Some(down)
+        };
         // The agent's input closes (if not already): its cue to exit.
         let report = match agent_in {
             Some(w) => stop_agent(w, process).await,
             None => stop_agent(Box::new(tokio::io::sink()), process).await,
         };
         // What the agent still wrote goes out while the socket lasts.
-        if !down_ended {
-            let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
+        if let (Some(down), false) = (&mut down, down_ended) {
+            let _ = tokio::time::timeout(Duration::from_secs(1), down).await;
         }
         drop(slot);
         let reason = match report {
@@ -1526,8 +1545,6 @@ fn ws_text_to_lines(text: String) -> Vec<u8> {
     text.replace(['\n', '\r'], " ").into_bytes()
 }
 
-/// Client to agent: each text (or binary, read as UTF-8) message becomes a line of the agent's
-/// input, until the client closes or fails; gives the agent's input back.
 /// When a WebSocket's client was last heard from (any frame, pongs included).
 struct Heard {
     start: tokio::time::Instant,
@@ -1553,11 +1570,16 @@ impl Heard {
     }
 }
 
+/// Client to agent: each text (or binary, read as UTF-8) message becomes a line of the agent's
+/// input, until the client closes or fails, or sends pings faster than it reads their pongs
+/// (more than [`transport::MAX_OWED_PONGS`] owed: the [`PingFlood`] is returned, and nothing
+/// more is read); gives the agent's input back.
 async fn ws_to_agent<S>(
-    mut from_client: futures::stream::SplitStream<WebSocketStream<S>>,
+    mut from_client: futures::stream::SplitStream<WebSocketStream<transport::WsSocket<S>>>,
     mut agent_in: Box<dyn AsyncWrite + Send + Unpin>,
     heard: &Heard,
-) -> Box<dyn AsyncWrite + Send + Unpin>
+    mut pongs: transport::ws_limits::OwedPongs,
+) -> (Box<dyn AsyncWrite + Send + Unpin>, Option<PingFlood>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -1569,7 +1591,12 @@ where
             Ok(Message::Text(t)) => t.as_str().to_owned(),
             Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
             Ok(Message::Close(_)) => break,
-            Ok(_) => continue, // ping/pong (tungstenite answers pings)/raw frames
+            // tungstenite has queued its pong.
+            Ok(Message::Ping(_)) => match pongs.ping() {
+                Ok(()) => continue,
+                Err(flood) => return (agent_in, Some(flood)),
+            },
+            Ok(_) => continue, // pong/raw frames
             Err(e) => {
                 tracing::debug!("websocket read failed: {e}");
                 break;
@@ -1581,7 +1608,7 @@ where
             break;
         }
     }
-    agent_in
+    (agent_in, None)
 }
 
 /// Agent to client: each line the agent writes becomes one text message; the agent's EOF
@@ -1590,7 +1617,7 @@ where
 /// is pinged; one silent for twice that is gone. Returns why it ended.
 async fn agent_to_ws<S>(
     mut agent_out: Box<dyn AsyncRead + Send + Unpin>,
-    mut to_client: futures::stream::SplitSink<
+    to_client: &mut futures::stream::SplitSink<
         WebSocketStream<S>,
         tokio_tungstenite::tungstenite::Message,
     >,
