@@ -62,7 +62,15 @@ fn permission_cases() {
 fn write_cases() {
     replay("writes.json", |case| {
         let facts: FileFacts = serde_json::from_value(case["facts"].clone()).expect("facts");
-        let class = writes::classify(case["path"].as_str().expect("path"), facts);
+        let own: Vec<String> = match case.get("ownDirs") {
+            Some(dirs) => serde_json::from_value(dirs.clone()).expect("ownDirs"),
+            None => Vec::new(),
+        };
+        let class = writes::classify(
+            case["path"].as_str().expect("path"),
+            facts,
+            &writes::OwnDirs::new(&own),
+        );
         json!(class)
     });
 }
