@@ -112,7 +112,12 @@ test("permission.json: the extension's modes (ask, allow_once) and dismissals th
 test("writes.json: every row through ClientPolicy", { skip }, () => {
   const policy = testPolicy();
   for (const c of table("writes.json")) {
-    assert.deepEqual(policy.classifyWrite(c.path as string, c.facts as { exists: boolean; executable: boolean }), c.expect, c.name);
+    const ownDirs = (c.ownDirs as string[] | undefined) ?? [];
+    assert.deepEqual(
+      policy.classifyWrite(c.path as string, c.facts as { exists: boolean; executable: boolean }, ownDirs),
+      c.expect,
+      c.name,
+    );
   }
 });
 
@@ -137,7 +142,9 @@ test("writes.json: POSIX rows through the FsBridge, on real files (the question'
       applyWrite: async (f, content) => fs.writeFileSync(f, content),
       workspaceFolders: () => [ws],
     };
-    const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), approver, nullLogger);
+    // The row's own directories, where the row's files are: under the workspace.
+    const ownDirs = ((c.ownDirs as string[] | undefined) ?? []).map((d) => path.join(ws, d.replace(/^\//, "")));
+    const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false, ownDirs }), testPolicy(), approver, nullLogger);
     const expect = c.expect as { class: "ordinary" } | { class: "ask"; reason: string };
     const write = b.writeTextFile({ sessionId: "s", path: file, content: "after\n" });
     if (expect.class === "ordinary") {
