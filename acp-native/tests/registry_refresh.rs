@@ -2,7 +2,7 @@
 //! automatically when the cache is a day old), against a local HTTP server standing in for it
 //! (`ACP_REGISTRY_URL`): what is fetched must be a registry before it replaces the cache; a
 //! failed refresh leaves the cache as it was; an unreachable registry is tried once a day, not
-//! on every run.
+//! on every run; a redirect never leaves https.
 
 mod cli_support;
 
@@ -157,5 +157,133 @@ fn a_stale_cache_is_refreshed_once_a_day_and_an_unreachable_registry_is_not_wait
     assert!(
         !stderr.contains("could not refresh"),
         "tried again the same day: {stderr}"
+    );
+}
+
+/// An HTTPS server (a self-signed certificate for `localhost`, in `cert.pem`) whose every
+/// answer is a redirect to `location`; counts the requests.
+struct TlsRedirect {
+    url: String,
+    hits: Arc<Mutex<usize>>,
+}
+
+impl TlsRedirect {
+    fn start(dir: &TempDir, location: String) -> TlsRedirect {
+        use tokio_rustls::rustls;
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+        std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+        let config =
+            acp_native::remote::server::tls_config_from_pem(&cert_path, &key_path).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "https://localhost:{}/registry/v1/latest/registry.json",
+            listener.local_addr().unwrap().port()
+        );
+        let hits = Arc::new(Mutex::new(0));
+        let h = hits.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(tcp) = stream else { continue };
+                let Ok(conn) = rustls::ServerConnection::new(config.clone()) else {
+                    continue;
+                };
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                if !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    continue; // a failed handshake
+                }
+                *h.lock().unwrap() += 1;
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                let _ = tls.flush();
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            }
+        });
+        TlsRedirect { url, hits }
+    }
+}
+
+#[test]
+fn a_redirect_from_https_to_plain_http_is_refused() {
+    let dir = TempDir::new("registry-downgrade");
+    // The plain-HTTP end of the redirect, serving a registry an attacker on the path could
+    // have written.
+    let plain = Server::start();
+    plain.set(200, REGISTRY);
+    let tls = TlsRedirect::start(&dir, plain.url.clone());
+    let cache = dir.join("cache").join("acp").join("registry.json");
+    let refresh = || {
+        Command::new(acp())
+            .args(["agents", "--refresh"])
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("ACP_REGISTRY_URL", &tls.url)
+            // The test server's certificate is the only root.
+            .env("SSL_CERT_FILE", dir.join("cert.pem"))
+            .env_remove("SSL_CERT_DIR")
+            .env_remove("ACP_OFFLINE")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = refresh();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        *tls.hits.lock().unwrap(),
+        1,
+        "the HTTPS server was asked: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("which is not https: refused"), "{stderr}");
+    assert!(!stderr.contains("refreshed the agent registry"), "{stderr}");
+    assert_eq!(plain.hits(), 0, "the plain-HTTP URL was fetched: {stderr}");
+    assert!(!cache.exists(), "the cache was written");
+    assert!(!stdout.contains("fresh-agent"), "{stdout}");
+}
+
+#[test]
+fn a_refresh_names_the_url_the_registry_came_from() {
+    // An http start (a local mirror) may redirect within http; the message names where the
+    // registry really came from.
+    let dir = TempDir::new("registry-redirect");
+    let target = Server::start();
+    target.set(200, REGISTRY);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let start = format!("http://{}/registry.json", listener.local_addr().unwrap());
+    let location = target.url.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 1024];
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 301 Moved\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+        }
+    });
+    let out = acp_agents(&dir, &start, &["--refresh"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("refreshed the agent registry from {}", target.url)),
+        "{stderr}"
     );
 }

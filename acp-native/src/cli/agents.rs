@@ -97,8 +97,10 @@ pub async fn refresh(force: bool) -> Option<Result<String, String>> {
     // Tried now, whatever comes of it: an offline machine tries once a day.
     let _ = std::fs::write(stamp_file(&cache), b"");
     let result = async {
-        let body = super::fetch::get(&url, deadline, MAX_REGISTRY_BYTES).await?;
-        let text = std::str::from_utf8(&body).map_err(|_| format!("{url}: not UTF-8"))?;
+        let got = super::fetch::get(&url, deadline, MAX_REGISTRY_BYTES).await?;
+        // Said as fetched: the URL the registry really came from, after any redirect.
+        let url = got.url;
+        let text = std::str::from_utf8(&got.body).map_err(|_| format!("{url}: not UTF-8"))?;
         let reg = registry::parse(text).map_err(|e| format!("{url}: not a registry: {e}"))?;
         let tmp = cache.with_extension(format!("tmp{}", std::process::id()));
         std::fs::write(&tmp, text)
