@@ -109,7 +109,10 @@ pub fn parse(text: &str) -> Result<Registry, String> {
     for a in &registry.agents {
         let d = &a.distribution;
         if d.npx.is_none() && d.uvx.is_none() && d.binary.is_none() {
-            return Err(format!("agent `{}` has no distribution", a.id));
+            return Err(format!(
+                "agent `{}` has no distribution",
+                crate::display::escape_line(&a.id)
+            ));
         }
     }
     Ok(registry)
@@ -245,7 +248,11 @@ pub fn find<'a>(registry: &'a Registry, name: &str) -> Result<&'a Agent, String>
     match matches.as_slice() {
         [one] => Ok(one),
         _ => {
-            let ids: Vec<&str> = registry.agents.iter().map(|a| a.id.as_str()).collect();
+            let ids: Vec<String> = registry
+                .agents
+                .iter()
+                .map(|a| crate::display::escape_line(&a.id))
+                .collect();
             let why = if matches.is_empty() {
                 "no agent"
             } else {
@@ -283,13 +290,18 @@ pub fn launch(agent: &Agent, platform: &str) -> Result<Launch, String> {
             via: "uvx".into(),
         });
     }
+    let (id, platform_shown) = (
+        crate::display::escape_line(&agent.id),
+        crate::display::escape_line(platform),
+    );
     match d.binary.as_ref().and_then(|b| b.get(platform)) {
         Some(b) => Err(format!(
-            "`{}` is distributed as an archive for {platform}: download {} and run its `{}` \
-             (give its path after --)",
-            agent.id, b.archive, b.cmd
+            "`{id}` is distributed as an archive for {platform_shown}: download {} and run its \
+             `{}` (give its path after --)",
+            crate::display::escape_line(&b.archive),
+            crate::display::escape_line(&b.cmd)
         )),
-        None => Err(format!("`{}` has no distribution for {platform}", agent.id)),
+        None => Err(format!("`{id}` has no distribution for {platform_shown}")),
     }
 }
 

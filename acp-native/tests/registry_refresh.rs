@@ -2,7 +2,8 @@
 //! automatically when the cache is a day old), against a local HTTP server standing in for it
 //! (`ACP_REGISTRY_URL`): what is fetched must be a registry before it replaces the cache; a
 //! failed refresh leaves the cache as it was; an unreachable registry is tried once a day, not
-//! on every run; a redirect never leaves https.
+//! on every run; a redirect never leaves https. And a registry entry's strings reach the
+//! terminal escaped (issue 19).
 
 mod cli_support;
 
@@ -285,5 +286,93 @@ fn a_refresh_names_the_url_the_registry_came_from() {
     assert!(
         stderr.contains(&format!("refreshed the agent registry from {}", target.url)),
         "{stderr}"
+    );
+}
+
+/// `acp args…` in `dir` with a fake `npx` first on PATH (it records its arguments and
+/// `NODE_OPTIONS`, then runs the demo agent), the registry offline.
+fn acp_with_fake_npx(dir: &TempDir, args: &[&str]) -> Output {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let npx = bin.join("npx");
+    std::fs::write(
+        &npx,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\necho \"NODE_OPTIONS=$NODE_OPTIONS\" >> '{}'\nexec '{}' demo-agent\n",
+            dir.join("npx-args.txt").display(),
+            dir.join("npx-env.txt").display(),
+            acp()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(acp())
+        .args(args)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("ACP_OFFLINE", "1")
+        .env_remove("NODE_OPTIONS")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Terminal escapes and bidi overrides in an entry's fields; an archive for this platform
+/// only, so `--agent` gives the "no command on this platform" error.
+fn hostile_registry() -> String {
+    let platform = acp_client::registry::this_platform();
+    serde_json::json!({"agents": [{
+        "id": "bin\u{1b}[2J", "name": "Bin\u{202e}txt.exe",
+        "version": "1\u{1b}]52;c;cGF5bG9hZA==\u{7}", "description": "d\u{1b}[31m\u{202e}",
+        "distribution": {"binary": {platform: {
+            "archive": "https://x/\u{202e}gz.tar\u{1b}[2J", "cmd": "./b\u{1b}]0;title\u{7}"}}}}]})
+    .to_string()
+}
+
+#[test]
+fn registry_strings_are_shown_escaped() {
+    let dir = TempDir::new("registry-escapes");
+    std::fs::write(dir.join("hostile.json"), hostile_registry()).unwrap();
+    let raw = |s: &str| s.contains(['\u{1b}', '\u{7}', '\u{202e}']);
+    for args in [
+        &["agents", "--registry", "hostile.json"][..],
+        &["agents", "--json", "--registry", "hostile.json"],
+        &[
+            "chat",
+            "--agent",
+            "bin",
+            "--registry",
+            "hostile.json",
+            "--prompt",
+            "hi",
+        ],
+    ] {
+        let out = acp_with_fake_npx(&dir, args);
+        let (stdout, stderr) = text(&out);
+        assert!(
+            !raw(&stdout) && !raw(&stderr),
+            "{args:?}:\n{stdout:?}\n{stderr:?}"
+        );
+        let shown = format!("{stdout}{stderr}");
+        assert!(
+            shown.contains(r"bin\e[2J") || shown.contains(r"bin\u001b[2J"),
+            "{args:?}: {shown}"
+        );
+    }
+    // The "no command on this platform" error quotes id, archive and cmd, escaped.
+    let out = acp_with_fake_npx(&dir, &["agents", "--registry", "hostile.json"]);
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains(r"download https://x/\u202egz.tar\e[2J and run its `./b\e]0;title\x07`"),
+        "{stdout}"
     );
 }

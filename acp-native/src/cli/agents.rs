@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use acp_client::display::is_hidden;
 use acp_client::registry::{self, Registry};
 use clap::Args;
 
@@ -178,6 +179,22 @@ pub async fn resolve(
     ))
 }
 
+/// `value` as one JSON line whose hidden characters (bidi overrides, zero-width characters…,
+/// which JSON may carry raw) are written as `\uXXXX` escapes: the same JSON, safe to show.
+fn json_line(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_hidden(c) {
+            // Only inside strings (serde writes no whitespace), and all in the BMP.
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `acp agents`.
 pub async fn run(args: AgentsArgs) -> i32 {
     let warn = |m: &str| eprintln!("acp: warning: {}", super::render::sanitize(m));
@@ -218,11 +235,11 @@ pub async fn run(args: AgentsArgs) -> i32 {
                 "id": a.id, "name": a.name, "version": a.version, "description": a.description,
                 "command": command, "env": env, "error": error,
             });
-            println!("{line}");
+            println!("{}", json_line(&line));
         } else {
             let how = match &launch {
                 Ok(l) => acp_client::display::command_line(&l.command[0], &l.command[1..]),
-                Err(e) => format!("({e})"),
+                Err(e) => format!("({})", acp_client::display::ensure_line(e)),
             };
             println!(
                 "{:<10} {} {} — {}\n           {how}",
