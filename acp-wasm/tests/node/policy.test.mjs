@@ -117,7 +117,7 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
 // without a replay fails the suite: a new table is replayed here, or named here, never skipped
 // silently.
 const NOT_EXPORTED = {
-  "registry.json": "acp_client::registry (agents by name): used by acp chat only so far",
+  "registry.json": "acp_client::registry (agents by name) is exported as agentPresets only: registry.test.mjs, and the extension's cases.test.ts replays the rows about one agent",
 };
 
 test("every case table in tests/client is replayed here (or named as not exported)", (t) => {
