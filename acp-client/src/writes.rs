@@ -222,8 +222,8 @@ pub struct OwnDirs {
 }
 
 impl OwnDirs {
-    /// No directory of the face's own beyond the usual places ([`OWN_DEFAULTS`], `~/.cache/acp`,
-    /// `~/.config/acp`).
+    /// No directory of the face's own beyond the usual places (`~/.local/state/acp`,
+    /// `~/.cache/acp`, `~/.config/acp`).
     pub fn none() -> OwnDirs {
         OwnDirs::default()
     }
