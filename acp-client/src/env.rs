@@ -24,6 +24,61 @@ pub const DEFAULT_ALLOWLIST: &[&str] = &[
     "XDG_*",
 ];
 
+/// Variables that decide which programs or code a process runs: the search path, the dynamic
+/// loader's preloads and paths, shell start-up files, and the interpreters' and package
+/// managers' options, load paths and package sources (`npx` and `uvx` fetch the agent with
+/// them). A trailing `*` matches a prefix. One list for every face: a `terminal/create` that sets
+/// one gets a warning ([`crate::terminal`]); a registry entry that sets one is refused unless the
+/// user gives that variable themselves ([`crate::registry::review_env`]).
+pub const RUNS_CODE: &[&str] = &[
+    "PATH",
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "LD_*",
+    "DYLD_*",
+    "GCONV_PATH",
+    "BASH_ENV",
+    "ENV",
+    "ZDOTDIR",
+    "PROMPT_COMMAND",
+    "PS4",
+    "IFS",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PYTHON*",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "ELECTRON_RUN_AS_NODE",
+    "npm_config_*",
+    "NPM_CONFIG_*",
+    "UV_*",
+    "PIP_*",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "_JAVA_OPTIONS",
+    "CLASSPATH",
+    "DOTNET_STARTUP_HOOKS",
+    "LUA_INIT*",
+    "LUA_PATH*",
+    "LUA_CPATH*",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "GIT_*",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+];
+
+/// Whether `name` is in [`RUNS_CODE`].
+pub fn changes_what_runs(name: &str) -> bool {
+    RUNS_CODE.iter().any(|p| matches_pattern(p, name))
+}
+
 /// Whether `name` matches `pattern` (exact, or a prefix when the pattern ends in `*`).
 pub fn matches_pattern(pattern: &str, name: &str) -> bool {
     match pattern.strip_suffix('*') {
@@ -108,5 +163,28 @@ mod tests {
         assert!(in_default_allowlist("XDG_CONFIG_HOME"));
         assert!(!in_default_allowlist("OPENAI_API_KEY"));
         assert!(!in_default_allowlist("PATHX"));
+    }
+
+    #[test]
+    fn variables_that_change_what_runs() {
+        for name in [
+            "NODE_OPTIONS",
+            "LD_PRELOAD",
+            "DYLD_INSERT_LIBRARIES",
+            "PATH",
+            "PYTHONSTARTUP",
+            "npm_config_registry",
+            "BASH_ENV",
+            "ENV",
+            "PERL5OPT",
+            "RUBYOPT",
+            "JAVA_TOOL_OPTIONS",
+            "GIT_SSH_COMMAND",
+        ] {
+            assert!(changes_what_runs(name), "{name}");
+        }
+        for name in ["OPENAI_API_KEY", "LANG", "ENVIRONMENT", "PATHX", "NO_COLOR"] {
+            assert!(!changes_what_runs(name), "{name}");
+        }
     }
 }

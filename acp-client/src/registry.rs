@@ -3,6 +3,13 @@
 //! per-platform `binary` archives). A snapshot of the well-known agents ships in the binary
 //! ([`SNAPSHOT`]); a registry file (or one `agent.json`) given by the user is laid over it.
 //! `tests/client/registry.json` is the case table.
+//!
+//! A registry is not the user's word: an entry that looks like the real one can add
+//! `NODE_OPTIONS=--require=…` to its `env`. So every variable an entry sets is shown
+//! ([`review_env`]: `NAME=value` on one line), and those that change what code runs
+//! ([`crate::env::changes_what_runs`]) or cannot be set as they are, are refused unless the
+//! user gives that variable themselves ([`refusal`]). Every registry-supplied string in a
+//! message is escaped onto one line ([`crate::display::escape_line`]).
 
 use std::collections::BTreeMap;
 
@@ -78,6 +85,114 @@ pub struct Launch {
     pub via: String,
 }
 
+/// One variable a registry entry sets for its agent, as every face shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryVar {
+    pub name: String,
+    pub value: String,
+    /// `NAME=value` on one line: the name escaped, the value quoted as an argument would be
+    /// ([`crate::display::quote_arg`]).
+    pub shown: String,
+    /// What becomes of it.
+    pub status: VarStatus,
+}
+
+/// What becomes of a variable a registry entry sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VarStatus {
+    /// The agent gets it.
+    Passed,
+    /// The user gives this variable themselves: the agent gets the user's, not the entry's.
+    Replaced,
+    /// It changes what code runs (the loader, the shell, an interpreter, `npx`/`uvx`'s package
+    /// source: [`crate::env::RUNS_CODE`]), or it cannot be set as it is (an invalid name, a
+    /// NUL byte): the entry is not started with it.
+    Refused,
+}
+
+/// The variables `env` (a [`Launch`]'s) sets, in order, each with what becomes of it.
+/// `given(name)`: the user gives this variable themselves (`acp chat --env NAME[=VALUE]`), so
+/// theirs replaces the entry's, which lifts the refusal of a variable that changes what runs
+/// (never that of one that cannot be set).
+pub fn review_env(env: &BTreeMap<String, String>, given: impl Fn(&str) -> bool) -> Vec<EntryVar> {
+    let mut out = Vec::with_capacity(env.len());
+    for (name, value) in env {
+        let settable = crate::env::valid_name(name) && !value.contains('\0');
+        let status = if !settable {
+            VarStatus::Refused
+        } else if given(name) {
+            VarStatus::Replaced
+        } else if crate::env::changes_what_runs(name) {
+            VarStatus::Refused
+        } else {
+            VarStatus::Passed
+        };
+        out.push(EntryVar {
+            name: name.clone(),
+            value: value.clone(),
+            shown: format!(
+                "{}={}",
+                if crate::env::valid_name(name) {
+                    name.clone()
+                } else {
+                    format!("\"{}\"", crate::display::escape_line(name))
+                },
+                crate::display::quote_arg(value)
+            ),
+            status,
+        });
+    }
+    out
+}
+
+/// Why agent `id` is not started with the variables [`review_env`] refused (one line), or
+/// `None` when it refused none. The face adds how the user gives a variable themselves.
+pub fn refusal(id: &str, vars: &[EntryVar]) -> Option<String> {
+    let (mut code, mut bad) = (Vec::new(), Vec::new());
+    for v in vars.iter().filter(|v| v.status == VarStatus::Refused) {
+        if crate::env::valid_name(&v.name) && !v.value.contains('\0') {
+            code.push(v.shown.as_str());
+        } else {
+            bad.push(v.shown.as_str());
+        }
+    }
+    let mut parts = Vec::new();
+    if !code.is_empty() {
+        let one = code.len() == 1;
+        parts.push(format!(
+            "{}, which {} what code runs (refused unless you set {} yourself)",
+            code.join(", "),
+            if one { "changes" } else { "change" },
+            if one { "it" } else { "them" }
+        ));
+    }
+    if !bad.is_empty() {
+        parts.push(format!(
+            "{}, which cannot be set as {} (refused)",
+            bad.join(", "),
+            if bad.len() == 1 { "it is" } else { "they are" }
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the registry entry of `{}` sets {}",
+        crate::display::escape_line(id),
+        parts.join("; and ")
+    ))
+}
+
+/// The variables of `vars` the agent gets from the entry ([`VarStatus::Passed`]).
+pub fn passed_env(vars: &[EntryVar]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for v in vars.iter().filter(|v| v.status == VarStatus::Passed) {
+        out.insert(v.name.clone(), v.value.clone());
+    }
+    out
+}
+
 /// Reads a registry document, or a single `agent.json` (as a registry of one).
 pub fn parse(text: &str) -> Result<Registry, String> {
     let bad = |e: String| format!("not an ACP registry or agent.json: {e}");
@@ -109,7 +224,10 @@ pub fn parse(text: &str) -> Result<Registry, String> {
     for a in &registry.agents {
         let d = &a.distribution;
         if d.npx.is_none() && d.uvx.is_none() && d.binary.is_none() {
-            return Err(format!("agent `{}` has no distribution", a.id));
+            return Err(format!(
+                "agent `{}` has no distribution",
+                crate::display::escape_line(&a.id)
+            ));
         }
     }
     Ok(registry)
@@ -245,7 +363,11 @@ pub fn find<'a>(registry: &'a Registry, name: &str) -> Result<&'a Agent, String>
     match matches.as_slice() {
         [one] => Ok(one),
         _ => {
-            let ids: Vec<&str> = registry.agents.iter().map(|a| a.id.as_str()).collect();
+            let ids: Vec<String> = registry
+                .agents
+                .iter()
+                .map(|a| crate::display::escape_line(&a.id))
+                .collect();
             let why = if matches.is_empty() {
                 "no agent"
             } else {
@@ -283,13 +405,18 @@ pub fn launch(agent: &Agent, platform: &str) -> Result<Launch, String> {
             via: "uvx".into(),
         });
     }
+    let (id, platform_shown) = (
+        crate::display::escape_line(&agent.id),
+        crate::display::escape_line(platform),
+    );
     match d.binary.as_ref().and_then(|b| b.get(platform)) {
         Some(b) => Err(format!(
-            "`{}` is distributed as an archive for {platform}: download {} and run its `{}` \
-             (give its path after --)",
-            agent.id, b.archive, b.cmd
+            "`{id}` is distributed as an archive for {platform_shown}: download {} and run its \
+             `{}` (give its path after --)",
+            crate::display::escape_line(&b.archive),
+            crate::display::escape_line(&b.cmd)
         )),
-        None => Err(format!("`{}` has no distribution for {platform}", agent.id)),
+        None => Err(format!("`{id}` has no distribution for {platform_shown}")),
     }
 }
 
@@ -304,7 +431,10 @@ pub struct Preset {
     /// How to start it ([`launch`]), when it can be started by a command.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch: Option<Launch>,
-    /// Why it cannot ([`launch`]'s error), otherwise.
+    /// Every variable it sets ([`review_env`], no variable given by the user).
+    pub env: Vec<EntryVar>,
+    /// Why it cannot start: [`launch`]'s error, or the [`refusal`] of a variable it sets (then
+    /// `launch` is there too, to be shown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
 }
@@ -323,9 +453,13 @@ pub fn presets(overlay: Option<&str>, platform: &str) -> (Vec<Preset>, Option<St
         .agents
         .iter()
         .map(|a| {
-            let (launch, problem) = match launch(a, platform) {
-                Ok(l) => (Some(l), None),
-                Err(e) => (None, Some(e)),
+            let (launch, env, problem) = match launch(a, platform) {
+                Ok(l) => {
+                    let env = review_env(&l.env, |_| false);
+                    let problem = refusal(&a.id, &env);
+                    (Some(l), env, problem)
+                }
+                Err(e) => (None, Vec::new(), Some(e)),
             };
             Preset {
                 id: a.id.clone(),
@@ -333,6 +467,7 @@ pub fn presets(overlay: Option<&str>, platform: &str) -> (Vec<Preset>, Option<St
                 version: a.version.clone(),
                 description: a.description.clone(),
                 launch,
+                env,
                 problem,
             }
         })
@@ -396,6 +531,34 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("no distribution for linux-x86_64"));
+
+        // An entry's variables are shown; one that changes what code runs is refused.
+        let overlay = r#"{"agents": [
+            {"id": "codex", "name": "Codex", "version": "1",
+             "distribution": {"npx": {"package": "@zed-industries/codex-acp",
+               "env": {"NODE_OPTIONS": "--require=/tmp/x.js", "CODEX_HOME": "/tmp/c x"}}}}
+        ]}"#;
+        let (p, _) = presets(Some(overlay), "linux-x86_64");
+        let shown: Vec<(&str, VarStatus)> = p[1]
+            .env
+            .iter()
+            .map(|v| (v.shown.as_str(), v.status))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("CODEX_HOME='/tmp/c x'", VarStatus::Passed),
+                ("NODE_OPTIONS=--require=/tmp/x.js", VarStatus::Refused)
+            ]
+        );
+        assert!(p[1].launch.is_some());
+        assert_eq!(
+            p[1].problem.as_deref(),
+            Some(
+                "the registry entry of `codex` sets NODE_OPTIONS=--require=/tmp/x.js, which \
+                 changes what code runs (refused unless you set it yourself)"
+            )
+        );
 
         // An unreadable overlay: the snapshot alone, and why.
         let (p, problem) = presets(Some("{not json"), "linux-x86_64");

@@ -21,37 +21,6 @@ pub const KILL_GRACE_MS: u64 = 2000;
 /// line wraps, and what scrolls away can hide what runs.
 pub const LONG_COMMAND_CHARS: usize = 400;
 
-/// Variables that decide which programs or code a command runs: an agent setting one is named
-/// in a warning.
-const CODE_CHANGING_VARS: &[&str] = &[
-    "PATH",
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "DYLD_*",
-    "BASH_ENV",
-    "ENV",
-    "ZDOTDIR",
-    "PROMPT_COMMAND",
-    "IFS",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "PYTHONPATH",
-    "PYTHONSTARTUP",
-    "PYTHONHOME",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PERL5OPT",
-    "PERL5LIB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "GIT_*",
-    "EDITOR",
-    "VISUAL",
-    "PAGER",
-    "HOME",
-];
-
 /// The parts of a `terminal/create` request the question is about.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -174,10 +143,7 @@ pub fn question(
 
     let mut warnings = Vec::new();
     for c in &env {
-        if CODE_CHANGING_VARS
-            .iter()
-            .any(|p| crate::env::matches_pattern(p, &c.name))
-        {
+        if crate::env::changes_what_runs(&c.name) {
             let how = if c.change == Change::Changed {
                 "changes"
             } else {

@@ -10,6 +10,14 @@
 //! files stay [`WriteClass::Ordinary`]: editing them is the agent's job, and building or
 //! running them is the user's act.
 //!
+//! The client's own files are such files too: its cache of the agent registry decides what
+//! `acp chat --agent NAME` and the extension's agent picker run, and its state (session
+//! records, prompt history, tokens) is what it shows and resumes. Where they are depends on the
+//! environment (`XDG_*`, `HOME`, the editor's storage), so the face names them ([`OwnDirs`]);
+//! their usual places (`~/.cache/acp`, `~/.local/state/acp`, `~/.config/acp`) are known here
+//! too. So are other coding agents' configuration files (`.claude/`, `.mcp.json`, `.gemini/`,
+//! `.codex/`, `opencode.json`…), whose hooks, MCP servers and commands those agents run.
+//!
 //! Faces classify the path the write will really reach (symlinks resolved, absolute), so a
 //! link named `notes` pointing at `.git` is caught. Matching ignores ASCII case and, per
 //! component, trailing dots and spaces and anything from a `:` on (case-insensitive file
@@ -51,6 +59,13 @@ pub enum Sensitive {
     Tool,
     /// The file is executable.
     Executable,
+    /// Under one of the client's own directories ([`OwnDirs`]: its registry cache, session
+    /// records, history, tokens), which decide what it runs and shows.
+    ClientFiles,
+    /// Another coding agent's configuration (`.claude/`, `.mcp.json`, `.gemini/`, `.qwen/`,
+    /// `.codex/`, `.cursor/`, `opencode.json`, `.opencode/`…): hooks, MCP servers and commands
+    /// that agent runs.
+    AgentConfig,
 }
 
 impl Sensitive {
@@ -65,6 +80,12 @@ impl Sensitive {
             Sensitive::Environment => "tools load this file into the environment of commands",
             Sensitive::Tool => "tools run programs this configuration names",
             Sensitive::Executable => "the file is executable",
+            Sensitive::ClientFiles => {
+                "the client's own files (its agent registry, sessions, history) decide what it runs"
+            }
+            Sensitive::AgentConfig => {
+                "coding agents run the hooks, MCP servers and commands this configuration names"
+            }
         }
     }
 }
@@ -102,6 +123,14 @@ const DIRS: &[(&str, Sensitive)] = &[
     (".aws", Sensitive::Tool),
     (".mise", Sensitive::Environment),
     (".direnv", Sensitive::Environment),
+    (".claude", Sensitive::AgentConfig),
+    (".gemini", Sensitive::AgentConfig),
+    (".qwen", Sensitive::AgentConfig),
+    (".codex", Sensitive::AgentConfig),
+    (".cursor", Sensitive::AgentConfig),
+    (".opencode", Sensitive::AgentConfig),
+    (".continue", Sensitive::AgentConfig),
+    (".kiro", Sensitive::AgentConfig),
 ];
 
 /// File names, wherever they are.
@@ -152,6 +181,10 @@ const FILES: &[(&str, Sensitive)] = &[
     ("lefthook.yml", Sensitive::Tool),
     (".lefthook.yml", Sensitive::Tool),
     (".netrc", Sensitive::Tool),
+    (".mcp.json", Sensitive::AgentConfig),
+    (".claude.json", Sensitive::AgentConfig),
+    ("opencode.json", Sensitive::AgentConfig),
+    ("opencode.jsonc", Sensitive::AgentConfig),
 ];
 
 /// Consecutive directory names (under a home directory, usually).
@@ -169,7 +202,55 @@ const DIR_PAIRS: &[(&str, &str, Sensitive)] = &[
     (".config", "zed", Sensitive::Editor),
     (".config", "mise", Sensitive::Environment),
     (".config", "direnv", Sensitive::Environment),
+    (".config", "opencode", Sensitive::AgentConfig),
+    (".cache", "acp", Sensitive::ClientFiles),
+    (".config", "acp", Sensitive::ClientFiles),
 ];
+
+/// The client's own directories where the environment does not move them
+/// (`~/.local/state/acp`; `~/.cache/acp` and `~/.config/acp` are [`DIR_PAIRS`]).
+const OWN_DEFAULTS: &[&[&str]] = &[&[".local", "state", "acp"]];
+
+/// The client's own directories, as the face finds them (`$XDG_STATE_HOME/acp`,
+/// `$XDG_CACHE_HOME/acp`, the editor's storage for the extension…): a write under one of them
+/// is [`Sensitive::ClientFiles`]. Give real paths (symbolic links resolved), absolute; a face
+/// that is not sure gives both forms. Compared per component like every other rule (ASCII case,
+/// trailing dots and spaces, `:` streams).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnDirs {
+    dirs: Vec<Vec<String>>,
+}
+
+impl OwnDirs {
+    /// No directory of the face's own beyond the usual places (`~/.local/state/acp`,
+    /// `~/.cache/acp`, `~/.config/acp`).
+    pub fn none() -> OwnDirs {
+        OwnDirs::default()
+    }
+
+    /// These directories (empty and relative ones are left out: they would match everything or
+    /// depend on the session's directory).
+    pub fn new<I, S>(dirs: I) -> OwnDirs
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let dirs = dirs
+            .into_iter()
+            .filter(|d| {
+                let d = d.as_ref();
+                d.starts_with(['/', '\\']) || d.as_bytes().get(1) == Some(&b':')
+            })
+            .map(|d| components(d.as_ref()))
+            .filter(|c| !c.is_empty())
+            .collect();
+        OwnDirs { dirs }
+    }
+
+    fn contains(&self, parts: &[String]) -> bool {
+        self.dirs.iter().any(|d| parts.starts_with(d))
+    }
+}
 
 /// A path component as the file systems that matter would compare it.
 fn normalize(component: &str) -> String {
@@ -183,38 +264,53 @@ fn normalize(component: &str) -> String {
     }
 }
 
-/// Classifies a write to `path` (the real path the write reaches: absolute, or relative to
-/// the session's directory; `/` or `\` separated).
-pub fn classify(path: &str, facts: FileFacts) -> WriteClass {
-    let parts: Vec<String> = path
-        .split(['/', '\\'])
+/// A path's components as they are compared.
+fn components(path: &str) -> Vec<String> {
+    path.split(['/', '\\'])
         .filter(|c| !c.is_empty() && *c != ".")
         .map(normalize)
-        .collect();
-    let found = parts
-        .iter()
-        .enumerate()
-        .find_map(|(i, part)| {
-            let dir = DIRS.iter().find(|(d, _)| d == part).map(|(_, s)| *s);
-            // A bare repository (`repo.git/`) is a git directory too.
-            let bare = (i + 1 < parts.len() && part.ends_with(".git")).then_some(Sensitive::Git);
-            let pair = parts.get(i + 1).and_then(|next| {
-                DIR_PAIRS
-                    .iter()
-                    .find(|(a, b, _)| a == part && b == next)
-                    .map(|(_, _, s)| *s)
-            });
-            dir.or(bare).or(pair)
-        })
+        .collect()
+}
+
+/// Classifies a write to `path` (the real path the write reaches: absolute, or relative to
+/// the session's directory; `/` or `\` separated). `own` are the face's own directories.
+pub fn classify(path: &str, facts: FileFacts, own: &OwnDirs) -> WriteClass {
+    let parts = components(path);
+    let mine = own.contains(&parts)
+        || OWN_DEFAULTS.iter().any(|seq| {
+            parts
+                .windows(seq.len())
+                .any(|w| w.iter().zip(seq.iter()).all(|(a, b)| a == b))
+        });
+    let found = mine
+        .then_some(Sensitive::ClientFiles)
         .or_else(|| {
-            let name = parts.last()?;
-            FILES
+            parts
                 .iter()
-                .find(|(f, _)| f == name)
-                .map(|(_, s)| *s)
+                .enumerate()
+                .find_map(|(i, part)| {
+                    let dir = DIRS.iter().find(|(d, _)| d == part).map(|(_, s)| *s);
+                    // A bare repository (`repo.git/`) is a git directory too.
+                    let bare =
+                        (i + 1 < parts.len() && part.ends_with(".git")).then_some(Sensitive::Git);
+                    let pair = parts.get(i + 1).and_then(|next| {
+                        DIR_PAIRS
+                            .iter()
+                            .find(|(a, b, _)| a == part && b == next)
+                            .map(|(_, _, s)| *s)
+                    });
+                    dir.or(bare).or(pair)
+                })
                 .or_else(|| {
-                    name.ends_with(".code-workspace")
-                        .then_some(Sensitive::Editor)
+                    let name = parts.last()?;
+                    FILES
+                        .iter()
+                        .find(|(f, _)| f == name)
+                        .map(|(_, s)| *s)
+                        .or_else(|| {
+                            name.ends_with(".code-workspace")
+                                .then_some(Sensitive::Editor)
+                        })
                 })
         })
         .or_else(|| facts.executable.then_some(Sensitive::Executable));
@@ -229,7 +325,7 @@ mod tests {
     use super::*;
 
     fn class(path: &str) -> WriteClass {
-        classify(path, FileFacts::default())
+        classify(path, FileFacts::default(), &OwnDirs::none())
     }
 
     #[test]
@@ -252,6 +348,39 @@ mod tests {
     }
 
     #[test]
+    fn the_clients_own_files_and_other_agents_configuration_ask() {
+        let own = OwnDirs::new(["/data/xdg-cache/acp", "relative/acp", ""]);
+        let ask = |p: &str, reason| {
+            assert_eq!(
+                classify(p, FileFacts::default(), &own),
+                WriteClass::Ask { reason },
+                "{p}"
+            )
+        };
+        ask("/data/xdg-cache/acp/registry.json", Sensitive::ClientFiles);
+        ask("/DATA/xdg-cache/acp./registry.json", Sensitive::ClientFiles);
+        ask("/home/u/.cache/acp/registry.json", Sensitive::ClientFiles);
+        ask("/home/u/.local/state/acp/history", Sensitive::ClientFiles);
+        ask("/home/u/.config/acp/x", Sensitive::ClientFiles);
+        ask("/repo/.claude/settings.local.json", Sensitive::AgentConfig);
+        ask("/repo/.mcp.json", Sensitive::AgentConfig);
+        ask("/repo/opencode.json", Sensitive::AgentConfig);
+        ask("/home/u/.codex/config.toml", Sensitive::AgentConfig);
+        for p in [
+            "/data/xdg-cache/acpx/registry.json",
+            "/data/xdg-cache/registry.json",
+            "relative/acp/x",
+            "/repo/.local/acp/x",
+        ] {
+            assert_eq!(
+                classify(p, FileFacts::default(), &own),
+                WriteClass::Ordinary,
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
     fn ordinary_files_do_not() {
         for p in [
             "/repo/src/main.rs",
@@ -269,7 +398,7 @@ mod tests {
             executable: true,
         };
         assert_eq!(
-            classify("/repo/run.sh", exe),
+            classify("/repo/run.sh", exe, &OwnDirs::none()),
             WriteClass::Ask {
                 reason: Sensitive::Executable
             }

@@ -62,7 +62,15 @@ fn permission_cases() {
 fn write_cases() {
     replay("writes.json", |case| {
         let facts: FileFacts = serde_json::from_value(case["facts"].clone()).expect("facts");
-        let class = writes::classify(case["path"].as_str().expect("path"), facts);
+        let own: Vec<String> = match case.get("ownDirs") {
+            Some(dirs) => serde_json::from_value(dirs.clone()).expect("ownDirs"),
+            None => Vec::new(),
+        };
+        let class = writes::classify(
+            case["path"].as_str().expect("path"),
+            facts,
+            &writes::OwnDirs::new(&own),
+        );
         json!(class)
     });
 }
@@ -197,7 +205,7 @@ fn mcp_cases() {
 fn registry_cases() {
     use acp_client::registry;
     replay("registry.json", |case| {
-        let got = (|| -> Result<registry::Launch, String> {
+        let got = (|| -> Result<(String, registry::Launch), String> {
             let base = if case["registry"].is_null() {
                 registry::parse(registry::SNAPSHOT)?
             } else {
@@ -209,10 +217,23 @@ fn registry_cases() {
                 registry::merge(base, registry::parse(&case["overlay"].to_string())?)
             };
             let agent = registry::find(&reg, case["agent"].as_str().expect("agent"))?;
-            registry::launch(agent, case["platform"].as_str().expect("platform"))
+            let launch = registry::launch(agent, case["platform"].as_str().expect("platform"))?;
+            Ok((agent.id.clone(), launch))
         })();
+        // `given`: the variables the user gives themselves (`--env`).
+        let given: Vec<String> = match case.get("given") {
+            Some(g) => serde_json::from_value(g.clone()).expect("given"),
+            None => Vec::new(),
+        };
         match got {
-            Ok(l) => json!({ "launch": l }),
+            Ok((id, l)) => {
+                let env = registry::review_env(&l.env, |n| given.iter().any(|g| g == n));
+                let mut got = json!({ "launch": l, "env": env });
+                if let Some(why) = registry::refusal(&id, &env) {
+                    got["refused"] = json!(why);
+                }
+                got
+            }
             Err(e) => json!({ "error": e }),
         }
     });

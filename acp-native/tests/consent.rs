@@ -438,6 +438,119 @@ fn a_write_through_a_symlink_into_git_or_over_an_executable_is_asked_too() {
     );
 }
 
+/// `acp args…` in `cwd` with `env` set (`None`: removed), stdin closed, bounded by
+/// [`EVENTUALLY`].
+fn run_with_env(args: &[String], cwd: &Path, env: &[(&str, Option<&Path>)]) -> cli_support::Run {
+    let mut cmd = Command::new(acp());
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env("ACP_OFFLINE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        match value {
+            Some(v) => cmd.env(name, v),
+            None => cmd.env_remove(name),
+        };
+    }
+    let started = Instant::now();
+    let child = cmd.spawn().expect("start acp");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let Ok(out) = rx.recv_timeout(EVENTUALLY) else {
+        // SAFETY: signalling the child this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("acp did not exit within {EVENTUALLY:?}");
+    };
+    let out = out.unwrap();
+    cli_support::Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+#[test]
+fn deny_refuses_writes_to_acps_own_files_and_other_agents_configuration() {
+    // The session's directory is the user's home (`--cwd $HOME`): acp's registry cache (which
+    // decides what `acp chat --agent NAME` runs), its state, and the files other agents obey
+    // are all inside it.
+    let home = TempDir::new("own-files");
+    let original = r#"{"agents": []}"#;
+    let cache = home.join(".cache/acp/registry.json");
+    std::fs::create_dir_all(cache.parent().unwrap()).unwrap();
+    std::fs::write(&cache, original).unwrap();
+    // And where XDG_* put them elsewhere (only the face knows these).
+    let xdg_cache = home.join("data/cache");
+    let moved = xdg_cache.join("acp/registry.json");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::write(&moved, original).unwrap();
+    let xdg_state = home.join("data/state");
+
+    let files = [
+        ".cache/acp/registry.json",
+        "data/cache/acp/registry.json",
+        "data/state/acp/sessions/planted.json",
+        ".claude/settings.json",
+        ".mcp.json",
+        ".gemini/settings.json",
+        "opencode.json",
+        ".codex/config.toml",
+        "notes.txt",
+    ];
+    let mut args = agent_args(&home, "sensitive-writes", &["--deny"]);
+    args.push(files.join(","));
+    let r = run_with_env(
+        &args,
+        home.path(),
+        &[
+            ("HOME", Some(home.path())),
+            ("XDG_CACHE_HOME", Some(&xdg_cache)),
+            ("XDG_STATE_HOME", Some(&xdg_state)),
+            ("XDG_CONFIG_HOME", None),
+        ],
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert_eq!(
+        std::fs::read_to_string(&cache).unwrap(),
+        original,
+        "{}",
+        r.dump()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&moved).unwrap(),
+        original,
+        "{}",
+        r.dump()
+    );
+    for f in &files[2..files.len() - 1] {
+        assert!(!home.join(f).exists(), "{f} was written: {}", r.dump());
+    }
+    assert!(
+        std::fs::read_to_string(home.join("notes.txt"))
+            .unwrap()
+            .contains(PAYLOAD),
+        "an ordinary file is written: {}",
+        r.dump()
+    );
+    let refused = r
+        .stdout
+        .matches("permission denied: the user did not allow writing")
+        .count();
+    assert_eq!(
+        refused,
+        files.len() - 1,
+        "the agent is told each time: {}",
+        r.dump()
+    );
+}
+
 #[test]
 fn auth_never_starts_an_interactive_login_uninvited() {
     // No key: nothing is started; the user is told what each method needs.

@@ -875,6 +875,34 @@ async fn sensitive_writes_without_an_approver_are_refused() {
 }
 
 #[tokio::test]
+async fn writes_under_the_clients_own_directories_are_asked_about_by_their_real_path() {
+    // The client's cache directory is named through a link (`$XDG_CACHE_HOME` = `cache`,
+    // `cache -> store`) and does not exist yet: writes into it, by either name, are the
+    // user's question; with no one to ask, refused, and nothing created.
+    let fx = Fixture::with(|c| {
+        let proj = c.roots[0].clone();
+        std::fs::create_dir(proj.join("store")).unwrap();
+        std::os::unix::fs::symlink("store", proj.join("cache")).unwrap();
+        c.own_dirs([proj.join("cache/acp")])
+    });
+    let real = fx.proj("store/acp/registry.json");
+    for path in [
+        fx.proj("store/acp/registry.json"),
+        fx.proj("cache/acp/registry.json"),
+    ] {
+        let err = fx.write(&path, "{\"agents\": []}").await.unwrap_err();
+        assert!(
+            matches!(&err, FsError::Refused { reason: Sensitive::ClientFiles, resolved, asked: false, .. } if resolved == &real),
+            "{}: {err:?}",
+            path.display()
+        );
+    }
+    assert!(!fx.proj("store/acp").exists());
+    // Beside it: an ordinary write.
+    fx.write(fx.proj("store/acp-notes.txt"), "x").await.unwrap();
+}
+
+#[tokio::test]
 async fn sensitive_writes_the_user_refuses_are_not_written() {
     let (approver, configure) = Approver::answering(false);
     let fx = Fixture::with(configure);

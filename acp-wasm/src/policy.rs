@@ -9,7 +9,7 @@
 //! rules themselves live only in `acp-client`; the extension and the browser client call these
 //! instead of keeping their own copies.
 //!
-//! Structured arguments are JSON text (`optionsJson`, `factsJson`, `requestJson`,
+//! Structured arguments are JSON text (`optionsJson`, `factsJson`, `ownDirsJson`, `requestJson`,
 //! `userEnvJson`: `JSON.stringify` of the case tables' inputs), parsed into a
 //! `serde_json::Value` and read field by field rather than through acp-client's derived
 //! `Deserialize` (which cost the module about 20 KB more of its 250 KB budget). A non-string,
@@ -60,8 +60,9 @@ export type PermissionDecision =
 /** What the face knows of a file before writing it (absent: false). */
 export interface FileFacts { exists?: boolean | null; executable?: boolean | null }
 
-/** Why a write needs the user's question. */
-export type WriteReason = "git" | "editor" | "shell" | "environment" | "tool" | "executable";
+/** Why a write needs the user's question (`client_files`: under the client's own directories;
+ *  `agent_config`: another coding agent's configuration). */
+export type WriteReason = "git" | "editor" | "shell" | "environment" | "tool" | "executable" | "client_files" | "agent_config";
 
 /** The decision for one write (tests/client/writes.json). */
 export type WriteClass = { class: "ordinary" } | { class: "ask"; reason: WriteReason };
@@ -199,13 +200,15 @@ const MODES: [AutoMode; 4] = [
     AutoMode::AllowAlways,
     AutoMode::Deny,
 ];
-const REASONS: [Sensitive; 6] = [
+const REASONS: [Sensitive; 8] = [
     Sensitive::Git,
     Sensitive::Editor,
     Sensitive::Shell,
     Sensitive::Environment,
     Sensitive::Tool,
     Sensitive::Executable,
+    Sensitive::ClientFiles,
+    Sensitive::AgentConfig,
 ];
 
 /// Every way an fs/terminal request fails, read by name (`failureError`).
@@ -330,11 +333,13 @@ pub fn chosen_permission(
 }
 
 /// Whether a write to `path` (the real path it reaches: symlinks resolved) needs the user's
-/// question.
+/// question. `ownDirsJson`: the JSON text of the client's own directories (absolute, real
+/// paths: the registry cache it reads, its storage), `[]` for none.
 #[wasm_bindgen(js_name = classifyWrite, unchecked_return_type = "WriteClass")]
 pub fn classify_write(
     #[wasm_bindgen(unchecked_param_type = "string")] path: JsValue,
     #[wasm_bindgen(js_name = factsJson, unchecked_param_type = "string")] facts_json: JsValue,
+    #[wasm_bindgen(js_name = ownDirsJson, unchecked_param_type = "string")] own_dirs_json: JsValue,
 ) -> Result<JsValue, JsValue> {
     let path = path
         .as_string()
@@ -354,7 +359,19 @@ pub fn classify_write(
     let facts = read().ok_or_else(|| {
         type_error("factsJson must be the JSON text of {exists?: boolean, executable?: boolean}")
     })?;
-    to_js(&writes::classify(&path, facts))
+    let own = json(&own_dirs_json)
+        .and_then(|v| match v {
+            Value::Array(dirs) => dirs
+                .into_iter()
+                .map(|d| match d {
+                    Value::String(d) => Some(d),
+                    _ => None,
+                })
+                .collect::<Option<Vec<String>>>(),
+            _ => None,
+        })
+        .ok_or_else(|| type_error("ownDirsJson must be the JSON text of an array of paths"))?;
+    to_js(&writes::classify(&path, facts, &writes::OwnDirs::new(&own)))
 }
 
 /// Why a write of this reason needs the question, in words for it ("git runs what its
@@ -368,7 +385,7 @@ pub fn describe_write_reason(
         .and_then(|r| by_name(REASONS, &r))
         .map(|r| r.describe().into())
         .ok_or_else(|| {
-            type_error("reason must be one of \"git\", \"editor\", \"shell\", \"environment\", \"tool\", \"executable\"")
+            type_error("reason must be one of \"git\", \"editor\", \"shell\", \"environment\", \"tool\", \"executable\", \"client_files\", \"agent_config\"")
         })
 }
 
@@ -608,7 +625,9 @@ mod tests {
             | Sensitive::Shell
             | Sensitive::Environment
             | Sensitive::Tool
-            | Sensitive::Executable => 6,
+            | Sensitive::Executable
+            | Sensitive::ClientFiles
+            | Sensitive::AgentConfig => 8,
         };
         assert_eq!(REASONS.len(), reason(&REASONS[0]));
         for k in &KINDS {

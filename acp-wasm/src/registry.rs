@@ -10,14 +10,25 @@ use crate::errors::type_error;
 
 #[allow(dead_code)] // read through the custom section
 const TS_TYPES: &str = r#"
+/** One variable a registry entry sets (acp-client's `registry::EntryVar`): `shown` is
+ *  `NAME=value` on one line; `refused` when it changes what code runs or cannot be set. */
+export interface AgentPresetVar {
+  name: string;
+  value: string;
+  shown: string;
+  status: "passed" | "replaced" | "refused";
+}
 /** One agent to offer (acp-client's `registry::Preset`): `launch` when it starts by a command
- *  here (`command[0]` the program, the rest its arguments; `env` what it sets), else `problem`. */
+ *  here (`command[0]` the program, the rest its arguments; `env` what it sets), `env` every
+ *  variable it sets, reviewed; `problem` why it cannot be offered as it is (no command here, or
+ *  a refused variable: then `launch` is there too, to be shown). */
 export interface AgentPreset {
   id: string;
   name: string;
   version: string;
   description: string;
   launch?: { command: string[]; env: Record<string, string>; via: string };
+  env: AgentPresetVar[];
   problem?: string;
 }
 /** What `agentPresets` answers: the presets, and why an overlay was left out. */
@@ -75,6 +86,21 @@ pub fn agent_presets(
             launch.insert("via".into(), text(&l.via));
             a.insert("launch".into(), Value::Object(launch));
         }
+        let mut vars = Vec::with_capacity(p.env.len());
+        for v in &p.env {
+            let mut var = Map::new();
+            var.insert("name".into(), text(&v.name));
+            var.insert("value".into(), text(&v.value));
+            var.insert("shown".into(), text(&v.shown));
+            let status = match v.status {
+                registry::VarStatus::Passed => "passed",
+                registry::VarStatus::Replaced => "replaced",
+                registry::VarStatus::Refused => "refused",
+            };
+            var.insert("status".into(), text(status));
+            vars.push(Value::Object(var));
+        }
+        a.insert("env".into(), Value::Array(vars));
         if let Some(why) = &p.problem {
             a.insert("problem".into(), text(why));
         }

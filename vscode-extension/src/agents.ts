@@ -134,7 +134,8 @@ export function registryCachePath(env: NodeJS.ProcessEnv): string | undefined {
 export interface PresetChoice {
   name: string;
   description: string;
-  /** What it would run (for the picker's detail line). */
+  /** What it would run, every variable the entry sets first (`NAME=value`, acp-client's
+   *  `shown`), for the picker's detail line and the question before adding it. */
   detail: string;
   /** The acp.agents entry it adds (name, command, args, env). */
   entry?: { name: string; command: string; args: string[]; env?: Record<string, string> };
@@ -142,7 +143,9 @@ export interface PresetChoice {
 }
 
 /** The registry's agents (acp-client's presets, through the engine's `agentPresets`) that are
- *  not configured yet (by name, or by the same command line). */
+ *  not configured yet (by name, or by the same command line). Every variable an entry sets is
+ *  shown with its command; an entry acp-client refuses (a variable that changes what code runs,
+ *  such as NODE_OPTIONS) is offered with why and is never added as it is. */
 export function presetChoices(presets: AgentPresets, configured: AgentSpec[]): PresetChoice[] {
   const lines = new Set(configured.map((a) => JSON.stringify([a.command, ...a.args])));
   const names = new Set(configured.map((a) => a.name));
@@ -161,11 +164,17 @@ export function presetChoices(presets: AgentPresets, configured: AgentSpec[]): P
       continue;
     }
     if (lines.has(JSON.stringify(cmd))) continue;
-    const env = p.launch!.env;
+    const detail = [...p.env.map((v) => v.shown), cmd.join(" ")].join(" ");
+    if (p.problem) {
+      out.push({ name: p.name, description, detail, problem: `${p.problem}: add it to acp.agents yourself if you trust it` });
+      continue;
+    }
+    const env: Record<string, string> = {};
+    for (const v of p.env) if (v.status === "passed") env[v.name] = v.value;
     out.push({
       name: p.name,
       description,
-      detail: cmd.join(" "),
+      detail,
       entry: { name: p.name, command: cmd[0]!, args: cmd.slice(1), ...(Object.keys(env).length ? { env } : {}) },
     });
   }

@@ -151,7 +151,10 @@ export class AcpContext implements vscode.Disposable {
     );
     this.fsBridge = new FsBridge(
       new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true)),
-      () => ({ allowWritesOutsideWorkspace: cfg().get<boolean>("fs.allowWritesOutsideWorkspace", false) }),
+      () => ({
+        allowWritesOutsideWorkspace: cfg().get<boolean>("fs.allowWritesOutsideWorkspace", false),
+        ownDirs: this.ownDirs(),
+      }),
       this.policy,
       new VsCodeWriteApprover(this.diffs),
       this.log,
@@ -173,6 +176,18 @@ export class AcpContext implements vscode.Disposable {
     syncTrace();
     this.own(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration("acp.trace.raw") && syncTrace()));
     this.setState("stopped", "not started");
+  }
+
+  /** The directories whose files decide what the extension runs or resumes: the acp registry
+   *  cache the agent picker reads, and the extension's storage (sessions, the demo agent's
+   *  state). An agent's write under one of them is asked about. */
+  private ownDirs(): string[] {
+    const cache = registryCachePath(process.env);
+    return [
+      ...(cache ? [path.dirname(cache)] : []),
+      this.extension.globalStorageUri.fsPath,
+      ...(this.extension.storageUri ? [this.extension.storageUri.fsPath] : []),
+    ];
   }
 
   /** The environment policy from the user's settings (acp-client's allowlist + passthrough). */

@@ -8,13 +8,19 @@
 //! [`AUTO_DEADLINE`], and at most one attempt a day, so an offline machine does not wait each
 //! time), or on demand (`acp agents --refresh`). What is fetched must parse as a registry
 //! before it replaces the cache (written whole, then renamed). `ACP_OFFLINE=1` never fetches.
+//!
+//! Every variable an entry sets is shown (`acp agents`, and on stderr when `--agent` starts
+//! it); those that change what code runs are refused unless the user sets that variable
+//! themselves with `--env` (acp-client's `registry::review_env`). Registry strings are shown
+//! escaped onto one line (acp-client's `display`).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use acp_client::registry::{self, Registry};
+use acp_client::display::{escape_line, is_hidden, quote_arg};
+use acp_client::registry::{self, EntryVar, Registry, VarStatus};
 use clap::Args;
 
 use super::exit;
@@ -97,8 +103,10 @@ pub async fn refresh(force: bool) -> Option<Result<String, String>> {
     // Tried now, whatever comes of it: an offline machine tries once a day.
     let _ = std::fs::write(stamp_file(&cache), b"");
     let result = async {
-        let body = super::fetch::get(&url, deadline, MAX_REGISTRY_BYTES).await?;
-        let text = std::str::from_utf8(&body).map_err(|_| format!("{url}: not UTF-8"))?;
+        let got = super::fetch::get(&url, deadline, MAX_REGISTRY_BYTES).await?;
+        // Said as fetched: the URL the registry really came from, after any redirect.
+        let url = got.url;
+        let text = std::str::from_utf8(&got.body).map_err(|_| format!("{url}: not UTF-8"))?;
         let reg = registry::parse(text).map_err(|e| format!("{url}: not a registry: {e}"))?;
         let tmp = cache.with_extension(format!("tmp{}", std::process::id()));
         std::fs::write(&tmp, text)
@@ -159,21 +167,103 @@ pub fn load(file: Option<&Path>, warn: impl Fn(&str)) -> Result<Registry, String
     Ok(reg)
 }
 
-/// The command and extra environment of agent `name` (the registry refreshed first when it is
-/// a day old).
+/// An agent found by name: what it runs and every variable its entry sets.
+#[derive(Debug)]
+pub struct Resolved {
+    pub id: String,
+    pub command: Vec<OsString>,
+    /// The entry's variables, reviewed against the user's `--env`.
+    pub env: Vec<EntryVar>,
+}
+
+impl Resolved {
+    /// One line per variable the entry sets, for stderr before the agent starts.
+    pub fn env_lines(&self) -> Vec<String> {
+        self.env
+            .iter()
+            .map(|v| {
+                let what = match v.status {
+                    VarStatus::Passed => "",
+                    VarStatus::Replaced => " (yours from --env is used instead)",
+                    VarStatus::Refused => " (refused)",
+                };
+                format!(
+                    "the registry entry of `{}` sets {}{what}",
+                    escape_line(&self.id),
+                    v.shown
+                )
+            })
+            .collect()
+    }
+
+    /// The variables the agent gets from the entry, or why it is not started (one line, with
+    /// how to set a refused variable yourself).
+    pub fn agent_env(&self) -> Result<BTreeMap<String, String>, String> {
+        match registry::refusal(&self.id, &self.env) {
+            None => Ok(registry::passed_env(&self.env)),
+            Some(why) => Err(match env_args(&self.env) {
+                Some(args) => format!("{why}; to use it anyway, pass {args}"),
+                None => why,
+            }),
+        }
+    }
+}
+
+/// The `--env 'NAME=value'` arguments that would set the refused variables the user can set
+/// themselves, or `None`.
+fn env_args(vars: &[EntryVar]) -> Option<String> {
+    let args: Vec<String> = vars
+        .iter()
+        .filter(|v| v.status == VarStatus::Refused && acp_client::env::valid_name(&v.name))
+        .filter(|v| !v.value.contains('\0'))
+        .map(|v| format!("--env {}", quote_arg(&format!("{}={}", v.name, v.value))))
+        .collect();
+    (!args.is_empty()).then(|| args.join(" "))
+}
+
+/// Whether `--env` items (`NAME`, `NAME_*`, `NAME=VALUE`) set `name`.
+fn given_by(items: &[String]) -> impl Fn(&str) -> bool + '_ {
+    move |name| {
+        items.iter().any(|item| {
+            let pattern = item.split_once('=').map_or(item.as_str(), |(n, _)| n);
+            acp_client::env::matches_pattern(pattern, name)
+        })
+    }
+}
+
+/// Agent `name` (the registry refreshed first when it is a day old), its variables reviewed
+/// against `env_items` (the user's `--env`).
 pub async fn resolve(
     name: &str,
     file: Option<&Path>,
+    env_items: &[String],
     warn: impl Fn(&str),
-) -> Result<(Vec<OsString>, BTreeMap<String, String>), String> {
+) -> Result<Resolved, String> {
     refresh_if_stale(&warn).await;
     let reg = load(file, warn)?;
     let agent = registry::find(&reg, name)?;
     let launch = registry::launch(agent, &registry::this_platform())?;
-    Ok((
-        launch.command.into_iter().map(OsString::from).collect(),
-        launch.env,
-    ))
+    Ok(Resolved {
+        id: agent.id.clone(),
+        command: launch.command.into_iter().map(OsString::from).collect(),
+        env: registry::review_env(&launch.env, given_by(env_items)),
+    })
+}
+
+/// `value` as one JSON line whose hidden characters (bidi overrides, zero-width characters…,
+/// which JSON may carry raw) are written as `\uXXXX` escapes: the same JSON, safe to show.
+fn json_line(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_hidden(c) {
+            // Only inside strings (serde writes no whitespace), and all in the BMP.
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `acp agents`.
@@ -207,6 +297,11 @@ pub async fn run(args: AgentsArgs) -> i32 {
     let platform = registry::this_platform();
     for a in &reg.agents {
         let launch = registry::launch(a, &platform);
+        let vars = launch
+            .as_ref()
+            .map(|l| registry::review_env(&l.env, |_| false))
+            .unwrap_or_default();
+        let refused = registry::refusal(&a.id, &vars);
         if args.json {
             let (command, env, error) = match &launch {
                 Ok(l) => (Some(&l.command), Some(&l.env), None),
@@ -214,21 +309,38 @@ pub async fn run(args: AgentsArgs) -> i32 {
             };
             let line = serde_json::json!({
                 "id": a.id, "name": a.name, "version": a.version, "description": a.description,
-                "command": command, "env": env, "error": error,
+                "command": command, "env": env, "error": error, "refused": refused,
             });
-            println!("{line}");
+            println!("{}", json_line(&line));
         } else {
+            // What runs, as a shell would read it: the entry's variables, then the command.
             let how = match &launch {
-                Ok(l) => acp_client::display::command_line(&l.command[0], &l.command[1..]),
-                Err(e) => format!("({e})"),
+                Ok(l) => vars
+                    .iter()
+                    .map(|v| v.shown.clone())
+                    .chain([acp_client::display::command_line(
+                        &l.command[0],
+                        &l.command[1..],
+                    )])
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                Err(e) => format!("({})", acp_client::display::ensure_line(e)),
             };
             println!(
                 "{:<10} {} {} — {}\n           {how}",
-                acp_client::display::escape_line(&a.id),
-                acp_client::display::escape_line(&a.name),
-                acp_client::display::escape_line(&a.version),
-                acp_client::display::escape_line(&a.description),
+                escape_line(&a.id),
+                escape_line(&a.name),
+                escape_line(&a.version),
+                escape_line(&a.description),
             );
+            if let Some(why) = refused {
+                match env_args(&vars) {
+                    Some(args) => {
+                        println!("           ⚠ {why}; acp chat --agent starts it only with {args}")
+                    }
+                    None => println!("           ⚠ {why}; acp chat --agent does not start it"),
+                }
+            }
         }
     }
     if !args.json {

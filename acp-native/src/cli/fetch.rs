@@ -1,6 +1,7 @@
 //! One bounded HTTP(S) GET (the public agent registry): hyper over TCP, rustls (ring provider,
 //! webpki's and the system's roots) for `https`, a whole-request deadline, a body limit, and
-//! redirects followed a few times.
+//! redirects followed a few times, never from `https` to anything else (a registry asked for
+//! over `https` must not come from a plain-text hop that anyone on the path can answer).
 
 use std::time::Duration;
 
@@ -15,23 +16,44 @@ use tokio_rustls::rustls;
 /// Redirects followed.
 const MAX_REDIRECTS: usize = 4;
 
-/// Fetches `url` within `deadline`, its body at most `limit` bytes.
-pub async fn get(url: &str, deadline: Duration, limit: usize) -> Result<Bytes, String> {
+/// What [`get`] fetched: the body, and the URL it came from (after redirects).
+pub struct Got {
+    pub body: Bytes,
+    pub url: String,
+}
+
+/// Fetches `url` within `deadline`, its body at most `limit` bytes. A redirect from `https` to
+/// anything else is refused.
+pub async fn get(url: &str, deadline: Duration, limit: usize) -> Result<Got, String> {
     match tokio::time::timeout(deadline, get_following(url, limit)).await {
         Ok(r) => r,
         Err(_) => Err(format!("no answer within {} s", deadline.as_secs())),
     }
 }
 
-async fn get_following(url: &str, limit: usize) -> Result<Bytes, String> {
+async fn get_following(url: &str, limit: usize) -> Result<Got, String> {
     let mut url = url.to_string();
     for _ in 0..=MAX_REDIRECTS {
         match get_once(&url, limit).await? {
-            Fetched::Body(b) => return Ok(b),
-            Fetched::Redirect(to) => url = to,
+            Fetched::Body(body) => return Ok(Got { body, url }),
+            Fetched::Redirect(to) => {
+                redirect_allowed(&url, &to)?;
+                url = to;
+            }
         }
     }
     Err(format!("more than {MAX_REDIRECTS} redirects"))
+}
+
+/// A redirect may not leave `https`.
+fn redirect_allowed(from: &str, to: &str) -> Result<(), String> {
+    let scheme = |u: &str| u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    if scheme(from).as_deref() == Some("https") && scheme(to).as_deref() != Some("https") {
+        return Err(format!(
+            "{from}: redirected to {to}, which is not https: refused"
+        ));
+    }
+    Ok(())
 }
 
 enum Fetched {
@@ -128,4 +150,26 @@ where
         .send_request(request)
         .await
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redirect_allowed;
+
+    #[test]
+    fn redirects_never_leave_https() {
+        assert!(redirect_allowed("https://a/r.json", "https://b/r.json").is_ok());
+        assert!(redirect_allowed("HTTPS://a/r.json", "https://b/r.json").is_ok());
+        assert!(redirect_allowed("http://a/r.json", "http://b/r.json").is_ok());
+        assert!(redirect_allowed("http://a/r.json", "https://b/r.json").is_ok());
+        for to in [
+            "http://b/r.json",
+            "HTTP://b/r.json",
+            "ftp://b/r.json",
+            "b/r.json",
+        ] {
+            let e = redirect_allowed("https://a/r.json", to).unwrap_err();
+            assert!(e.contains("not https: refused"), "{e}");
+        }
+    }
 }

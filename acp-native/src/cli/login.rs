@@ -91,11 +91,16 @@ async fn login(args: LoginArgs) -> Result<(), Failure> {
     let warn = |m: &str| eprintln!("acp login: {}", sanitize(m));
     let mut registry_env = std::collections::BTreeMap::new();
     let command: Vec<OsString> = if let Some(name) = &args.agent_name {
-        let (command, env) = super::agents::resolve(name, args.registry.as_deref(), warn)
+        let agent = super::agents::resolve(name, args.registry.as_deref(), &args.env, warn)
             .await
             .map_err(|e| fail(format!("--agent: {e}")))?;
-        registry_env = env;
-        command
+        for line in agent.env_lines() {
+            eprintln!("acp login: {line}");
+        }
+        registry_env = agent
+            .agent_env()
+            .map_err(|e| fail(format!("--agent: {e}")))?;
+        agent.command
     } else if args.agent.is_empty() {
         return Err((
             exit::USAGE,

@@ -449,6 +449,32 @@ pub fn default_agent() -> Vec<OsString> {
     vec![exe, OsString::from("demo-agent")]
 }
 
+/// acp's own directories: its state (`$XDG_STATE_HOME/acp`, else `~/.local/state/acp`: session
+/// records, prompt history), its cache (`$XDG_CACHE_HOME/acp`, else `~/.cache/acp`: the agent
+/// registry `--agent` runs from) and its configuration (`$XDG_CONFIG_HOME/acp`, else
+/// `~/.config/acp`). An agent's write under one of them is the user's question
+/// (`acp_client::writes::Sensitive::ClientFiles`).
+pub fn own_dirs() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let dir = |var: &str, usual: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(usual)))
+            .map(|base| base.join("acp"))
+    };
+    [
+        dir("XDG_STATE_HOME", ".local/state"),
+        dir("XDG_CACHE_HOME", ".cache"),
+        dir("XDG_CONFIG_HOME", ".config"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 /// Runs the parsed command; returns the process exit code.
 pub async fn run(cli: Cli) -> i32 {
     match cli.command {

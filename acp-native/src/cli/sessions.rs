@@ -233,8 +233,9 @@ pub async fn run(args: super::SessionsArgs) -> i32 {
         }
     }
     let command = if let Some(name) = &args.agent_name {
-        match super::agents::resolve(name, None, |m| eprintln!("acp: warning: {m}")).await {
-            Ok((command, _)) => command,
+        // Asked for its sessions without the entry's variables (none reach it).
+        match super::agents::resolve(name, None, &[], |m| eprintln!("acp: warning: {m}")).await {
+            Ok(agent) => agent.command,
             Err(e) => {
                 eprintln!("acp: --agent: {e}");
                 return exit::ERROR;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use acp_client::writes::{classify, FileFacts, Sensitive, WriteClass};
+use acp_client::writes::{classify, FileFacts, OwnDirs, Sensitive, WriteClass};
 use futures::future::BoxFuture;
 
 use super::resolve::Target;
@@ -47,8 +47,9 @@ pub(super) enum Needs {
     },
 }
 
-/// Classifies a resolved write target by its real path and the file's facts.
-pub(super) fn needs(path: &Path, target: &Target) -> Result<Needs, FsError> {
+/// Classifies a resolved write target by its real path and the file's facts; `own` are the
+/// client's own directories ([`FsConfig::own_dirs`](super::FsConfig::own_dirs)).
+pub(super) fn needs(path: &Path, target: &Target, own: &OwnDirs) -> Result<Needs, FsError> {
     let real = target.real_path();
     let Some(text) = real.to_str() else {
         return Err(FsError::InvalidPath {
@@ -60,7 +61,7 @@ pub(super) fn needs(path: &Path, target: &Target) -> Result<Needs, FsError> {
         exists: target.meta.is_some(),
         executable: target.meta.is_some_and(|m| m.is_executable_file()),
     };
-    Ok(match classify(text, facts) {
+    Ok(match classify(text, facts, own) {
         WriteClass::Ordinary => Needs::Nothing,
         WriteClass::Ask { reason } => Needs::Question {
             real,

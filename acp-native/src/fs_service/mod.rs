@@ -57,7 +57,7 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-pub use acp_client::writes::Sensitive;
+pub use acp_client::writes::{OwnDirs, Sensitive};
 use agent_client_protocol_schema::v1::{
     ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
@@ -97,6 +97,9 @@ pub struct FsConfig {
     /// Who answers writes that need the user's question ([`FsConfig::sensitive_writes`]).
     /// `None` (the default): such writes are refused.
     pub sensitive_writes: Option<WriteApprover>,
+    /// The client's own directories ([`FsConfig::own_dirs`]): writes under them need the
+    /// user's question. Default: none beyond their usual places.
+    pub own_dirs: OwnDirs,
     /// Resolve with `openat2` where the kernel has it (else only the portable walk).
     openat2: bool,
 }
@@ -112,6 +115,7 @@ impl fmt::Debug for FsConfig {
                 "sensitive_writes",
                 &self.sensitive_writes.as_ref().map(|_| "approver"),
             )
+            .field("own_dirs", &self.own_dirs)
             .finish_non_exhaustive()
     }
 }
@@ -129,6 +133,7 @@ impl FsConfig {
             writes: AccessScope::WithinRoots,
             max_read_bytes: 10 * 1024 * 1024,
             sensitive_writes: None,
+            own_dirs: OwnDirs::none(),
             openat2: true,
         }
     }
@@ -175,6 +180,26 @@ impl FsConfig {
     /// ```
     pub fn sensitive_writes(mut self, approver: WriteApprover) -> Self {
         self.sensitive_writes = Some(approver);
+        self
+    }
+
+    /// Sets the client's own directories (its registry cache, state, history, tokens): a write
+    /// under one of them is [`Sensitive::ClientFiles`], the user's question like the other
+    /// sensitive writes ([`FsConfig::sensitive_writes`]). Each is given as it is and, when it
+    /// or an ancestor exists, with symbolic links resolved, since writes are judged by the real
+    /// path they reach.
+    pub fn own_dirs<I, P>(mut self, dirs: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        let mut all = Vec::new();
+        for dir in dirs {
+            let dir: PathBuf = dir.into();
+            all.push(real_dir(&dir));
+            all.push(dir);
+        }
+        self.own_dirs = OwnDirs::new(all.iter().filter_map(|d| d.to_str()));
         self
     }
 
@@ -561,7 +586,7 @@ impl FsService {
         // The permissions the decision saw are the ones kept: a file made executable after it
         // was classified is not silently kept executable.
         let keep_mode = target.meta.map(|m| m.permissions());
-        let target = match approval::needs(&path, &target)? {
+        let target = match approval::needs(&path, &target, &self.config.own_dirs)? {
             Needs::Nothing => target,
             Needs::Question {
                 real,
@@ -601,6 +626,25 @@ impl FsService {
         };
         write::atomic_write(&path, target, keep_mode, content).await?;
         Ok(WriteTextFileResponse::new())
+    }
+}
+
+/// `dir` with the symbolic links of its longest existing ancestor resolved (the rest kept as
+/// it is): where writes under it really land.
+fn real_dir(dir: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = dir;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return dir.to_path_buf(),
+        }
     }
 }
 

@@ -86,7 +86,7 @@ function restart(c) {
 
 const REPLAYS = {
   "permission.json": permission,
-  "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts)),
+  "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts), JSON.stringify(c.ownDirs ?? [])),
   "terminal.json": (c) => acp.terminalQuestion(JSON.stringify(c.request), JSON.stringify(c.userEnv)),
   "auth.json": (c) => JSON.parse(acp.chooseAuth(JSON.stringify(c.methods), JSON.stringify(c.env), c.requested)),
   "errors.json": (c) => JSON.parse(acp.failureError(c.failure)),
@@ -117,7 +117,7 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
 // without a replay fails the suite: a new table is replayed here, or named here, never skipped
 // silently.
 const NOT_EXPORTED = {
-  "registry.json": "acp_client::registry (agents by name): used by acp chat only so far",
+  "registry.json": "acp_client::registry (agents by name) is exported as agentPresets only: registry.test.mjs, and the extension's cases.test.ts replays the rows about one agent",
 };
 
 test("every case table in tests/client is replayed here (or named as not exported)", (t) => {
@@ -162,10 +162,13 @@ test("wrong arguments are a TypeError naming the argument", () => {
     ["mode", () => acp.decidePermission(opts, "AllowOnce")],
     ["mode", () => acp.decidePermission(opts, 1)],
     ["typed", () => acp.chosenPermission(opts, 1)],
-    ["path", () => acp.classifyWrite(42, "{}")],
-    ["factsJson", () => acp.classifyWrite("/a", { exists: true })],
-    ["factsJson", () => acp.classifyWrite("/a", "[]")],
-    ["factsJson", () => acp.classifyWrite("/a", '{"executable":"yes"}')],
+    ["path", () => acp.classifyWrite(42, "{}", "[]")],
+    ["factsJson", () => acp.classifyWrite("/a", { exists: true }, "[]")],
+    ["factsJson", () => acp.classifyWrite("/a", "[]", "[]")],
+    ["factsJson", () => acp.classifyWrite("/a", '{"executable":"yes"}', "[]")],
+    ["ownDirsJson", () => acp.classifyWrite("/a", "{}")],
+    ["ownDirsJson", () => acp.classifyWrite("/a", "{}", '{"dirs":[]}')],
+    ["ownDirsJson", () => acp.classifyWrite("/a", "{}", "[1]")],
     ["requestJson", () => acp.terminalQuestion('{"args":[]}', "{}")],
     ["requestJson", () => acp.terminalQuestion('{"command":"ls","args":[1]}', "{}")],
     ["requestJson", () => acp.terminalQuestion('{"command":"ls","env":[{"name":"A"}]}', "{}")],
@@ -187,7 +190,7 @@ test("wrong arguments are a TypeError naming the argument", () => {
 });
 
 test("the words that go with a decision are one line each", () => {
-  for (const reason of ["git", "editor", "shell", "environment", "tool", "executable"]) {
+  for (const reason of ["git", "editor", "shell", "environment", "tool", "executable", "client_files", "agent_config"]) {
     const why = acp.describeWriteReason(reason);
     assert.ok(why.length > 10 && !why.includes("\n"), `${reason}: ${why}`);
   }
@@ -233,7 +236,7 @@ test("the client flavour's .d.ts declares the policy functions and their types",
       "export function dismissedPermission(optionsJson: string): PermissionDecision;",
       "export function unanswerablePermission(): PermissionDecision;",
       "export function chosenPermission(optionsJson: string, typed: string): PermissionDecision | null;",
-      "export function classifyWrite(path: string, factsJson: string): WriteClass;",
+      "export function classifyWrite(path: string, factsJson: string, ownDirsJson: string): WriteClass;",
       "export function describeWriteReason(reason: WriteReason): string;",
       "export function terminalQuestion(requestJson: string, userEnvJson: string): TerminalQuestion;",
       "export function terminalInvalidMessage(requestJson: string): string | undefined;",

@@ -41,3 +41,21 @@ test("agentPresets: an overlay replaces and adds agents; a binary-only one says 
   assert.throws(() => client.agentPresets(3, null), TypeError);
   assert.throws(() => client.agentPresets("linux-x86_64", 5), TypeError);
 });
+
+test("agentPresets: every variable an entry sets, reviewed; a refused one is the preset's problem", () => {
+  const overlay = JSON.stringify({
+    agents: [
+      { id: "claude", name: "Claude Code", distribution: { npx: { package: "c", env: { NODE_OPTIONS: "--require=/x.js", RUST_LOG: "info" } } } },
+    ],
+  });
+  const claude = JSON.parse(client.agentPresets("linux-x86_64", overlay)).agents.find((a) => a.id === "claude");
+  assert.deepEqual(claude.env, [
+    { name: "NODE_OPTIONS", value: "--require=/x.js", shown: "NODE_OPTIONS=--require=/x.js", status: "refused" },
+    { name: "RUST_LOG", value: "info", shown: "RUST_LOG=info", status: "passed" },
+  ]);
+  assert.deepEqual(claude.launch.env, { NODE_OPTIONS: "--require=/x.js", RUST_LOG: "info" });
+  assert.match(claude.problem, /^the registry entry of `claude` sets NODE_OPTIONS=--require=\/x\.js, which changes what code runs/);
+  const gemini = JSON.parse(client.agentPresets("linux-x86_64", null)).agents.find((a) => a.id === "gemini");
+  assert.deepEqual(gemini.env, []);
+  assert.equal(gemini.problem, undefined);
+});

@@ -11,7 +11,8 @@
 // cannot be used to read or write outside it.
 //
 // Writes that change what runs (acp-client's `classify`, through the wasm engine: `.git/**`,
-// `.vscode/**`, shell rc files, `.envrc`, executables...; tests/client/writes.json) are asked
+// `.vscode/**`, shell rc files, `.envrc`, executables, other agents' configuration, the client's
+// own directories (FsSettings.ownDirs)...; tests/client/writes.json) are asked
 // about, whatever the agent was allowed before: the classification is of the *real* path, with
 // the file's facts (exists, executable bits). The WriteApprover shows the path and why, can
 // show the change (old vs new text) and ask again; only "allow" writes. A refusal, or no one to
@@ -45,6 +46,9 @@ export interface DocumentHost {
 export interface FsSettings {
   /** Reads and writes outside the workspace folders are allowed. */
   allowWritesOutsideWorkspace: boolean;
+  /** The client's own directories (the acp registry cache the agent picker reads, the
+   *  extension's storage): writes under them are asked about (acp-client's `client_files`). */
+  ownDirs?: readonly string[];
 }
 
 /** A write that needs the user's question. */
@@ -210,7 +214,7 @@ export class FsBridge {
   /** Asks the user about a write acp-client classifies `ask`; throws the refusal. */
   private async askIfSensitive(file: string, real: string, newText: string, token: CancellationToken): Promise<void> {
     const facts = await factsOf(real);
-    const cls = this.policy.classifyWrite(real, facts);
+    const cls = this.policy.classifyWrite(real, facts, await ownDirsAsWritten(this.settings().ownDirs ?? []));
     if (cls.class === "ordinary") return;
     const why = this.policy.describeWriteReason(cls.reason);
     const refuse = (asked: boolean) =>
@@ -276,6 +280,19 @@ export class FsBridge {
       return `(not shown: ${(e as Error).message})`;
     }
   }
+}
+
+/** The client's own directories as given and with their links resolved (those of the longest
+ *  existing ancestor too): a write is classified by the real path it reaches. */
+export async function ownDirsAsWritten(dirs: readonly string[]): Promise<string[]> {
+  const out = new Set<string>();
+  for (const d of dirs) {
+    if (!path.isAbsolute(d)) continue;
+    out.add(path.normalize(d));
+    const real = await realPathOfMaybeMissing(d);
+    if (real !== undefined) out.add(real);
+  }
+  return [...out];
 }
 
 /** What acp-client's classification needs to know of the file at `real`. */

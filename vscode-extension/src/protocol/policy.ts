@@ -79,9 +79,11 @@ export class ClientPolicy {
     return this.module().chosenPermission(optionsJson(options), typed);
   }
 
-  /** Whether a write to `realPath` (symlinks resolved) needs the user's question. */
-  classifyWrite(realPath: string, facts: FileFacts): WriteClass {
-    return this.module().classifyWrite(realPath, JSON.stringify(facts));
+  /** Whether a write to `realPath` (symlinks resolved) needs the user's question. `ownDirs`: the
+   *  client's own directories (the acp registry cache it reads, the extension's storage), real
+   *  paths. */
+  classifyWrite(realPath: string, facts: FileFacts, ownDirs: readonly string[] = []): WriteClass {
+    return this.module().classifyWrite(realPath, JSON.stringify(facts), JSON.stringify(ownDirs));
   }
 
   describeWriteReason(reason: WriteReason): string {

@@ -5,7 +5,9 @@
 // for terminal/create questions and refusals. acp-client/tests/cases.rs replays the same rows
 // natively, acp-wasm/tests/node/policy.test.mjs through the bare package. errors.json and
 // restart.json go through ClientPolicy.failureError and the crash budget the extension's
-// supervisor uses; thread.json through the extension's Conversation (conversation.test.ts).
+// supervisor uses; thread.json through the extension's Conversation (conversation.test.ts);
+// registry.json's rows about one agent through the agent picker's presets (agentPresets,
+// presetChoices).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -20,6 +22,7 @@ import type { FailureName, PermissionDecision, PermissionMode } from "../../src/
 import type { PermissionOption } from "@agentclientprotocol/sdk";
 import { RequestError } from "../../src/protocol/errors";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
+import { loadPresets, presetChoices } from "../../src/agents";
 
 const { skip } = tryEngine();
 const tablesDir = path.resolve(extensionRoot, "..", "tests", "client");
@@ -112,7 +115,12 @@ test("permission.json: the extension's modes (ask, allow_once) and dismissals th
 test("writes.json: every row through ClientPolicy", { skip }, () => {
   const policy = testPolicy();
   for (const c of table("writes.json")) {
-    assert.deepEqual(policy.classifyWrite(c.path as string, c.facts as { exists: boolean; executable: boolean }), c.expect, c.name);
+    const ownDirs = (c.ownDirs as string[] | undefined) ?? [];
+    assert.deepEqual(
+      policy.classifyWrite(c.path as string, c.facts as { exists: boolean; executable: boolean }, ownDirs),
+      c.expect,
+      c.name,
+    );
   }
 });
 
@@ -137,7 +145,9 @@ test("writes.json: POSIX rows through the FsBridge, on real files (the question'
       applyWrite: async (f, content) => fs.writeFileSync(f, content),
       workspaceFolders: () => [ws],
     };
-    const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), approver, nullLogger);
+    // The row's own directories, where the row's files are: under the workspace.
+    const ownDirs = ((c.ownDirs as string[] | undefined) ?? []).map((d) => path.join(ws, d.replace(/^\//, "")));
+    const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false, ownDirs }), testPolicy(), approver, nullLogger);
     const expect = c.expect as { class: "ordinary" } | { class: "ask"; reason: string };
     const write = b.writeTextFile({ sessionId: "s", path: file, content: "after\n" });
     if (expect.class === "ordinary") {
@@ -239,4 +249,36 @@ test("restart.json: rows with the default policy through the extension's crash b
     replayed++;
   }
   assert.ok(replayed >= 1, `${replayed} rows replayed`);
+});
+
+// ---- registry.json ----------------------------------------------------------------------------
+
+test("registry.json: rows naming one agent by id, through the agent picker's presets and choices", { skip }, () => {
+  const { engine } = tryEngine();
+  let replayed = 0;
+  for (const c of table("registry.json")) {
+    if (c.given !== undefined) continue; // variables set with --env: acp chat only
+    if (c.registry !== null && c.overlay !== null) continue;
+    // The picker lays the file over the snapshot; a row's own registry gives the same agent.
+    const overlay = c.registry ?? c.overlay;
+    const presets = loadPresets(engine!.agentPresets, c.platform as string, "registry.json", () =>
+      overlay === null ? undefined : JSON.stringify(overlay),
+    );
+    const p = presets.agents.find((a) => a.id === c.agent);
+    if (!p) continue; // a name by prefix, an unknown name: `acp chat --agent` only
+    const got = p.launch ? { launch: p.launch, env: p.env, ...(p.problem ? { refused: p.problem } : {}) } : { error: p.problem };
+    assert.deepEqual(got, c.expect, c.name);
+    // What the picker offers: never an entry with a refused variable; the others as passed.
+    const choice = presetChoices(presets, []).find((ch) => ch.name === p.name)!;
+    const expect = c.expect as { refused?: string; env?: Array<{ name: string; value: string }> };
+    if (p.launch && !expect.refused) {
+      const env = Object.fromEntries((expect.env ?? []).map((v) => [v.name, v.value]));
+      assert.deepEqual(choice.entry?.env ?? {}, env, c.name);
+    } else {
+      assert.equal(choice.entry, undefined, c.name);
+      assert.ok(choice.problem?.startsWith((expect.refused ?? (c.expect as { error: string }).error) as string), c.name);
+    }
+    replayed++;
+  }
+  assert.ok(replayed >= 8, `${replayed} rows replayed through the presets`);
 });

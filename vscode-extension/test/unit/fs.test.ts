@@ -205,6 +205,35 @@ test("a write to .git/config asks; Refuse answers permission denied and touches 
   assert.match(w.why, /core\.fsmonitor/);
 });
 
+test("a write under the client's own directories (the registry cache named through a link) asks", { skip }, async () => {
+  // The acp cache the picker reads is `ws/cache-link/acp`, with `cache-link -> store`, and does
+  // not exist yet: a write into it by either name is asked about, as acp-client's client_files.
+  const store = path.join(ws, "own-store");
+  fs.mkdirSync(store);
+  fs.symlinkSync(store, path.join(ws, "cache-link"));
+  const host = new FakeHost([ws]);
+  const approver = new ScriptedApprover(["refuse", "refuse"]);
+  const b = new FsBridge(
+    host,
+    () => ({ allowWritesOutsideWorkspace: false, ownDirs: [path.join(ws, "cache-link", "acp")] }),
+    testPolicy(),
+    approver,
+    nullLogger,
+  );
+  for (const p of [path.join(store, "acp", "registry.json"), path.join(ws, "cache-link", "acp", "registry.json")]) {
+    await assert.rejects(b.writeTextFile({ sessionId: "s", path: p, content: "{}" }), isCode(-32603));
+  }
+  assert.deepEqual(
+    approver.asked.map((w) => [w.realPath, w.reason]),
+    [
+      [path.join(store, "acp", "registry.json"), "client_files"],
+      [path.join(store, "acp", "registry.json"), "client_files"],
+    ],
+  );
+  assert.equal(host.writes.length, 0);
+  assert.equal(fs.existsSync(path.join(store, "acp")), false);
+});
+
 test("Review changes shows old vs new text, then asks again; Allow write writes", { skip }, async () => {
   const tasks = path.join(ws, ".vscode", "tasks.json");
   fs.mkdirSync(path.dirname(tasks), { recursive: true });

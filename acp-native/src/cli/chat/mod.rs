@@ -243,12 +243,19 @@ impl Chat {
             .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle signals: {e}")))?;
         let mut registry_env = std::collections::BTreeMap::new();
         let command: Vec<OsString> = if let Some(name) = &args.agent_name {
-            let (command, env) =
-                super::agents::resolve(name, args.registry.as_deref(), |m| ui.warn(m))
+            let agent =
+                super::agents::resolve(name, args.registry.as_deref(), &args.env, |m| ui.warn(m))
                     .await
                     .map_err(|e| Outcome::fail(exit::ERROR, format!("--agent: {e}")))?;
-            registry_env = env;
-            command
+            // Every variable the entry sets is shown; one that changes what runs is refused
+            // unless --env sets it.
+            for line in agent.env_lines() {
+                ui.notice(&format!("acp: {line}"));
+            }
+            registry_env = agent
+                .agent_env()
+                .map_err(|e| Outcome::fail(exit::ERROR, format!("--agent: {e}")))?;
+            agent.command
         } else if args.agent.is_empty() {
             super::default_agent()
         } else {

@@ -115,6 +115,7 @@ pub(super) fn client_router(
         FsConfig::new([cwd.to_path_buf()])
             .reads(AccessScope::WithinRoots)
             .writes(AccessScope::WithinRoots)
+            .own_dirs(crate::cli::own_dirs())
             .sensitive_writes(write_gate(events.clone())),
     ));
     let (fs_read, fs_write) = (fs.clone(), fs);
