@@ -501,6 +501,43 @@ async fn close_reason_from_the_process_owner() {
     assert_eq!(client.closed().await, reason);
 }
 
+/// A call made just as the input ends, in the grace the EOF waits for its reason, fails with
+/// that reason, not a generic "the peer closed the connection" (CI saw `acp chat --connect`
+/// report the generic one under load). On a current-thread runtime the order is fixed: the
+/// caller's task is queued before the EOF is given, so the caller's command and the EOF are
+/// both waiting when the driver next runs, and it reads before it takes commands.
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_made_as_the_input_ends_fails_with_the_reason_given_after() {
+    let ((cr, cw), (pr, mut pw)) = transport::duplex(64 << 10);
+    let config = DriverConfig::new(Role::Client).eof_grace(Duration::from_secs(3600));
+    let client = ClientSideConnection::connect(cr, cw, Router::new(), config);
+    // Let the driver start and wait for input.
+    tokio::task::yield_now().await;
+    let pending = tokio::spawn({
+        let client = client.clone();
+        async move { client.new_session(s::NewSessionRequest::new("/p")).await }
+    });
+    pw.shutdown().await.unwrap(); // EOF for the driver (its output still has a reader)
+                                  // The caller's task runs (its command is queued), then the driver (the EOF, then the
+                                  // command, in one round).
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+    let reason = "the server closed the WebSocket (1001)";
+    client.handle().close_at_eof_with_reason(reason);
+    let err = eventually("the failure", pending)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RpcError::Call(CallError::Closed {
+            reason: reason.into()
+        })
+    );
+    drop(pr);
+}
+
 /// A real subprocess: a shell script answering `initialize`, then one that dies. The close
 /// reason carries the exit code and the stderr tail.
 #[tokio::test]

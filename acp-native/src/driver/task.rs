@@ -367,7 +367,14 @@ where
         // may still be answered (see `DriverConfig::answer_on_eof`).
         let now = self.now();
         self.conn.handle_bytes(b"\n", now);
-        self.answer_deadline = Some(Instant::now() + self.config.answer_on_eof);
+        if self.handlers.is_empty() {
+            // No request of the peer's to answer: the input has ended now. (Waiting for the
+            // next round would let calls made meanwhile fail with a generic "the peer closed
+            // the connection" instead of the reason `eof_grace` waits for.)
+            self.input_ended();
+        } else {
+            self.answer_deadline = Some(Instant::now() + self.config.answer_on_eof);
+        }
     }
 
     /// The input ended and the requests received are answered: close (after the grace).
