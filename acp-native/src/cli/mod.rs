@@ -136,7 +136,8 @@ pub struct ChatArgs {
     pub json: bool,
 
     /// Log every JSON-RPC message (both directions, with timestamps and response times) to
-    /// FILE as JSON lines.
+    /// FILE as JSON lines. The log holds secrets: FILE is made readable by you only (0600), an
+    /// existing one tightened and overwritten; a symbolic link there is refused.
     #[arg(long, value_name = "FILE")]
     pub log_rpc: Option<PathBuf>,
 
