@@ -343,7 +343,8 @@ pub struct DemoAgentArgs {
     pub delay_ms: u64,
 
     /// Keep sessions in DIR so session/load, session/resume and session/list work across
-    /// restarts (bounded: 64 sessions, 1 MiB of updates each). Default: this process only.
+    /// restarts (bounded: 64 sessions, 1 MiB of updates each; readable by you only).
+    /// Default: this process only.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 

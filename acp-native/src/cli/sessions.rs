@@ -136,6 +136,7 @@ pub fn save(
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(&text)?;
