@@ -1,9 +1,12 @@
-//! Agent-supplied text on one line, so a question cannot be spoofed.
+//! Agent-supplied text made safe to show, so a question cannot be spoofed and the terminal
+//! obeys nothing the agent wrote.
 //!
 //! A newline in a command's argument, a carriage return, an escape sequence or a right-to-left
 //! override can make a terminal or a dialog show something other than what runs, or push the
 //! real question off screen and print a fake one. Every agent-supplied field a question shows
-//! goes through [`escape_line`] (free text) or [`quote_arg`] / [`command_line`] (what runs).
+//! goes through [`escape_line`] (free text) or [`quote_arg`] / [`command_line`] (what runs);
+//! text that keeps its lines (the conversation, errors, an agent's stderr) goes through
+//! [`escape_text`]. Both hide the same characters ([`is_hidden`]).
 
 /// Characters that are shown escaped: C0 and C1 controls, DEL, and the invisible formatting
 /// characters that reorder or hide text (bidi overrides and isolates, zero-width characters,
@@ -56,6 +59,31 @@ pub fn ensure_line(text: &str) -> std::borrow::Cow<'_, str> {
     } else {
         text.into()
     }
+}
+
+/// Multi-line text (the conversation, tool output, errors, an agent's stderr) as a terminal
+/// may show it: `\n` and `\t` kept; ESC as `␛` and every other control character (C0, DEL,
+/// C1, `\r`) as `�`, so no escape sequence is interpreted (no cursor moves, screen clears,
+/// title or clipboard writes, no line overwritten with `\r`); the other hidden characters of
+/// [`is_hidden`] (bidi overrides and isolates, zero-width characters, line and paragraph
+/// separators, the BOM, soft hyphen) written as `\u202e`…, so text cannot be reordered or
+/// hidden. Backslashes are kept as they are (the text is read, not parsed: an agent that
+/// writes `\u202e` itself only shows those six characters). Borrowed when nothing changes.
+pub fn escape_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let shown = |c: char| c == '\n' || c == '\t' || !is_hidden(c);
+    if text.chars().all(shown) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if shown(c) => out.push(c),
+            '\u{1b}' => out.push('\u{241b}'),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push_str(&format!("\\u{:04x}", c as u32)),
+        }
+    }
+    out.into()
 }
 
 /// An argument as a POSIX shell would need it, on one line: plain words as they are,
@@ -177,6 +205,41 @@ mod tests {
             [" same"],
             "no change: context only"
         );
+    }
+
+    #[test]
+    fn text_keeps_its_lines_and_shows_every_hidden_character() {
+        // What render::sanitize did: ESC as ␛, other controls as �, `\n` and `\t` kept.
+        assert_eq!(escape_text("plain\ttext\n"), "plain\ttext\n");
+        assert!(matches!(
+            escape_text("plain\ttext\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            escape_text("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m\x7f"),
+            "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m\u{fffd}"
+        );
+        // Bidi overrides and isolates, marks, zero-width and invisible characters: escaped
+        // (they passed before), as is_hidden says, so no text is reordered or hidden.
+        assert_eq!(
+            escape_text(
+                "abc\u{202e}fed\u{202c} \u{2066}x\u{2069} \u{200e}\u{200f}\u{200b}\u{feff}\u{2028}"
+            ),
+            "abc\\u202efed\\u202c \\u2066x\\u2069 \\u200e\\u200f\\u200b\\ufeff\\u2028"
+        );
+        // Ordinary text, other scripts and emoji are kept; backslashes as written.
+        let fine = "naïve café — 日本語 עברית 🙂 C:\\dir \\u202e";
+        assert_eq!(escape_text(fine), fine);
+        // Whatever goes in, nothing hidden comes out but line breaks and tabs.
+        let nasty: String = (0u32..0x3000)
+            .chain(0xfe00..0x10000)
+            .filter_map(char::from_u32)
+            .collect();
+        let shown = escape_text(&nasty);
+        assert!(!shown
+            .chars()
+            .any(|c| is_hidden(c) && c != '\n' && c != '\t'));
+        assert_eq!(shown.matches('\n').count(), 1);
     }
 
     #[test]
