@@ -348,8 +348,7 @@ pub async fn run(args: super::SessionsArgs) -> i32 {
         }
     }
     let command = if let Some(name) = &args.agent_name {
-        let warn = |m: &str| eprintln!("acp: warning: {}", escape_text(m));
-        match super::agents::resolve(name, None, warn).await {
+        match super::agents::resolve(name, None, |m| eprintln!("acp: warning: {m}")).await {
             Ok((command, _)) => command,
             Err(e) => {
                 eprintln!("acp: --agent: {}", escape_text(&e));
