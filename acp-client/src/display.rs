@@ -1,9 +1,13 @@
-//! Agent-supplied text on one line, so a question cannot be spoofed.
+//! Agent-supplied text made safe to show, so a question cannot be spoofed and the terminal
+//! obeys nothing the agent wrote.
 //!
 //! A newline in a command's argument, a carriage return, an escape sequence or a right-to-left
 //! override can make a terminal or a dialog show something other than what runs, or push the
 //! real question off screen and print a fake one. Every agent-supplied field a question shows
-//! goes through [`escape_line`] (free text) or [`quote_arg`] / [`command_line`] (what runs).
+//! goes through [`escape_line`] (free text) or [`quote_arg`] / [`command_line`] (what runs);
+//! text that keeps its lines (the conversation, errors, an agent's stderr) goes through
+//! [`escape_text`]. Both hide the same characters ([`is_hidden`]). [`redact_url`] takes the
+//! credentials out of a URL before it is shown or saved.
 
 /// Characters that are shown escaped: C0 and C1 controls, DEL, and the invisible formatting
 /// characters that reorder or hide text (bidi overrides and isolates, zero-width characters,
@@ -56,6 +60,113 @@ pub fn ensure_line(text: &str) -> std::borrow::Cow<'_, str> {
     } else {
         text.into()
     }
+}
+
+/// Multi-line text (the conversation, tool output, errors, an agent's stderr) as a terminal
+/// may show it: `\n` and `\t` kept; ESC as `␛` and every other control character (C0, DEL,
+/// C1, `\r`) as `�`, so no escape sequence is interpreted (no cursor moves, screen clears,
+/// title or clipboard writes, no line overwritten with `\r`); the other hidden characters of
+/// [`is_hidden`] (bidi overrides and isolates, zero-width characters, line and paragraph
+/// separators, the BOM, soft hyphen) written as `\u202e`…, so text cannot be reordered or
+/// hidden. Backslashes are kept as they are (the text is read, not parsed: an agent that
+/// writes `\u202e` itself only shows those six characters). Borrowed when nothing changes.
+pub fn escape_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let shown = |c: char| c == '\n' || c == '\t' || !is_hidden(c);
+    if text.chars().all(shown) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if shown(c) => out.push(c),
+            '\u{1b}' => out.push('\u{241b}'),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push_str(&format!("\\u{:04x}", c as u32)),
+        }
+    }
+    out.into()
+}
+
+/// `url` without its credentials, for showing or saving it: the user information
+/// (`user:password@`) and the parameters `token` and `access_token` (any case, also
+/// percent-encoded) of the query and of the fragment (a browser page's `#token=`) are taken
+/// out, the rest kept as written (`ws://host:8765/?token=…&x=1` → `ws://host:8765/?x=1`).
+/// Text that is not `scheme://…` is returned as it is.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let scheme = &url[..scheme_end];
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return url.to_string();
+    }
+    let rest = &url[scheme_end + 3..];
+    let (before_fragment, fragment) = match rest.find('#') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let authority_end = before_fragment
+        .find(['/', '?'])
+        .unwrap_or(before_fragment.len());
+    let authority = &before_fragment[..authority_end];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let path_query = &before_fragment[authority_end..];
+    let (path, query) = match path_query.find('?') {
+        Some(i) => (&path_query[..i], Some(&path_query[i + 1..])),
+        None => (path_query, None),
+    };
+    let mut out = format!("{scheme}://{host}{path}");
+    if let Some(query) = query.and_then(without_credentials) {
+        out.push('?');
+        out.push_str(&query);
+    }
+    // A fragment is never sent, but a browser page's `#token=` is a credential too.
+    if let Some(fragment) = fragment.strip_prefix('#').and_then(without_credentials) {
+        out.push('#');
+        out.push_str(&fragment);
+    }
+    out
+}
+
+/// `%74oken` as `token` (bytes that do not decode are kept as written).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `a=1&token=…&b=2` without its `token` / `access_token` pairs (`None`: nothing left).
+fn without_credentials(pairs: &str) -> Option<String> {
+    let kept: Vec<&str> = pairs
+        .split('&')
+        .filter(|pair| {
+            let key = percent_decoded(pair.split('=').next().unwrap_or(""));
+            !key.eq_ignore_ascii_case("token") && !key.eq_ignore_ascii_case("access_token")
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("&"))
 }
 
 /// An argument as a POSIX shell would need it, on one line: plain words as they are,
@@ -177,6 +288,66 @@ mod tests {
             [" same"],
             "no change: context only"
         );
+    }
+
+    #[test]
+    fn text_keeps_its_lines_and_shows_every_hidden_character() {
+        // What render::sanitize did: ESC as ␛, other controls as �, `\n` and `\t` kept.
+        assert_eq!(escape_text("plain\ttext\n"), "plain\ttext\n");
+        assert!(matches!(
+            escape_text("plain\ttext\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            escape_text("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m\x7f"),
+            "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m\u{fffd}"
+        );
+        // Bidi overrides and isolates, marks, zero-width and invisible characters: escaped
+        // (they passed before), as is_hidden says, so no text is reordered or hidden.
+        assert_eq!(
+            escape_text(
+                "abc\u{202e}fed\u{202c} \u{2066}x\u{2069} \u{200e}\u{200f}\u{200b}\u{feff}\u{2028}"
+            ),
+            "abc\\u202efed\\u202c \\u2066x\\u2069 \\u200e\\u200f\\u200b\\ufeff\\u2028"
+        );
+        // Ordinary text, other scripts and emoji are kept; backslashes as written.
+        let fine = "naïve café — 日本語 עברית 🙂 C:\\dir \\u202e";
+        assert_eq!(escape_text(fine), fine);
+        // Whatever goes in, nothing hidden comes out but line breaks and tabs.
+        let nasty: String = (0u32..0x3000)
+            .chain(0xfe00..0x10000)
+            .filter_map(char::from_u32)
+            .collect();
+        let shown = escape_text(&nasty);
+        assert!(!shown
+            .chars()
+            .any(|c| is_hidden(c) && c != '\n' && c != '\t'));
+        assert_eq!(shown.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn urls_lose_their_credentials_and_keep_the_rest() {
+        assert_eq!(
+            redact_url("ws://127.0.0.1:8765/?token=0123abcd"),
+            "ws://127.0.0.1:8765/"
+        );
+        assert_eq!(
+            redact_url("wss://u:pw@devbox:443/acp?a=1&TOKEN=x&access_token=y&b=2#token=z&k"),
+            "wss://devbox:443/acp?a=1&b=2#k"
+        );
+        assert_eq!(
+            redact_url("http://[::1]:8765/acp?%74oken=x"),
+            "http://[::1]:8765/acp"
+        );
+        assert_eq!(
+            redact_url("https://h/acp?tokens=1"),
+            "https://h/acp?tokens=1"
+        );
+        assert_eq!(redact_url("http://h?token"), "http://h");
+        // Not a URL: as it is.
+        for text in ["acp demo-agent", "/usr/bin/agent?token=1", "claude", ""] {
+            assert_eq!(redact_url(text), text);
+        }
     }
 
     #[test]

@@ -16,8 +16,10 @@
 //!   or a dismissed question answers, and whether that cancels the turn.
 //! - [`writes`]: which file writes need the user's question (files that git, shells, editors
 //!   or build tools execute or obey, and executables), whatever the agent asked before.
-//! - [`display`]: how agent-supplied text is put on one line (a command line quoted so what is
-//!   shown is exactly what runs, control and bidi characters escaped).
+//! - [`display`]: how agent-supplied text is shown, the one escaper of every face: on one line
+//!   (a command line quoted so what is shown is exactly what runs, control and bidi characters
+//!   escaped), multi-line text with its lines kept and nothing a terminal would act on, and a
+//!   URL without its credentials.
 //! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
 //! - [`env`](mod@env): the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.

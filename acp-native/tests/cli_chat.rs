@@ -274,6 +274,97 @@ fn log_rpc_records_every_message_with_response_times() {
     find("recv", "request", "fs/write_text_file");
 }
 
+/// `acp chat ARGS` in `dir` under `umask 022` (the usual one, so a file created without an
+/// explicit mode would be world-readable), stdin closed.
+fn chat_with_umask_022(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .args(["-c", "umask 022; exec \"$0\" chat \"$@\"", acp()])
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run acp chat")
+}
+
+/// The `--log-rpc` file holds `--mcp-config` secrets and the text of the files the agent
+/// read: created 0600; an existing one tightened to 0600 and truncated; a symbolic link
+/// planted at the path refused with a clear error, its target untouched (docs/security.md).
+#[test]
+fn the_log_rpc_file_is_private_and_a_link_planted_at_its_path_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("log-private");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let log = dir.join("rpc.ndjson");
+    let out = chat_with_umask_022(
+        dir.path(),
+        &[
+            "--prompt",
+            "hi",
+            "--deny",
+            "--log-rpc",
+            log.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("initialize"));
+    assert_eq!(mode(&log), 0o600, "a new log is readable by its owner only");
+
+    // An existing, world-readable log: tightened, then overwritten.
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(&log, "an earlier run\n").unwrap();
+    let out = chat_with_umask_022(
+        dir.path(),
+        &[
+            "--prompt",
+            "hi",
+            "--deny",
+            "--log-rpc",
+            log.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(mode(&log), 0o600, "an existing log is tightened");
+    assert!(!std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("an earlier run"));
+
+    // A link planted at the path (to a file someone else could read, or one to clobber).
+    let target = dir.join("readable-by-all");
+    std::fs::write(&target, "keep me").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = dir.join("planted.ndjson");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = chat_with_umask_022(
+        dir.path(),
+        &[
+            "--prompt",
+            "hi",
+            "--deny",
+            "--log-rpc",
+            link.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--log-rpc"), "{err}");
+    assert!(
+        err.contains("planted.ndjson") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert_eq!(mode(&target), 0o644);
+}
+
 #[test]
 fn the_demo_agent_can_be_given_explicitly_after_double_dash() {
     let dir = TempDir::new("explicit");

@@ -498,11 +498,23 @@ async fn a_random_token_is_printed_unless_one_is_given_in_a_file_or_the_environm
             "{token}"
         );
         server.token = token.clone();
-        // Printed with a URL that carries it.
-        server.wait_log("a URL with the token", |log| {
-            log.contains(&format!("{}/?token={token}", server.url))
+        // Printed on its own, and a URL to connect to without it: a URL gets copied, saved
+        // (`acp chat --connect` kept it in its session record) and logged.
+        server.wait_log("the URL to connect to", |log| {
+            log.contains(&format!("connect to {}/ with that token", server.url))
                 .then_some(())
         });
+        assert_eq!(
+            server.log().matches(token.as_str()).count(),
+            1,
+            "the token is printed once, in no URL:\n{}",
+            server.log()
+        );
+        assert!(
+            !server.log().contains(&format!("token={token}")),
+            "{}",
+            server.log()
+        );
         connect_initialized(&server).await;
         generated.push(token);
     }

@@ -25,6 +25,20 @@ impl Agent {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        Agent::spawn(cmd)
+    }
+
+    /// `acp demo-agent ARGS` under `umask 022` (the usual one: what is created without an
+    /// explicit mode is readable by everyone).
+    fn start_with_umask_022(args: &[&str]) -> Agent {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "umask 022; exec \"$0\" demo-agent \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_acp"))
+            .args(args);
+        Agent::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Agent {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -171,6 +185,40 @@ fn sessions_survive_a_restart_with_a_state_dir() {
         json!({"sessionId": "demo-nope-1", "cwd": cwd(&dir), "mcpServers": []}),
     );
     assert_eq!(unknown["error"]["code"], json!(-32002), "{unknown}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The state directory holds conversations: created 0700, each session file 0600, whatever
+/// the umask (docs/security.md; it was 0755/0644).
+#[test]
+fn the_state_dir_and_its_session_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("private");
+    let state = dir.join("state").join("nested");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let mut agent = Agent::start_with_umask_022(&["--state-dir", state.to_str().unwrap()]);
+    agent.initialize();
+    let new = agent.call("session/new", json!({"cwd": cwd(&dir), "mcpServers": []}));
+    let id = new["result"]["sessionId"].as_str().unwrap().to_string();
+    let turn = agent.call(
+        "session/prompt",
+        json!({"sessionId": id, "prompt": [{"type": "text", "text": "my secret plans"}]}),
+    );
+    assert_eq!(turn["result"]["stopReason"], json!("end_turn"));
+    // The turn's answer came after its save.
+    let file = state.join(format!("{id}.json"));
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("my secret plans"));
+    assert_eq!(mode(&dir.join("state")), 0o700);
+    assert_eq!(mode(&state), 0o700);
+    assert_eq!(mode(&file), 0o600);
+    let names: Vec<String> = std::fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [format!("{id}.json")], "no temporary file left");
+    drop(agent);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -29,6 +29,12 @@ if scenario == "ansi":
     sys.stdout.write("\x1b[2J\x1b]0;pwned-title\x07 not json\n"); sys.stdout.flush()
     update("text with \x1b[31mescapes\x1b[0m and \x1b]52;c;cHduZWQ=\x07 clipboard")
     end(pid)
+elif scenario == "bidi":
+    sys.stdout.write("not json \u202egnp.exe\n"); sys.stdout.flush()
+    update("invoice_\u202egnp.exe and \u2066isolated\u2069 zero\u200bwidth\n")
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1", "update": {
+        "sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read \u202etxt.exe", "status": "completed"}}})
+    end(pid)
 elif scenario == "oversize-update":
     update("x" * 100000)
     update("after the big one")
@@ -166,6 +172,29 @@ fn escape_sequences_from_the_agent_are_shown_not_interpreted() {
     assert!(!r.stdout.contains('\x1b'), "{}", r.dump());
     assert!(!r.stderr.contains('\x1b'), "{}", r.dump());
     assert!(!r.stderr.contains('\x07'), "{}", r.dump());
+}
+
+/// Bidi overrides and isolates and zero-width characters (which reorder or hide text: a file
+/// named `invoice_\u202egnp.exe` shows as `invoice_exe.png`) in agent text, a tool title and a
+/// line that is not JSON: shown escaped (`\u202e`), never passed to the terminal (they passed
+/// before).
+#[test]
+fn bidi_overrides_from_the_agent_are_shown_escaped() {
+    let dir = TempDir::new("fi-bidi");
+    let (r, _) = chat(&dir, "bidi", &[]);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    for c in ['\u{202e}', '\u{2066}', '\u{2069}', '\u{200b}'] {
+        assert!(!r.stdout.contains(c), "{c:?} on stdout: {}", r.dump());
+        assert!(!r.stderr.contains(c), "{c:?} on stderr: {}", r.dump());
+    }
+    assert!(
+        r.stdout
+            .contains("invoice_\\u202egnp.exe and \\u2066isolated\\u2069 zero\\u200bwidth"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains("read \\u202etxt.exe"), "{}", r.dump());
+    assert!(r.stderr.contains("\\u202egnp.exe"), "{}", r.dump());
 }
 
 /// A notification over --max-message-bytes: warned about as such (not as "not JSON"),

@@ -173,6 +173,45 @@ fn without_a_method_the_methods_are_listed_and_nothing_runs() {
     assert!(err.contains("`tui`"), "{err}");
 }
 
+/// An agent whose `authMethods` carry terminal escapes (clear the screen, an OSC 52 clipboard
+/// write) and a bidi override in every field, `type` included: the list shows them escaped,
+/// on one line each (the method's type reached the terminal raw before).
+#[test]
+fn a_hostile_agents_method_types_and_names_are_shown_escaped() {
+    const HOSTILE: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        evil = "\x1b[2J\x1b]52;c;cHduZWQ=\x07\u202eevil\r\nfake"
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1,
+            "agentCapabilities": {}, "authMethods": [
+                {"id": "m1", "name": "Sign in", "type": "terminal" + evil},
+                {"id": "m2" + evil, "name": "Key" + evil, "description": "d" + evil,
+                 "type": "env_var", "vars": [{"name": "K"}]}]}}), flush=True)
+"#;
+    let dir = TempDir::new("login-hostile");
+    std::fs::write(dir.join("hostile.py"), HOSTILE).unwrap();
+    let out = Command::new(acp())
+        .args(["login", "--", "python3", "hostile.py"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run acp login");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for bad in ['\x1b', '\x07', '\r', '\u{202e}'] {
+        assert!(!err.contains(bad), "{bad:?} reached the terminal: {err:?}");
+    }
+    assert!(
+        err.contains("1) m1 [terminal\\e[2J\\e]52;c;cHduZWQ=\\x07\\u202eevil\\r\\nfake] Sign in"),
+        "{err}"
+    );
+    assert!(err.contains("2) m2\\e[2J"), "{err}");
+    // The list is its lines and the question, no more (no line broken by the agent).
+    assert_eq!(err.lines().count(), 4, "{err}");
+}
+
 /// `acp chat` reads `authMethods` as the agent sent them: an `env_var` method (a type the
 /// typed schema does not keep) whose variable is passed is used; a typed-only reading saw an
 /// `agent` method named "Sign in" and never chose it.

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use acp_client::auth::AuthMethod;
-use acp_client::display::escape_line;
+use acp_client::display::{escape_line, escape_text};
 use acp_core::Role;
 use acp_native::process::AgentCommand;
 use acp_native::{DriverConfig, Router};
@@ -27,7 +27,6 @@ use clap::Args;
 use tokio::sync::mpsc;
 
 use super::exit;
-use super::render::sanitize;
 use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
 
 /// How long the agent gets to answer `initialize`.
@@ -75,7 +74,7 @@ pub async fn run(args: LoginArgs) -> i32 {
     match login(args).await {
         Ok(()) => exit::OK,
         Err((code, message)) => {
-            eprintln!("acp login: {}", sanitize(&message));
+            eprintln!("acp login: {}", escape_text(&message));
             code
         }
     }
@@ -88,7 +87,7 @@ fn fail(message: impl Into<String>) -> Failure {
 }
 
 async fn login(args: LoginArgs) -> Result<(), Failure> {
-    let warn = |m: &str| eprintln!("acp login: {}", sanitize(m));
+    let warn = |m: &str| eprintln!("acp login: {}", escape_text(m));
     let mut registry_env = std::collections::BTreeMap::new();
     let command: Vec<OsString> = if let Some(name) = &args.agent_name {
         let agent = super::agents::resolve(name, args.registry.as_deref(), &args.env, warn)
@@ -207,7 +206,7 @@ async fn login(args: LoginArgs) -> Result<(), Failure> {
                 .map_err(|e| {
                 fail(format!(
                     "the agent's `{}` login: {}",
-                    method.id,
+                    escape_line(&method.id),
                     e.message()
                 ))
             })?;
@@ -317,7 +316,8 @@ fn ids(methods: &[AuthMethod]) -> String {
 fn pick(methods: &[AuthMethod]) -> Result<AuthMethod, Failure> {
     eprintln!("The agent's sign-in methods:");
     for (i, m) in methods.iter().enumerate() {
-        let kind = m.kind.as_deref().unwrap_or("agent");
+        // The agent's word, like every other field here: on one line, escaped.
+        let kind = escape_line(m.kind.as_deref().unwrap_or("agent"));
         let description = m
             .description
             .as_deref()

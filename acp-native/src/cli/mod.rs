@@ -136,7 +136,8 @@ pub struct ChatArgs {
     pub json: bool,
 
     /// Log every JSON-RPC message (both directions, with timestamps and response times) to
-    /// FILE as JSON lines.
+    /// FILE as JSON lines. The log holds secrets: FILE is made readable by you only (0600), an
+    /// existing one tightened and overwritten; a symbolic link there is refused.
     #[arg(long, value_name = "FILE")]
     pub log_rpc: Option<PathBuf>,
 
@@ -342,7 +343,8 @@ pub struct DemoAgentArgs {
     pub delay_ms: u64,
 
     /// Keep sessions in DIR so session/load, session/resume and session/list work across
-    /// restarts (bounded: 64 sessions, 1 MiB of updates each). Default: this process only.
+    /// restarts (bounded: 64 sessions, 1 MiB of updates each; readable by you only).
+    /// Default: this process only.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 

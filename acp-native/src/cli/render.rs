@@ -1018,25 +1018,13 @@ mod tests {
     }
 }
 
-/// `text` with every control character that a terminal could act on made visible: ESC as `␛`,
-/// other C0 controls (but `\n` and `\t`), DEL and C1 controls as `�`. What the agent (or a
-/// command it runs) sends is shown, never interpreted: no cursor moves, title or clipboard
-/// changes, no line overwritten with `\r`.
-pub fn sanitize(text: &str) -> std::borrow::Cow<'_, str> {
-    let bad =
-        |c: char| (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c);
-    if !text.chars().any(bad) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    text.chars()
-        .map(|c| match c {
-            '\x1b' => '\u{241b}',
-            c if bad(c) => '\u{fffd}',
-            c => c,
-        })
-        .collect::<String>()
-        .into()
-}
+/// Every agent-supplied text shown by `acp` (the conversation, tool output, warnings, errors,
+/// an agent's stderr) goes through this one escaper, acp-client's
+/// [`escape_text`](acp_client::display::escape_text): `\n` and `\t` kept, ESC as `␛`, other
+/// controls as `�`, bidi overrides and the other invisible characters escaped (`\u202e`). No
+/// escape sequence is interpreted: no cursor moves, title or clipboard changes, no line
+/// overwritten with `\r`, no text reordered.
+pub use acp_client::display::escape_text as sanitize;
 
 #[cfg(test)]
 mod sanitize_tests {
@@ -1048,6 +1036,16 @@ mod sanitize_tests {
         assert_eq!(
             sanitize("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m"),
             "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m"
+        );
+    }
+
+    #[test]
+    fn bidi_overrides_and_invisible_characters_are_shown_escaped() {
+        // `txt.exe` shown as `exe.txt`: passed unescaped before.
+        assert_eq!(sanitize("a\u{202e}txt.exe"), "a\\u202etxt.exe");
+        assert_eq!(
+            sanitize("\u{2066}x\u{2069}\u{200e}\u{200b}"),
+            "\\u2066x\\u2069\\u200e\\u200b"
         );
     }
 }

@@ -37,6 +37,61 @@ use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc::UnboundedSender;
 
+/// Opens the `--log-rpc` file for writing, private: the log holds secrets (`--mcp-config`'s
+/// headers and variables, the text of every file the agent read).
+///
+/// * A new file is created 0600 (whatever the umask).
+/// * An existing one must be a regular file of this user's with no other hard link; its mode
+///   is **tightened** to 0600 (it is about to be overwritten: what it held is discarded, so
+///   there is nothing to keep it readable for), then it is truncated.
+/// * The path is opened with `O_NOFOLLOW` (and `O_NONBLOCK`, so a FIFO cannot block the
+///   open): a symbolic link at the path is refused, never followed, so a link planted in a
+///   shared directory cannot make acp truncate or fill another file. A link, a FIFO, a
+///   directory, a device, another user's file or a hard-linked one is refused with an error
+///   saying which.
+pub fn open_private(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let refuse = |why: &str| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{}: {why}", path.display()),
+        )
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refuse(
+                "is a symbolic link: not followed (the log holds secrets; name the file itself)",
+            ),
+            Some(libc::ENXIO) => refuse("is a FIFO or a socket, not a regular file"),
+            _ => io::Error::new(e.kind(), format!("{}: {e}", path.display())),
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse("is not a regular file"));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if meta.uid() != unsafe { libc::geteuid() } {
+        return Err(refuse(
+            "belongs to another user, who could read it: not used (the log holds secrets)",
+        ));
+    }
+    if meta.nlink() > 1 {
+        return Err(refuse(
+            "has other hard links: not overwritten (the log holds secrets)",
+        ));
+    }
+    if meta.mode() & 0o7777 != 0o600 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.set_len(0)?;
+    Ok(file)
+}
+
 /// Direction of a message, from this process's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
@@ -120,7 +175,7 @@ impl Tap {
     ) -> io::Result<Arc<Tap>> {
         let log = match log_path {
             Some(p) => Some(Mutex::new(LogFile {
-                out: BufWriter::new(File::create(p)?),
+                out: BufWriter::new(open_private(p)?),
             })),
             None => None,
         };
@@ -718,6 +773,62 @@ mod tests {
         tap.bytes(Dir::Recv, update);
         tap.bytes(Dir::Recv, b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n");
         assert_eq!(tap.load_replay(), Some((1, Some(3))));
+    }
+
+    /// The log is private: created 0600; an existing file of ours tightened and truncated;
+    /// a symbolic link planted at the path refused, its target untouched.
+    #[test]
+    fn the_log_file_is_private_and_never_followed_through_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("acp-rpc-private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+
+        let new = dir.join("new.ndjson");
+        drop(Tap::new(Some(&new), None, 1 << 20).unwrap());
+        assert_eq!(mode(&new), 0o600, "a new log");
+
+        let old = dir.join("old.ndjson");
+        std::fs::write(&old, "what an earlier run logged").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(Tap::new(Some(&old), None, 1 << 20).unwrap());
+        assert_eq!(mode(&old), 0o600, "an existing log is tightened");
+        assert_eq!(std::fs::read(&old).unwrap(), b"", "and truncated");
+
+        let target = dir.join("victim");
+        std::fs::write(&target, "keep me").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.join("link.ndjson");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = Tap::new(Some(&link), None, 1 << 20)
+            .err()
+            .expect("a link is refused");
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(err.to_string().contains("link.ndjson"), "{err}");
+        // A dangling link is not followed to create a file either.
+        let dangling = dir.join("dangling.ndjson");
+        std::os::unix::fs::symlink(dir.join("created-through-the-link"), &dangling).unwrap();
+        assert!(Tap::new(Some(&dangling), None, 1 << 20).is_err());
+        assert!(!dir.join("created-through-the-link").exists());
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        assert_eq!(mode(&target), 0o644);
+
+        // A hard link to another file is not truncated through.
+        let hard = dir.join("hard.ndjson");
+        std::fs::hard_link(&target, &hard).unwrap();
+        let err = Tap::new(Some(&hard), None, 1 << 20).err().expect("refused");
+        assert!(err.to_string().contains("hard link"), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+
+        // Not a regular file.
+        let fifo = dir.join("fifo.ndjson");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(Tap::new(Some(&fifo), None, 1 << 20).is_err());
+        assert!(Tap::new(Some(&dir), None, 1 << 20).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

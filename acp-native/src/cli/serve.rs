@@ -160,9 +160,12 @@ pub async fn run(args: ServeArgs) -> i32 {
     match &token.source {
         TokenSource::Generated => {
             say(&format!("token: {} ({how})", token.value));
+            // The URL without the token: a URL gets copied, saved and logged (a session
+            // record, a shell history, a proxy's log); the token is given on its own.
             say(&format!(
-                "connect to {scheme}://{shown_addr}{path}?token={}",
-                token.value
+                "connect to {scheme}://{shown_addr}{path} with that token (`acp chat --connect \
+                 URL` with --token-file FILE or ACP_TOKEN; a browser: the subprotocol \
+                 acp.token.TOKEN)"
             ));
         }
         TokenSource::File(path) => say(&format!("token: from {} ({how})", path.display())),

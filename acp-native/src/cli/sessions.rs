@@ -4,17 +4,53 @@
 //!
 //! Records live in `$XDG_STATE_HOME/acp/sessions/<directory key>/<session id>.json` (else
 //! `~/.local/state/acp/sessions/…`), private to the user (directories 0700, files 0600),
-//! written atomically (a temporary file renamed over the old one).
+//! written atomically (a temporary file, created exclusively without following a link, renamed
+//! over the old one). A record is read only up to [`MAX_RECORD_BYTES`] (a bigger file, not
+//! one acp wrote, is refused naming the file and the limit); anything else that is not a
+//! record of ours is skipped. What a record holds is shown escaped: it may hold agent text.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use acp_client::display::escape_line;
+use acp_client::display::{ensure_line, escape_line, escape_text, redact_url};
 use acp_client::thread::{Entry, Thread};
 use serde::{Deserialize, Serialize};
 
 /// The record format's version.
 const RECORD_FORMAT: u32 = 1;
+
+/// The largest record read back (and written): the thread keeps at most 8 MiB of
+/// conversation (the renderer's limit), at most 6 bytes of JSON per byte of text (a control
+/// character is `\u0001`), plus its bookkeeping. A bigger file is not one acp wrote; reading
+/// it whole would cost several times its size (a planted 240 MB record took `--resume` to
+/// 1 GB).
+pub const MAX_RECORD_BYTES: u64 = 64 << 20;
+
+/// What `acp sessions` and `/sessions` show of a record (its thread is skipped unread).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub format: u32,
+    pub session_id: String,
+    pub cwd: PathBuf,
+    pub agent: String,
+    pub updated_at: u64,
+    pub title: String,
+}
+
+impl Summary {
+    /// `id  when  agent  title`, every field as it can be shown (escaped; a URL without its
+    /// credentials).
+    pub fn line(&self) -> String {
+        format!(
+            "{}  {}  {}  {}",
+            escape_line(&self.session_id),
+            when(self.updated_at),
+            escape_line(&redact_url(&self.agent)),
+            ensure_line(&self.title)
+        )
+    }
+}
 
 /// One saved conversation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -131,11 +167,20 @@ pub fn save(
         std::process::id()
     ));
     let text = serde_json::to_vec(&record).map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_RECORD_BYTES {
+        return Err(format!(
+            "{}: not saved: the record would be {} bytes, over the limit of {}",
+            path.display(),
+            text.len(),
+            limit_text()
+        ));
+    }
     let write = || -> std::io::Result<()> {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(&text)?;
@@ -148,28 +193,104 @@ pub fn save(
     })
 }
 
-/// The records of `cwd`, newest first (unreadable files are skipped).
-pub fn list(cwd: &Path) -> Vec<Record> {
+/// [`MAX_RECORD_BYTES`] in words.
+fn limit_text() -> String {
+    format!("{} MiB", MAX_RECORD_BYTES >> 20)
+}
+
+/// The bytes of the record file at `path`: a regular file (a link, a FIFO or a device is not
+/// a record; it is opened without following a link and without waiting), read through a
+/// `take` of at most [`MAX_RECORD_BYTES`]; a bigger one is refused naming the file and the
+/// limit, before anything is read. `Ok(None)`: no such file.
+fn read_record_bytes(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
+    let too_big = |size: u64| {
+        format!(
+            "{}: the session record is {size} bytes, over the limit of {}: not read",
+            path.display(),
+            limit_text()
+        )
+    };
+    if meta.len() > MAX_RECORD_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_RECORD_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // It grew while being read.
+    if bytes.len() as u64 > MAX_RECORD_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+/// The records of `cwd`, newest first. Files that are not records of ours are skipped; one
+/// over [`MAX_RECORD_BYTES`] (or unreadable) is skipped and named to `warn`. Records are read
+/// one at a time and only their summary kept.
+pub fn list(cwd: &Path, mut warn: impl FnMut(&str)) -> Vec<Summary> {
     let Some(root) = root() else {
         return Vec::new();
     };
     let Ok(dir) = std::fs::read_dir(root.join(dir_key(cwd))) else {
         return Vec::new();
     };
-    let mut records: Vec<Record> = dir
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-        .filter_map(|t| serde_json::from_str::<Record>(&t).ok())
-        .filter(|r| r.format == RECORD_FORMAT && r.cwd == cwd)
-        .collect();
+    let mut records: Vec<Summary> = Vec::new();
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !name.ends_with(".json") || name.starts_with('.') {
+            continue;
+        }
+        match read_record_bytes(&entry.path()) {
+            Ok(Some(bytes)) => {
+                if let Ok(r) = serde_json::from_slice::<Summary>(&bytes) {
+                    if r.format == RECORD_FORMAT && r.cwd == cwd {
+                        records.push(r);
+                    }
+                }
+            }
+            Ok(None) => {}
+            Err(e) => warn(&e),
+        }
+    }
     records.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
     records
 }
 
-/// The record of `session_id` in `cwd`.
-pub fn find(cwd: &Path, session_id: &str) -> Option<Record> {
-    list(cwd).into_iter().find(|r| r.session_id == session_id)
+/// The record of `session_id` in `cwd` (its file, read within [`MAX_RECORD_BYTES`]):
+/// `Ok(None)` when there is none, an error naming the file when it cannot be read (too big,
+/// not a file, not a record).
+pub fn find(cwd: &Path, session_id: &str) -> Result<Option<Record>, String> {
+    let Some(root) = root() else {
+        return Ok(None);
+    };
+    let path = root.join(dir_key(cwd)).join(file_name(session_id));
+    let Some(bytes) = read_record_bytes(&path)? else {
+        return Ok(None);
+    };
+    let record: Record = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{}: not a session record: {e}", path.display()))?;
+    Ok(
+        (record.format == RECORD_FORMAT && record.session_id == session_id && record.cwd == cwd)
+            .then_some(record),
+    )
 }
 
 /// "2026-11-23 20:14 UTC" for a Unix time.
@@ -209,12 +330,12 @@ pub async fn run(args: super::SessionsArgs) -> i32 {
             return exit::ERROR;
         }
     };
-    let records = list(&cwd);
+    let records = list(&cwd, |m| eprintln!("acp: warning: {}", escape_text(m)));
     if args.json {
         for r in &records {
             let line = serde_json::json!({
                 "source": "local", "sessionId": r.session_id, "cwd": r.cwd,
-                "agent": r.agent, "updatedAt": r.updated_at, "title": r.title,
+                "agent": redact_url(&r.agent), "updatedAt": r.updated_at, "title": r.title,
             });
             println!("{line}");
         }
@@ -223,13 +344,7 @@ pub async fn run(args: super::SessionsArgs) -> i32 {
     } else {
         println!("Saved sessions in {}:", cwd.display());
         for r in &records {
-            println!(
-                "  {}  {}  {}  {}",
-                escape_line(&r.session_id),
-                when(r.updated_at),
-                escape_line(&r.agent),
-                r.title
-            );
+            println!("  {}", r.line());
         }
     }
     let command = if let Some(name) = &args.agent_name {
@@ -237,7 +352,7 @@ pub async fn run(args: super::SessionsArgs) -> i32 {
         match super::agents::resolve(name, None, &[], |m| eprintln!("acp: warning: {m}")).await {
             Ok(agent) => agent.command,
             Err(e) => {
-                eprintln!("acp: --agent: {e}");
+                eprintln!("acp: --agent: {}", escape_text(&e));
                 return exit::ERROR;
             }
         }
@@ -246,7 +361,7 @@ pub async fn run(args: super::SessionsArgs) -> i32 {
     };
     if !command.is_empty() {
         if let Err(e) = agent_sessions(&command, &args.env, &cwd, args.json).await {
-            eprintln!("acp: {}", super::render::sanitize(&e));
+            eprintln!("acp: {}", escape_text(&e));
             return exit::ERROR;
         }
     }

@@ -9,7 +9,13 @@
 //! [`MAX_SESSION_BYTES`] of updates per session (the oldest are dropped past it). A file that
 //! cannot be read (not ours, another format, truncated) is skipped, never fatal; ids that are
 //! not plain file names (`[A-Za-z0-9_.-]`, at most 128, no leading `.`) are never stored.
+//!
+//! Private: the files hold conversations. A directory the store creates is 0700 (an existing
+//! one is left as the user made it), every file 0600: the temporary file is created
+//! exclusively (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600), so a file or link planted at its
+//! name is never written through (another name is tried), and the rename keeps its mode.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -101,15 +107,45 @@ impl Store {
             return Ok(());
         }
         trim(&mut saved.updates);
-        std::fs::create_dir_all(&self.dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)?;
         let text = serde_json::to_vec(saved).map_err(std::io::Error::other)?;
-        let tmp = self
-            .dir
-            .join(format!(".{}.{}.tmp", saved.session_id, std::process::id()));
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, self.path(&saved.session_id))?;
+        let (tmp, mut file) = self.create_temp(&saved.session_id)?;
+        let written = std::io::Write::write_all(&mut file, &text)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, self.path(&saved.session_id)));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
         self.prune();
         Ok(())
+    }
+
+    /// A new temporary file for session `id`, 0600, created exclusively without following a
+    /// link: a name already taken (by anything, a planted link included) is skipped.
+    fn create_temp(&self, id: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut last = None;
+        for n in 0..16 {
+            let tmp = self
+                .dir
+                .join(format!(".{id}.{}.{n}.tmp", std::process::id()));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)
+            {
+                Ok(file) => return Ok((tmp, file)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("no temporary file name left")))
     }
 
     /// The saved session `id`, if there is a readable one.
@@ -260,6 +296,40 @@ mod tests {
         // The newest updates are the ones kept.
         assert_eq!(loaded.updates.last(), Some(&chunk(&format!("14:{piece}"))));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The store is private (0700 directory, 0600 files, whatever the umask) and its
+    /// temporary file is never written through a link planted at its name.
+    #[test]
+    fn the_store_is_private_and_its_temporary_file_follows_no_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tmp("private");
+        let outside = tmp("private-outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        let store = Store::new(dir.join("state"));
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let mut a = Saved::new("demo-1", Path::new("/w"));
+        a.updates.push(chunk("a conversation"));
+        store.save(&mut a).unwrap();
+        assert_eq!(mode(&dir.join("state")), 0o700);
+        assert_eq!(mode(&store.path("demo-1")), 0o600);
+
+        // Links planted at the temporary file's names, to a file and to nowhere.
+        let victim = outside.join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        let pid = std::process::id();
+        let first = dir.join(format!("state/.demo-1.{pid}.0.tmp"));
+        let second = dir.join(format!("state/.demo-1.{pid}.1.tmp"));
+        std::os::unix::fs::symlink(&victim, &first).unwrap();
+        std::os::unix::fs::symlink(outside.join("created"), &second).unwrap();
+        a.updates.push(chunk("more"));
+        store.save(&mut a).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        assert!(!outside.join("created").exists());
+        assert_eq!(store.load("demo-1").unwrap().updates.len(), 2);
+        assert_eq!(mode(&store.path("demo-1")), 0o600);
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(&outside).unwrap();
     }
 
     #[test]

@@ -159,18 +159,12 @@ impl Chat {
                 true
             }
             "sessions" => {
-                let records = crate::cli::sessions::list(&self.cwd);
+                let records = crate::cli::sessions::list(&self.cwd, |m| self.ui.warn(m));
                 if records.is_empty() {
                     self.ui.notice("no saved sessions in this directory");
                 }
                 for r in records {
-                    self.ui.notice(&format!(
-                        "{}  {}  {}  {}",
-                        escape_line(&r.session_id),
-                        crate::cli::sessions::when(r.updated_at),
-                        escape_line(&r.agent),
-                        r.title
-                    ));
+                    self.ui.notice(&r.line());
                 }
                 true
             }

@@ -217,7 +217,12 @@ fn remember(
     }
     let Some(path) = path else { return };
     if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        // acp's state directory: private, like the history and the session records in it.
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
     }
     if !path.exists() {
         use std::os::unix::fs::OpenOptionsExt;

@@ -261,8 +261,9 @@ impl Chat {
         } else {
             args.agent.clone()
         };
+        // A URL as it is shown and saved: without a token or a password in it.
         let program = match &args.connect {
-            Some(url) => url.clone(),
+            Some(url) => acp_client::display::redact_url(url),
             None => command[0].to_string_lossy().into_owned(),
         };
 
@@ -361,7 +362,9 @@ impl Chat {
             resume: args.resume.clone(),
             cwd: cwd.clone(),
             agent_label: match (&args.agent_name, args.agent.is_empty()) {
-                _ if args.connect.is_some() => args.connect.clone().unwrap_or_default(),
+                _ if args.connect.is_some() => {
+                    acp_client::display::redact_url(args.connect.as_deref().unwrap_or_default())
+                }
                 (Some(name), _) => name.clone(),
                 (None, true) => "acp demo-agent".to_string(),
                 (None, false) => command[0].to_string_lossy().into_owned(),
@@ -516,7 +519,7 @@ impl Chat {
                 }
             };
             let what = match self.agent.remote() {
-                Some(link) => format!("reconnecting to {}", link.url()),
+                Some(_) => format!("reconnecting to {}", self.program),
                 None => "restarting the agent".to_string(),
             };
             self.ui.notice(&format!(

@@ -144,10 +144,15 @@ where
             let wrap = move |r, w| (TapReader::new(r, tap_io.clone()), TapWriter::new(w, tap_io));
             match remote::connect_with(&url, &options, router, config, wrap).await {
                 Ok((conn, link)) => Ok((conn, Peer::Remote(link))),
-                Err(e) => Err(StartError {
-                    transient: is_transient(&e),
-                    message: format!("cannot connect to {url}: {}", with_hint(&e.to_string())),
-                }),
+                Err(e) => {
+                    // Shown without the credentials a URL may carry (`?token=`).
+                    let shown = acp_client::display::redact_url(&url);
+                    let why = e.to_string().replace(&url, &shown);
+                    Err(StartError {
+                        transient: is_transient(&e),
+                        message: format!("cannot connect to {shown}: {}", with_hint(&why)),
+                    })
+                }
             }
         })
     })

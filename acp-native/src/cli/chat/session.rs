@@ -261,10 +261,18 @@ impl Chat {
     /// After `session/resume`: the conversation saved here becomes the thread again, and its
     /// last exchange is shown.
     pub(super) fn recap(&mut self, cwd: &std::path::Path, id: &str) {
-        let Some(record) = crate::cli::sessions::find(cwd, id) else {
-            self.ui
-                .notice("(no saved conversation for this session in this directory)");
-            return;
+        let record = match crate::cli::sessions::find(cwd, id) {
+            Ok(Some(record)) => record,
+            Ok(None) => {
+                self.ui
+                    .notice("(no saved conversation for this session in this directory)");
+                return;
+            }
+            Err(e) => {
+                self.ui
+                    .warn(&format!("the saved conversation is not shown: {e}"));
+                return;
+            }
         };
         let thread = acp_client::thread::Thread::from_json(
             record.thread.get(),
@@ -279,7 +287,7 @@ impl Chat {
                     .count();
                 self.ui.notice(&format!(
                     "{} — {turns} earlier prompt(s), saved {}",
-                    record.title,
+                    acp_client::display::ensure_line(&record.title),
                     crate::cli::sessions::when(record.updated_at)
                 ));
                 self.ui.set_thread(thread);

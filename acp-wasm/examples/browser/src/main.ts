@@ -6,7 +6,7 @@
 // `Authorization` header, so the page offers the token as the subprotocol `acp.token.TOKEN`
 // (the server echoes it back). The token comes from the page's address, `#token=TOKEN`
 // (a fragment: never sent to the server that serves this page), or is already in the WebSocket
-// URL as `?token=TOKEN` (the "connect to" URL `acp serve` prints).
+// URL as `?token=TOKEN`.
 //
 // The page is the *client* of ACP: it sends initialize, session/new and session/prompt, and it
 // answers the agent's requests: fs/read_text_file and fs/write_text_file from a virtual file
