@@ -66,12 +66,14 @@ pub fn ensure_line(text: &str) -> std::borrow::Cow<'_, str> {
 /// may show it: `\n` and `\t` kept; ESC as `␛` and every other control character (C0, DEL,
 /// C1, `\r`) as `�`, so no escape sequence is interpreted (no cursor moves, screen clears,
 /// title or clipboard writes, no line overwritten with `\r`); the other hidden characters of
-/// [`is_hidden`] (bidi overrides and isolates, zero-width characters, line and paragraph
+/// [`is_hidden`] (bidi overrides and isolates, zero-width spaces, line and paragraph
 /// separators, the BOM, soft hyphen) written as `\u202e`…, so text cannot be reordered or
-/// hidden. Backslashes are kept as they are (the text is read, not parsed: an agent that
-/// writes `\u202e` itself only shows those six characters). Borrowed when nothing changes.
+/// hidden. The zero-width joiner and non-joiner (U+200D, U+200C) are kept: text needs them
+/// (emoji sequences such as 👨‍👩‍👧, Persian and Indic words), and they reorder nothing.
+/// Backslashes are kept as they are (the text is read, not parsed: an agent that writes
+/// `\u202e` itself only shows those six characters). Borrowed when nothing changes.
 pub fn escape_text(text: &str) -> std::borrow::Cow<'_, str> {
-    let shown = |c: char| c == '\n' || c == '\t' || !is_hidden(c);
+    let shown = |c: char| matches!(c, '\n' | '\t' | '\u{200C}' | '\u{200D}') || !is_hidden(c);
     if text.chars().all(shown) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -310,10 +312,12 @@ mod tests {
             ),
             "abc\\u202efed\\u202c \\u2066x\\u2069 \\u200e\\u200f\\u200b\\ufeff\\u2028"
         );
-        // Ordinary text, other scripts and emoji are kept; backslashes as written.
-        let fine = "naïve café — 日本語 עברית 🙂 C:\\dir \\u202e";
+        // Ordinary text, other scripts and emoji are kept; backslashes as written. So are the
+        // joiners that emoji sequences and some scripts need (a family emoji, a Persian word).
+        let fine =
+            "naïve café — 日本語 עברית 🙂 C:\\dir \\u202e 👨\u{200d}👩\u{200d}👧 می\u{200c}خواهم";
         assert_eq!(escape_text(fine), fine);
-        // Whatever goes in, nothing hidden comes out but line breaks and tabs.
+        // Whatever goes in, nothing hidden comes out but line breaks, tabs and the joiners.
         let nasty: String = (0u32..0x3000)
             .chain(0xfe00..0x10000)
             .filter_map(char::from_u32)
@@ -321,7 +325,7 @@ mod tests {
         let shown = escape_text(&nasty);
         assert!(!shown
             .chars()
-            .any(|c| is_hidden(c) && c != '\n' && c != '\t'));
+            .any(|c| is_hidden(c) && !matches!(c, '\n' | '\t' | '\u{200c}' | '\u{200d}')));
         assert_eq!(shown.matches('\n').count(), 1);
     }
 
