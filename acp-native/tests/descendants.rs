@@ -1,5 +1,5 @@
-//! Everything an agent started ends with it, wherever it moved (docs/security.md, "the agent
-//! and its commands outliving acp"; acp-native `process::orphans`).
+//! Everything an agent started ends with it, wherever it moved (docs/security.md, "Processes
+//! outside the group"; acp-native `process::orphans`).
 //!
 //! The agent is a python3 script (`DESCENDANT_AGENT`) that, on a prompt, starts what real
 //! agents start outside their own process group: a command in a session of its own with a
