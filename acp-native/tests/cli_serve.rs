@@ -771,6 +771,7 @@ wait"#,
 }
 
 /// The start time of process `pid` (with the pid, it names one process), if it runs.
+#[cfg(target_os = "linux")]
 fn start_time(pid: i32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
@@ -779,7 +780,8 @@ fn start_time(pid: i32) -> Option<String> {
 
 /// What an agent moved out of its process group (a command in a session of its own, a
 /// double-forked daemon) ends with `acp serve` too: it came back to acp when its parent died
-/// (a subreaper, docs/security.md). Both outlived acp serve before.
+/// (a subreaper, docs/security.md; Linux only). Both outlived acp serve before.
+#[cfg(target_os = "linux")]
 #[tokio::test]
 async fn sigterm_ends_what_an_agent_moved_out_of_its_process_group() {
     let dir = TempDir::new("serve-orphans");

@@ -8,7 +8,9 @@
 //! writes their pids and start times to a file, then, per scenario, keeps the turn going
 //! (SIGTERM to `acp`), crashes (`acp chat` restarts it), or ends the turn (a normal exit).
 //! Each test then checks that every one of them is gone. Waiting is bounded polling of a
-//! file or of `/proc`, as a failure limit only; nothing sleeps to synchronise.
+//! file or of `/proc`, as a failure limit only; nothing sleeps to synchronise. Linux only:
+//! elsewhere there is no subreaper (the process group is the guarantee).
+#![cfg(target_os = "linux")]
 
 mod cli_support;
 
