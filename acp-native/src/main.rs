@@ -26,7 +26,23 @@ fn main() {
             std::process::exit(cli::exit::ERROR);
         }
     };
-    let code = runtime.block_on(cli::run(args));
+    // `acp chat` and `acp serve` run agents, and their agents run commands: on Linux, whatever
+    // an agent started comes back to acp when its parent dies (a child subreaper), and ends with
+    // the agent (acp_native::process::orphans).
+    let adopts = matches!(args.command, cli::Command::Chat(_) | cli::Command::Serve(_));
+    let code = runtime.block_on(async move {
+        if adopts {
+            if let Err(e) = acp_native::process::adopt_orphans() {
+                eprintln!(
+                    "acp: warning: cannot become a subreaper ({e}): what an agent moves out of \
+                     its process group may outlive it"
+                );
+            }
+        }
+        cli::run(args).await
+    });
+    // What the agents left behind (their orphans) ends with acp; bounded.
+    acp_native::process::end_orphans(acp_native::process::orphans::END_LIMIT);
     // A file write the agent asked for finishes (replaced, or untouched with no temporary file
     // left) even if the agent died meanwhile; bounded.
     acp_native::fs_service::wait_for_writes(std::time::Duration::from_secs(10));

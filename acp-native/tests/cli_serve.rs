@@ -788,6 +788,66 @@ wait"#,
     }
 }
 
+/// The start time of process `pid` (with the pid, it names one process), if it runs.
+#[cfg(target_os = "linux")]
+fn start_time(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    (!fields.first()?.starts_with('Z')).then(|| fields.get(19).map(|s| s.to_string()))?
+}
+
+/// What an agent moved out of its process group (a command in a session of its own, a
+/// double-forked daemon) ends with `acp serve` too: it came back to acp when its parent died
+/// (a subreaper, docs/security.md; Linux only). Both outlived acp serve before.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn sigterm_ends_what_an_agent_moved_out_of_its_process_group() {
+    let dir = TempDir::new("serve-orphans");
+    let (pids, daemon) = (dir.join("pids"), dir.join("daemon"));
+    // `setsid` in a background job (not a group leader) becomes the session leader itself.
+    let agent = dir.script(
+        "agent.sh",
+        &format!(
+            r#"setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+session=$!
+(setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > '{daemon}')
+echo $session $(cat '{daemon}') > '{pids}'
+read -r line
+echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}'
+wait"#,
+            daemon = daemon.display(),
+            pids = pids.display()
+        ),
+    );
+    let mut server = start_server_with(dir.path(), &[agent.to_str().unwrap()]);
+    let _ws = connect_initialized(&server).await;
+    let recorded: Vec<(i32, String)> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| {
+            let pid = p.parse().unwrap();
+            (pid, start_time(pid).expect("running"))
+        })
+        .collect();
+    assert_eq!(recorded.len(), 2);
+    let there = |(pid, start): &(i32, String)| start_time(*pid).as_ref() == Some(start);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+    let status = server.wait_exit("SIGTERM");
+    assert_eq!(status.code(), Some(0), "{}", server.log());
+    let deadline = Instant::now() + EVENTUALLY;
+    while recorded.iter().any(there) {
+        if Instant::now() > deadline {
+            for p in recorded.iter().filter(|p| there(p)) {
+                // SAFETY: kill(2) on what this test's agent started (same start time).
+                unsafe { libc::kill(p.0, libc::SIGKILL) };
+            }
+            panic!("outlived acp serve: {recorded:?}; log:\n{}", server.log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[tokio::test]
 async fn an_agent_that_cannot_start_fails_the_handshake_with_the_reason() {
     let dir = TempDir::new("serve-missing");

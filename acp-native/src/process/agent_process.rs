@@ -16,8 +16,8 @@ use tokio::sync::watch;
 use super::resolve_executable;
 use super::stderr::drain_stderr;
 use super::{
-    prepare_command, signal_group, EnvPolicy, ExitReport, PreparedCommand, SpawnError, StderrTail,
-    TailLimits, Termination,
+    orphans, prepare_command, signal_group, EnvPolicy, ExitReport, PreparedCommand, SpawnError,
+    StderrTail, TailLimits, Termination,
 };
 
 /// How long [`AgentProcess::wait`] waits, after the child has exited, for the rest of its stderr
@@ -102,6 +102,11 @@ impl AgentCommand {
 /// Dropping it while the child runs (or while a grandchild still holds its stderr) sends
 /// `SIGKILL` to the whole group; tokio reaps the child in the background. Must be created inside
 /// a tokio runtime.
+///
+/// When the process called [`adopt_orphans`](super::adopt_orphans) (Linux), the descendants
+/// that left the group (their own session or group, a double fork) are ended too once the agent
+/// has exited, whether it crashed, was shut down or its handle dropped; [`AgentProcess::wait`]
+/// returns after that.
 #[derive(Debug)]
 pub struct AgentProcess {
     pub(super) program: String,
@@ -110,6 +115,8 @@ pub struct AgentProcess {
     pub(super) stdout: Option<ChildStdout>,
     pub(super) exit_rx: watch::Receiver<Option<Termination>>,
     pub(super) stderr_done_rx: watch::Receiver<bool>,
+    /// `true` once the descendants that left its group have been ended (see [`orphans`]).
+    pub(super) orphans_done_rx: watch::Receiver<bool>,
     pub(super) tail: Arc<Mutex<StderrTail>>,
     pub(super) shutdown_requested: bool,
 }
@@ -132,10 +139,11 @@ impl AgentProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(|source| SpawnError::Io {
-            command: program_name.clone(),
-            source,
-        })?;
+        let (mut child, owner) =
+            orphans::spawn(&mut command, true).map_err(|source| SpawnError::Io {
+                command: program_name.clone(),
+                source,
+            })?;
         drop(command);
         let pid = child.id().expect("a just-spawned child has a pid");
         let stdin = child.stdin.take();
@@ -153,6 +161,7 @@ impl AgentProcess {
         ));
 
         let (exit_tx, exit_rx) = watch::channel(None);
+        let (orphans_done_tx, orphans_done_rx) = watch::channel(false);
         let program = program_name.clone();
         tokio::spawn(async move {
             let termination = match child.wait().await {
@@ -164,6 +173,10 @@ impl AgentProcess {
             };
             tracing::debug!(pid, program = %program, "agent {termination}");
             exit_tx.send_replace(Some(termination));
+            // What it started outside its group came back to us when it died (a subreaper):
+            // ended now, before `wait` reports the exit.
+            orphans::agent_ended(pid, owner).await;
+            orphans_done_tx.send_replace(true);
         });
         tracing::debug!(pid, program = %program_name, "spawned agent");
         Ok(AgentProcess {
@@ -173,6 +186,7 @@ impl AgentProcess {
             stdout,
             exit_rx,
             stderr_done_rx,
+            orphans_done_rx,
             tail,
             shutdown_requested: false,
         })
@@ -233,11 +247,15 @@ impl AgentProcess {
     }
 
     /// Waits for the child to exit and returns the report (after giving stderr a moment to
-    /// reach EOF so the tail holds the final lines).
+    /// reach EOF so the tail holds the final lines, and, under
+    /// [`adopt_orphans`](super::adopt_orphans), once the descendants that left its group are
+    /// ended: bounded by [`orphans::END_LIMIT`]).
     pub async fn wait(&self) -> ExitReport {
         let termination = self.exit_status().await;
         let mut done = self.stderr_done_rx.clone();
         let _ = tokio::time::timeout(STDERR_DRAIN_AFTER_EXIT, done.wait_for(|d| *d)).await;
+        // (`Err`: the waiter task is gone, the runtime shutting down.)
+        let _ = self.orphans_done_rx.clone().wait_for(|d| *d).await;
         self.report(termination)
     }
 

@@ -12,6 +12,9 @@
 //! * [`AgentProcess::shutdown`] stops it: close stdin, wait up to `grace`, `SIGTERM` the group,
 //!   wait up to `grace`, `SIGKILL` the whole group, reap. Dropping an [`AgentProcess`] whose child
 //!   is still running (or whose grandchildren still hold its stderr) `SIGKILL`s the group.
+//! * [`adopt_orphans`] (Linux, opt-in, process-wide) makes this process a child subreaper:
+//!   descendants that left the agent's group or session come back to it when their parent
+//!   dies, are reaped, and are ended once the agent has ended (see [`orphans`]).
 //! * [`ExitReport`] is what to show a user when the agent dies ("agent `x` exited with code 3;
 //!   last stderr lines: ...").
 //! * [`RestartPolicy`] + [`CrashBudget`] are the pure, clock-free restart logic: exponential
@@ -24,6 +27,7 @@
 mod agent_process; // `AgentCommand`, `AgentProcess`: spawning an agent and watching it
 mod env; // `EnvPolicy`: the environment a child gets
 mod exit; // `Termination`, `ExitReport`
+pub mod orphans; // the subreaper: descendants that left the agent's group, reaped and ended
 mod shutdown; // `AgentProcess::shutdown`: stdin closed, SIGTERM, SIGKILL of the group
 mod signal; // signalling a process group, signal names
 mod spawn; // executable resolution and the prepared command (no shell), `SpawnError`
@@ -32,6 +36,7 @@ mod stderr; // stderr to `tracing` line by line, and the bounded tail
 pub use agent_process::{AgentCommand, AgentProcess};
 pub use env::{EnvInherit, EnvPolicy, DEFAULT_ENV_ALLOWLIST};
 pub use exit::{ExitReport, Termination};
+pub use orphans::{adopt_orphans, end_orphans, orphans_adopted};
 pub use shutdown::{ShutdownOutcome, ShutdownStage};
 pub(crate) use signal::signal_group;
 pub use signal::signal_name;

@@ -9,7 +9,7 @@ use agent_client_protocol_schema::v1::TerminalExitStatus;
 use tokio::sync::{oneshot, watch};
 
 use super::OutputBuffer;
-use crate::process::{signal_name, Termination};
+use crate::process::{orphans, signal_name, Termination};
 
 /// After the process exits, how long to wait for its output pipe to reach EOF before reporting
 /// the exit anyway (a background grandchild may hold the pipe open indefinitely).
@@ -87,6 +87,7 @@ pub(super) async fn wait_for_leader(
         let _ = release.await;
     }
     drop(child);
+    orphans::reaped(pid);
 }
 
 /// The exit of child `pid`, if it has exited, **without reaping it** (`waitid` with `WNOWAIT`).

@@ -20,7 +20,7 @@ use super::child::{read_output, wait_for_leader};
 use super::output::incomplete_utf8_suffix;
 use super::{OutputBuffer, TerminalError};
 use crate::driver::reserve_answer_bytes;
-use crate::process::{prepare_command, signal_group, EnvPolicy, SpawnError};
+use crate::process::{orphans, prepare_command, signal_group, EnvPolicy, SpawnError};
 
 /// What a `terminal/output` answer weighs besides its text (the other fields, the envelope).
 const ANSWER_OVERHEAD: usize = 256;
@@ -270,7 +270,8 @@ impl TerminalService {
             .stdin(Stdio::null())
             .stdout(Stdio::from(write_end))
             .stderr(Stdio::from(write_end2));
-        let spawned = command.spawn();
+        // (Registered as ours: never reaped or ended as an orphan.)
+        let spawned = orphans::spawn(&mut command, false).map(|(child, _)| child);
         // The command holds our copies of the pipe's write end: drop them now, or the reader
         // never sees EOF.
         drop(command);
