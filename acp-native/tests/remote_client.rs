@@ -581,6 +581,98 @@ async fn a_server_that_goes_away_fails_the_pending_call_with_why() {
     }
 }
 
+/// This machine's address on its network (not loopback), if it has one: a listener there
+/// stands for a remote server. (Connecting a UDP socket sends nothing.)
+fn a_network_address() -> Option<std::net::IpAddr> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("203.0.113.1:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_is_not_sent_in_clear_beyond_loopback_unless_allowed() {
+    let with_token = ClientOptions::default().token(TOKEN);
+    // Refused before anything is sent, saying what to do instead.
+    let in_query = format!("ws://203.0.113.1:9/?token={TOKEN}");
+    for (url, options) in [
+        ("http://203.0.113.1:9/acp", &with_token),
+        ("ws://203.0.113.1:9/acp", &with_token),
+        ("http://devbox.invalid/acp", &with_token),
+        ("ws://[2001:db8::1]:9/acp", &with_token),
+        // A token in the URL is a token too.
+        (in_query.as_str(), &ClientOptions::default()),
+    ] {
+        let Err(RemoteError::Options(e)) = client::open(url, options).await else {
+            panic!("{url}: not refused")
+        };
+        assert!(
+            e.contains("in clear") && e.contains("https://") && e.contains("wss://"),
+            "{e}"
+        );
+        assert!(e.contains("--allow-insecure"), "{e}");
+        assert!(!e.contains(TOKEN), "the refusal shows the token: {e}");
+    }
+    // Loopback, by name or address, is this machine.
+    let (server, addr, task) = serve_on(
+        "127.0.0.1:0",
+        demo_agent(None),
+        RemoteServerConfig::new(TOKEN),
+    )
+    .await;
+    let url = format!("ws://localhost:{}/acp", addr.port());
+    let opened = bounded("a loopback WebSocket", client::open(&url, &with_token)).await;
+    assert!(opened.is_ok(), "{url}");
+    drop(opened);
+    server.stop();
+    let _ = task.await;
+    // A listener on this machine's network address stands for a remote server: refused,
+    // nothing reaches it; allowed, the handshake brings it the token (what was kept from it).
+    let Some(ip) = a_network_address() else {
+        eprintln!("no network address besides loopback: the listener part is skipped");
+        return;
+    };
+    let listener = std::net::TcpListener::bind((ip, 0)).unwrap();
+    let url = format!("ws://{}/acp", listener.local_addr().unwrap());
+    assert!(matches!(
+        client::open(&url, &with_token).await,
+        Err(RemoteError::Options(_))
+    ));
+    listener.set_nonblocking(true).unwrap();
+    let e = listener.accept().unwrap_err();
+    assert_eq!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock,
+        "a connection came"
+    );
+    listener.set_nonblocking(false).unwrap();
+    let allowed = with_token.clone().allow_insecure(true);
+    let opening = tokio::spawn(async move { client::open(&url, &allowed).await.is_ok() });
+    let head = bounded(
+        "the handshake",
+        tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && socket.read(&mut byte).unwrap() == 1 {
+                head.push(byte[0]);
+            }
+            String::from_utf8_lossy(&head).to_ascii_lowercase()
+        }),
+    )
+    .await
+    .unwrap();
+    assert!(
+        head.contains(&format!(
+            "authorization: bearer {}",
+            TOKEN.to_ascii_lowercase()
+        )),
+        "{head}"
+    );
+    assert!(!bounded("the failed handshake", opening).await.unwrap());
+}
+
 // ---------------------------------------------------------------------------------------------
 // `acp chat --connect`
 
@@ -760,6 +852,41 @@ async fn acp_chat_connect_runs_turns_and_says_why_it_cannot() {
     let chat = Chat::start(&["--token", "x", "-p", "x"], &dir.0);
     let (code, _, err) = chat.finish().await;
     assert_eq!(code, 2, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acp_chat_connect_refuses_to_send_the_token_in_clear_beyond_loopback() {
+    let dir = TempDir::new("chat-insecure");
+    for url in ["http://203.0.113.1:9/acp", "ws://203.0.113.1:9/acp"] {
+        let chat = Chat::start(&["--connect", url, "--token", TOKEN, "-p", "x"], &dir.0);
+        let (code, _, err) = chat.finish().await;
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("in clear"), "{err}");
+        assert!(
+            err.contains("--allow-insecure") && err.contains("https://") && err.contains("wss://"),
+            "{err}"
+        );
+        // With --allow-insecure it tries (whatever it finds there: nothing, or a machine on the
+        // way that answers).
+        let chat = Chat::start(
+            &[
+                "--connect",
+                url,
+                "--token",
+                TOKEN,
+                "--allow-insecure",
+                "--timeout",
+                "3",
+                "-p",
+                "x",
+            ],
+            &dir.0,
+        );
+        let (code, _, err) = chat.finish().await;
+        assert_eq!(code, 1, "{err}");
+        assert!(!err.contains("in clear"), "{err}");
+        assert!(err.contains("203.0.113.1"), "{err}");
+    }
 }
 
 /// The server restarts between two prompts: the chat reconnects (a new connection and agent

@@ -250,6 +250,12 @@ pub struct ChatArgs {
     #[arg(long, value_name = "FILE", requires = "connect")]
     pub ca_file: Option<PathBuf>,
 
+    /// Send the token over an unencrypted http:// or ws:// --connect to a host that is not
+    /// loopback (refused without this: anyone on the way can read the token and use it;
+    /// prefer https:// or wss://, or an ssh tunnel).
+    #[arg(long, requires = "connect")]
+    pub allow_insecure: bool,
+
     /// The agent command and its arguments (after `--`). Default: `acp demo-agent`.
     #[arg(last = true, value_name = "AGENT_COMMAND")]
     pub agent: Vec<OsString>,

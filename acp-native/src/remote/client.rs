@@ -23,6 +23,9 @@
 //! Every request, and the WebSocket handshake, carries `Authorization: Bearer TOKEN` when a
 //! token is given. TLS (`https`, `wss`) is rustls with the ring provider, trusting the
 //! system's roots, webpki's, and an optional extra CA file (a self-signed development server).
+//! A token (given, or in the URL's `?token=`) is not sent in clear (`http`, `ws`) to a host
+//! that is not this machine's loopback (`localhost`, 127.0.0.0/8, `[::1]`) unless
+//! [`ClientOptions::allow_insecure`] says so: such a URL is refused before anything is sent.
 //!
 //! Failures are [`RemoteError`]s that say what happened (refused, TLS, HTTP 401/403/404/5xx,
 //! a lost stream); once connected, the failure that ends the transport becomes the
@@ -80,6 +83,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Largest message accepted from the server (an SSE event, a WebSocket message).
     pub max_message_bytes: usize,
+    /// Send the token over `http://` or `ws://` to a host that is not loopback (refused
+    /// otherwise, [`RemoteError::Options`]): anyone on the way can read it, and use it.
+    pub allow_insecure: bool,
 }
 
 impl Default for ClientOptions {
@@ -89,6 +95,7 @@ impl Default for ClientOptions {
             ca_file: None,
             connect_timeout: Duration::from_secs(10),
             max_message_bytes: acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
+            allow_insecure: false,
         }
     }
 }
@@ -101,6 +108,11 @@ impl ClientOptions {
 
     pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.ca_file = Some(path.into());
+        self
+    }
+
+    pub fn allow_insecure(mut self, allow: bool) -> Self {
+        self.allow_insecure = allow;
         self
     }
 }
@@ -282,6 +294,25 @@ impl Endpoint {
     fn bare_host(&self) -> &str {
         self.host.trim_start_matches('[').trim_end_matches(']')
     }
+
+    /// Whether the host is this machine's loopback: `localhost`, 127.0.0.0/8 or `[::1]` (no
+    /// name is resolved: a name is loopback only if it is `localhost`).
+    pub fn is_loopback(&self) -> bool {
+        let host = self.bare_host();
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.to_canonical().is_loopback())
+    }
+
+    /// Whether the URL carries a token in its query (`?token=`, as `acp serve` prints it).
+    fn has_query_token(&self) -> bool {
+        self.path.split_once('?').is_some_and(|(_, query)| {
+            query
+                .split('&')
+                .any(|pair| pair.split('=').next() == Some(wire::TOKEN_QUERY_PARAM))
+        })
+    }
 }
 
 impl std::fmt::Display for Endpoint {
@@ -321,6 +352,23 @@ impl Dialer {
             }
             None => None,
         };
+        let token = authorization.is_some() || endpoint.has_query_token();
+        if token && !endpoint.is_tls() && !endpoint.is_loopback() && !options.allow_insecure {
+            let scheme = if endpoint.is_websocket() {
+                "ws"
+            } else {
+                "http"
+            };
+            return Err(RemoteError::Options(format!(
+                "{scheme}://{} is not encrypted and {} is not this machine: the token would \
+                 cross the network in clear, for anyone on the way to read and use. Use \
+                 https:// or wss:// (a server with --tls-cert, or a TLS proxy or an ssh tunnel \
+                 in front), or allow it knowingly with --allow-insecure \
+                 (ClientOptions::allow_insecure)",
+                endpoint.authority(),
+                endpoint.host
+            )));
+        }
         let tls = if endpoint.is_tls() {
             // WebSocket upgrades are HTTP/1.1 too.
             Some(tokio_rustls::TlsConnector::from(tls_config(options)?))

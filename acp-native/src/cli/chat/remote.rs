@@ -217,6 +217,7 @@ pub(super) fn client_options(args: &ChatArgs) -> Result<ClientOptions, Outcome> 
         token,
         ca_file: args.ca_file.clone(),
         max_message_bytes: args.max_message_bytes,
+        allow_insecure: args.allow_insecure,
         ..ClientOptions::default()
     };
     if let Some(t) = args.timeout {
