@@ -67,7 +67,8 @@ impl Server {
 
     /// `host:port` of the listener.
     fn addr(&self) -> &str {
-        self.url.strip_prefix("ws://").unwrap()
+        let rest = self.url.split_once("://").unwrap().1;
+        rest.split('/').next().unwrap()
     }
 
     /// A handshake request carrying the token as `Authorization: Bearer`.
@@ -162,10 +163,10 @@ fn serve(cwd: &std::path::Path, args: &[&str], agent: &[&str], token: Option<&st
         log,
     };
     // `--ws`: `listening on ws://ADDR (…`; `--http`: `listening on http://ADDR/acp (HTTP + SSE,
-    // and ws://ADDR/acp; …`.
+    // and ws://ADDR/acp; …` (with TLS: `https://`, `wss://`).
     server.url = server.wait_log("its address", |log| {
-        let line = &log[log.find("listening on ")?..];
-        let rest = &line[line.find("ws://")?..];
+        let line = log[log.find("listening on ")?..].lines().next()?;
+        let rest = &line[line.find("wss://").or_else(|| line.find("ws://"))?..];
         Some(rest[..rest.find([' ', ';'])?].to_string())
     });
     server
@@ -566,6 +567,45 @@ async fn a_random_token_is_printed_unless_one_is_given_in_a_file_or_the_environm
         assert_eq!(run.code(), 1, "{what}: {}", run.dump());
         assert!(run.stderr.contains("token"), "{what}: {}", run.dump());
     }
+}
+
+#[tokio::test]
+async fn a_tls_key_that_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("serve-tls-key");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+    let (cert_arg, key_arg) = (cert_path.to_str().unwrap(), key_path.to_str().unwrap());
+    let args = [
+        "--http",
+        "127.0.0.1:0",
+        "--tls-cert",
+        cert_arg,
+        "--tls-key",
+        key_arg,
+    ];
+    // Readable by the group or by anyone: refused at start, in --token-file's words.
+    for mode in [0o644, 0o640, 0o604] {
+        std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(mode)).unwrap();
+        let mut serve_args = vec!["serve"];
+        serve_args.extend(args);
+        let run = cli_support::Running::start(&serve_args, dir.path(), None).finish(EVENTUALLY);
+        assert_eq!(run.code(), 1, "{mode:o}: {}", run.dump());
+        assert!(
+            run.stderr.contains(&format!(
+                "--tls-key {key_arg} is readable by other users (chmod 600 it)"
+            )),
+            "{mode:o}: {}",
+            run.dump()
+        );
+        assert!(!run.stderr.contains("listening on"), "{}", run.dump());
+    }
+    // Yours alone: served.
+    std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let server = serve(dir.path(), &args, &[], Some(TOKEN));
+    assert!(server.url.starts_with("wss://"), "{}", server.url);
 }
 
 #[tokio::test]

@@ -114,6 +114,10 @@ pub async fn run(args: ServeArgs) -> i32 {
         say(&e);
         return exit::ERROR;
     }
+    if let Some(e) = args.tls_key.as_deref().and_then(readable_by_others) {
+        say(&format!("--tls-key {e}: a private key must be yours alone"));
+        return exit::ERROR;
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => match remote::tls_config_from_pem(cert, key) {
             Ok(t) => Some(t),
@@ -415,7 +419,9 @@ fn choose_token(file: Option<&Path>, env: Option<OsString>) -> Result<Token, Str
         std::fs::File::open(path)
             .and_then(|f| f.take(4096).read_to_string(&mut text))
             .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?;
-        warn_if_readable_by_others(path);
+        if let Some(e) = readable_by_others(path) {
+            say(&format!("warning: {e}"));
+        }
         let value = auth::check_token(text.trim(), &format!("the token in {}", path.display()))?;
         return Ok(Token {
             value,
@@ -440,16 +446,17 @@ fn choose_token(file: Option<&Path>, env: Option<OsString>) -> Result<Token, Str
     })
 }
 
-fn warn_if_readable_by_others(path: &Path) {
+/// Whether a file holding a secret (`--token-file`: a warning; `--tls-key`: refused) can be
+/// read by its group or by anyone: what to say about it.
+fn readable_by_others(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.mode() & 0o044 != 0 {
-            say(&format!(
-                "warning: {} is readable by other users (chmod 600 it)",
-                path.display()
-            ));
-        }
-    }
+    let meta = std::fs::metadata(path).ok()?;
+    (meta.mode() & 0o044 != 0).then(|| {
+        format!(
+            "{} is readable by other users (chmod 600 it)",
+            path.display()
+        )
+    })
 }
 
 fn reject(status: u16, body: String) -> ErrorResponse {

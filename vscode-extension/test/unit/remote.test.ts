@@ -81,6 +81,14 @@ function serve(extra: string[] = []): Promise<Server> {
   });
 }
 
+/** The fixture's private key, copied readable by us only (`acp serve` refuses a key file others can read). */
+function privateKey(): string {
+  const key = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "acp-remote-key-")), "key.pem");
+  fs.copyFileSync(path.join(TLS, "key.pem"), key);
+  fs.chmodSync(key, 0o600);
+  return key;
+}
+
 /** A port nothing listens on (bound, then closed). */
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -206,7 +214,7 @@ for (const scheme of ["ws", "http"] as const) {
   });
 
   test(`remote (${scheme}s): an untrusted certificate is a TLS failure; trusted through caFile it works`, { skip }, async () => {
-    const server = await serve(["--tls-cert", path.join(TLS, "cert.pem"), "--tls-key", path.join(TLS, "key.pem")]);
+    const server = await serve(["--tls-cert", path.join(TLS, "cert.pem"), "--tls-key", privateKey()]);
     const s = setup();
     const url = `${scheme}s://localhost:${server.addr.split(":").pop()}/acp`;
     const tls = await startFailure(s.start(url, TOKEN));
