@@ -363,6 +363,94 @@ async fn foreign_browser_origins_are_refused_even_with_the_token_and_local_ones_
     assert_eq!(starts(&started), 3);
 }
 
+#[tokio::test]
+async fn a_host_that_is_not_this_server_is_refused_before_anything_else() {
+    // DNS rebinding: a page of http://rebind.example:PORT whose name the attacker's DNS now
+    // points at 127.0.0.1. Its same-origin requests carry no Origin (a GET) or its own, and
+    // `Host: rebind.example:PORT`. With the token (learnt somehow) it was let in.
+    let dir = TempDir::new("serve-host");
+    let started = dir.join("started");
+    let agent = counting_agent(&dir, &started);
+    let server = serve(
+        dir.path(),
+        &["--ws", "127.0.0.1:0", "--allow-host", "devbox"],
+        &[agent.to_str().unwrap()],
+        Some(TOKEN),
+    );
+    let port = server.addr().rsplit(':').next().unwrap().to_string();
+    let with_host = |host: &str| {
+        let mut req = server.request();
+        req.headers_mut().insert("Host", host.parse().unwrap());
+        req
+    };
+    let err = tokio_tungstenite::connect_async(with_host(&format!("rebind.example:{port}")))
+        .await
+        .unwrap_err();
+    assert_eq!(http_status(&err), Some(421), "{err}");
+    assert_eq!(starts(&started), 0, "a refused Host started an agent");
+    server.wait_log("the refusal", |log| {
+        log.contains("is not a name of this server").then_some(())
+    });
+    assert!(
+        server.log().contains("refused (421") && server.log().contains("host rebind.example:"),
+        "{}",
+        server.log()
+    );
+    assert!(
+        server.log().contains("--allow-host NAME"),
+        "{}",
+        server.log()
+    );
+    // This server's names: loopback names and IP addresses (any port: a tunnel may change
+    // it), and what --allow-host lists.
+    for host in [
+        format!("localhost:{port}"),
+        "127.0.0.1:9999".to_string(),
+        format!("devbox:{port}"),
+    ] {
+        let (mut ws, _) = tokio_tungstenite::connect_async(with_host(&host))
+            .await
+            .unwrap_or_else(|e| panic!("{host}: {e}"));
+        send(
+            &mut ws,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}),
+        )
+        .await;
+        assert_eq!(next(&mut ws).await["id"], 0, "{host}");
+        let _ = tokio::time::timeout(Duration::from_secs(5), ws.close(None)).await;
+    }
+    assert_eq!(starts(&started), 3);
+    drop(server);
+
+    // --http: the same rule on every request, before the token is looked at.
+    let server = serve(
+        dir.path(),
+        &["--http", "127.0.0.1:0", "--allow-host", "devbox"],
+        &[agent.to_str().unwrap()],
+        Some(TOKEN),
+    );
+    let get = |host: &str| {
+        use std::io::Write;
+        let mut socket = std::net::TcpStream::connect(server.addr()).unwrap();
+        write!(
+            socket,
+            "GET /acp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Accept: text/event-stream\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        raw_answer(&mut socket)
+    };
+    let answer = get("rebind.example");
+    assert!(answer.starts_with("HTTP/1.1 421"), "{answer}");
+    assert!(answer.contains("--allow-host"), "{answer}");
+    // A known name gets as far as the request's own checks (no connection id: 400).
+    for host in ["devbox:8765", "localhost", "[::1]:1"] {
+        let answer = get(host);
+        assert!(answer.starts_with("HTTP/1.1 400"), "{host}: {answer}");
+    }
+    assert_eq!(starts(&started), 3);
+}
+
 /// The HTTP status a refused handshake got.
 fn http_status(err: &tokio_tungstenite::tungstenite::Error) -> Option<u16> {
     match err {

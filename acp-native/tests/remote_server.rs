@@ -335,6 +335,62 @@ async fn cross_origin_pages_are_refused() {
     );
 }
 
+#[tokio::test]
+async fn a_host_that_is_not_this_server_is_refused() {
+    // DNS rebinding: a page whose DNS name now points at this server sends its own name as
+    // the Host (and no Origin on a same-origin GET): with the token it was served.
+    let (agent, started) = counting_agent();
+    let (_server, addr) = start(agent, RemoteServerConfig::new(TOKEN)).await;
+    let rebound = |method: &str, extra: &[(&str, &str)], body: &str| {
+        let mut r = req(method, extra, body);
+        r.headers_mut()
+            .insert("host", "rebind.example:8765".parse().unwrap());
+        r
+    };
+    let r = send(
+        addr,
+        None,
+        rebound("POST", &[AUTH, JSON], &initialize_body(0)),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::MISDIRECTED_REQUEST);
+    let text = text_of(r).await;
+    assert!(text.contains("host rebind.example:8765"), "{text}");
+    assert!(text.contains("--allow-host"), "{text}");
+    for (method, extra) in [
+        ("GET", vec![AUTH, SSE, ("acp-connection-id", "x")]),
+        ("DELETE", vec![AUTH, ("acp-connection-id", "x")]),
+        ("OPTIONS", vec![("origin", "http://localhost:3000")]),
+    ] {
+        let r = send(addr, None, rebound(method, &extra, "")).await;
+        assert_eq!(r.status(), StatusCode::MISDIRECTED_REQUEST, "{method}");
+    }
+    let mut ws = ws_request(addr, &[AUTH]);
+    ws.headers_mut()
+        .insert("host", "rebind.example:8765".parse().unwrap());
+    let e = tokio_tungstenite::connect_async(ws).await.unwrap_err();
+    assert_eq!(ws_status(e), 421);
+    assert_eq!(started.load(Ordering::SeqCst), 0, "an agent started");
+    // A request in absolute form is judged by its authority too.
+    let mut absolute = req("POST", &[AUTH, JSON], &initialize_body(0));
+    *absolute.uri_mut() = "http://rebind.example/acp".parse().unwrap();
+    let r = send(addr, None, absolute).await;
+    assert_eq!(r.status(), StatusCode::MISDIRECTED_REQUEST);
+    // A server reached by a name is told its name.
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.allowed_hosts = vec!["rebind.example".into()];
+    let (agent, started) = counting_agent();
+    let (_server, addr) = start(agent, config).await;
+    let r = send(
+        addr,
+        None,
+        rebound("POST", &[AUTH, JSON], &initialize_body(0)),
+    )
+    .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_turn_over_sse_with_the_demo_agent() {
     let dir = std::env::temp_dir().join(format!("acp-remote-sse-{}", std::process::id()));

@@ -402,6 +402,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
 
+    /// Also accept requests whose Host header is NAME (repeatable; NAME for any port, NAME:PORT
+    /// for that one; `*` for any): the name clients reach this server by, e.g. behind a proxy
+    /// or by a DNS name. localhost and IP addresses are always accepted; any other Host is
+    /// answered HTTP 421 (a web page's DNS name pointed at this machine: DNS rebinding).
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
+
     /// Read the token every client must present from FILE (surrounding whitespace ignored; at
     /// least 16 characters of A-Z a-z 0-9 - . _ ~). Default: the ACP_SERVE_TOKEN environment
     /// variable, else a random token printed on stderr at start. Clients send it as

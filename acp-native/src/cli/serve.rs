@@ -16,6 +16,9 @@
 //!   `Authorization: Bearer TOKEN`, as the WebSocket subprotocol `acp.token.TOKEN` (echoed, as
 //!   RFC 6455 wants: browsers cannot set headers) or as `?token=TOKEN`; compared in constant
 //!   time. Missing or wrong: HTTP 401.
+//! * **Host.** The request's `Host` must be one of this server's names: `localhost`, an IP
+//!   address, or one given with `--allow-host` (else 421), so a web page whose DNS name was
+//!   pointed at 127.0.0.1 (DNS rebinding) is refused before anything else.
 //! * **Origins.** A handshake carrying an `Origin` (a browser page) must come from a local page
 //!   (localhost, 127.0.0.1, [::1]) or one listed with `--allow-origin` (else 403), so a web site
 //!   the user visits cannot drive a local agent even if it learnt the token. Non-browser
@@ -67,6 +70,8 @@ struct Config {
     command: Vec<OsString>,
     cwd: PathBuf,
     allowed_origins: Vec<String>,
+    /// `Host` names accepted besides localhost and IP addresses (`--allow-host`).
+    allowed_hosts: Vec<String>,
     /// The agents' environment (`--env`, `--inherit-env`; the allowlist by default).
     env: EnvPolicy,
     /// What clients must present.
@@ -211,6 +216,7 @@ pub async fn run(args: ServeArgs) -> i32 {
         command,
         cwd,
         allowed_origins: args.allow_origin.clone(),
+        allowed_hosts: args.allow_host.clone(),
         env,
         token: token.value,
         handshake_timeout: args.handshake_timeout,
@@ -297,6 +303,7 @@ async fn run_http(
         .env(config.env.clone());
     let mut settings = RemoteServerConfig::new(config.token.clone());
     settings.allowed_origins = config.allowed_origins.clone();
+    settings.allowed_hosts = config.allowed_hosts.clone();
     settings.max_connections = args.max_connections;
     settings.max_sockets = 4 * args.max_connections + 16;
     settings.max_body_bytes = args.max_body;
@@ -465,8 +472,8 @@ fn reject(status: u16, body: String) -> ErrorResponse {
     r
 }
 
-/// The handshake's checks, in order: Origin (403), token (401). On success, the header to echo
-/// for a token offered as a subprotocol.
+/// The handshake's checks, in order: Host (421), Origin (403), token (401). On success, the
+/// header to echo for a token offered as a subprotocol.
 // The error type is tungstenite's; its size is not ours to choose.
 #[allow(clippy::result_large_err)]
 fn authorize(req: &Request, config: &Config) -> Result<Option<http::HeaderValue>, ErrorResponse> {
@@ -475,6 +482,7 @@ fn authorize(req: &Request, config: &Config) -> Result<Option<http::HeaderValue>
         req.uri(),
         &config.token,
         &config.allowed_origins,
+        &config.allowed_hosts,
     ) {
         Ok(Credential::Protocol(p)) => Ok(Some(p)),
         Ok(Credential::Plain) => Ok(None),

@@ -1,5 +1,6 @@
-//! Who may use a remote endpoint: a bearer token on every request, and browser pages only from
-//! allowed origins. Shared by [`super::server`] and `acp serve --ws`.
+//! Who may use a remote endpoint: a bearer token on every request, a `Host` that names this
+//! server (not a name an attacker's DNS points at it), and browser pages only from allowed
+//! origins. Shared by [`super::server`] and `acp serve --ws`.
 //!
 //! The official transport has no authentication of its own; its client sends
 //! `Authorization: Bearer TOKEN` on every POST, SSE GET, DELETE and WebSocket handshake when
@@ -121,10 +122,71 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
 }
 
+/// Whether a request's `Host` (`name` or `name:port`) may be this server's: `localhost`, an IP
+/// address (v4, or v6 in brackets; any port), or one listed in `allowed` (`*` for any; a
+/// `name` matches any port, a `name:port` that port only).
+///
+/// This is what stops DNS rebinding: a page of `http://evil.example:8765` whose name the
+/// attacker's DNS turns to 127.0.0.1 reaches a loopback server with its own origin (so the
+/// Origin rule lets it through) but with `Host: evil.example:8765`. An IP address cannot be
+/// rebound, and the port is not checked, so tunnels and port forwards (`ssh -L 9000:…:8765`)
+/// keep working.
+pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    if allowed
+        .iter()
+        .any(|a| a == "*" || a.eq_ignore_ascii_case(host))
+    {
+        return true;
+    }
+    let name = if host.starts_with('[') {
+        match host.find(']') {
+            Some(end) => &host[..=end],
+            None => return false,
+        }
+    } else {
+        host.split(':').next().unwrap_or("")
+    };
+    if allowed.iter().any(|a| a.eq_ignore_ascii_case(name)) {
+        return true;
+    }
+    let name = name.strip_suffix('.').unwrap_or(name);
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<std::net::Ipv4Addr>().is_ok()
+        || name
+            .strip_prefix('[')
+            .and_then(|n| n.strip_suffix(']'))
+            .is_some_and(|n| n.parse::<std::net::Ipv6Addr>().is_ok())
+}
+
+/// The most characters of a client's header value quoted in a refusal (the rest is counted).
+pub const MAX_QUOTED_CHARS: usize = 100;
+
+/// A header value a client sent, as a refusal may show it: printable ASCII as it is, every
+/// other character escaped (`\u{1b}`, `\u{202e}`: no terminal escape, bidi override or line
+/// break gets through), at most [`MAX_QUOTED_CHARS`] characters of it.
+pub fn quote(raw: &[u8]) -> String {
+    let text = String::from_utf8_lossy(raw);
+    let mut out = String::new();
+    for (shown, c) in text.chars().enumerate() {
+        if shown == MAX_QUOTED_CHARS {
+            out.push_str(&format!("… ({} bytes in all)", raw.len()));
+            break;
+        }
+        match c {
+            '\\' => out.push_str("\\\\"),
+            ' '..='~' => out.push(c),
+            _ => out.extend(c.escape_unicode()),
+        }
+    }
+    out
+}
+
 /// Why a request was refused, with the HTTP status to answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// 403: a browser page from an origin not allowed.
+    /// 421: a `Host` that is not one of this server's names (DNS rebinding), quoted.
+    Host(String),
+    /// 403: a browser page from an origin not allowed, quoted.
     Origin(String),
     /// 401: no token, or a wrong one.
     Token,
@@ -133,6 +195,7 @@ pub enum Refusal {
 impl Refusal {
     pub fn status(&self) -> u16 {
         match self {
+            Refusal::Host(_) => 421,
             Refusal::Origin(_) => 403,
             Refusal::Token => 401,
         }
@@ -141,6 +204,10 @@ impl Refusal {
     /// The answer's text: what to do about it.
     pub fn message(&self) -> String {
         match self {
+            Refusal::Host(host) => format!(
+                "host {host} is not a name of this server: use localhost or an IP address, \
+                 or name it with acp serve --allow-host NAME"
+            ),
             Refusal::Origin(origin) => {
                 format!("origin {origin} is not allowed (acp serve --allow-origin)")
             }
@@ -152,16 +219,37 @@ impl Refusal {
     }
 }
 
-/// The checks every request passes, in order: Origin (a browser page: 403 unless allowed),
-/// then the token (401). On success, how the token came.
+/// The `Host` check alone (see [`host_allowed`]): the header, and the authority of a request
+/// in absolute form. A request without a `Host` (HTTP/1.0 programs; browsers always send one)
+/// passes.
+pub fn check_host(headers: &HeaderMap, uri: &Uri, allowed_hosts: &[String]) -> Result<(), Refusal> {
+    for value in headers.get_all(header::HOST) {
+        let host = value.to_str().unwrap_or("");
+        if !host_allowed(host, allowed_hosts) {
+            return Err(Refusal::Host(quote(value.as_bytes())));
+        }
+    }
+    if let Some(authority) = uri.authority() {
+        if !host_allowed(authority.as_str(), allowed_hosts) {
+            return Err(Refusal::Host(quote(authority.as_str().as_bytes())));
+        }
+    }
+    Ok(())
+}
+
+/// The checks every request passes, in order: Host (421 unless one of this server's names,
+/// [`host_allowed`]), Origin (a browser page: 403 unless allowed), then the token (401). On
+/// success, how the token came.
 pub fn authorize(
     headers: &HeaderMap,
     uri: &Uri,
     token: &str,
     allowed_origins: &[String],
+    allowed_hosts: &[String],
 ) -> Result<Credential, Refusal> {
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
+    check_host(headers, uri, allowed_hosts)?;
+    if let Some(value) = headers.get(header::ORIGIN) {
+        let origin = value.to_str().unwrap_or("");
         if !origin_allowed(origin, allowed_origins) {
             return Err(Refusal::Origin(origin.to_string()));
         }
@@ -185,6 +273,56 @@ mod tests {
         let listed = vec!["https://app.example".to_string()];
         assert!(origin_allowed("https://app.example", &listed));
         assert!(origin_allowed("https://anything", &["*".to_string()]));
+    }
+
+    #[test]
+    fn only_local_names_ip_addresses_or_listed_hosts_are_this_server() {
+        let none: Vec<String> = vec![];
+        for ok in [
+            "localhost",
+            "localhost:8765",
+            "LOCALHOST:1",
+            "localhost.:80",
+            "127.0.0.1",
+            "127.0.0.1:8765",
+            "[::1]:8765",
+            "[::1]",
+            "10.1.2.3:443",
+            "[2001:db8::7]:9",
+        ] {
+            assert!(host_allowed(ok, &none), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8765",
+            "localhost.evil.example:8765",
+            "127.0.0.1.nip.io:8765",
+            "[::1",
+            "devbox:8765",
+            "",
+        ] {
+            assert!(!host_allowed(bad, &none), "{bad}");
+        }
+        let listed = vec!["devbox".to_string(), "lb.example:443".to_string()];
+        assert!(host_allowed("devbox:8765", &listed));
+        assert!(host_allowed("DevBox", &listed));
+        assert!(host_allowed("lb.example:443", &listed));
+        assert!(!host_allowed("lb.example:80", &listed));
+        assert!(host_allowed("anything:1", &["*".to_string()]));
+    }
+
+    #[test]
+    fn quoted_header_values_are_escaped_and_capped() {
+        assert_eq!(quote(b"https://app.example"), "https://app.example");
+        assert_eq!(
+            quote("a\u{1b}[2J\u{9b}\u{202e}\\".as_bytes()),
+            "a\\u{1b}[2J\\u{9b}\\u{202e}\\\\"
+        );
+        assert_eq!(quote(b"x\xffy"), "x\\u{fffd}y");
+        let long = quote(&[b'a'; 5000]);
+        assert!(long.starts_with(&"a".repeat(MAX_QUOTED_CHARS)), "{long}");
+        assert!(long.ends_with("… (5000 bytes in all)"), "{long}");
+        assert!(long.len() < 140, "{long}");
     }
 
     fn find(h: &[(&str, &str)], uri: &str) -> Option<Credential> {

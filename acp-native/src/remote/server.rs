@@ -68,7 +68,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
-use super::auth::{self, Credential};
+use super::auth::{self, Credential, Refusal};
 use super::wire::{self, Route};
 use crate::driver::{DriverConfig, Incoming};
 use crate::process::{AgentCommand, AgentProcess};
@@ -103,6 +103,11 @@ pub struct RemoteServerConfig {
     pub token: String,
     /// Browser origins allowed besides local pages (`*`: any).
     pub allowed_origins: Vec<String>,
+    /// Host names (the `Host` header, `name` for any port or `name:port`) accepted besides
+    /// `localhost` and IP addresses (`*`: any); others are answered 421 (see
+    /// [`super::auth::host_allowed`]). A server reached by a name (behind a proxy, a DNS
+    /// name of its own) needs that name here.
+    pub allowed_hosts: Vec<String>,
     /// ACP connections (agents) at once; more are answered 503. Default 64.
     pub max_connections: usize,
     /// Open sockets at once (each SSE stream holds one); more are answered 503 and closed.
@@ -142,6 +147,7 @@ impl RemoteServerConfig {
         RemoteServerConfig {
             token: token.into(),
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             max_connections,
             max_sockets: 4 * max_connections + 16,
             max_body_bytes: wire::MAX_POST_BODY_BYTES,
@@ -162,6 +168,7 @@ impl std::fmt::Debug for RemoteServerConfig {
         f.debug_struct("RemoteServerConfig")
             .field("token", &"<secret>")
             .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
             .field("max_connections", &self.max_connections)
             .field("max_sockets", &self.max_sockets)
             .field("max_body_bytes", &self.max_body_bytes)
@@ -838,6 +845,22 @@ fn cors(resp: &mut Response<Body>, origin: Option<&HeaderValue>) {
     }
 }
 
+/// A refused request's answer (said through `on_event`).
+fn refused(shared: &Shared, peer: SocketAddr, refusal: Refusal) -> Response<Body> {
+    let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
+    shared.event(ServerEvent::Refused {
+        peer,
+        status: refusal.status(),
+        reason: refusal.message(),
+    });
+    let mut r = text(status, refusal.message());
+    if status == StatusCode::UNAUTHORIZED {
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    r
+}
+
 async fn handle<B>(
     shared: Arc<Shared>,
     peer: SocketAddr,
@@ -859,8 +882,14 @@ where
         );
     }
     let origin = req.headers().get(header::ORIGIN).cloned();
-    // A browser's CORS preflight carries no credentials: answered from the origin alone.
+    // A browser's CORS preflight carries no credentials: answered from the origin alone (and
+    // the Host, as everything else).
     if req.method() == Method::OPTIONS {
+        if let Err(refusal) =
+            auth::check_host(req.headers(), req.uri(), &shared.config.allowed_hosts)
+        {
+            return refused(&shared, peer, refusal);
+        }
         let allowed = origin
             .as_ref()
             .and_then(|o| o.to_str().ok())
@@ -895,22 +924,10 @@ where
         req.uri(),
         &shared.config.token,
         &shared.config.allowed_origins,
+        &shared.config.allowed_hosts,
     ) {
         Ok(c) => c,
-        Err(refusal) => {
-            let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
-            shared.event(ServerEvent::Refused {
-                peer,
-                status: refusal.status(),
-                reason: refusal.message(),
-            });
-            let mut r = text(status, refusal.message());
-            if status == StatusCode::UNAUTHORIZED {
-                r.headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            return r;
-        }
+        Err(refusal) => return refused(&shared, peer, refusal),
     };
     let mut resp = match *req.method() {
         Method::POST => handle_post(&shared, peer, req).await,
