@@ -567,6 +567,110 @@ async fn every_connection_needs_the_token_and_a_refused_one_starts_no_agent() {
     );
 }
 
+#[tokio::test]
+async fn refusals_are_said_in_moderation_with_headers_escaped_and_cut() {
+    // The review's flood: every 401/403 printed a line quoting the whole Origin header
+    // (62,300 refusals in 5 s wrote 250 MiB to stderr).
+    use std::io::Write;
+    let dir = TempDir::new("serve-refusal-log");
+    let mut server = serve(dir.path(), &["--http", "127.0.0.1:0"], &[], Some(TOKEN));
+    let began = Instant::now();
+    // A browser page from a foreign origin, 4,000 characters of it with a terminal's CSI
+    // (U+009B) and a bidi override in it; then 300 requests without a token, on one socket.
+    let origin = format!("https://evil.example/\u{9b}2J\u{202e}{}", "a".repeat(4000));
+    let mut socket = std::net::TcpStream::connect(server.addr()).unwrap();
+    let mut requests = Vec::new();
+    write!(
+        requests,
+        "POST /acp HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: {origin}\r\n\
+         Authorization: Bearer {TOKEN}\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    const REFUSALS: usize = 300;
+    for n in 0..REFUSALS {
+        let close = if n + 1 == REFUSALS {
+            "Connection: close\r\n"
+        } else {
+            ""
+        };
+        write!(
+            requests,
+            "GET /acp HTTP/1.1\r\nHost: 127.0.0.1\r\n{close}\r\n"
+        )
+        .unwrap();
+    }
+    socket.write_all(&requests).unwrap();
+    let answers = raw_answer(&mut socket);
+    assert_eq!(answers.matches("HTTP/1.1 403").count(), 1, "{answers:.300}");
+    assert_eq!(answers.matches("HTTP/1.1 401").count(), REFUSALS);
+    let elapsed = began.elapsed();
+    // Every refusal was logged before its answer was written; the log is read up to the
+    // server's last line once it stopped.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+    server.wait_exit("SIGTERM");
+    server.wait_log("the end of the log", |log| {
+        log.contains("SIGTERM: stopping").then_some(())
+    });
+    // Refusal lines: at most 10 per 10 s window since the server started.
+    let log = server.log();
+    let shown = log.matches("refused (40").count();
+    let windows = 2 + elapsed.as_secs() as usize / 10;
+    assert!(
+        shown <= 10 * windows,
+        "{shown} refusal lines for {} refusals in {elapsed:?}:\n{log:.3000}",
+        REFUSALS + 1
+    );
+    // (All in one window unless the machine is very slow: then the notice may not be due.)
+    let one_window = elapsed < Duration::from_secs(10);
+    assert!(
+        !one_window || log.contains("more refusals within 10s are counted, not shown"),
+        "{log:.3000}"
+    );
+    // The foreign origin is quoted escaped and cut, not whole.
+    let line = log.lines().find(|l| l.contains("refused (403)")).unwrap();
+    assert!(
+        line.contains("origin https://evil.example/\\u{9b}2J\\u{202e}aaa"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("({} bytes in all)", origin.len())),
+        "{line}"
+    );
+    assert!(line.len() < 400, "a {}-byte line: {line}", line.len());
+    // The count of what was not shown is said (here at the end).
+    if one_window {
+        server.wait_log("the count of refusals not shown", |log| {
+            log.contains("more refusal(s) not shown").then_some(())
+        });
+    }
+
+    // --ws: the same for refused handshakes.
+    let mut server = start_server(dir.path());
+    let began = Instant::now();
+    for _ in 0..40 {
+        let err = tokio_tungstenite::connect_async(server.url.as_str())
+            .await
+            .unwrap_err();
+        assert_eq!(http_status(&err), Some(401), "{err}");
+    }
+    let elapsed = began.elapsed();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.child.id() as i32, libc::SIGTERM) };
+    server.wait_exit("SIGTERM");
+    server.wait_log("the end of the log", |log| {
+        log.contains("SIGTERM: stopping").then_some(())
+    });
+    let shown = server.log().matches("refused (401").count();
+    let windows = 2 + elapsed.as_secs() as usize / 10;
+    assert!(shown <= 10 * windows, "{shown} lines:\n{}", server.log());
+    if elapsed < Duration::from_secs(10) {
+        server.wait_log("the count of refusals not shown", |log| {
+            log.contains("more refusal(s) not shown").then_some(())
+        });
+    }
+}
+
 /// The token `acp serve` printed at start.
 fn printed_token(server: &Server) -> String {
     server.wait_log("its token", |log| {

@@ -24,9 +24,12 @@
 //!   the user visits cannot drive a local agent even if it learnt the token. Non-browser
 //!   clients send no `Origin` and need only the token.
 //! * **No agent before authorisation.** An agent starts only once a handshake request has
-//!   passed both checks (so a failure to start is still the handshake's answer, 502). The
+//!   passed the checks (so a failure to start is still the handshake's answer, 502). The
 //!   handshake must complete within `--handshake-timeout` (10 s); at most `--max-connections`
 //!   (64) connections, handshaking or not, are served at once, more are answered 503.
+//! * **Refusals are said in moderation**: at most [`REFUSAL_LINES`] lines every
+//!   [`REFUSAL_WINDOW`] (the rest counted, then said in one line), the 503s once until a
+//!   connection opens, and a client's header quoted escaped and cut.
 //! * **Loopback by default** (a bare port is `127.0.0.1:PORT`); any other address is warned
 //!   about on stderr.
 //! * Everything printed that came from outside (the agents' stderr in their exit reports,
@@ -38,8 +41,9 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy};
 use acp_native::remote::auth::{self, Credential};
@@ -65,6 +69,10 @@ pub const TOKEN_ENV: &str = "ACP_SERVE_TOKEN";
 const DEFAULT_PORT: u16 = 8765;
 /// Refusals (503) being written at once; beyond that an excess connection is just closed.
 const MAX_REFUSALS_IN_FLIGHT: usize = 32;
+/// Lines about refused or failed sockets (401, 403, 421, handshake timeouts…) shown per
+/// [`REFUSAL_WINDOW`]; the rest are counted and said in one line.
+const REFUSAL_LINES: u32 = 10;
+const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
 
 struct Config {
     command: Vec<OsString>,
@@ -77,6 +85,84 @@ struct Config {
     /// What clients must present.
     token: String,
     handshake_timeout: Duration,
+    max_connections: usize,
+    /// What is said about refusals.
+    log: Log,
+}
+
+/// What `acp serve` says about refused sockets, in moderation: anyone who reaches the port
+/// can be refused as often as they like, and each refusal must not cost a line.
+#[derive(Default)]
+struct Log {
+    /// "N connections open: refusing more" has been said since the last connection opened.
+    full_said: AtomicBool,
+    refusals: Mutex<RefusalWindow>,
+}
+
+#[derive(Default)]
+struct RefusalWindow {
+    start: Option<Instant>,
+    shown: u32,
+    hidden: u64,
+}
+
+impl Log {
+    /// A line about a refused or failed socket: shown while fewer than [`REFUSAL_LINES`] were
+    /// in this [`REFUSAL_WINDOW`], else counted (and the count said at the next line shown
+    /// after the window, or at the end).
+    fn refusal(&self, line: &str) {
+        let mut w = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if w.start
+            .is_none_or(|s| now.duration_since(s) >= REFUSAL_WINDOW)
+        {
+            Self::say_hidden(&mut w);
+            *w = RefusalWindow {
+                start: Some(now),
+                ..RefusalWindow::default()
+            };
+        }
+        if w.shown < REFUSAL_LINES {
+            w.shown += 1;
+            say(line);
+            if w.shown == REFUSAL_LINES {
+                say(&format!(
+                    "(more refusals within {}s are counted, not shown)",
+                    REFUSAL_WINDOW.as_secs()
+                ));
+            }
+        } else {
+            w.hidden += 1;
+        }
+    }
+
+    /// Says how many refusal lines were not shown (at the end).
+    fn flush(&self) {
+        Self::say_hidden(&mut self.refusals.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    fn say_hidden(w: &mut RefusalWindow) {
+        if w.hidden > 0 {
+            say(&format!(
+                "{} more refusal(s) not shown (at most {REFUSAL_LINES} lines every {}s)",
+                w.hidden,
+                REFUSAL_WINDOW.as_secs()
+            ));
+            w.hidden = 0;
+        }
+    }
+
+    /// The server is full (503): said once until a connection opens.
+    fn full(&self, line: &str) {
+        if !self.full_said.swap(true, Ordering::Relaxed) {
+            say(line);
+        }
+    }
+
+    /// A connection opened: the next 503 is said again.
+    fn opened(&self) {
+        self.full_said.store(false, Ordering::Relaxed);
+    }
 }
 
 /// Writes one line on stderr, sanitised (ESC and other controls cannot reach the terminal),
@@ -220,6 +306,8 @@ pub async fn run(args: ServeArgs) -> i32 {
         env,
         token: token.value,
         handshake_timeout: args.handshake_timeout,
+        max_connections: args.max_connections,
+        log: Log::default(),
     });
     let mut signals = match Signals::new() {
         Ok(s) => s,
@@ -235,26 +323,18 @@ pub async fn run(args: ServeArgs) -> i32 {
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
     let stop = CancellationToken::new();
     let mut connections = tokio::task::JoinSet::new();
-    let mut said_full = false;
     let signal = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => match slots.clone().try_acquire_owned() {
                     Ok(slot) => {
-                        said_full = false;
+                        config.log.opened();
                         connections.spawn(serve_connection(
                             stream, peer, config.clone(), slot, stop.clone(),
                         ));
                     }
                     Err(_) => {
-                        if !said_full {
-                            said_full = true;
-                            say(&format!(
-                                "{} connections open (--max-connections): refusing more \
-                                 with HTTP 503 until one closes",
-                                args.max_connections
-                            ));
-                        }
+                        config.log.full(&full_line(args.max_connections));
                         if let Ok(permit) = refusals.clone().try_acquire_owned() {
                             tokio::spawn(refuse_busy(stream, permit));
                         }
@@ -285,7 +365,16 @@ pub async fn run(args: ServeArgs) -> i32 {
     // Whatever is left: dropping the tasks drops their AgentProcess values, which SIGKILL the
     // agents' groups.
     connections.shutdown().await;
+    config.log.flush();
     exit::OK
+}
+
+/// What is said when --max-connections are open.
+fn full_line(max_connections: usize) -> String {
+    format!(
+        "{max_connections} connections open (--max-connections): refusing more with HTTP 503 \
+         until one closes"
+    )
 }
 
 /// `acp serve --http`: the remote server ([`RemoteServer`]) with one agent process per
@@ -310,29 +399,29 @@ async fn run_http(
     settings.handshake_timeout = config.handshake_timeout;
     settings.idle_timeout = args.idle_timeout;
     settings.tls = tls;
-    let full_said = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let said = config.clone();
     settings.on_event = Some(Arc::new(move |e| match e {
         ServerEvent::Refused {
             peer,
             status,
             reason,
-        } => {
+        } => match status {
             // A full server is said once until a connection opens, not once per refusal.
-            if status == 503 && full_said.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                return;
-            }
-            match status {
-                0 => say(&format!("{peer}: {reason}")),
-                _ => say(&format!("{peer}: refused ({status}): {reason}")),
-            }
-        }
+            503 => said
+                .log
+                .full(&format!("{peer}: refused ({status}): {reason}")),
+            0 => said.log.refusal(&format!("{peer}: {reason}")),
+            _ => said
+                .log
+                .refusal(&format!("{peer}: refused ({status}): {reason}")),
+        },
         ServerEvent::Opened {
             peer,
             connection_id,
             transport,
             pid,
         } => {
-            full_said.store(false, std::sync::atomic::Ordering::Relaxed);
+            said.log.opened();
             let pid = pid.map(|p| format!("; agent pid {p}")).unwrap_or_default();
             say(&format!(
                 "{peer}: connected over {transport} (connection {connection_id}){pid}"
@@ -359,6 +448,7 @@ async fn run_http(
         _ = &mut serving => {}
         name = signals.next() => say(&format!("{name}: stopping now")),
     }
+    config.log.flush();
     exit::OK
 }
 
@@ -555,7 +645,7 @@ async fn serve_connection(
     let ws = match handshake {
         None => return,
         Some(Err(_)) => {
-            say(&format!(
+            config.log.refusal(&format!(
                 "{peer}: no WebSocket handshake within {:?}; closed",
                 config.handshake_timeout
             ));
@@ -563,15 +653,22 @@ async fn serve_connection(
         }
         Some(Ok(Err(tokio_tungstenite::tungstenite::Error::Http(resp)))) => {
             let body = resp.body().as_deref().unwrap_or_default();
-            say(&format!(
+            let line = format!(
                 "{peer}: refused ({}): {}",
                 resp.status(),
                 String::from_utf8_lossy(body)
-            ));
+            );
+            if resp.status() == http::StatusCode::SERVICE_UNAVAILABLE {
+                config.log.full(&full_line(config.max_connections));
+            } else {
+                config.log.refusal(&line);
+            }
             return;
         }
         Some(Ok(Err(e))) => {
-            say(&format!("{peer}: WebSocket handshake failed: {e}"));
+            config
+                .log
+                .refusal(&format!("{peer}: WebSocket handshake failed: {e}"));
             return;
         }
         Some(Ok(Ok(ws))) => ws,

@@ -251,7 +251,7 @@ pub fn authorize(
     if let Some(value) = headers.get(header::ORIGIN) {
         let origin = value.to_str().unwrap_or("");
         if !origin_allowed(origin, allowed_origins) {
-            return Err(Refusal::Origin(origin.to_string()));
+            return Err(Refusal::Origin(quote(value.as_bytes())));
         }
     }
     credential(headers, uri, token).ok_or(Refusal::Token)
