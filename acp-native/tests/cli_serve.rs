@@ -840,6 +840,90 @@ async fn idle_sockets_start_no_agent_and_are_closed_after_the_handshake_timeout(
     assert_eq!(starts(&started), 1);
 }
 
+/// Whether the server closed `socket` (waits for it, bounded; `false` if data came instead).
+fn closed_by_server(socket: &mut std::net::TcpStream) -> bool {
+    socket.set_read_timeout(Some(EVENTUALLY)).unwrap();
+    let mut buf = [0u8; 256];
+    match socket.read(&mut buf) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    }
+}
+
+/// An `initialize` POST with the token on a fresh socket of an `acp serve --http`: the answer.
+fn http_initialize(server: &Server) -> String {
+    use std::io::Write;
+    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+    let mut socket = std::net::TcpStream::connect(server.addr()).unwrap();
+    write!(
+        socket,
+        "POST /acp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        server.addr(),
+        server.token,
+        body.len()
+    )
+    .unwrap();
+    raw_answer(&mut socket)
+}
+
+#[tokio::test]
+async fn unauthenticated_sockets_cannot_keep_a_client_out() {
+    // The review's lockout: sockets that never send a byte held every slot (--max-connections
+    // on --ws, 4 × that + 16 sockets on --http), each reopened as the handshake timeout closed
+    // it, and the token holder got 503. Here the timeout is long (nothing depends on it) and
+    // 40 idle sockets come from the client's own address, over its budget of 32.
+    let dir = TempDir::new("serve-lockout");
+    let started = dir.join("started");
+    let agent = counting_agent(&dir, &started);
+    for mode in ["--ws", "--http"] {
+        let server = serve(
+            dir.path(),
+            &[
+                mode,
+                "127.0.0.1:0",
+                "--max-connections",
+                "1",
+                "--handshake-timeout",
+                "600",
+            ],
+            &[agent.to_str().unwrap()],
+            Some(TOKEN),
+        );
+        let before = starts(&started);
+        let mut idle: Vec<std::net::TcpStream> = (0..40)
+            .map(|_| std::net::TcpStream::connect(server.addr()).unwrap())
+            .collect();
+        // The client with the token gets in (its socket came after all of them).
+        if mode == "--ws" {
+            let _ws = connect_initialized(&server).await;
+        } else {
+            let answer = http_initialize(&server);
+            assert!(answer.starts_with("HTTP/1.1 200"), "{mode}: {answer}");
+            assert!(answer.contains(r#""protocolVersion":1"#), "{answer}");
+        }
+        assert_eq!(starts(&started), before + 1, "{mode}");
+        // The oldest idle sockets were closed to make room, and it was said.
+        for (n, socket) in idle[..8].iter_mut().enumerate() {
+            assert!(
+                closed_by_server(socket),
+                "{mode}: idle socket {n} was not closed"
+            );
+        }
+        server.wait_log("the sockets closed to make room", |log| {
+            log.contains("to make room for a newer socket")
+                .then_some(())
+        });
+        // The newest are left alone (no reason to close them).
+        let newest = idle.last_mut().unwrap();
+        newest.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 16];
+        let e = newest.read(&mut buf).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{mode}");
+    }
+}
+
 /// Reads what the server answers on a raw socket until it closes it (bounded).
 fn raw_answer(socket: &mut std::net::TcpStream) -> String {
     socket.set_read_timeout(Some(EVENTUALLY)).unwrap();
@@ -866,9 +950,10 @@ async fn connections_over_the_limit_are_refused_with_503_and_it_is_said_once() {
         &[agent.to_str().unwrap()],
         Some(TOKEN),
     );
-    // Two connections: one working client and one socket that never handshakes.
+    // Two connections that showed the token (a socket that never handshakes holds no slot:
+    // `unauthenticated_sockets_cannot_keep_a_client_out`).
     let _working = connect_initialized(&server).await;
-    let idle = std::net::TcpStream::connect(server.addr()).unwrap();
+    let second = connect_initialized(&server).await;
     // The third is refused at once, whether it sends anything or not.
     let mut third = std::net::TcpStream::connect(server.addr()).unwrap();
     let answer = raw_answer(&mut third);
@@ -886,9 +971,9 @@ async fn connections_over_the_limit_are_refused_with_503_and_it_is_said_once() {
         "said once:\n{}",
         server.log()
     );
-    assert_eq!(starts(&started), 1);
-    // When the idle socket goes, a client gets in again.
-    drop(idle);
+    assert_eq!(starts(&started), 2);
+    // When a connection closes, a client gets in again.
+    drop(second);
     let deadline = Instant::now() + EVENTUALLY;
     let mut ws = loop {
         match tokio_tungstenite::connect_async(server.request()).await {
@@ -906,7 +991,7 @@ async fn connections_over_the_limit_are_refused_with_503_and_it_is_said_once() {
     )
     .await;
     assert_eq!(next(&mut ws).await["id"], 0);
-    assert_eq!(starts(&started), 2);
+    assert_eq!(starts(&started), 3);
 }
 
 #[tokio::test]

@@ -325,6 +325,52 @@ async fn a_head_that_never_completes_is_closed_after_the_handshake_timeout() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_sockets_cannot_keep_a_token_holder_out() {
+    // The review's lockout: idle sockets held all of `max_sockets` (272 by default), so the
+    // token holder got 503. The handshake timeout is long: nothing here waits for it.
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.max_sockets = 4;
+    config.max_unauthenticated_per_peer = 8;
+    config.handshake_timeout = Duration::from_secs(600);
+    let (_server, addr) = start(config).await;
+    // The oldest: a socket that was refused (401) and kept alive; its refusal gave it nothing.
+    let mut refused = Raw::connect(addr).await;
+    refused
+        .write(&get("/acp", "accept: text/event-stream\r\n"))
+        .await;
+    assert_eq!(refused.answer().await.status, 401);
+    // Then idle sockets, more than `max_sockets` and than this address's budget.
+    let mut idle = Vec::new();
+    for _ in 0..12 {
+        idle.push(Raw::connect(addr).await);
+    }
+    // The token holder: a connection, and its stream on another socket.
+    let mut client = Raw::connect(addr).await;
+    let conn = initialize(&mut client).await;
+    let mut stream = Raw::connect(addr).await;
+    stream.write(&stream_get(&conn)).await;
+    let a = stream.answer().await;
+    assert_eq!(a.status, 200, "{a:?}");
+    // Each socket over the budget closed the address's oldest unauthenticated one.
+    assert!(refused.closed().await, "the refused socket was kept");
+    for (n, raw) in idle[..4].iter_mut().enumerate() {
+        assert!(raw.closed().await, "idle socket {n} was kept");
+    }
+    // Sockets that showed the token count against `max_sockets` only: the fifth is refused.
+    let mut more = Vec::new();
+    for _ in 0..2 {
+        let mut raw = Raw::connect(addr).await;
+        initialize(&mut raw).await;
+        more.push(raw);
+    }
+    let mut fifth = Raw::connect(addr).await;
+    fifth.write(&post(&initialize_body(), "")).await;
+    let a = fifth.answer().await;
+    assert_eq!(a.status, 503, "{a:?}");
+    assert!(a.body.contains("max_sockets"), "{a:?}");
+}
+
 #[tokio::test]
 async fn pipelined_and_large_first_heads_are_served_whole_by_hyper() {
     let (_server, addr) = start(RemoteServerConfig::new(TOKEN)).await;

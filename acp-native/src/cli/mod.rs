@@ -422,8 +422,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = parse_seconds)]
     pub handshake_timeout: Duration,
 
-    /// Most connections served at once, handshaking or connected (each connected one runs an
-    /// agent); more are answered HTTP 503.
+    /// Most connections served at once that showed the token (each runs an agent; with
+    /// --http, 4 × N + 16 sockets); more are answered HTTP 503. Sockets that have not shown it
+    /// yet take none: at most 128 of them (32 per address) are kept, the oldest closed first.
     #[arg(long, value_name = "N", default_value_t = 64,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65536))]
     pub max_connections: usize,

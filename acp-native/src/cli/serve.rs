@@ -25,8 +25,12 @@
 //!   clients send no `Origin` and need only the token.
 //! * **No agent before authorisation.** An agent starts only once a handshake request has
 //!   passed the checks (so a failure to start is still the handshake's answer, 502). The
-//!   handshake must complete within `--handshake-timeout` (10 s); at most `--max-connections`
-//!   (64) connections, handshaking or not, are served at once, more are answered 503.
+//!   handshake must complete within `--handshake-timeout` (10 s). At most `--max-connections`
+//!   (64) authorised connections are served at once, more are answered 503; sockets that have
+//!   not shown the token hold none of them, only a place in a small budget per peer address
+//!   and overall whose oldest is closed when a new one arrives over it
+//!   ([`acp_native::remote::admission`], the rule of `--http` too), so they cannot keep
+//!   clients out.
 //! * **Refusals are said in moderation**: at most [`REFUSAL_LINES`] lines every
 //!   [`REFUSAL_WINDOW`] (the rest counted, then said in one line), the 503s once until a
 //!   connection opens, and a client's header quoted escaped and cut.
@@ -46,6 +50,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy};
+use acp_native::remote::admission::{self, Admission, NotAdmitted, Ticket};
 use acp_native::remote::auth::{self, Credential};
 use acp_native::remote::server::{self as remote, RemoteServer, RemoteServerConfig, ServerEvent};
 use acp_native::transport;
@@ -319,21 +324,26 @@ pub async fn run(args: ServeArgs) -> i32 {
     if args.http.is_some() {
         return run_http(&args, config, tls, listener, signals).await;
     }
-    let slots = Arc::new(Semaphore::new(args.max_connections));
+    // A connection takes one of --max-connections once its handshake showed the token; until
+    // then it is one of a budget of unauthenticated sockets (the rule of --http too).
+    let slots = Admission::new(
+        args.max_connections,
+        admission::MAX_UNAUTHENTICATED,
+        admission::MAX_UNAUTHENTICATED_PER_PEER,
+    );
     let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
     let stop = CancellationToken::new();
     let mut connections = tokio::task::JoinSet::new();
     let signal = loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match slots.clone().try_acquire_owned() {
-                    Ok(slot) => {
-                        config.log.opened();
+                Ok((stream, peer)) => match slots.arrive(peer.ip()) {
+                    Ok((ticket, _)) => {
                         connections.spawn(serve_connection(
-                            stream, peer, config.clone(), slot, stop.clone(),
+                            stream, peer, config.clone(), ticket, stop.clone(),
                         ));
                     }
-                    Err(_) => {
+                    Err(admission::Full) => {
                         config.log.full(&full_line(args.max_connections));
                         if let Ok(permit) = refusals.clone().try_acquire_owned() {
                             tokio::spawn(refuse_busy(stream, permit));
@@ -604,7 +614,7 @@ async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     config: Arc<Config>,
-    _slot: OwnedSemaphorePermit,
+    ticket: Ticket,
     stop: CancellationToken,
 ) {
     let _ = stream.set_nodelay(true);
@@ -612,10 +622,25 @@ async fn serve_connection(
     let handshake = {
         let agent = &mut agent;
         let config = &config;
+        let ticket = &ticket;
         // The agent starts only once the request passed the checks, so a failure to start is
         // still the handshake's answer.
         let check = move |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
             let protocol = authorize(req, config)?;
+            // The token was shown: one of --max-connections, if one is free.
+            match ticket.admit() {
+                Ok(()) => config.log.opened(),
+                Err(NotAdmitted::Full) => {
+                    return Err(reject(
+                        503,
+                        "acp serve: too many connections (--max-connections); try again later"
+                            .into(),
+                    ))
+                }
+                Err(NotAdmitted::Evicted) => {
+                    return Err(reject(503, "acp serve: closing; try again".into()))
+                }
+            }
             let cmd = AgentCommand::new(config.command[0].clone())
                 .args(config.command[1..].iter().cloned())
                 .cwd(&config.cwd)
@@ -640,6 +665,16 @@ async fn serve_connection(
         tokio::select! {
             r = tokio::time::timeout(config.handshake_timeout, accept) => Some(r),
             _ = stop.cancelled() => None,
+            // (Never once admitted.)
+            _ = ticket.evicted() => {
+                config.log.refusal(&format!(
+                    "{peer}: closed without a handshake showing the token, to make room for a \
+                     newer socket (at most {} such sockets, {} per address)",
+                    admission::MAX_UNAUTHENTICATED,
+                    admission::MAX_UNAUTHENTICATED_PER_PEER
+                ));
+                None
+            }
         }
     };
     let ws = match handshake {

@@ -23,7 +23,12 @@
 //!
 //! Secure by default:
 //! * every request but `GET /health` must carry the token ([`super::auth::authorize`]: 401
-//!   otherwise) and, from a browser page, come from an allowed origin (403);
+//!   otherwise), name this server in its `Host` (421: DNS rebinding) and, from a browser page,
+//!   come from an allowed origin (403);
+//! * a socket takes one of `max_sockets` only once a request on it showed the token; until
+//!   then it is one of a small budget of unauthenticated sockets (`max_unauthenticated`,
+//!   `max_unauthenticated_per_peer`), the oldest closed when a new one would go over
+//!   ([`super::admission`]), so sockets that never authenticate cannot keep clients out;
 //! * an agent starts only once a request that creates a connection was authorised (and within
 //!   [`RemoteServerConfig::max_connections`]: 503 beyond);
 //! * limits: request heads and TLS handshakes within `handshake_timeout`; POST bodies up to
@@ -68,6 +73,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::Service;
 
+use super::admission::{self, Admission, NotAdmitted, Ticket};
 use super::auth::{self, Credential, Refusal};
 use super::wire::{self, Route};
 use crate::driver::{DriverConfig, Incoming};
@@ -110,9 +116,17 @@ pub struct RemoteServerConfig {
     pub allowed_hosts: Vec<String>,
     /// ACP connections (agents) at once; more are answered 503. Default 64.
     pub max_connections: usize,
-    /// Open sockets at once (each SSE stream holds one); more are answered 503 and closed.
-    /// Default 4 × `max_connections` + 16.
+    /// Sockets at once that showed the token (each SSE stream holds one); more are answered
+    /// 503 and closed. Default 4 × `max_connections` + 16.
     pub max_sockets: usize,
+    /// Sockets at once that have not shown the token yet (TLS handshake, first request head
+    /// still coming, `GET /health`, refused requests). They hold none of `max_sockets`; a new
+    /// one over this budget closes the oldest. Default 128.
+    pub max_unauthenticated: usize,
+    /// The same budget per peer address (an IPv4 address, an IPv6 /64): a new socket over it
+    /// closes its peer's oldest unauthenticated one. Default 32. Behind a proxy every client
+    /// has the proxy's address.
+    pub max_unauthenticated_per_peer: usize,
     /// The largest POST body (and WebSocket message from a client). Default 16 MiB, the
     /// official server's.
     pub max_body_bytes: usize,
@@ -150,6 +164,8 @@ impl RemoteServerConfig {
             allowed_hosts: Vec::new(),
             max_connections,
             max_sockets: 4 * max_connections + 16,
+            max_unauthenticated: admission::MAX_UNAUTHENTICATED,
+            max_unauthenticated_per_peer: admission::MAX_UNAUTHENTICATED_PER_PEER,
             max_body_bytes: wire::MAX_POST_BODY_BYTES,
             max_agent_message_bytes: acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
             max_backlog_bytes: 64 << 20,
@@ -171,6 +187,11 @@ impl std::fmt::Debug for RemoteServerConfig {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("max_connections", &self.max_connections)
             .field("max_sockets", &self.max_sockets)
+            .field("max_unauthenticated", &self.max_unauthenticated)
+            .field(
+                "max_unauthenticated_per_peer",
+                &self.max_unauthenticated_per_peer,
+            )
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_backlog_bytes", &self.max_backlog_bytes)
             .field("handshake_timeout", &self.handshake_timeout)
@@ -329,7 +350,8 @@ struct Shared {
     connections: Mutex<HashMap<String, Arc<HttpConn>>>,
     /// ACP connections (agents), HTTP or WebSocket.
     slots: Arc<Semaphore>,
-    sockets: Arc<Semaphore>,
+    /// Sockets: `max_sockets` for those that showed the token, a budget for the others.
+    sockets: Admission,
     refusals: Arc<Semaphore>,
     stop: CancellationToken,
     /// Every task that holds an agent, so [`RemoteServer::serve`] returns after they stopped.
@@ -342,7 +364,11 @@ impl RemoteServer {
             shared: Arc::new(Shared {
                 agent,
                 slots: Arc::new(Semaphore::new(config.max_connections)),
-                sockets: Arc::new(Semaphore::new(config.max_sockets)),
+                sockets: Admission::new(
+                    config.max_sockets,
+                    config.max_unauthenticated,
+                    config.max_unauthenticated_per_peer,
+                ),
                 refusals: Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT)),
                 config,
                 connections: Mutex::new(HashMap::new()),
@@ -380,27 +406,15 @@ impl RemoteServer {
             match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    match shared.sockets.clone().try_acquire_owned() {
-                        Ok(permit) => {
+                    // Admission (`max_sockets`, the unauthenticated budget) is the socket's.
+                    match shared.sockets.arrive(peer.ip()) {
+                        Ok((ticket, _)) => {
                             let server = self.clone();
                             tokio::spawn(async move {
-                                server.serve_socket(stream, peer).await;
-                                drop(permit);
+                                server.serve_with_ticket(stream, peer, ticket).await;
                             });
                         }
-                        Err(_) => {
-                            shared.event(ServerEvent::Refused {
-                                peer,
-                                status: 503,
-                                reason: format!(
-                                    "{} sockets open (max_sockets)",
-                                    shared.config.max_sockets
-                                ),
-                            });
-                            if let Ok(permit) = shared.refusals.clone().try_acquire_owned() {
-                                tokio::spawn(refuse_busy(stream, permit));
-                            }
-                        }
+                        Err(admission::Full) => self.refuse_full(stream, peer),
                     }
                 }
                 Err(e) => {
@@ -429,26 +443,73 @@ impl RemoteServer {
         .await;
     }
 
-    /// Serves one accepted socket (TLS first when configured).
+    /// Serves one accepted socket (TLS first when configured), under the same admission as
+    /// [`serve`](Self::serve)'s sockets: 503 when `max_sockets` sockets that showed the token
+    /// are open, else a place among the unauthenticated ones until a request shows it.
     pub async fn serve_socket(&self, stream: TcpStream, peer: SocketAddr) {
-        let _ = stream.set_nodelay(true);
-        let shared = &self.shared;
-        match shared.config.tls.clone() {
-            // Boxed: a plain socket's task does not carry the handshake's or a TLS stream's size.
-            Some(tls) => Box::pin(self.serve_tls(stream, peer, tls)).await,
-            None => self.serve_io(stream, peer, false).await,
+        match self.shared.sockets.arrive(peer.ip()) {
+            Ok((ticket, _)) => Box::pin(self.serve_with_ticket(stream, peer, ticket)).await,
+            Err(admission::Full) => self.refuse_full(stream, peer),
         }
     }
 
-    async fn serve_tls(&self, stream: TcpStream, peer: SocketAddr, tls: Arc<rustls::ServerConfig>) {
+    /// A socket over `max_sockets`: said, and answered 503 (bounded).
+    fn refuse_full(&self, stream: TcpStream, peer: SocketAddr) {
+        let shared = &self.shared;
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 503,
+            reason: format!("{} sockets open (max_sockets)", shared.config.max_sockets),
+        });
+        if let Ok(permit) = shared.refusals.clone().try_acquire_owned() {
+            tokio::spawn(refuse_busy(stream, permit));
+        }
+    }
+
+    /// Serves a socket that has its ticket. While it has not shown the token (its TLS
+    /// handshake, its first request head, hyper's requests after a refusal or `/health`), each
+    /// wait also ends when the ticket is evicted ([`Self::evicted`]); a request that shows it
+    /// admits it ([`handle`]), and an SSE stream only follows such a request.
+    async fn serve_with_ticket(&self, stream: TcpStream, peer: SocketAddr, ticket: Ticket) {
+        let _ = stream.set_nodelay(true);
+        let ticket = Arc::new(ticket);
+        match self.shared.config.tls.clone() {
+            // Boxed: a plain socket's task does not carry the handshake's or a TLS stream's size.
+            Some(tls) => Box::pin(self.serve_tls(stream, peer, tls, ticket)).await,
+            None => self.serve_io(stream, peer, false, ticket).await,
+        }
+    }
+
+    /// Said when a socket that has not shown the token is closed to make room for a newer one.
+    fn evicted(&self, peer: SocketAddr) {
+        let config = &self.shared.config;
+        self.shared.event(ServerEvent::Refused {
+            peer,
+            status: 0,
+            reason: format!(
+                "closed without a request showing the token, to make room for a newer socket \
+                 (at most {} such sockets, {} per address)",
+                config.max_unauthenticated, config.max_unauthenticated_per_peer
+            ),
+        });
+    }
+
+    async fn serve_tls(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+        ticket: Arc<Ticket>,
+    ) {
         let shared = &self.shared;
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         let accepted = tokio::select! {
             r = tokio::time::timeout(shared.config.handshake_timeout, acceptor.accept(stream)) => r,
             _ = shared.stop.cancelled() => return,
+            _ = ticket.evicted() => return self.evicted(peer),
         };
         match accepted {
-            Ok(Ok(tls)) => self.serve_io(tls, peer, true).await,
+            Ok(Ok(tls)) => self.serve_io(tls, peer, true, ticket).await,
             Ok(Err(e)) => shared.event(ServerEvent::Refused {
                 peer,
                 status: 0,
@@ -470,14 +531,14 @@ impl RemoteServer {
     /// its answer is written here too, so an open stream holds only its socket, its lease and a
     /// small task rather than a hyper connection's buffers (~20 KiB); whatever the socket
     /// carries next, or first when it is anything else, is hyper's.
-    async fn serve_io<I>(&self, mut io: I, peer: SocketAddr, tls: bool)
+    async fn serve_io<I>(&self, mut io: I, peer: SocketAddr, tls: bool, ticket: Arc<Ticket>)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let shared = &self.shared;
         // Boxed, as hyper's part below: the head's buffer, the timer and the handler are not
         // part of the task of a stream that stays open for hours.
-        let prefix = match Box::pin(self.first_request(&mut io, peer, tls)).await {
+        let prefix = match Box::pin(self.first_request(&mut io, peer, tls, &ticket)).await {
             First::Close => {
                 let _ = io.shutdown().await;
                 return;
@@ -492,12 +553,18 @@ impl RemoteServer {
             },
         };
         // Boxed: a socket served above does not carry hyper's connection state in its task.
-        Box::pin(self.serve_hyper(Rewind { prefix, io }, peer, tls)).await
+        Box::pin(self.serve_hyper(Rewind { prefix, io }, peer, tls, ticket)).await
     }
 
     /// Reads the socket's first request head; a plain `GET` is answered here (a sized answer
     /// whole, a stream's head), anything else is left to hyper.
-    async fn first_request<I>(&self, io: &mut I, peer: SocketAddr, tls: bool) -> First
+    async fn first_request<I>(
+        &self,
+        io: &mut I,
+        peer: SocketAddr,
+        tls: bool,
+        ticket: &Arc<Ticket>,
+    ) -> First
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -505,13 +572,17 @@ impl RemoteServer {
         let head = tokio::select! {
             r = tokio::time::timeout(shared.config.handshake_timeout, read_first_head(io)) => r,
             _ = shared.stop.cancelled() => return First::Close,
+            _ = ticket.evicted() => {
+                self.evicted(peer);
+                return First::Close;
+            }
         };
         match head {
             // No complete head in time, or the peer left: hyper would close it too.
             Err(_) | Ok(FirstHead::Gone) => First::Close,
             Ok(FirstHead::Other(prefix)) => First::Hyper(prefix),
             Ok(FirstHead::Get(req, close)) => {
-                let resp = handle(shared.clone(), peer, tls, req).await;
+                let resp = handle(shared.clone(), peer, tls, ticket.clone(), req).await;
                 match write_head(io, resp, close).await {
                     Ok(Some(body)) => First::Stream(body, close),
                     Ok(None) if !close => First::Hyper(Bytes::new()),
@@ -521,14 +592,15 @@ impl RemoteServer {
         }
     }
 
-    async fn serve_hyper<I>(&self, io: I, peer: SocketAddr, tls: bool)
+    async fn serve_hyper<I>(&self, io: I, peer: SocketAddr, tls: bool, ticket: Arc<Ticket>)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let shared = self.shared.clone();
+        let evicted = ticket.clone();
         let svc = hyper::service::service_fn(move |req| {
-            let shared = shared.clone();
-            async move { Ok::<_, Infallible>(handle(shared, peer, tls, req).await) }
+            let (shared, ticket) = (shared.clone(), ticket.clone());
+            async move { Ok::<_, Infallible>(handle(shared, peer, tls, ticket, req).await) }
         });
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
@@ -546,6 +618,8 @@ impl RemoteServer {
                 conn.as_mut().graceful_shutdown();
                 let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
             }
+            // (Never once a request showed the token.)
+            _ = evicted.evicted() => self.evicted(peer),
         }
     }
 }
@@ -865,6 +939,7 @@ async fn handle<B>(
     shared: Arc<Shared>,
     peer: SocketAddr,
     tls: bool,
+    ticket: Arc<Ticket>,
     req: Request<B>,
 ) -> Response<Body>
 where
@@ -929,6 +1004,28 @@ where
         Ok(c) => c,
         Err(refusal) => return refused(&shared, peer, refusal),
     };
+    // The socket showed the token: it takes one of `max_sockets` (once).
+    if let Err(why) = ticket.admit() {
+        let reason = match why {
+            NotAdmitted::Full => format!(
+                "{} sockets open (max_sockets); try again later",
+                shared.config.max_sockets
+            ),
+            NotAdmitted::Evicted => "the socket is being closed; try again".to_string(),
+        };
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 503,
+            reason: reason.clone(),
+        });
+        let mut r = text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("too many connections: {reason}"),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        return r;
+    }
     let mut resp = match *req.method() {
         Method::POST => handle_post(&shared, peer, req).await,
         Method::GET if is_websocket_upgrade(req.headers()) => {
@@ -2370,6 +2467,14 @@ mod task_size {
         let task = server.serve_socket(socket, peer);
         let size = std::mem::size_of_val(&task);
         assert!(size <= 1024, "serve_socket's future is {size} bytes");
+        drop(task);
+        // What `serve` spawns per socket.
+        let _client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (socket, peer) = l.accept().await.unwrap();
+        let (ticket, _) = server.shared.sockets.arrive(peer.ip()).unwrap();
+        let task = server.serve_with_ticket(socket, peer, ticket);
+        let size = std::mem::size_of_val(&task);
+        assert!(size <= 1024, "serve_with_ticket's future is {size} bytes");
         let mut io = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
         let stop = CancellationToken::new();
         let stream = stream_body(&mut io, empty(StatusCode::OK).into_body(), &stop);

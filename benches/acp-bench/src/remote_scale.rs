@@ -183,6 +183,10 @@ mod ours {
         // limit is what bounds it.
         config.max_connections = 100_000;
         config.max_sockets = 100_000;
+        // Every socket comes from 127.0.0.1, CONNECT_PARALLEL at a time: none is closed to
+        // make room for another before it showed the token.
+        config.max_unauthenticated = 100_000;
+        config.max_unauthenticated_per_peer = 100_000;
         let factory = router_agent(DriverConfig::new(Role::Agent), |_c| agent());
         RemoteServer::new(factory, config).serve(listener).await;
     }
