@@ -382,7 +382,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "tls_key", requires = "http")]
     pub tls_cert: Option<PathBuf>,
 
-    /// With --http: the private key (PEM) of --tls-cert.
+    /// With --http: the private key (PEM) of --tls-cert, readable by you only (a key file its
+    /// group or others can read is refused: chmod 600 it).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
