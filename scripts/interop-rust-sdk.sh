@@ -12,7 +12,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
 
-cargo build --release -p acp-native --bin acp
+cargo build --release -p acp-cli
 export ACP_BIN="$ROOT/target/release/acp"
 # interop_http_server: the official HTTP transport's client (agent-client-protocol-http 5,
 # HttpClient over SSE and WebSocket) against `acp serve --http -- acp demo-agent`.

@@ -33,8 +33,8 @@ fi
 if [ -n "${ACP_BIN:-}" ]; then
   ACP="$(realpath "$ACP_BIN")"
 else
-  say "cargo build --release -p acp-native --bin acp"
-  (cd "$ROOT" && cargo build --release -p acp-native --bin acp)
+  say "cargo build --release -p acp-cli"
+  (cd "$ROOT" && cargo build --release -p acp-cli)
   ACP="$ROOT/target/release/acp"
 fi
 [ -x "$ACP" ] || { say "error: $ACP is not an executable"; exit 1; }

@@ -3,7 +3,7 @@
 # @agentclientprotocol/claude-agent-acp, @zed-industries/codex-acp, @google/gemini-cli,
 # @qwen-code/qwen-code and opencode-ai from tests/real-agents/, each driven by the fake model
 # server tests/real-agents/fake-model-server.mjs on 127.0.0.1.
-# The tests are acp-native/tests/real_agents.rs (ignored by a plain `cargo test`; run here with
+# The tests are acp-cli/tests/real_agents.rs (ignored by a plain `cargo test`; run here with
 # --ignored). Extra arguments go to the test binary (e.g. a name filter: `codex::`).
 #
 # Installs the agents with `npm ci` into tests/real-agents/node_modules, skipped when they are
@@ -73,14 +73,14 @@ fi
 
 # --- build, then run ------------------------------------------------------------------------------
 cd "$ROOT" || exit 1
-say "building acp and the tests (cargo test -p acp-native --test real_agents --no-run)"
-timeout -k 10 1800 cargo test -p acp-native --locked --test real_agents --no-run || {
+say "building acp and the tests (cargo test -p acp-cli --test real_agents --no-run)"
+timeout -k 10 1800 cargo test -p acp-cli --locked --test real_agents --no-run || {
   say "build failed"
   exit 1
 }
 say "running (claude-agent-acp, codex-acp, gemini-cli, qwen-code, opencode; each acp run bounded at 120 s, the whole at 900 s)"
 # Two at a time: the machine has two cores, shared.
-timeout -k 10 900 cargo test -p acp-native --locked --test real_agents -- --ignored --test-threads=2 "$@"
+timeout -k 10 900 cargo test -p acp-cli --locked --test real_agents -- --ignored --test-threads=2 "$@"
 status=$?
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
   say "the tests did not finish within 900 s"

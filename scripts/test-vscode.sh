@@ -5,7 +5,7 @@
 #
 # Installs what it needs and is quick when it is there: npm packages (npm ci), the wasm engine
 # (scripts/build-wasm.sh when acp-wasm/pkg is missing or older than the Rust sources), the `acp`
-# binary (cargo build --release -p acp-native; incremental), code-server + Node 24 + chromium
+# binary (cargo build --release -p acp-cli; incremental), code-server + Node 24 + chromium
 # (scripts/install-code-server.sh).
 #
 #   SKIP_E2E=1              stop after packaging (unit tests only)
@@ -37,13 +37,13 @@ if (source "$ROOT/scripts/wasm-env.sh" &&
 fi
 
 if [ -z "${SKIP_E2E:-}" ]; then
-  say "building the demo agent (cargo build --profile $PROFILE -p acp-native)"
+  say "building the demo agent (cargo build --profile $PROFILE -p acp-cli)"
   case "$PROFILE" in
     release) cargo_profile=(--release) ;;
     debug) cargo_profile=() ;;
     *) cargo_profile=(--profile "$PROFILE") ;;
   esac
-  (cd "$ROOT" && cargo build "${cargo_profile[@]}" -p acp-native --locked)
+  (cd "$ROOT" && cargo build "${cargo_profile[@]}" -p acp-cli --locked)
   bash "$ROOT/scripts/install-code-server.sh"
 fi
 

@@ -45,14 +45,15 @@ step format cargo fmt --all -- --check
 # Lints ([workspace.lints] in Cargo.toml, clippy's defaults), warnings as errors, with the
 # default features and with every optional one (draft ACP, the wasm client flavour).
 step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
-step clippy-all-features cargo clippy --workspace --all-targets --locked --features acp-core/unstable,acp-client/unstable,acp-native/unstable,acp-wasm/client -- -D warnings
+step clippy-all-features cargo clippy --workspace --all-targets --locked --features acp-core/unstable,acp-client/unstable,acp-native/unstable,acp-cli/unstable,acp-wasm/client -- -D warnings
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
 # Unstable (draft) ACP, feature `unstable` (off in the steps above): the engine's and the
 # thread's tests with it (tests/vectors/unstable-*, the draft markers), then the tokio driver's
 # vector replay and `acp chat` with it.
 step unstable-core cargo test --locked -p acp-core -p acp-client --features acp-core/unstable,acp-client/unstable --lib --test vectors --test unstable_typed
-step unstable-native cargo test --locked -p acp-native --features unstable --test host_vectors --test cli_unstable
+step unstable-native cargo test --locked -p acp-native --features unstable --test host_vectors
+step unstable-cli cargo test --locked -p acp-cli --features unstable --test cli_unstable
 step wasm scripts/test-wasm.sh
 step browser scripts/test-browser.sh
 step vscode scripts/test-vscode.sh

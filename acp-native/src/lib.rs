@@ -1,9 +1,8 @@
 //! acp-native: the tokio + tower host around `acp-core`.
 //!
 //! The library is the host (driver, router, layers, role connections, transports, process
-//! supervision, fs and terminal services; see `API.md`). The `acp` command built from the same
-//! package needs the default feature `cli`; `default-features = false` leaves its dependencies
-//! (clap) out.
+//! supervision, fs and terminal services; see `API.md`). The `acp` command is built on it in
+//! its own package, `acp-cli`.
 pub mod agent;
 pub mod client;
 pub mod driver;

@@ -1,5 +1,5 @@
 // The two SDK programs against each other: ts-client.mjs spawning ts-agent.mjs must complete full
-// turns. This proves the fixtures themselves before acp-native/tests/interop_ts_sdk.rs pairs each
+// turns. This proves the fixtures themselves before acp-cli/tests/interop_ts_sdk.rs pairs each
 // of them with acp-rs. Run with `node --test selftest.mjs` (or `npm test`).
 
 import { test } from "node:test";

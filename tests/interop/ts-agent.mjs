@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // An ACP agent written with the official TypeScript SDK (@agentclientprotocol/sdk), speaking
 // newline-delimited JSON-RPC on its own stdio. acp-rs's client (`acp chat`) is tested against it
-// by acp-native/tests/interop_ts_sdk.rs; ts-client.mjs is tested against it by selftest.mjs.
+// by acp-cli/tests/interop_ts_sdk.rs; ts-client.mjs is tested against it by selftest.mjs.
 //
 // SDK 2.x removed `AgentSideConnection`; its replacement is the app API used here:
 // `agent().onRequest(...).onNotification(...).connect(ndJsonStream(...))`.

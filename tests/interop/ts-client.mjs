@@ -2,7 +2,7 @@
 // An ACP client written with the official TypeScript SDK (@agentclientprotocol/sdk). It spawns the
 // agent command given after `--`, runs initialize + session/new + one session/prompt, and prints a
 // JSON summary of the turn on stdout. acp-rs's demo agent (`acp demo-agent`) is tested against it
-// by acp-native/tests/interop_ts_sdk.rs; ts-agent.mjs is tested against it by selftest.mjs.
+// by acp-cli/tests/interop_ts_sdk.rs; ts-agent.mjs is tested against it by selftest.mjs.
 //
 // SDK 2.x removed `ClientSideConnection`; its replacement is the app API used here:
 // `client().onRequest(...).onNotification(...).connectWith(ndJsonStream(...), op)`.

@@ -44,7 +44,7 @@ const DELAY_MS = Number(process.env.ACP_E2E_DELAY_MS ?? 300);
 const log = (...a) => console.log(`[e2e ${new Date().toISOString().slice(11, 19)}]`, ...a);
 
 for (const [what, p] of [
-  ["demo agent (cargo build --release -p acp-native)", ACP_BIN],
+  ["demo agent (cargo build --release -p acp-cli)", ACP_BIN],
   ["vsix (npm run package)", VSIX],
   ["code-server (scripts/install-code-server.sh)", CODE_SERVER],
   ["chromium (apt-get install chromium)", CHROMIUM],

@@ -49,7 +49,7 @@ fn acp_bin() -> PathBuf {
         }
     }
     panic!(
-        "no acp binary: set ACP_BIN or build it (cargo build --release -p acp-native --bin acp)"
+        "no acp binary: set ACP_BIN or build it (cargo build --release -p acp-cli)"
     );
 }
 

@@ -16,7 +16,7 @@
 //!    check) decoded by the SDK.
 //!
 //! The `acp` binary: `$ACP_BIN` if set, else `target/release/acp` or `target/debug/acp` of the
-//! main workspace, else it is built (`cargo build --release -p acp-native --bin acp`).
+//! main workspace, else it is built (`cargo build --release -p acp-cli`).
 //! Every test is bounded (`BOUND`); nothing waits forever.
 
 #![cfg(feature = "native")]

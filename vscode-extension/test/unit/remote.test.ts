@@ -42,7 +42,7 @@ function acpBinary(): string | undefined {
   return candidates.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
 }
 const ACP = acpBinary();
-const skip = skipEngine || (ACP ? false : "no acp binary (cargo build -p acp-native, or set ACP_BIN)");
+const skip = skipEngine || (ACP ? false : "no acp binary (cargo build -p acp-cli, or set ACP_BIN)");
 
 const TOKEN = "remote-test-token-0123456789abcdef";
 const TLS = path.join(extensionRoot, "test", "fixtures", "tls"); // a self-signed localhost certificate, for tests only

@@ -1,6 +1,7 @@
 //! Client <-> agent through the typed role APIs over every transport: in-memory duplex, TCP,
 //! WebSocket and a subprocess's stdio.
 
+#[path = "../../acp-native/tests/rpc_support/mod.rs"]
 mod rpc_support;
 
 use std::sync::Arc;

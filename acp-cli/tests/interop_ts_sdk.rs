@@ -15,6 +15,7 @@
 //! lock) when `tests/interop/node_modules` is missing or stale. Every child runs in its own
 //! process group and is killed, group and all, when it overruns its bound.
 
+#[path = "../../acp-native/tests/host_support/mod.rs"]
 mod host_support;
 
 use std::ffi::OsStr;

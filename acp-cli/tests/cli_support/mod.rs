@@ -3,7 +3,7 @@
 //! panic message on timeout; nothing sleeps to synchronise.
 #![allow(dead_code)]
 
-#[path = "../common/executable.rs"]
+#[path = "../../../acp-native/tests/common/executable.rs"]
 mod executable;
 
 use std::io::{Read, Write};

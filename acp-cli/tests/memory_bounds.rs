@@ -12,7 +12,7 @@
 //!
 //! The suite runs reduced sizes that still cost old code several GiB; the full sizes of the
 //! security review (64 x 16 MiB terminal output, 64 x 10 MiB file reads) are `#[ignore]`d:
-//! `cargo test -p acp-native --test memory_bounds -- --ignored --nocapture` (each prints its
+//! `cargo test -p acp-cli --test memory_bounds -- --ignored --nocapture` (each prints its
 //! measured peak).
 
 mod cli_support;

@@ -17,7 +17,7 @@
 //! (the `env_var` method is chosen).
 //!
 //! Ignored by `cargo test`: they need the agents installed. `scripts/test-real-agents.sh` installs
-//! them (`npm ci`) and runs `cargo test -p acp-native --test real_agents -- --ignored`.
+//! them (`npm ci`) and runs `cargo test -p acp-cli --test real_agents -- --ignored`.
 //! Every wait is bounded; a run that outlives its bound is killed and fails the test.
 #![cfg(unix)]
 
