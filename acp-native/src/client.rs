@@ -148,9 +148,8 @@ impl ClientSideConnection {
         /// with `RpcError::Refused(Error::PromptInFlight)`). To stop a turn, call
         /// [`cancel`](Self::cancel) and keep awaiting this (the agent ends the turn with stop
         /// reason `cancelled`); dropping the future instead sends `$/cancel_request` and
-        /// forgets the turn. The turn's last `session/update`s may still be in the
-        /// notification handler when this returns: await
-        /// `handle().notifications_handled()` if that matters.
+        /// forgets the turn. When this returns, the turn's `session/update`s have all been
+        /// through the notification handler (wire order: the driver's docs, "Order").
         prompt => typed::Prompt;
         set_session_mode => typed::SetSessionMode;
         set_session_config_option => typed::SetSessionConfigOption;

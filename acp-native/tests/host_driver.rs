@@ -817,3 +817,89 @@ async fn a_half_closed_connection_closes_even_if_a_handler_never_answers() {
     );
     eventually("closed", agent.closed()).await;
 }
+
+/// Wire order: the agent streams `N` updates then answers `session/prompt`; the client's
+/// notification handler is slow (it yields to the scheduler many times per update, and every
+/// few updates calls the agent itself and awaits the answer). When `prompt` returns, every
+/// update must have been through the handler. Before the order guarantee the answer overtook
+/// the queued updates (the caller saw a fraction of them). Run on a multi-thread runtime, with
+/// the agent on its own tasks, several turns in a row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_reaches_its_caller_after_the_notifications_sent_before_it() {
+    const N: usize = 200;
+    let agent_router = Router::new()
+        .route::<typed::Initialize, _, _>(|p: s::InitializeRequest, _| async move {
+            Ok(s::InitializeResponse::new(p.protocol_version))
+        })
+        .ext_method("test/echo", |v, _| async move { Ok(v) })
+        .route::<typed::Prompt, _, _>(|p: s::PromptRequest, cx| async move {
+            let client = cx.client();
+            for i in 0..N {
+                client
+                    .session_update(s::SessionNotification::new(
+                        p.session_id.clone(),
+                        s::SessionUpdate::AgentMessageChunk(s::ContentChunk::new(text(&format!(
+                            "{i}"
+                        )))),
+                    ))
+                    .await
+                    .map_err(|e| e.to_error_object())?;
+            }
+            Ok(s::PromptResponse::new(s::StopReason::EndTurn))
+        });
+    let ((cr, cw), (ar, aw)) = transport::duplex(64 << 10);
+    let _agent = AgentSideConnection::connect(
+        ar,
+        aw,
+        RpcService::new(agent_router),
+        DriverConfig::new(Role::Agent),
+    );
+    let handled = Arc::new(AtomicUsize::new(0));
+    let client_router = Router::new().notification::<typed::SessionUpdate, _, _>({
+        let handled = handled.clone();
+        move |_n: s::SessionNotification, cx| {
+            let handled = handled.clone();
+            async move {
+                for _ in 0..20 {
+                    tokio::task::yield_now().await;
+                }
+                let count = handled.load(Ordering::SeqCst);
+                if count % 50 == 0 {
+                    // A notification handler's own call: answered at once, not held behind
+                    // the updates queued after this one.
+                    let echo = cx
+                        .agent()
+                        .handle()
+                        .ext_method("test/echo", json!({"n": count}), None)
+                        .await
+                        .expect("echo from inside a notification handler");
+                    assert_eq!(echo, json!({"n": count}));
+                }
+                handled.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    let client = ClientSideConnection::connect(
+        cr,
+        cw,
+        RpcService::new(client_router),
+        DriverConfig::new(Role::Client),
+    )
+    .with_timeout(EVENTUALLY);
+    client
+        .initialize(s::InitializeRequest::new(ProtocolVersion::V1))
+        .await
+        .unwrap();
+    for turn in 1..=3 {
+        let done = client
+            .prompt(s::PromptRequest::new("s", vec![text("go")]))
+            .await
+            .unwrap();
+        assert_eq!(done.stop_reason, s::StopReason::EndTurn);
+        assert_eq!(
+            handled.load(Ordering::SeqCst),
+            turn * N,
+            "turn {turn}: the answer came before the updates sent before it were handled"
+        );
+    }
+}

@@ -58,6 +58,18 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+thread_local! {
+    /// Whether the handler being polled on this thread is a notification handler: the calls it
+    /// makes to the peer are answered at once, not in wire order behind later notifications
+    /// (which it would hold up: see the driver's docs, "Order").
+    static POLLING_NOTIFICATION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this is running inside a notification handler's poll.
+pub(super) fn polling_notification_handler() -> bool {
+    POLLING_NOTIFICATION.with(std::cell::Cell::get)
+}
+
 /// Runs `f` on the slot of the request handler being polled (`None` outside one).
 fn with_current_slot<R>(f: impl FnOnce(Option<&mut AnswerSlot>) -> R) -> R {
     CURRENT_ANSWER.with(|c| f(c.borrow_mut().as_mut()))
@@ -69,12 +81,15 @@ pub(super) struct Budgeted {
     fut: HandlerFuture,
     /// `None` for notifications (nothing to answer).
     slot: Option<AnswerSlot>,
+    /// A notification handler's future.
+    notification: bool,
 }
 
 impl Budgeted {
     pub(super) fn new(fut: HandlerFuture, budget: Option<&Arc<AnswerBudget>>) -> Budgeted {
         Budgeted {
             fut,
+            notification: budget.is_none(),
             slot: budget.map(|b| AnswerSlot {
                 budget: b.clone(),
                 permit: None,
@@ -96,18 +111,22 @@ impl Future for Budgeted {
         struct Restore<'a> {
             slot: &'a mut Option<AnswerSlot>,
             outer: Option<Option<AnswerSlot>>,
+            outer_notification: bool,
         }
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
                 let outer = self.outer.take().unwrap_or_default();
                 *self.slot = CURRENT_ANSWER.with(|c| c.replace(outer));
+                POLLING_NOTIFICATION.with(|c| c.set(self.outer_notification));
             }
         }
         let this = &mut *self;
         let outer = CURRENT_ANSWER.with(|c| c.replace(this.slot.take()));
+        let outer_notification = POLLING_NOTIFICATION.with(|c| c.replace(this.notification));
         let _restore = Restore {
             slot: &mut this.slot,
             outer: Some(outer),
+            outer_notification,
         };
         this.fut.as_mut().poll(cx)
     }

@@ -103,10 +103,18 @@ where
         });
     }
 
+    /// Nothing is queued for the notification task or running on it: every notification
+    /// received so far was handled and every answer queued behind them handed over.
+    fn notifications_idle(&self) -> bool {
+        let shared = &self.handle.shared;
+        self.overflow.is_empty()
+            && shared.notifications_handled.count.load(Ordering::SeqCst)
+                == shared.notifications_received.load(Ordering::SeqCst)
+            && shared.deliveries_queued.load(Ordering::SeqCst) == 0
+    }
+
     fn queue_notification(&mut self, n: NotifWork) {
-        let bytes = match &n {
-            NotifWork::Call(_, bytes) | NotifWork::Started { bytes, .. } => *bytes,
-        };
+        let bytes = n.bytes();
         self.handle
             .shared
             .notification_bytes
@@ -189,9 +197,11 @@ where
                     cancel: self.handle.shared.token.clone(),
                     peer: self.handle.clone(),
                 };
-                // In order: run it here only if every earlier one is done.
+                // In order: run it here only if every earlier one is done (and every answer
+                // queued behind them handed over).
                 let idle = self.overflow.is_empty()
-                    && shared.notifications_handled.count.load(Ordering::SeqCst) == before;
+                    && shared.notifications_handled.count.load(Ordering::SeqCst) == before
+                    && shared.deliveries_queued.load(Ordering::SeqCst) == 0;
                 if !idle {
                     self.queue_notification(NotifWork::Call(n, bytes));
                     return;
@@ -218,8 +228,24 @@ where
                 data,
                 result,
             } => {
-                if let Some((_, tx)) = self.calls.remove(&data) {
-                    let _ = tx.send(result.map_err(RpcError::Call));
+                if let Some((_, reply, ordered)) = self.calls.remove(&data) {
+                    let result = result.map_err(RpcError::Call);
+                    if ordered && !self.notifications_idle() {
+                        // Notifications that came before it are still queued or running: it
+                        // is handed over after them, in wire order.
+                        let bytes = result.as_ref().map_or(0, |r| r.get().len());
+                        self.handle
+                            .shared
+                            .deliveries_queued
+                            .fetch_add(1, Ordering::SeqCst);
+                        self.queue_notification(NotifWork::Deliver {
+                            reply,
+                            result,
+                            bytes,
+                        });
+                    } else {
+                        let _ = reply.send(result);
+                    }
                 }
             }
             Event::AutoAnswered {

@@ -12,6 +12,7 @@ use acp_core::{CallError, RawValue, Role};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
 
+use super::answer_budget::polling_notification_handler;
 use super::shared::{Command, Control, Shared};
 use super::{decode, to_raw, RpcClient, RpcError};
 #[cfg(doc)] // (for links in the docs)
@@ -55,6 +56,7 @@ impl ConnectionHandle {
             params,
             timeout,
             reply: tx,
+            ordered: !polling_notification_handler(),
         };
         self.shared
             .cmd
@@ -249,10 +251,9 @@ impl ConnectionHandle {
         self.shared.closed.borrow().is_some() || self.shared.cmd.is_closed()
     }
 
-    /// Resolves once every notification received so far has been handled. Responses are
-    /// delivered without waiting for notification handlers (so a notification handler can call
-    /// the peer), which means a `session/prompt` result can reach its caller while the turn's
-    /// last `session/update`s are still being handled: await this to be sure they were.
+    /// Resolves once every notification received so far has been handled. (An answer to a call
+    /// already waits for the notifications that arrived before it: see the driver's docs,
+    /// "Order". This is for a point that is not an answer.)
     pub fn notifications_handled(&self) -> impl Future<Output = ()> + Send + 'static {
         let target = self.shared.notifications_received.load(Ordering::SeqCst);
         let shared = self.shared.clone();

@@ -51,9 +51,23 @@
 //! [`DriverConfig::notification_buffer`] notifications, or [`DriverConfig::notification_bytes`]
 //! of their params, are queued behind it; then the driver stops reading the transport until the
 //! queue drains. So a notification handler may await
-//! anything as long as the peer sends fewer than `notification_buffer` notifications in the
-//! meantime; a handler that waits for *later notifications* or for unbounded work must spawn
+//! anything (its own calls to the peer included: their answers are not held behind it) as long
+//! as the peer sends fewer than `notification_buffer` notifications in the meantime; a handler that waits for *later notifications* or for unbounded work must spawn
 //! it instead. Request handlers are never subject to this: they run concurrently.
+//!
+//! ## Order
+//!
+//! What the peer sends reaches the application in the order it was sent: **the answer to a
+//! call is handed to its caller only after every notification that arrived before it has been
+//! handled**, so when `session/prompt` or `session/load` returns, the turn's or the replay's
+//! `session/update`s have all gone through the notification handler. When no notification is
+//! queued or running (the usual case) an answer is handed over at once, on the driver; otherwise
+//! it waits in the notification queue behind them (its bytes counted with theirs, so reading
+//! pauses as for notifications). Notifications that arrive after an answer wait for it in turn.
+//! One exception keeps a notification handler from waiting on itself: the calls a notification
+//! handler makes (polled inside its future) are answered at once, whatever is queued. (A
+//! notification handler that waits for a call made elsewhere, on a task it spawned or by a
+//! request handler, can wait for an answer queued behind it: spawn that work instead.)
 //!
 //! ## Ending
 //!
@@ -155,6 +169,7 @@ where
             token: token.clone(),
             notifications_received: AtomicU64::new(0),
             notifications_handled: HandledCounter::default(),
+            deliveries_queued: AtomicU64::new(0),
             writer_done: writer_done_rx,
             budget: Arc::new(AnswerBudget::new(config.answer_budget, config.answer_stall)),
             notification_bytes: AtomicUsize::new(0),

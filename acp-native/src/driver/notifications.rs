@@ -11,10 +11,10 @@ use tokio::sync::mpsc;
 use tower::{Service, ServiceExt};
 
 use super::answer_budget::Budgeted;
-use super::shared::{Control, Shared};
+use super::shared::{Control, Reply, Shared};
 #[cfg(doc)] // (for links in the docs)
 use super::ConnectionHandle;
-use super::{Incoming, RpcService};
+use super::{Incoming, RpcError, RpcService};
 
 /// Work for the in-order notification task, and the bytes of its params.
 pub(super) enum NotifWork {
@@ -26,6 +26,24 @@ pub(super) enum NotifWork {
         fut: Budgeted,
         bytes: usize,
     },
+    /// The answer to one of our calls, which came after the notifications queued before it:
+    /// handed to its caller once they are handled (wire order; the driver's docs, "Order").
+    Deliver {
+        reply: Reply,
+        result: Result<Box<RawValue>, RpcError>,
+        bytes: usize,
+    },
+}
+
+impl NotifWork {
+    /// The bytes of params (or of the answer) it holds.
+    pub(super) fn bytes(&self) -> usize {
+        match self {
+            NotifWork::Call(_, bytes)
+            | NotifWork::Started { bytes, .. }
+            | NotifWork::Deliver { bytes, .. } => *bytes,
+        }
+    }
 }
 
 pub(super) async fn notification_loop(
@@ -43,23 +61,32 @@ pub(super) async fn notification_loop(
     }
     let shared = Ended(shared);
     while let Some(work) = rx.recv().await {
-        let (method, r, bytes) = match work {
-            NotifWork::Call(n, bytes) => {
+        let bytes = work.bytes();
+        match work {
+            NotifWork::Call(n, _) => {
                 let method = n.method.clone();
                 let call = async {
                     match service.ready().await {
-                        Ok(s) => s.call(n).await,
+                        // A notification's future (`Budgeted` without an answer slot), so the
+                        // calls it makes are marked as a notification handler's.
+                        Ok(s) => Budgeted::new(s.call(n), None).await,
                         Err(e) => Err(e),
                     }
                 };
-                (method, AssertUnwindSafe(call).catch_unwind().await, bytes)
+                let r = AssertUnwindSafe(call).catch_unwind().await;
+                notification_done(&method, r.map_err(|_| ()));
+                shared.0.notifications_handled.add_one();
             }
-            NotifWork::Started { method, fut, bytes } => {
-                (method, AssertUnwindSafe(fut).catch_unwind().await, bytes)
+            NotifWork::Started { method, fut, .. } => {
+                let r = AssertUnwindSafe(fut).catch_unwind().await;
+                notification_done(&method, r.map_err(|_| ()));
+                shared.0.notifications_handled.add_one();
             }
-        };
-        notification_done(&method, r.map_err(|_| ()));
-        shared.0.notifications_handled.add_one();
+            NotifWork::Deliver { reply, result, .. } => {
+                let _ = reply.send(result);
+                shared.0.deliveries_queued.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
         let shared = &shared.0;
         let before = shared.notification_bytes.fetch_sub(bytes, Ordering::SeqCst);
         if before >= shared.notification_limit && before - bytes < shared.notification_limit {

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::PollSender;
 use tower::Service;
 
+use super::answer_budget::polling_notification_handler;
 use super::shared::Command;
 use super::{to_raw, ConnectionHandle, RpcError};
 
@@ -98,6 +99,7 @@ impl Service<RpcRequest> for RpcClient {
             params: req.params,
             timeout: req.timeout,
             reply: tx,
+            ordered: !polling_notification_handler(),
         });
         Box::pin(async move {
             if sent.is_err() {

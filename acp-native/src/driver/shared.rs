@@ -24,6 +24,9 @@ pub(super) enum Command {
         params: Option<Box<RawValue>>,
         timeout: Option<Duration>,
         reply: oneshot::Sender<Result<Box<RawValue>, RpcError>>,
+        /// Its answer is handed over in wire order, after the notifications that came before
+        /// it (false for calls a notification handler makes: see the driver's docs, "Order").
+        ordered: bool,
     },
     Notify {
         method: String,
@@ -77,6 +80,8 @@ pub(super) struct Shared {
     pub(super) notifications_received: AtomicU64,
     /// Notifications the handlers are done with.
     pub(super) notifications_handled: HandledCounter,
+    /// Answers queued behind notifications (`NotifWork::Deliver`) not yet handed over.
+    pub(super) deliveries_queued: AtomicU64,
     /// True once the writer wrote everything and shut the transport down (or failed).
     pub(super) writer_done: watch::Receiver<bool>,
     /// The answer budget (see [`reserve_answer_bytes`]).

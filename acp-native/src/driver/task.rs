@@ -49,7 +49,9 @@ pub(super) struct Driver<R, W> {
     /// Outgoing requests by caller key: the engine's id and where the result goes. (The
     /// engine's caller data is the key: `send_request` drops its data when it refuses a call,
     /// and the refusal must still reach the caller.)
-    pub(super) calls: HashMap<u64, (u64, Reply)>,
+    /// Calls awaiting their answer, by key: the engine's id, the reply, and whether the answer
+    /// is handed over in wire order (`Command::Request::ordered`).
+    pub(super) calls: HashMap<u64, (u64, Reply, bool)>,
     /// Notifications the queue had no room for (reading pauses while any).
     pub(super) overflow: VecDeque<NotifWork>,
     pub(super) closed: bool,
@@ -154,7 +156,7 @@ where
                 }
                 // The handlers' own calls to the peer can never be answered: fail them now
                 // rather than keep the handlers waiting until the deadline.
-                for (_, (_, reply)) in self.calls.drain() {
+                for (_, (_, reply, _)) in self.calls.drain() {
                     let _ = reply.send(Err(half_closed()));
                 }
             }
@@ -412,7 +414,7 @@ where
     fn on_control(&mut self, c: Control) {
         match c {
             Control::Cancel { key } => {
-                if let Some((id, _)) = self.calls.get(&key) {
+                if let Some((id, _, _)) = self.calls.get(&key) {
                     let _ = self.conn.cancel(*id);
                 }
             }
@@ -457,6 +459,7 @@ where
                 params,
                 timeout,
                 reply,
+                ordered,
             } => {
                 if reply.is_closed() {
                     return; // the caller is gone already
@@ -473,7 +476,7 @@ where
                     .send_request(&method, params.as_deref(), opts, now)
                 {
                     Ok(id) => {
-                        self.calls.insert(key, (id, reply));
+                        self.calls.insert(key, (id, reply, ordered));
                     }
                     Err(e) => {
                         let _ = reply.send(Err(refused(e)));
