@@ -27,6 +27,8 @@
 //!   an image) is sent as, per the agent's `promptCapabilities`, or why it is refused.
 //! - [`registry`]: agents by name from the ACP registry format (a snapshot ships built in).
 //! - [`restart`]: restarting a crashed agent (backoff, crash budget, circuit breaker).
+//! - [`session`]: one session's life: how it is opened or reopened, its replay, what happens
+//!   after a crash, and what the user is told of whether the agent remembers the conversation.
 //! - [`terminal`]: the `terminal/create` question: checks and the text every face shows.
 //! - [`thread`]: the conversation: `session/update`s folded into a saved, versioned thread
 //!   that every face renders from.
@@ -40,6 +42,7 @@ pub mod permission;
 pub mod prompt;
 pub mod registry;
 pub mod restart;
+pub mod session;
 pub mod terminal;
 pub mod thread;
 pub mod writes;

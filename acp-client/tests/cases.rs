@@ -248,3 +248,70 @@ fn prompt_cases() {
         json!(prompt::attach(caps, &a))
     });
 }
+
+#[test]
+fn session_cases() {
+    use acp_client::restart::RestartPolicy;
+    use acp_client::session::{Intent, Session};
+    use acp_client::thread::{Block, Limits};
+    use std::time::Duration;
+    replay("session.json", |case| {
+        let intent: Intent = serde_json::from_value(case["intent"].clone()).expect("intent");
+        let policy: RestartPolicy = match case.get("policy") {
+            Some(p) if !p.is_null() => serde_json::from_value(p.clone()).expect("policy"),
+            _ => RestartPolicy::default(),
+        };
+        let mut session = match Session::new(intent, "/p", Limits::default(), policy) {
+            Ok(s) => s,
+            Err(refused) => return json!({ "refused": refused }),
+        };
+        let text = |v: &Value| serde_json::to_string(v).unwrap();
+        let mut outputs = Vec::new();
+        for step in case["steps"].as_array().expect("steps") {
+            let (kind, input) = step
+                .as_object()
+                .and_then(|o| o.iter().next())
+                .expect("a step is {kind: input}");
+            let out = match kind.as_str() {
+                "initialized" => match session.initialized(&text(input)) {
+                    Ok(open) => json!(open),
+                    Err(e) => json!({ "error": e }),
+                },
+                "update" => match session.update(&text(input)) {
+                    Ok(routed) => json!(routed),
+                    Err(e) => json!({ "error": e.to_string() }),
+                },
+                "opened" => match session.opened(&text(input)) {
+                    Ok(opened) => json!(opened),
+                    Err(e) => json!({ "error": e }),
+                },
+                "openFailed" => json!(session.open_failed(
+                    input["code"].as_i64().expect("code"),
+                    input["message"].as_str().expect("message"),
+                )),
+                "agentEnded" => json!(session.agent_ended(
+                    Duration::from_millis(input["atMs"].as_u64().expect("atMs")),
+                    input["why"].as_str().expect("why"),
+                )),
+                "beginTurn" => {
+                    let prompt = input.as_str().expect("prompt text");
+                    json!(session.thread_mut().begin_turn(vec![Block::text(prompt)]))
+                }
+                "endTurn" => {
+                    session
+                        .thread_mut()
+                        .end_turn(input.as_str().expect("stop reason"));
+                    Value::Null
+                }
+                other => panic!("unknown step {other}"),
+            };
+            outputs.push(out);
+        }
+        json!({
+            "steps": outputs,
+            "sessionId": session.session_id(),
+            "open": session.is_open(),
+            "title": session.title(),
+        })
+    });
+}

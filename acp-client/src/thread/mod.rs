@@ -221,6 +221,40 @@ impl std::fmt::Display for BadUpdate {
     }
 }
 
+/// One `session/update`'s params, read once: the session it names and the update, parsed
+/// (only what a thread keeps), for a face that routes updates by session before folding them
+/// ([`Thread::apply_read`], [`Thread::apply_replayed_read`]).
+pub struct ReadUpdate {
+    session_id: Option<String>,
+    update: Update,
+}
+
+impl std::fmt::Debug for ReadUpdate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadUpdate")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadUpdate {
+    /// Reads `params` (JSON text).
+    pub fn read(params: &str) -> Result<ReadUpdate, BadUpdate> {
+        let n: Notification<'_> =
+            serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
+        let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
+        Ok(ReadUpdate {
+            session_id: n.session_id,
+            update,
+        })
+    }
+
+    /// The `sessionId` it names.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+}
+
 impl Default for Thread {
     fn default() -> Self {
         Thread::new(Limits::default())
@@ -338,15 +372,17 @@ impl Thread {
 
     /// Folds one `session/update`'s params (JSON text).
     pub fn apply_json(&mut self, params: &str) -> Result<Applied, BadUpdate> {
-        let n: Notification<'_> =
-            serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
-        let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
+        Ok(self.apply_read(ReadUpdate::read(params)?))
+    }
+
+    /// Folds an update read with [`ReadUpdate::read`].
+    pub fn apply_read(&mut self, read: ReadUpdate) -> Applied {
         if self.session_id.is_none() {
-            self.session_id = n.session_id;
+            self.session_id = read.session_id;
         }
-        let applied = self.apply(update);
+        let applied = self.apply(read.update);
         self.enforce_limit();
-        Ok(applied)
+        applied
     }
 
     /// How the replay of a `session/load` sent now is taken, decided once, when it is sent:
@@ -375,26 +411,28 @@ impl Thread {
     /// unfinished here, and one it does not have (dropped for the memory limit, never shown)
     /// is not added. `Ok(None)`: skipped, nothing changed.
     pub fn apply_replayed_json(&mut self, params: &str) -> Result<Option<Applied>, BadUpdate> {
-        let n: Notification<'_> =
-            serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
-        let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
-        let applied = match update {
+        Ok(self.apply_replayed_read(ReadUpdate::read(params)?))
+    }
+
+    /// [`Thread::apply_replayed_json`] for an update read with [`ReadUpdate::read`].
+    pub fn apply_replayed_read(&mut self, read: ReadUpdate) -> Option<Applied> {
+        let applied = match read.update {
             Update::UserMessageChunk(_)
             | Update::AgentMessageChunk(_)
-            | Update::AgentThoughtChunk(_) => return Ok(None),
+            | Update::AgentThoughtChunk(_) => return None,
             Update::ToolCall(t) => {
                 let open = self
                     .tool(&t.tool_call_id)
                     .is_some_and(|(_, call)| !call.finished());
                 if !open {
-                    return Ok(None);
+                    return None;
                 }
                 self.apply_tool(t)
             }
             other => self.apply(other),
         };
         self.enforce_limit();
-        Ok(Some(applied))
+        Some(applied)
     }
 
     fn apply(&mut self, update: Update) -> Applied {
