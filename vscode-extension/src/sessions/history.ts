@@ -1,6 +1,6 @@
 // The history list (`ACP: Session History`): this workspace's saved conversations, newest
 // first, with the agent's own sessions (`session/list`, when it offers it) that are not saved
-// here; picking one reopens it (AcpContext.openSaved).
+// here; picking one reopens it (SessionController.openSaved, src/host/sessionController.ts).
 
 import * as vscode from "vscode";
 import { when, type HistoryEntry } from "./store";

@@ -1,0 +1,326 @@
+// The agent's lifecycle: the selected agent started (the variables a sign-in kept, a remote
+// agent's token, the engine's options and the client's capabilities), a failed start told in
+// the chat and a notification (Retry; Enter Token when a remote agent refused the token), a
+// crash or a dropped connection restarted after acp-client's backoff within its crash budget
+// (the conversation goes on, its session reopened when the agent can), stop, restart, and the
+// stop when the extension is deactivated. The state it is in is shown by status.ts.
+// One reason to change: when and how the agent is started, restarted or stopped.
+
+import * as vscode from "vscode";
+import { storedEnv } from "../auth";
+import type { Conversation } from "../bridges/conversation";
+import type { TerminalManager } from "../bridges/terminal";
+import { AgentConnection, AgentStartError, describeExit } from "../protocol/agent";
+import type { IncomingHandler } from "../protocol/client";
+import type { EngineModule } from "../protocol/engine";
+import type { TraceSink } from "../protocol/log";
+import type { ClientPolicy, CrashBudget } from "../protocol/policy";
+import type { AgentSpec } from "../protocol/process";
+import type { ExitInfo } from "../protocol/transport";
+import type { RemoteTokens } from "../remoteTokens";
+import { cfg, type HostSettings } from "./settings";
+import type { AgentState, AgentStatus } from "./status";
+
+/** What the lifecycle asks of the session side (the session controller). */
+export interface SessionSide {
+  /** The conversation shown: a failed start, a crash and a restart are told in it. */
+  conversation(): Conversation;
+  /** The agent stopped or exited: the session with it is over. Returns that session's id. */
+  agentGone(): string | undefined;
+  /** The agent is restarted after a crash: `sessionId` is reopened in it (unless a reopen is
+   *  planned already). */
+  reopenAfterCrash(sessionId: string | undefined): void;
+  /** A restart the user asked for: the next session starts a new conversation. */
+  startOver(): void;
+  newSession(): Promise<unknown>;
+  ensureSession(o?: { afterCrash?: boolean }): Promise<unknown>;
+}
+
+export interface LifecycleParts {
+  extension: vscode.ExtensionContext;
+  settings: HostSettings;
+  status: AgentStatus;
+  log: vscode.LogOutputChannel;
+  trace: TraceSink;
+  /** acp-client's decisions (the crash budget). */
+  policy: ClientPolicy;
+  engine(): EngineModule;
+  remoteTokens: RemoteTokens;
+  terminals: TerminalManager;
+  /** What answers the agent's requests and takes its notifications (one per agent started). */
+  handler(): IncomingHandler;
+}
+
+/** The remote failures that are tried again after a dropped connection (the server away). */
+const UNREACHABLE = ["refused", "network", "timeout", "closed"];
+
+export class AgentLifecycle {
+  private state: AgentState = "stopped";
+  private stateDetail = "";
+  private running: AgentConnection | undefined;
+  private starting: Promise<AgentConnection> | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  /** acp-client's crash budget (from the engine, made on the first crash). */
+  private budget: CrashBudget | undefined;
+  /** The agent is being started again after a crash or a dropped connection. */
+  private reconnecting = false;
+  private disposed = false;
+  private sessions!: SessionSide;
+
+  constructor(private readonly p: LifecycleParts) {}
+
+  /** The session side, given once when it is made (it needs this lifecycle first). */
+  serve(sessions: SessionSide): void {
+    this.sessions = sessions;
+  }
+
+  /** The running agent, if any. */
+  get conn(): AgentConnection | undefined {
+    return this.running;
+  }
+
+  /** No agent running or starting, and none failed or crashed: the chat view may start one. */
+  get idle(): boolean {
+    return !this.running && !this.starting && this.state === "stopped";
+  }
+
+  /** The extension was deactivated (shutDown). */
+  get isShutDown(): boolean {
+    return this.disposed;
+  }
+
+  setState(state: AgentState, detail: string): void {
+    this.state = state;
+    this.stateDetail = detail;
+    this.p.status.show(state, detail, this.running);
+  }
+
+  /** The state shown again (the chat view was loaded). */
+  showState(): void {
+    this.setState(this.state, this.stateDetail);
+  }
+
+  /** A turn started (`busy`) or ended: shown while the agent is ready. */
+  showBusy(busy: boolean): void {
+    if (this.state === "ready") this.p.status.busy(busy, this.running?.spec.name);
+  }
+
+  /** The running agent, starting it if needed. */
+  async ensureAgent(): Promise<AgentConnection> {
+    if (this.running && !this.running.isStopping) return this.running;
+    if (this.starting) return this.starting;
+    this.starting = this.startAgent().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async startAgent(): Promise<AgentConnection> {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    const { log, settings, extension } = this.p;
+    let spec: AgentSpec | undefined;
+    try {
+      spec = settings.selectedAgent();
+      this.setState("starting", `starting ${spec.name}…`);
+      const engine = this.p.engine();
+      const permissionTimeout = cfg().get<number>("permissions.timeoutSeconds", 600);
+      const cwd = spec.cwd ?? settings.workspaceCwd();
+      // A remote agent's token: kept, else asked for (a password box) before connecting.
+      const token = spec.url ? await this.p.remoteTokens.token(spec.url) : undefined;
+      if (spec.url && token === undefined) throw new AgentStartError(`${spec.name}: no token given for ${spec.url}`, "");
+      const conn = await AgentConnection.start(
+        // Variables kept by a sign-in (SecretStorage) go to this agent only (a local one: a
+        // remote agent has no environment here).
+        {
+          ...spec,
+          env: spec.url ? undefined : { ...spec.env, ...(await storedEnv(extension.secrets, spec.name)) },
+          cwd,
+          envPolicy: settings.envPolicy(),
+        },
+        {
+          engine,
+          engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },
+          // auth.terminal: a `terminal` sign-in method runs in a VS Code terminal (src/auth.ts);
+          // not for a remote agent (its login command would run here, not where it runs).
+          capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, auth: { terminal: !spec.url } },
+          token: token || undefined,
+          clientInfo: { name: "acp-rs-vscode", version: String(extension.extension.packageJSON.version ?? "0") },
+          handler: this.p.handler(),
+          log,
+          trace: this.p.trace,
+          onStderr: (s) => log.info(`[${spec!.name} stderr] ${s.replace(/\n$/, "")}`),
+        },
+      );
+      if (this.disposed) {
+        await conn.stop(500);
+        throw new Error("extension deactivated");
+      }
+      this.running = conn;
+      void conn.exited.then((exit) => this.onAgentExit(conn, exit));
+      this.setState("ready", "");
+      log.info(`agent ready: ${conn.agentTitle}`);
+      return conn;
+    } catch (e) {
+      const err = e as Error;
+      const tail = e instanceof AgentStartError ? e.stderrTail.trim() : "";
+      this.setState("failed", `${spec?.name ?? "agent"} failed to start`);
+      log.error(`${err.message}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
+      this.sessions.conversation().notice("error", `${err.message}${tail ? `\n${lastLines(tail, 5)}` : ""}`);
+      const remote = AgentConnection.remoteFailure(e)?.kind;
+      if (spec?.url && remote === "unauthorized") void this.wrongTokenNotification(spec.url, err.message);
+      // A reconnection that will be tried again (retryUnreachable) says so in the chat only.
+      else if (!(this.reconnecting && remote && UNREACHABLE.includes(remote))) void this.startFailureNotification(err.message, tail);
+      throw err;
+    }
+  }
+
+  private async startFailureNotification(message: string, tail: string): Promise<void> {
+    const text = `ACP: ${message}${tail ? ` — stderr: ${lastLines(tail, 3).slice(-400)}` : ""}`;
+    const pick = await vscode.window.showErrorMessage(text, "Show Log", "Open Settings", "Retry");
+    if (pick === "Show Log") this.p.log.show(true);
+    else if (pick === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "acp.");
+    else if (pick === "Retry") void this.restart();
+  }
+
+  /** A remote agent refused the token (HTTP 401): offer to enter it again. */
+  private async wrongTokenNotification(url: string, message: string): Promise<void> {
+    this.sessions
+      .conversation()
+      .notice("info", `The token kept for ${url} was refused: "Enter Token" asks for it again (or run "ACP: Forget Remote Agent Token").`);
+    const pick = await vscode.window.showErrorMessage(`ACP: ${message}`, "Enter Token", "Show Log");
+    if (pick === "Show Log") this.p.log.show(true);
+    else if (pick === "Enter Token") {
+      await this.p.remoteTokens.forget(url);
+      // The conversation (and a session to reopen after a dropped connection) is kept.
+      await this.sessions.ensureSession().catch(() => undefined);
+    }
+  }
+
+  private onAgentExit(conn: AgentConnection, exit: ExitInfo): void {
+    if (this.running !== conn) return; // an agent stop() already cleaned up after
+    const { log } = this.p;
+    this.p.terminals.disposeAll();
+    this.running = undefined;
+    const crashedSession = this.sessions.agentGone();
+    if (conn.isStopping || this.disposed) {
+      this.setState("stopped", "stopped");
+      return;
+    }
+    const tail = conn.transport.stderrTail.text().trim();
+    const what = `${conn.spec.name} ${describeExit(exit)}`;
+    log.error(`${what}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
+    // The crash stays in the conversation: a running turn fails with it (its partial answer
+    // kept), else it is a notice.
+    const conv = this.sessions.conversation();
+    const shown = `${what}${tail ? `\nstderr (last lines):\n${lastLines(tail, 5)}` : ""}`;
+    if (conv.turnRunning) conv.failTurn(shown);
+    else conv.notice("error", shown);
+    this.budget ??= this.p.policy.crashBudget();
+    const decision = this.budget.recordCrash(performance.now());
+    if (decision.decision === "restart") {
+      const secs = Math.round(decision.afterMs / 100) / 10;
+      log.warn(`restarting ${conn.spec.name} in ${decision.afterMs} ms (attempt ${decision.attempt} of the crash budget)`);
+      this.setState("crashed", `crashed; restarting in ${secs}s`);
+      conv.notice(
+        "info",
+        `Restarting ${conn.spec.name} in ${secs}s (attempt ${decision.attempt}); the conversation is kept and goes on (in the same session when the agent can reopen it).`,
+      );
+      this.sessions.reopenAfterCrash(crashedSession);
+      void vscode.window
+        .showWarningMessage(`ACP: ${what}${tail ? ` — stderr: ${lastLines(tail, 3).slice(-400)}` : ""}. Restarting it.`, "Show Log")
+        .then((pick) => pick === "Show Log" && log.show(true));
+      this.restartAfter(decision.afterMs);
+    } else {
+      this.setState("failed", "crashed too often; stopped");
+      conv.notice("error", `${decision.reason}. Run "ACP: Restart Agent" to try again.`);
+      void vscode.window
+        .showErrorMessage(
+          `ACP: ${what}; ${decision.reason}.${tail ? ` stderr: ${lastLines(tail, 3).slice(-400)}` : ""}`,
+          "Restart",
+          "Show Log",
+        )
+        .then((pick) => {
+          if (pick === "Restart") void this.restart();
+          else if (pick === "Show Log") log.show(true);
+        });
+    }
+  }
+
+  /** Starts the agent again after `ms`, in the same conversation (its session reopened when
+   *  the agent can). */
+  private restartAfter(ms: number): void {
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.reconnecting = true;
+      void this.sessions
+        .ensureSession({ afterCrash: true })
+        .then(
+          () => undefined,
+          (e: unknown) => this.retryUnreachable(e),
+        )
+        .finally(() => (this.reconnecting = false));
+    }, ms);
+  }
+
+  /** A remote agent not reachable again after its connection dropped (its server restarting,
+   *  the network away): another attempt, within the same crash budget. */
+  private retryUnreachable(e: unknown): void {
+    const kind = AgentConnection.remoteFailure(e)?.kind;
+    if (this.disposed || !this.budget || !kind || !UNREACHABLE.includes(kind)) return;
+    const name = this.p.settings.selectedAgentName() ?? "the agent";
+    const decision = this.budget.recordCrash(performance.now());
+    const conv = this.sessions.conversation();
+    if (decision.decision !== "restart") {
+      this.setState("failed", `${name} unreachable; stopped`);
+      conv.notice("error", `${decision.reason}. Run "ACP: Restart Agent" to try again.`);
+      void this.startFailureNotification(`${name} cannot be reached again (${decision.reason})`, "");
+      return;
+    }
+    const secs = Math.round(decision.afterMs / 100) / 10;
+    this.p.log.warn(`connecting to ${name} again in ${decision.afterMs} ms (attempt ${decision.attempt} of the crash budget)`);
+    this.setState("crashed", `unreachable; trying again in ${secs}s`);
+    conv.notice("info", `Connecting to ${name} again in ${secs}s (attempt ${decision.attempt}).`);
+    this.restartAfter(decision.afterMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    const conn = this.running ?? (await this.starting?.catch(() => undefined));
+    this.running = undefined;
+    this.sessions.agentGone();
+    if (conn) {
+      const exit = await conn.stop();
+      this.p.log.info(`agent ${conn.spec.name} stopped: ${describeExit(exit)}`);
+    }
+    this.p.terminals.disposeAll();
+    this.setState("stopped", "stopped");
+  }
+
+  async restart(): Promise<void> {
+    this.budget?.reset();
+    // A restart the user asked for starts a new conversation.
+    this.sessions.startOver();
+    await this.stop();
+    await this.sessions.newSession().catch(() => undefined);
+  }
+
+  /** The extension is deactivated: no agent starts any more, the running one is stopped
+   *  (pending permission requests are answered `cancelled` by the engine's close, then stdin
+   *  closed, grace, TERM, KILL of its group). */
+  async shutDown(): Promise<void> {
+    this.disposed = true;
+    try {
+      await this.stop();
+    } catch (e) {
+      this.p.log.error(`stopping the agent: ${(e as Error).message}`);
+    }
+  }
+}
+
+function lastLines(text: string, n: number): string {
+  return text
+    .split("\n")
+    .filter((l) => l.trim())
+    .slice(-n)
+    .join("\n");
+}
