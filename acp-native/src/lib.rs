@@ -90,8 +90,9 @@
 //! host depends on acp-native (and tokio) alone: [`schema`] (`schema::v1` holds every
 //! request, response and `session/update` type), [`typed`] (a marker type per method, for
 //! [`Router::route`] and the typed calls), [`Role`], [`RawValue`], [`ErrorObject`],
-//! [`ErrorCode`], [`Id`], [`CallError`], [`CancellationToken`], and the crates themselves as
-//! [`acp_core`] and [`acp_client`].
+//! [`ErrorCode`], [`Id`], [`CallError`], [`CancellationToken`], [`serde_json`] (extension
+//! methods' values, an error's `data`), and the crates themselves as [`acp_core`] and
+//! [`acp_client`].
 //!
 //! ## Features
 //!
@@ -139,6 +140,9 @@ pub use acp_core::{CallError, ErrorCode, ErrorObject, Id, RawValue, Role};
 /// built on): `schema::v1` holds the params and results of every method, and the
 /// `session/update` types ([`schema::v1::SessionUpdate`]).
 pub use agent_client_protocol_schema as schema;
+/// JSON values, as extension methods ([`ClientSideConnection::ext_method`]) and an error's
+/// `data` ([`ErrorObject::data`]) take and give them.
+pub use serde_json;
 /// Fires when a request is cancelled or its connection closes ([`Incoming::cancel`],
 /// [`RequestContext::cancel`], [`ConnectionHandle::cancellation_token`]).
 pub use tokio_util::sync::CancellationToken;
