@@ -204,7 +204,8 @@ impl AgentSideConnection {
 }
 
 /// A terminal running on the client. Release it with [`release`](Self::release); if dropped
-/// unreleased, a `terminal/release` is sent in the background.
+/// unreleased, a `terminal/release` is sent in the background (when the connection is open and
+/// the drop happens inside a tokio runtime; otherwise nothing is sent).
 #[derive(Debug)]
 pub struct TerminalHandle {
     id: s::TerminalId,

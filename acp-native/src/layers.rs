@@ -504,7 +504,9 @@ where
 }
 
 /// Maps any `tower` error (e.g. from `tower::timeout` on an [`crate::RpcClient`]) back to an
-/// [`RpcError`].
+/// [`RpcError`]: an [`RpcError`] is unboxed, `tower::timeout`'s `Elapsed` becomes
+/// `Call(CallError::TimedOut { after_ms: 0 })` (the error does not say after how long), anything
+/// else `Other` with its message.
 pub fn rpc_error_from_box(e: tower::BoxError) -> RpcError {
     match e.downcast::<RpcError>() {
         Ok(e) => *e,
