@@ -48,6 +48,9 @@ step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 step clippy-all-features cargo clippy --workspace --all-targets --locked --features acp-core/unstable,acp-client/unstable,acp-native/unstable,acp-cli/unstable,acp-wasm/client -- -D warnings
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
+# acp-native/API.md followed alone: its Cargo lines and examples in a new project, built offline
+# and run against `acp demo-agent`.
+step api-md scripts/test-api-md.sh
 # Unstable (draft) ACP, feature `unstable` (off in the steps above): the engine's and the
 # thread's tests with it (tests/vectors/unstable-*, the draft markers), then the tokio driver's
 # vector replay and `acp chat` with it.

@@ -24,9 +24,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuthMethod {
+    /// The method's id: what `authenticate`'s `methodId` and `acp chat --auth` name.
     pub id: String,
+    /// Its name for the user (empty when the agent gave none).
     #[serde(default)]
     pub name: String,
+    /// What the agent says of it, if anything.
     #[serde(default)]
     pub description: Option<String>,
     /// `agent` (also when absent), `env_var`, `terminal`, or a future type.
@@ -49,7 +52,9 @@ pub struct AuthMethod {
 /// A variable an `env_var` method reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuthVar {
+    /// The variable's name.
     pub name: String,
+    /// Whether the method works without it (the choice never requires an optional variable).
     #[serde(default)]
     pub optional: bool,
 }
@@ -76,13 +81,26 @@ const KNOWN_KEYS: &[(&str, &[&str])] = &[
 pub enum AuthChoice {
     /// Call `authenticate` with this method.
     #[serde(rename_all = "camelCase")]
-    Authenticate { method_id: String, why: String },
+    Authenticate {
+        /// The `id` of the chosen [`AuthMethod`], as `authenticate`'s `methodId`.
+        method_id: String,
+        /// Why this method was chosen, for the user ("named with --auth", the variables that
+        /// are set…).
+        why: String,
+    },
     /// The user named a `terminal` method: run the agent's login in the user's terminal.
     #[serde(rename_all = "camelCase")]
-    Terminal { method_id: String },
+    Terminal {
+        /// The `id` of the `terminal` method; [`terminal_login`] gives the command it runs.
+        method_id: String,
+    },
     /// Nothing can be chosen: tell the user this (one line per method).
     #[serde(rename_all = "camelCase")]
-    NeedsUser { message: String },
+    NeedsUser {
+        /// What to tell the user: that the method named does not exist (and which do), or that
+        /// none can be used without them, then what each method needs, one line per method.
+        message: String,
+    },
 }
 
 impl AuthMethod {

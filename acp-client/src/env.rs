@@ -115,8 +115,11 @@ pub enum Change {
 /// One variable of an agent-supplied `env`, compared with the user's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvChange {
+    /// The variable's name.
     pub name: String,
+    /// The value the agent asks for.
     pub value: String,
+    /// How it differs from what the command gets otherwise.
     pub change: Change,
 }
 

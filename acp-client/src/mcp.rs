@@ -10,16 +10,23 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum McpServer {
+    /// An HTTP or SSE server (`"type": "http"` or `"sse"`): the agent connects to its URL.
     Remote(RemoteServer),
+    /// A command the agent starts (no `type` on the wire).
     Stdio(StdioServer),
 }
 
 /// `McpServerStdio`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StdioServer {
+    /// The server's name: its key in the config file.
     pub name: String,
+    /// The program the agent runs (never empty when read by [`parse_config`]).
     pub command: String,
+    /// Its arguments.
     pub args: Vec<String>,
+    /// Variables set for it ([`parse_config`] gives them sorted by name, every name a valid
+    /// variable name: [`crate::env::valid_name`]).
     pub env: Vec<NameValue>,
 }
 
@@ -29,23 +36,31 @@ pub struct RemoteServer {
     /// `http` or `sse`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The server's name: its key in the config file.
     pub name: String,
+    /// Its `http://` or `https://` URL.
     pub url: String,
+    /// HTTP headers the agent sends with each request ([`parse_config`] gives them sorted by
+    /// name).
     pub headers: Vec<NameValue>,
 }
 
 /// `EnvVariable` / `HttpHeader`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NameValue {
+    /// The variable's or header's name.
     pub name: String,
+    /// Its value.
     pub value: String,
 }
 
 /// The agent's `mcpCapabilities`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpCapabilities {
+    /// The agent connects to MCP servers over HTTP (`mcpCapabilities.http`).
     #[serde(default)]
     pub http: bool,
+    /// The agent connects to MCP servers over SSE (`mcpCapabilities.sse`).
     #[serde(default)]
     pub sse: bool,
 }
@@ -53,7 +68,9 @@ pub struct McpCapabilities {
 /// The servers to send, and the ones left out with why (to tell the user).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Selection {
+    /// The servers to send in `mcpServers`, in the order given.
     pub servers: Vec<McpServer>,
+    /// One line per server left out: its name and why (for the user).
     pub left_out: Vec<String>,
 }
 

@@ -26,10 +26,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OptionKind {
+    /// `allow_once`: allow this call only.
     AllowOnce,
+    /// `allow_always`: allow, and let the agent remember it (it may write a rule into the project
+    /// or its own settings).
     AllowAlways,
+    /// `reject_once`: refuse this call only.
     RejectOnce,
+    /// `reject_always`: refuse, and let the agent remember it.
     RejectAlways,
+    /// A kind this version does not know, as sent (shown by name, never chosen automatically).
     #[serde(untagged)]
     Other(String),
 }
@@ -51,9 +57,12 @@ impl OptionKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionOption {
+    /// The id the answer names (`outcome: selected`, `optionId`).
     pub option_id: String,
+    /// The label the agent gave it (empty when absent).
     #[serde(default)]
     pub name: String,
+    /// What choosing it means.
     pub kind: OptionKind,
 }
 
@@ -65,7 +74,8 @@ pub enum AutoMode {
     Ask,
     /// Approve this call only (`acp chat --yes`, the extension's auto-approve setting).
     AllowOnce,
-    /// Approve, persisting the agent's "always" rule when it offers one (`--yes=always`).
+    /// Approve, persisting the agent's "always" rule when it offers one (`acp chat
+    /// --yes-always`).
     AllowAlways,
     /// Refuse this call only (`acp chat --deny`).
     Deny,
@@ -105,10 +115,18 @@ pub enum Decision {
     Ask,
     /// Answer with this option.
     #[serde(rename_all = "camelCase")]
-    Select { option_id: String, kind: OptionKind },
+    Select {
+        /// The chosen option's `optionId`: the answer's `outcome` is `selected` with it.
+        option_id: String,
+        /// Its kind, so a face can say what was answered.
+        kind: OptionKind,
+    },
     /// Send `session/cancel` (once per turn), then answer `cancelled`.
     #[serde(rename = "cancelled")]
-    Cancel { reason: CancelReason },
+    Cancel {
+        /// Why: what a face tells the user ([`CancelReason::describe`]).
+        reason: CancelReason,
+    },
 }
 
 impl Decision {

@@ -31,10 +31,13 @@ pub const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "imag
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptCapabilities {
+    /// `image` content blocks are accepted.
     #[serde(default)]
     pub image: bool,
+    /// `audio` content blocks are accepted (no attachment is sent as audio yet).
     #[serde(default)]
     pub audio: bool,
+    /// Embedded `resource` blocks are accepted (a file's or selection's text in the prompt).
     #[serde(default)]
     pub embedded_context: bool,
 }
@@ -43,7 +46,9 @@ pub struct PromptCapabilities {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lines {
+    /// The first line.
     pub start: u32,
+    /// The last line (equal to `start` for one line).
     pub end: u32,
 }
 
@@ -53,30 +58,46 @@ pub enum Attachment {
     /// A workspace file. `text`: its content when the face read it as UTF-8 text (it need not
     /// read more than [`MAX_EMBED_BYTES`] + 1 bytes), `null` otherwise; `size`: its bytes.
     File {
+        /// The file's URI (`file:///…`).
         uri: String,
+        /// Its name for the user and the link (usually the file name).
         name: String,
+        /// Its media type, when the face knows it.
         mime_type: Option<String>,
+        /// Its size in bytes, when known.
         size: Option<u64>,
+        /// Its content, when read as UTF-8 text; `None` when it is not text or was not read.
         text: Option<String>,
     },
     /// A symbol from the workspace symbol search: its file and line.
     Symbol {
+        /// The URI of the symbol's file.
         uri: String,
+        /// The symbol's name (the link's title says it with the line).
         name: String,
+        /// The line the symbol is on, 1-based.
         line: u32,
     },
     /// The editor's selection.
     Selection {
+        /// The URI of the selection's file.
         uri: String,
+        /// The file's name for the user.
         name: String,
+        /// The selected lines.
         lines: Lines,
+        /// The selected text.
         text: String,
+        /// The editor's language id (`rust`, `python`…), used for the fence of a text block.
         language: Option<String>,
     },
     /// A pasted or picked image: base64 data.
     Image {
+        /// A name for the user's messages (the file name, or what the face calls a pasted image).
         name: String,
+        /// Its media type (`image/png`…).
         mime_type: String,
+        /// The image's bytes, base64-encoded.
         data: String,
     },
 }
@@ -152,7 +173,9 @@ impl Attachment {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Decision {
+    /// Send this content block (a JSON object: `text`, `resource`, `resource_link` or `image`).
     Block(serde_json::Value),
+    /// Do not send the attachment: this message, for the user, says why.
     Refuse(String),
 }
 

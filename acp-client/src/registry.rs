@@ -23,32 +23,44 @@ pub const SNAPSHOT: &str = include_str!("../data/registry-snapshot.json");
 /// A registry document.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Registry {
+    /// The registry's version string (empty when absent, and for a single `agent.json`).
     #[serde(default)]
     pub version: String,
+    /// The agents, in the document's order.
     pub agents: Vec<Agent>,
 }
 
 /// One `agent.json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Agent {
+    /// The agent's id: what `--agent` and [`find`] match first.
     pub id: String,
+    /// Its name for the user.
     pub name: String,
+    /// Its version (empty when absent).
     #[serde(default)]
     pub version: String,
+    /// What it is, for the user (empty when absent).
     #[serde(default)]
     pub description: String,
+    /// Its source repository's URL, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repository: Option<String>,
+    /// How to obtain and start it (at least one way; [`parse`] refuses an agent with none).
     pub distribution: Distribution,
 }
 
 /// How an agent is obtained and started.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Distribution {
+    /// An npm package run with `npx -y` (preferred by [`launch`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub npx: Option<Package>,
+    /// A PyPI package run with `uvx`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uvx: Option<Package>,
+    /// Archives by platform key (`linux-x86_64`, `darwin-aarch64`…); acp-client never downloads
+    /// them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<BTreeMap<String, Binary>>,
 }
@@ -56,9 +68,12 @@ pub struct Distribution {
 /// An npm or PyPI package run through `npx` / `uvx`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Package {
+    /// The package (with its version, e.g. `@scope/agent@1.2.3`).
     pub package: String,
+    /// Arguments after the package.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Variables it sets for the agent, shown and reviewed ([`review_env`]) before it starts.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
 }
@@ -66,10 +81,14 @@ pub struct Package {
 /// A platform's archive and the command inside it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Binary {
+    /// The archive's URL.
     pub archive: String,
+    /// The command inside the archive.
     pub cmd: String,
+    /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Variables it sets for the agent, shown and reviewed ([`review_env`]) before it starts.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
 }
@@ -88,7 +107,9 @@ pub struct Launch {
 /// One variable a registry entry sets for its agent, as every face shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryVar {
+    /// The variable's name, as the entry wrote it.
     pub name: String,
+    /// The entry's value.
     pub value: String,
     /// `NAME=value` on one line: the name escaped, the value quoted as an argument would be
     /// ([`crate::display::quote_arg`]).
@@ -424,9 +445,13 @@ pub fn launch(agent: &Agent, platform: &str) -> Result<Launch, String> {
 /// starts on this platform, or why it cannot start that way.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Preset {
+    /// The agent's id.
     pub id: String,
+    /// Its name for the user.
     pub name: String,
+    /// Its version (empty when unknown).
     pub version: String,
+    /// What it is (empty when the entry says nothing).
     pub description: String,
     /// How to start it ([`launch`]), when it can be started by a command.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -25,12 +25,15 @@ pub const LONG_COMMAND_CHARS: usize = 400;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandRequest {
+    /// The program, as the agent sent it (run without a shell).
     pub command: String,
+    /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
     /// As the agent sent it (absolute, or none for the session's directory).
     #[serde(default)]
     pub cwd: Option<String>,
+    /// Variables the agent sets for the command.
     #[serde(default)]
     pub env: Vec<EnvVariable>,
 }
@@ -38,7 +41,9 @@ pub struct CommandRequest {
 /// `EnvVariable` of the schema.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvVariable {
+    /// The variable's name.
     pub name: String,
+    /// Its value.
     pub value: String,
 }
 
@@ -47,10 +52,17 @@ pub struct EnvVariable {
 #[serde(rename_all = "snake_case", tag = "reason")]
 pub enum Invalid {
     /// An `env` name that is not `[A-Za-z_][A-Za-z0-9_]*`.
-    EnvName { name: String },
+    EnvName {
+        /// The name as the agent sent it (unescaped; [`Invalid::message`] escapes it).
+        name: String,
+    },
     /// A NUL byte in the command, an argument, the directory or an env value: it cannot be
     /// passed to a program as it is.
-    Nul { field: String },
+    Nul {
+        /// Which field, in words for the message: `the command`, `an argument`, `the
+        /// directory` or `the value of NAME`.
+        field: String,
+    },
     /// An empty command.
     EmptyCommand,
 }

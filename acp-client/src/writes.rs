@@ -98,7 +98,10 @@ pub enum WriteClass {
     Ordinary,
     /// Ask the user, showing the path, [`Sensitive::describe`] and a diff; refuse when no one
     /// can answer.
-    Ask { reason: Sensitive },
+    Ask {
+        /// Why the write needs the question.
+        reason: Sensitive,
+    },
 }
 
 /// Directory names: a path with one of them as a component is sensitive.

@@ -72,6 +72,9 @@ impl AgentSideConnection {
         }
     }
 
+    /// The handle underneath: untyped requests and notifications,
+    /// [`ConnectionHandle::notifications_handled`], [`ConnectionHandle::flushed`], the close
+    /// reason.
     pub fn handle(&self) -> &ConnectionHandle {
         &self.handle
     }
@@ -180,6 +183,8 @@ impl AgentSideConnection {
         self.handle.closed().await
     }
 
+    /// Whether the connection has closed; calls then fail at once with
+    /// `Call(CallError::Closed { reason })`.
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()
     }
@@ -189,13 +194,18 @@ impl AgentSideConnection {
         self.handle.cancellation_token()
     }
 
+    /// Closes the connection with `reason` ([`ConnectionHandle::close_with_reason`]): answers
+    /// handlers already gave are sent, the client's other pending requests are answered -32603
+    /// "connection closing", our pending calls fail with `Closed { reason }`, and the transport is
+    /// flushed and shut. Returns at once; [`closed`](Self::closed) resolves when it is done.
     pub fn close(&self, reason: impl Into<String>) {
         self.handle.close_with_reason(reason)
     }
 }
 
 /// A terminal running on the client. Release it with [`release`](Self::release); if dropped
-/// unreleased, a `terminal/release` is sent in the background.
+/// unreleased, a `terminal/release` is sent in the background (when the connection is open and
+/// the drop happens inside a tokio runtime; otherwise nothing is sent).
 #[derive(Debug)]
 pub struct TerminalHandle {
     id: s::TerminalId,
@@ -210,6 +220,7 @@ impl TerminalHandle {
         &self.id
     }
 
+    /// The session the terminal belongs to (every `terminal/*` call names it).
     pub fn session_id(&self) -> &s::SessionId {
         &self.session_id
     }

@@ -83,6 +83,9 @@ impl ClientSideConnection {
         }
     }
 
+    /// The handle underneath: untyped requests and notifications,
+    /// [`ConnectionHandle::notifications_handled`], [`ConnectionHandle::flushed`], the close
+    /// reason.
     pub fn handle(&self) -> &ConnectionHandle {
         &self.handle
     }
@@ -135,14 +138,33 @@ impl ClientSideConnection {
     }
 
     calls! {
+        /// `initialize`: the protocol version and both sides' capabilities; the first call. Fails
+        /// with `Call(CallError::UnsupportedProtocolVersion { .. })` when the agent answers a
+        /// protocol version other than this engine's, and `Call(CallError::InvalidResponse { .. })`
+        /// when it names none. [`initialize_with_raw`](Self::initialize_with_raw) also gives the
+        /// answer as sent.
         initialize => typed::Initialize;
+        /// `authenticate` with one of the agent's `authMethods` (acp-client's `auth::choose` picks
+        /// one).
         authenticate => typed::Authenticate;
+        /// `logout`: ends the authenticated state (agents that advertise
+        /// `agentCapabilities.auth.logout`).
         logout => typed::Logout;
+        /// `session/new`: a session in `cwd` (an absolute path) with the MCP servers given; the
+        /// answer carries its id, its modes and config options.
         new_session => typed::NewSession;
+        /// `session/load` (agents that advertise `loadSession`): the agent replays the conversation
+        /// as `session/update`s, all received before this returns (await
+        /// `handle().notifications_handled()` to be sure they were handled).
         load_session => typed::LoadSession;
+        /// `session/resume` (`sessionCapabilities.resume`): reopens a session without replaying it.
         resume_session => typed::ResumeSession;
+        /// `session/list` (`sessionCapabilities.list`): the agent's sessions, a page at a time
+        /// (`cursor`).
         list_sessions => typed::ListSessions;
+        /// `session/close` (`sessionCapabilities.close`): the agent frees the session.
         close_session => typed::CloseSession;
+        /// `session/delete` (`sessionCapabilities.delete`).
         delete_session => typed::DeleteSession;
         /// Runs a prompt turn. Only one per session at a time (a second is refused locally
         /// with `RpcError::Refused(Error::PromptInFlight)`). To stop a turn, call
@@ -151,7 +173,10 @@ impl ClientSideConnection {
         /// forgets the turn. When this returns, the turn's `session/update`s have all been
         /// through the notification handler (wire order: the driver's docs, "Order").
         prompt => typed::Prompt;
+        /// `session/set_mode`: switches the session to one of the modes it offers.
         set_session_mode => typed::SetSessionMode;
+        /// `session/set_config_option`: sets one of the session's config options; the answer holds
+        /// them all as they now stand.
         set_session_config_option => typed::SetSessionConfigOption;
     }
 
@@ -184,6 +209,8 @@ impl ClientSideConnection {
         self.handle.closed().await
     }
 
+    /// Whether the connection has closed; calls then fail at once with
+    /// `Call(CallError::Closed { reason })`.
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()
     }

@@ -50,6 +50,7 @@ pub struct TraceLayer {
 }
 
 impl TraceLayer {
+    /// Logs up to 256 characters of params.
     pub fn new() -> Self {
         TraceLayer { max_params: 256 }
     }
@@ -77,6 +78,7 @@ impl<S> Layer<S> for TraceLayer {
     }
 }
 
+/// The service [`TraceLayer`] makes: the inner service, every call logged.
 #[derive(Debug, Clone)]
 pub struct Trace<S> {
     inner: S,
@@ -93,9 +95,14 @@ pub fn truncate(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
 
 /// What the trace layer reads from a request.
 pub trait Traced {
+    /// `in-request`, `in-notification` or `out-request`.
     fn direction(&self) -> &'static str;
+    /// The method name.
     fn method(&self) -> &str;
+    /// The request's id as text; empty for a notification, and for an outgoing request (its id is
+    /// given later, by the engine).
     fn id(&self) -> String;
+    /// The raw params, if any.
     fn params(&self) -> Option<&RawValue>;
 }
 
@@ -199,6 +206,7 @@ impl<S> Layer<S> for CatchPanicLayer {
     }
 }
 
+/// The service [`CatchPanicLayer`] makes: the inner service, its panics answered -32603.
 #[derive(Debug, Clone)]
 pub struct CatchPanic<S> {
     inner: S,
@@ -285,6 +293,8 @@ impl<S> Layer<S> for MethodTimeoutLayer {
     }
 }
 
+/// The service [`MethodTimeoutLayer`] makes: the inner service, each request limited to its
+/// method's time.
 #[derive(Debug, Clone)]
 pub struct MethodTimeout<S> {
     inner: S,
@@ -347,18 +357,26 @@ const AUTHENTICATED: u8 = 2;
 pub struct Lifecycle(Arc<AtomicU8>);
 
 impl Lifecycle {
+    /// Neither initialized nor authenticated.
     pub fn new() -> Self {
         Lifecycle::default()
     }
+    /// Whether an `initialize` has succeeded through the gate (or
+    /// [`mark_initialized`](Self::mark_initialized) was called).
     pub fn is_initialized(&self) -> bool {
         self.0.load(Ordering::Acquire) >= INITIALIZED
     }
+    /// Whether an `authenticate` has succeeded through the gate (or
+    /// [`mark_authenticated`](Self::mark_authenticated) was called).
     pub fn is_authenticated(&self) -> bool {
         self.0.load(Ordering::Acquire) >= AUTHENTICATED
     }
+    /// Marks the connection initialized, as a successful `initialize` does.
     pub fn mark_initialized(&self) {
         self.0.fetch_max(INITIALIZED, Ordering::AcqRel);
     }
+    /// Marks the connection authenticated (and so initialized), as a successful `authenticate`
+    /// does.
     pub fn mark_authenticated(&self) {
         self.0.fetch_max(AUTHENTICATED, Ordering::AcqRel);
     }
@@ -376,6 +394,7 @@ pub struct LifecycleLayer {
 }
 
 impl LifecycleLayer {
+    /// A gate with a state of its own; authentication not required.
     pub fn new() -> Self {
         LifecycleLayer::default()
     }
@@ -388,11 +407,15 @@ impl LifecycleLayer {
         }
     }
 
+    /// Also refuses every request but `initialize` and `authenticate` until an `authenticate` has
+    /// succeeded: -32000 Authentication required, `data: {"method": ...}` (notifications are
+    /// dropped).
     pub fn require_authentication(mut self) -> Self {
         self.require_auth = true;
         self
     }
 
+    /// The state the gate reads and updates (shared by its clones and the services it makes).
     pub fn state(&self) -> &Lifecycle {
         &self.state
     }
@@ -408,6 +431,7 @@ impl<S> Layer<S> for LifecycleLayer {
     }
 }
 
+/// The service [`LifecycleLayer`] makes: the inner service behind the lifecycle rules.
 #[derive(Debug, Clone)]
 pub struct LifecycleGate<S> {
     inner: S,
@@ -480,7 +504,9 @@ where
 }
 
 /// Maps any `tower` error (e.g. from `tower::timeout` on an [`crate::RpcClient`]) back to an
-/// [`RpcError`].
+/// [`RpcError`]: an [`RpcError`] is unboxed, `tower::timeout`'s `Elapsed` becomes
+/// `Call(CallError::TimedOut { after_ms: 0 })` (the error does not say after how long), anything
+/// else `Other` with its message.
 pub fn rpc_error_from_box(e: tower::BoxError) -> RpcError {
     match e.downcast::<RpcError>() {
         Ok(e) => *e,

@@ -103,6 +103,8 @@ impl fmt::Debug for Router {
 }
 
 impl Router {
+    /// A router with no routes: every request answered -32601, every notification ignored. A later
+    /// route for a method replaces an earlier one.
     pub fn new() -> Self {
         Router::default()
     }

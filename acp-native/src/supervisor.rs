@@ -29,13 +29,17 @@ use crate::ClientSideConnection;
 /// agents answer "method not found"): only silence means the agent hangs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HealthProbe {
+    /// Time between probes; the first is sent one interval after the agent started.
     pub interval: Duration,
+    /// How long a probe waits for an answer; past it the agent is taken for hung, stopped (its
+    /// connection closed, then [`AgentChild::shutdown`]) and handled as a crash.
     pub timeout: Duration,
 }
 
 /// How to run and watch an agent.
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
+    /// The agent's program, arguments, environment and directory.
     pub command: AgentCommand,
     /// Must be a client config.
     pub driver: DriverConfig,
@@ -53,6 +57,8 @@ pub struct SupervisorConfig {
 }
 
 impl SupervisorConfig {
+    /// Runs `command` and sends it `initialize` on each start; a client [`DriverConfig`], a 60 s
+    /// start-up deadline, the default [`RestartPolicy`], no probe, 2 s shutdown grace.
     pub fn new(command: AgentCommand, initialize: s::InitializeRequest) -> Self {
         SupervisorConfig {
             command,
@@ -71,34 +77,50 @@ impl SupervisorConfig {
 pub enum SupervisorEvent {
     /// A process is up and initialized. `generation` counts starts from 1.
     Started {
+        /// The agent process's id.
         pid: u32,
+        /// Which start this is.
         generation: u64,
     },
     /// The agent exited or stopped answering; `report` says how (exit status, stderr tail).
     Crashed {
+        /// The start that crashed.
         generation: u64,
+        /// How it ended: the exit status and stderr tail, or why the probe stopped it.
         report: String,
     },
     /// A restart will be tried after `after`.
     Restarting {
+        /// The backoff before the attempt.
         after: Duration,
+        /// Which restart in the crash budget's window this is, from 1 (a failed attempt counts
+        /// as a crash too).
         attempt: u32,
     },
     /// A restart attempt failed before the agent was up (spawn or `initialize`).
     RestartFailed {
+        /// The attempt's number, as [`SupervisorEvent::Restarting`] gave it.
         attempt: u32,
+        /// Why it failed.
         error: String,
     },
+    /// A tracked session was re-attached to the new agent.
     SessionReattached {
+        /// The session.
         session_id: String,
+        /// How: `session/resume` or `session/load`.
         method: &'static str,
     },
+    /// A tracked session could not be re-attached (and is no longer tracked).
     SessionLost {
+        /// The session.
         session_id: String,
+        /// Why: the agent supports neither method, or its error.
         reason: String,
     },
     /// No more restarts: the crash budget is spent, or restarts are off.
     GaveUp {
+        /// Why, with the last crash's report.
         reason: String,
     },
     /// `shutdown` finished.
@@ -110,6 +132,7 @@ pub enum SupervisorEvent {
 pub enum SupervisorError {
     /// The agent failed and will not be restarted (the reason says why, and its last words).
     Failed(String),
+    /// [`SupervisedAgent::shutdown`] was called.
     Stopped,
 }
 
@@ -238,7 +261,8 @@ impl SupervisedAgent {
         }
     }
 
-    /// How many times an agent was started (1 before any restart).
+    /// How many times an agent was started (1 before any restart); 0 while none is running
+    /// (during a restart, after giving up or a shutdown).
     pub fn generation(&self) -> u64 {
         match &*self.shared.state.borrow() {
             State::Running(r) => r.generation,

@@ -63,8 +63,10 @@ impl Default for Limits {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Turn {
+    /// No turn is running: the last one ended (or none began).
     #[default]
     Idle,
+    /// A prompt was sent ([`Thread::begin_turn`]) and its turn has not ended.
     Running,
 }
 
@@ -72,36 +74,48 @@ pub enum Turn {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Thread {
+    /// The saved form's version: [`FORMAT`] (another is refused by [`Thread::from_json`]).
     pub format: u32,
+    /// The session this conversation belongs to: set by [`Thread::set_session`], else taken from
+    /// the first update folded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The session's title (`session_info_update`; `null` there clears it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// When the agent says the session last changed (`session_info_update`'s `updatedAt`, as sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
+    /// The kept entries, oldest first; `entries[i]` is entry number `dropped_entries + i`.
     pub entries: Vec<Entry>,
     /// Entries dropped from the front to stay within [`Limits::max_bytes`].
     #[serde(default)]
     pub dropped_entries: u64,
+    /// The agent's current plan: each `plan` update replaces it whole.
     #[serde(default)]
     pub plan: Vec<PlanEntry>,
     /// Plan entries past [`MAX_ITEMS`], not kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub plan_more: u64,
+    /// The session's current mode id (from [`Thread::set_session`], then `current_mode_update`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_mode: Option<String>,
+    /// The modes the session offers (from [`Thread::set_session`]).
     #[serde(default)]
     pub modes: Vec<Mode>,
     /// The agent's config options (`SessionConfigOption`s), as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_options: Option<RawJson>,
+    /// The commands the agent offers: each `available_commands_update` replaces them whole.
     #[serde(default)]
     pub commands: Vec<Command>,
     /// Commands past [`MAX_ITEMS`], not kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub commands_more: u64,
+    /// The context window's use as last reported (`usage_update`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Whether a turn is running. A thread read back from its saved form is always idle.
     #[serde(default)]
     pub turn: Turn,
     /// How the last turn ended (`end_turn`, `cancelled`… or `error`).
@@ -143,23 +157,35 @@ pub enum Applied {
     /// A message or thought chunk: `block` was appended to entry `entry` (a new entry when
     /// `started`); text chunks come as text blocks holding just the new text.
     Chunk {
+        /// The entry's number.
         entry: u64,
+        /// The chunk started a new entry (else it was appended to entry `entry`).
         started: bool,
+        /// The block appended; for a text chunk, a text block holding only the new text.
         block: Box<Block>,
     },
     /// A tool call was added (`started`) or changed.
     Tool {
+        /// The entry's number.
         entry: u64,
+        /// The update named a tool call the thread did not hold: a new entry.
         started: bool,
     },
+    /// The plan was replaced ([`Thread::plan`]).
     Plan,
+    /// The commands were replaced ([`Thread::commands`]).
     Commands,
+    /// The current mode changed ([`Thread::current_mode`]).
     Mode,
+    /// The config options were replaced ([`Thread::config_options`]).
     ConfigOptions,
+    /// The title or `updatedAt` changed (`session_info_update`).
     Info,
+    /// The context window's use changed ([`Thread::usage`]).
     Usage,
     /// An update this version does not show (its `sessionUpdate` kind).
     Ignored {
+        /// The update's `sessionUpdate` value, as sent.
         kind: String,
     },
 }
@@ -181,9 +207,12 @@ pub enum ReplayView {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Delta<'a> {
+    /// Each entry changed since the last delta, once, with its number, in number order.
     pub entries: Vec<(u64, &'a Entry)>,
     /// Entries before this number are gone (dropped for the memory limit).
     pub first_entry: u64,
+    /// The fields other than the entries, when any of them changed (or entries were dropped);
+    /// `None` otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta<'a>>,
 }
@@ -192,20 +221,33 @@ pub struct Delta<'a> {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta<'a> {
+    /// [`Thread::title`].
     pub title: &'a Option<String>,
+    /// [`Thread::plan`].
     pub plan: &'a [PlanEntry],
+    /// [`Thread::plan_more`].
     pub plan_more: u64,
+    /// [`Thread::current_mode`].
     pub current_mode: &'a Option<String>,
+    /// [`Thread::modes`].
     pub modes: &'a [Mode],
+    /// [`Thread::config_options`].
     pub config_options: &'a Option<RawJson>,
+    /// [`Thread::commands`].
     pub commands: &'a [Command],
+    /// [`Thread::commands_more`].
     pub commands_more: u64,
+    /// [`Thread::usage`].
     pub usage: &'a Option<Usage>,
+    /// [`Thread::turn`].
     pub turn: Turn,
+    /// [`Thread::last_stop`].
     pub last_stop: &'a Option<String>,
+    /// [`Thread::turn_usage`].
     #[cfg(feature = "unstable")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_usage: &'a Option<TurnUsage>,
+    /// [`Thread::session_status`].
     #[cfg(feature = "unstable")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_status: &'a Option<String>,

@@ -8,21 +8,29 @@ use serde_json::value::RawValue;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Block {
+    /// The block's `type`: `text`, `image`, `audio`, `resource_link` or `resource` (another is kept
+    /// as sent).
     #[serde(rename = "type")]
     pub kind: String,
+    /// The text of a `text` block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// Base64 data of an image or audio block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
+    /// The media type of an image, audio or resource link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// The URI of a resource link (or of an image, when the agent gives one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
+    /// The name of a resource link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The title of a resource link, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The contents of an embedded `resource`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<Resource>,
 }
@@ -31,12 +39,16 @@ pub struct Block {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
+    /// The resource's URI.
     #[serde(default)]
     pub uri: String,
+    /// Its media type, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// Its text (a text resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// Its bytes, base64-encoded (a binary resource).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
 }
@@ -68,18 +80,27 @@ impl Block {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolContent {
+    /// A content block the tool produced.
     Content {
+        /// The block.
         content: Block,
     },
+    /// A change to a file.
     #[serde(rename_all = "camelCase")]
     Diff {
+        /// The file's path, as the agent gave it (absolute per the protocol).
         path: String,
+        /// The text before the change; `None` for a new file.
         #[serde(default)]
         old_text: Option<String>,
+        /// The text after it.
         new_text: String,
     },
+    /// The output of a terminal the agent created (`terminal/create`), shown from the client's
+    /// terminal by its id.
     #[serde(rename_all = "camelCase")]
     Terminal {
+        /// The id the client gave the terminal.
         terminal_id: String,
     },
     /// A kind this version does not know (shown as its name).
@@ -102,7 +123,9 @@ impl ToolContent {
 /// A file a tool call touches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Location {
+    /// The file's path, as the agent gave it (absolute per the protocol).
     pub path: String,
+    /// A line in it (1-based), when the agent names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
 }
@@ -111,22 +134,29 @@ pub struct Location {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
+    /// The agent's id of the call, unique in the session: later updates name it.
     pub tool_call_id: String,
+    /// What the call does, for the user (`tool call ID` until the agent gives a title).
     pub title: String,
     /// `read`, `edit`, `execute`… (`other` when the agent said nothing).
     pub kind: String,
     /// `pending`, `in_progress`, `completed`, `failed`; `cancelled` when the turn ended
     /// before it finished.
     pub status: String,
+    /// What the call shows (output, diffs, terminals); an update that carries `content` replaces it
+    /// whole. At most [`MAX_TOOL_CONTENT`](super::MAX_TOOL_CONTENT) items.
     #[serde(default)]
     pub content: Vec<ToolContent>,
     /// Content items past [`MAX_TOOL_CONTENT`](super::MAX_TOOL_CONTENT), not kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub content_more: u64,
+    /// The files it touches; an update that carries `locations` replaces them.
     #[serde(default)]
     pub locations: Vec<Location>,
+    /// The call's input as the agent sent it (JSON text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_input: Option<RawJson>,
+    /// The call's output as the agent sent it (JSON text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_output: Option<RawJson>,
 }
@@ -179,28 +209,44 @@ impl ToolCall {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Entry {
+    /// The user's message: a prompt ([`Thread::begin_turn`](super::Thread::begin_turn)) or, in a
+    /// replay, `user_message_chunk`s.
     #[serde(rename_all = "camelCase")]
     User {
+        /// The agent's id of the message, when it numbers messages (a chunk with another id starts
+        /// a new entry).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
+        /// Its blocks; consecutive text chunks are joined into one text block.
         content: Vec<Block>,
     },
+    /// The agent's message (`agent_message_chunk`s).
     #[serde(rename_all = "camelCase")]
     Agent {
+        /// The agent's id of the message, when it numbers messages (a chunk with another id starts
+        /// a new entry).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
+        /// Its blocks; consecutive text chunks are joined into one text block.
         content: Vec<Block>,
     },
+    /// The agent's thoughts (`agent_thought_chunk`s).
     #[serde(rename_all = "camelCase")]
     Thought {
+        /// The agent's id of the message, when it numbers messages (a chunk with another id starts
+        /// a new entry).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_id: Option<String>,
+        /// Its blocks; consecutive text chunks are joined into one text block.
         content: Vec<Block>,
     },
+    /// A tool call, updated in place by later `tool_call` / `tool_call_update`s naming its id.
     Tool(ToolCall),
     /// Something the face reports in the conversation (a crash, an error, a cancelled turn).
     Notice {
+        /// How it is shown.
         level: NoticeLevel,
+        /// What it says, as the face wrote it.
         text: String,
     },
 }
@@ -209,8 +255,11 @@ pub enum Entry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoticeLevel {
+    /// For information (a reloaded session, a restart).
     Info,
+    /// Something went wrong but the conversation goes on.
     Warning,
+    /// A failure: a turn that failed, an agent that crashed.
     Error,
 }
 
@@ -229,9 +278,14 @@ impl Entry {
 /// A plan entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanEntry {
+    /// What the step is, as the agent wrote it.
     pub content: String,
+    /// `high`, `medium` or `low` (empty when absent).
     #[serde(default)]
     pub priority: String,
+    /// `pending`, `in_progress` or `completed`; `cancelled` or `failed` when a turn ended
+    /// otherwise than `end_turn` before it did ([`Thread::end_turn`](super::Thread::end_turn),
+    /// [`Thread::fail_turn`](super::Thread::fail_turn)).
     #[serde(default)]
     pub status: String,
 }
@@ -239,7 +293,9 @@ pub struct PlanEntry {
 /// A command the agent offers (`/name`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Command {
+    /// The command's name, without the `/`.
     pub name: String,
+    /// What it does (empty when absent).
     #[serde(default)]
     pub description: String,
     /// The input hint, when the command takes input.
@@ -250,8 +306,11 @@ pub struct Command {
 /// A session mode.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mode {
+    /// The mode's id: what `session/set_mode` takes.
     pub id: String,
+    /// Its name for the user.
     pub name: String,
+    /// What it does, when the agent says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
@@ -259,8 +318,11 @@ pub struct Mode {
 /// Context window use and cost.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Tokens in the context window now.
     pub used: u64,
+    /// The context window's size, in tokens.
     pub size: u64,
+    /// What the session has cost so far, when the agent says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
 }
@@ -268,7 +330,9 @@ pub struct Usage {
 /// A cost (`amount` in `currency`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
+    /// The total so far, in `currency`.
     pub amount: f64,
+    /// The unit: an ISO 4217 code (`USD`, `EUR`…) or another unit such as `credits`.
     pub currency: String,
 }
 
@@ -278,16 +342,22 @@ pub struct Cost {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnUsage {
+    /// All tokens reported, every kind summed.
     #[serde(default)]
     pub total_tokens: u64,
+    /// Input tokens reported.
     #[serde(default)]
     pub input_tokens: u64,
+    /// Output tokens reported.
     #[serde(default)]
     pub output_tokens: u64,
+    /// Thought (reasoning) tokens, when reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_tokens: Option<u64>,
+    /// Tokens read from the cache, when reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_read_tokens: Option<u64>,
+    /// Tokens written to the cache, when reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_write_tokens: Option<u64>,
 }

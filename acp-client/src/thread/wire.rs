@@ -183,7 +183,9 @@ pub const MAX_TOOL_CONTENT: usize = 64;
 /// The first `N` items of a JSON array; the others are skipped unbuilt and counted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capped<T, const N: usize> {
+    /// The first `N` items, in order.
     pub items: Vec<T>,
+    /// How many items followed them (skipped unbuilt).
     pub skipped: u64,
 }
 

@@ -49,10 +49,13 @@ pub struct DriverConfig {
 }
 
 impl DriverConfig {
+    /// The defaults for `role` (each field's doc gives its value), around [`Config::new`]`(role)`.
     pub fn new(role: Role) -> Self {
         DriverConfig::with_core(Config::new(role))
     }
 
+    /// The defaults around the engine settings `core`; [`answer_on_eof`](Self::answer_on_eof)
+    /// follows `core.role`.
     pub fn with_core(core: Config) -> Self {
         let answer_on_eof = match core.role {
             Role::Agent => Duration::from_secs(5),
@@ -79,6 +82,7 @@ impl DriverConfig {
         self
     }
 
+    /// See [`DriverConfig::eof_grace`].
     pub fn eof_grace(mut self, d: Duration) -> Self {
         self.eof_grace = d;
         self
@@ -90,11 +94,13 @@ impl DriverConfig {
         self
     }
 
+    /// See [`DriverConfig::write_high_water`].
     pub fn write_high_water(mut self, bytes: usize) -> Self {
         self.write_high_water = bytes;
         self
     }
 
+    /// See [`DriverConfig::notification_buffer`] (at least 1).
     pub fn notification_buffer(mut self, n: usize) -> Self {
         self.notification_buffer = n.max(1);
         self

@@ -17,7 +17,12 @@ pub enum RpcError {
     /// flight for the session, params that are not an object...).
     Refused(acp_core::Error),
     /// A result came but did not decode into the expected type.
-    Decode { method: String, details: String },
+    Decode {
+        /// The method whose result it was.
+        method: String,
+        /// serde's message.
+        details: String,
+    },
     /// A failure from a `tower` layer stacked on [`RpcClient`] (see
     /// [`crate::layers::rpc_error_from_box`]).
     Other(String),

@@ -35,6 +35,7 @@ impl fmt::Debug for ConnectionHandle {
 }
 
 impl ConnectionHandle {
+    /// Which side this connection plays.
     pub fn role(&self) -> Role {
         self.shared.role
     }
@@ -247,6 +248,8 @@ impl ConnectionHandle {
         }
     }
 
+    /// Whether the connection has closed (or its driver stopped); calls then fail at once with
+    /// [`CallError::Closed`].
     pub fn is_closed(&self) -> bool {
         self.shared.closed.borrow().is_some() || self.shared.cmd.is_closed()
     }

@@ -14,7 +14,9 @@ pub type RpcService = BoxCloneService<Incoming, Box<RawValue>, ErrorObject>;
 /// An incoming request or notification, as the [`RpcService`] receives it.
 #[derive(Debug, Clone)]
 pub struct Incoming {
+    /// The method name, as the peer sent it.
     pub method: String,
+    /// The params as the peer wrote them (an object or an array); `None` when absent or `null`.
     pub params: Option<Box<RawValue>>,
     /// The peer's id for a request; `None` for a notification.
     pub id: Option<Id>,
@@ -26,6 +28,7 @@ pub struct Incoming {
 }
 
 impl Incoming {
+    /// Whether it is a notification: nothing is sent back, whatever the service returns.
     pub fn is_notification(&self) -> bool {
         self.id.is_none()
     }

@@ -19,6 +19,7 @@ use super::{to_raw, ConnectionHandle, RpcError};
 /// One outgoing request, as the [`RpcClient`] tower service takes it.
 #[derive(Debug, Clone)]
 pub struct RpcRequest {
+    /// The method name.
     pub method: String,
     /// Raw JSON params (an object or array), or none.
     pub params: Option<Box<RawValue>>,
@@ -27,6 +28,8 @@ pub struct RpcRequest {
 }
 
 impl RpcRequest {
+    /// A request of `method` with raw `params` (an object or array), with the connection's default
+    /// deadline ([`acp_core::Config::default_request_timeout`]).
     pub fn new(method: impl Into<String>, params: Option<Box<RawValue>>) -> Self {
         RpcRequest {
             method: method.into(),
@@ -43,6 +46,7 @@ impl RpcRequest {
         Ok(RpcRequest::new(method, Some(to_raw(params)?)))
     }
 
+    /// Sets the deadline: `d` after it is sent the call fails with `CallError::TimedOut`.
     pub fn timeout(mut self, d: Duration) -> Self {
         self.timeout = Some(d);
         self
@@ -71,6 +75,7 @@ impl fmt::Debug for RpcClient {
 }
 
 impl RpcClient {
+    /// The connection it sends on.
     pub fn handle(&self) -> &ConnectionHandle {
         &self.handle
     }

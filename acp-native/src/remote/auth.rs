@@ -99,7 +99,7 @@ pub fn credential(headers: &HeaderMap, uri: &Uri, token: &str) -> Option<Credent
 }
 
 /// Whether a browser page from `origin` may connect: one listed in `allowed` (`*` for any),
-/// or a local page (localhost, 127.0.0.1, [::1], any port).
+/// or a local page (`localhost`, `127.0.0.1`, `[::1]`, any port).
 pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     if allowed
         .iter()
