@@ -433,15 +433,35 @@ where
                 }
                 _ = tokio::time::sleep(after) => {}
             }
-            match launch(&config, service.clone(), next).await {
-                Ok(r) => {
+            // `shutdown` is watched while the agent starts (a started one is dropped: its
+            // group is killed) and while its sessions are re-attached.
+            let launched = tokio::select! {
+                _ = shared.stop.cancelled() => None,
+                r = launch(&config, service.clone(), next) => Some(r),
+            };
+            match launched {
+                None => {
+                    shared.state.send_replace(State::Stopped);
+                    shared.emit(SupervisorEvent::Stopped);
+                    return;
+                }
+                Some(Ok(r)) => {
                     running = r;
                     break;
                 }
-                Err(error) => shared.emit(SupervisorEvent::RestartFailed { attempt, error }),
+                Some(Err(error)) => shared.emit(SupervisorEvent::RestartFailed { attempt, error }),
             }
         }
-        reattach(&shared, &running).await;
+        let stopped = tokio::select! {
+            _ = shared.stop.cancelled() => true,
+            _ = reattach(&shared, &running) => false,
+        };
+        if stopped {
+            running.child.shutdown(config.shutdown_grace).await;
+            shared.state.send_replace(State::Stopped);
+            shared.emit(SupervisorEvent::Stopped);
+            return;
+        }
         shared
             .state
             .send_replace(State::Running(Box::new(running.clone())));
@@ -457,37 +477,48 @@ fn give_up(shared: &Shared, reason: String) {
     shared.emit(SupervisorEvent::GaveUp { reason });
 }
 
-/// Re-attaches every tracked session to a fresh agent: `session/resume` when advertised,
-/// else `session/load`, else the session is reported lost.
+/// Re-attaches every tracked session to a fresh agent, as acp-client's
+/// [`acp_client::session::reopen`] decides for a host that holds the conversation:
+/// `session/resume` when advertised (no replay), else `session/load` (the replay goes to the
+/// service as `session/update`s, before the answer), else the session is reported lost.
 async fn reattach(shared: &Shared, running: &Running) {
+    use acp_client::session::{reopen, AgentFacts, Open};
     let sessions = shared.sessions.lock().expect("not poisoned").clone();
-    let caps = &running.initialize.agent_capabilities;
-    let can_resume = caps.session_capabilities.resume.is_some();
-    let can_load = caps.load_session;
+    let facts = serde_json::to_string(&running.initialize)
+        .map_err(|e| e.to_string())
+        .and_then(|init| AgentFacts::read(&init));
     for t in sessions {
-        let outcome = if can_resume {
-            let req = s::ResumeSessionRequest::new(t.id.clone(), t.cwd.clone())
-                .mcp_servers(t.mcp_servers.clone());
-            running
-                .connection
-                .resume_session(req)
-                .await
-                .map(|_| "session/resume")
-        } else if can_load {
-            let req = s::LoadSessionRequest::new(t.id.clone(), t.cwd.clone())
-                .mcp_servers(t.mcp_servers.clone());
-            running
-                .connection
-                .load_session(req)
-                .await
-                .map(|_| "session/load")
-        } else {
-            shared.emit(SupervisorEvent::SessionLost {
-                session_id: t.id.to_string(),
-                reason: "the agent supports neither session/resume nor session/load".into(),
-            });
-            shared.forget(&t.id);
-            continue;
+        let open = match &facts {
+            Ok(facts) => reopen(facts, &t.id.0, true),
+            Err(_) => None,
+        };
+        let outcome = match open {
+            Some(Open::Resume { .. }) => {
+                let req = s::ResumeSessionRequest::new(t.id.clone(), t.cwd.clone())
+                    .mcp_servers(t.mcp_servers.clone());
+                running
+                    .connection
+                    .resume_session(req)
+                    .await
+                    .map(|_| "session/resume")
+            }
+            Some(Open::Load { .. }) => {
+                let req = s::LoadSessionRequest::new(t.id.clone(), t.cwd.clone())
+                    .mcp_servers(t.mcp_servers.clone());
+                running
+                    .connection
+                    .load_session(req)
+                    .await
+                    .map(|_| "session/load")
+            }
+            Some(Open::New) | None => {
+                shared.emit(SupervisorEvent::SessionLost {
+                    session_id: t.id.to_string(),
+                    reason: "the agent supports neither session/resume nor session/load".into(),
+                });
+                shared.forget(&t.id);
+                continue;
+            }
         };
         match outcome {
             Ok(method) => shared.emit(SupervisorEvent::SessionReattached {

@@ -36,6 +36,7 @@ for line in sys.stdin:
     m, i = msg.get("method"), msg.get("id")
     if m == "initialize":
         if mode == "silent-init": continue
+        if mode == "silent-restart" and start > 1: continue
         send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": 1, "agentCapabilities": caps}})
     elif m == "session/new":
         send({"jsonrpc": "2.0", "id": i, "result": {"sessionId": "sess-1"}})
@@ -349,6 +350,49 @@ async fn shutdown_stops_the_agent_and_refuses_new_connections() {
     );
     assert!(!Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid));
     assert_eq!(fx.starts(), 1, "no restart after a requested shutdown");
+}
+
+/// `shutdown` while a restarted agent is starting (it never answers `initialize`) stops at
+/// once: before, the supervisor waited out the start-up deadline, reported the new agent
+/// `Started`, and only then stopped it.
+#[tokio::test]
+async fn shutdown_during_a_restart_stops_without_waiting_for_the_start() {
+    let fx = Fixture::new("shutdown-restart");
+    let mut config = fx.config("silent-restart");
+    config.startup_timeout = Duration::from_secs(3600);
+    let agent = SupervisedAgent::start(config, Router::new()).await.unwrap();
+    let mut events = agent.subscribe();
+    let session = agent
+        .new_session(s::NewSessionRequest::new("/p"))
+        .await
+        .unwrap();
+    let conn = agent.connection().await.unwrap();
+    let _ = conn.prompt(prompt(&session.session_id.0)).await; // start 1 crashes on it
+    wait_for(&mut events, |e| {
+        matches!(e, SupervisorEvent::Restarting { .. })
+    })
+    .await;
+    // The restarted agent is up and silent: the supervisor waits for its `initialize`.
+    let started = tokio::time::timeout(Duration::from_secs(30), async {
+        while fx.starts() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    started.await.expect("the agent was started again");
+    tokio::time::timeout(Duration::from_secs(30), agent.shutdown())
+        .await
+        .expect("shutdown does not wait for the restarted agent's start-up deadline");
+    let (_, skipped) = wait_for(&mut events, |e| *e == SupervisorEvent::Stopped).await;
+    assert!(
+        !skipped
+            .iter()
+            .any(|e| matches!(e, SupervisorEvent::Started { .. })),
+        "{skipped:?}"
+    );
+    assert_eq!(
+        agent.connection().await.err(),
+        Some(SupervisorError::Stopped)
+    );
 }
 
 fn is_zombie(pid: u32) -> bool {

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::restart::{CrashBudget, RestartDecision, RestartPolicy};
 use crate::thread::{Applied, BadUpdate, Limits, NoticeLevel, ReadUpdate, ReplayView, Thread};
 
-pub use open::{AgentFacts, Open};
+pub use open::{reopen, AgentFacts, Open};
 pub use title::{list_title, MAX_TITLE_CHARS};
 
 /// Updates held while a new session's id is not known yet (the agent may send some before it

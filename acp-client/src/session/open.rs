@@ -107,10 +107,12 @@ impl Open {
     }
 }
 
-/// A session reopened by id: resumed when the agent can and a conversation is on screen (the
-/// copy saved here is shown; no replay), loaded when it can (the replay shows it, or is folded
-/// into the one on screen), `None` when it can do neither.
-fn reopen(facts: &AgentFacts, id: &str, holds_conversation: bool) -> Option<Open> {
+/// How a session is reopened by id (after a restart, or from a saved record): resumed when
+/// the agent can and the conversation is held already (by the face, on screen or saved; no
+/// replay), loaded when it can (its replay shows the conversation, or is folded into the one
+/// held), `None` when it can do neither (the session is lost to the agent). acp-native's
+/// `SupervisedAgent` re-attaches its sessions with it.
+pub fn reopen(facts: &AgentFacts, id: &str, holds_conversation: bool) -> Option<Open> {
     let session_id = id.to_string();
     if facts.load && !holds_conversation {
         return Some(Open::Load { session_id });
