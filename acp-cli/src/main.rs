@@ -10,6 +10,7 @@
 
 mod cli;
 mod demo_agent;
+mod utc;
 
 use clap::Parser;
 

@@ -295,29 +295,12 @@ pub fn find(cwd: &Path, session_id: &str) -> Result<Option<Record>, String> {
 
 /// "2026-11-23 20:14 UTC" for a Unix time.
 pub fn when(secs: u64) -> String {
-    let (y, m, d, rem) = civil_date(secs);
+    let (y, m, d, rem) = crate::utc::civil_date(secs);
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
         rem / 3600,
         (rem % 3600) / 60
     )
-}
-
-/// The civil (UTC) date of a Unix time, and the seconds into that day (Howard Hinnant's
-/// algorithm from days since the epoch).
-pub fn civil_date(secs: u64) -> (i64, i64, i64, u64) {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d, rem)
 }
 
 /// `acp sessions`.
