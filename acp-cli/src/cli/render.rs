@@ -8,13 +8,19 @@
 //! errors, the spinner). Every write goes through [`Ui`],
 //! which knows whether the cursor is at the start of a line, so blocks never start mid-line and
 //! the spinner only draws (on stderr, only when it is a terminal) on an empty line.
+//!
+//! Every agent-supplied text shown (the conversation, tool output, warnings, errors, an
+//! agent's stderr) goes through one escaper, acp-client's [`escape_text`]: `\n` and `\t`
+//! kept, ESC as `␛`, other controls as `�`, bidi overrides and the other invisible characters
+//! escaped (`\u202e`). No escape sequence is interpreted: no cursor moves, title or clipboard
+//! changes, no line overwritten with `\r`, no text reordered.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use acp_client::display::{ensure_line, escape_line};
+use acp_client::display::{ensure_line, escape_line, escape_text};
 use acp_client::thread::{Applied, Block as Content, Entry, Limits, Thread, ToolCall, ToolContent};
 use acp_core::RawValue;
 use agent_client_protocol_schema::v1 as s;
@@ -180,22 +186,22 @@ impl Ui {
     /// A notice on stderr (dimmed).
     pub fn notice(&self, text: &str) {
         let mut st = self.lock();
-        let line = styled(st.color_err, "2", &sanitize(text));
+        let line = styled(st.color_err, "2", &escape_text(text));
         st.err_line(&line);
     }
 
-    /// A warning on stderr (sanitized: it often quotes the agent).
+    /// A warning on stderr (escaped: it often quotes the agent).
     pub fn warn(&self, text: &str) {
         let mut st = self.lock();
-        let text = sanitize(text);
+        let text = escape_text(text);
         let line = styled(st.color_err, "33", &format!("acp: warning: {text}"));
         st.err_line(&line);
     }
 
-    /// An error on stderr (sanitized: it often quotes the agent or its stderr).
+    /// An error on stderr (escaped: it often quotes the agent or its stderr).
     pub fn error(&self, text: &str) {
         let mut st = self.lock();
-        let text = sanitize(text);
+        let text = escape_text(text);
         let line = styled(st.color_err, "31", &format!("acp: {text}"));
         st.err_line(&line);
     }
@@ -377,7 +383,7 @@ impl Ui {
 
     /// Renders one `session/update` (its raw params): folded into the thread, then what it
     /// changed is drawn. In the human view every string the agent sent goes through
-    /// [`sanitize`] first (no escape sequence reaches the terminal).
+    /// [`escape_text`] first (no escape sequence reaches the terminal).
     pub fn session_update(&self, params: Option<&RawValue>) {
         let mut st = self.lock();
         st.last_output = Instant::now();
@@ -610,7 +616,7 @@ impl State {
 
     /// A dim status line on stderr (never part of the conversation on stdout).
     fn status_line(&mut self, text: &str) {
-        let line = styled(self.color_err, "2", &sanitize(text));
+        let line = styled(self.color_err, "2", &escape_text(text));
         self.err_line(&line);
     }
 
@@ -656,7 +662,7 @@ impl State {
                     self.block = Block::None;
                 }
                 let text = content_text(&block);
-                self.stream(kind, &sanitize(&text));
+                self.stream(kind, &escape_text(&text));
             }
             Applied::Tool { entry, started } => self.tool(entry, started),
             Applied::Plan => self.plan(),
@@ -703,7 +709,7 @@ impl State {
             .thread
             .plan
             .iter()
-            .map(|e| (sanitize(&e.content).into_owned(), e.status.clone()))
+            .map(|e| (escape_text(&e.content).into_owned(), e.status.clone()))
             .collect();
         if self.thread.plan_more > 0 {
             let more = format!("… {} more steps", self.thread.plan_more);
@@ -752,7 +758,7 @@ impl State {
             "in_progress" => "33",
             _ => "2",
         };
-        styled(self.color_out, code, &sanitize(status))
+        styled(self.color_out, code, &escape_text(status))
     }
 
     /// Draws what changed of tool call `entry` since it was last drawn.
@@ -761,7 +767,7 @@ impl State {
             return;
         };
         let call = call.clone();
-        let title = sanitize(&call.title).into_owned();
+        let title = escape_text(&call.title).into_owned();
         let signature = content_signature(&call);
         let before = self.shown_tools.remove(&entry);
         match &before {
@@ -769,7 +775,7 @@ impl State {
                 let kind_part = if call.kind == "other" {
                     String::new()
                 } else {
-                    format!(" ({})", sanitize(&call.kind))
+                    format!(" ({})", escape_text(&call.kind))
                 };
                 let line = format!(
                     "{} {}{kind_part} · {}",
@@ -828,7 +834,7 @@ impl State {
 
     /// Indented tool output, at most [`MAX_CONTENT_LINES`] (the last ones for long output).
     fn text_lines(&mut self, text: &str) {
-        let text = sanitize(text);
+        let text = escape_text(text);
         let lines: Vec<&str> = text.lines().collect();
         self.newline();
         let bar = styled(self.color_out, "2", "│");
@@ -849,7 +855,7 @@ impl State {
         match c {
             ToolContent::Content { content } => {
                 let text = content_text(content);
-                let text = sanitize(&text);
+                let text = escape_text(&text);
                 let lines: Vec<&str> = text.lines().collect();
                 self.newline();
                 let bar = styled(self.color_out, "2", "│");
@@ -870,12 +876,12 @@ impl State {
                 new_text,
             } => {
                 let summary = diff_summary(old_text.as_deref(), new_text);
-                let line = format!("    diff {}: {summary}", sanitize(path));
+                let line = format!("    diff {}: {summary}", escape_text(path));
                 let line = styled(self.color_out, "35", &line);
                 self.block_line(&line);
             }
             ToolContent::Terminal { terminal_id } => {
-                let line = format!("    [terminal {}]", sanitize(terminal_id));
+                let line = format!("    [terminal {}]", escape_text(terminal_id));
                 let line = styled(self.color_out, "2", &line);
                 self.block_line(&line);
             }
@@ -913,7 +919,7 @@ fn terminal_of(call: &ToolCall) -> Option<String> {
 }
 
 /// A content block as text: its text, or `[kind detail]` (`[image image/png]`,
-/// `[resource_link file:///x]`…). Not sanitized.
+/// `[resource_link file:///x]`…). Not escaped.
 pub fn content_text(block: &Content) -> std::borrow::Cow<'_, str> {
     if block.kind == "text" {
         return block.text.as_deref().unwrap_or("").into();
@@ -961,7 +967,7 @@ pub fn diff_summary(old: Option<&str>, new: &str) -> String {
 }
 
 /// What the renderer reads of a `session/update`: only the fields it shows, every string
-/// [`sanitize`]d as it is read ([`view::Clean`]), arrays cut ([`view::Capped`]). Everything
+/// escaped as it is read ([`view::Clean`]), arrays cut ([`view::Capped`]). Everything
 /// else (unknown members, `_meta`, raw tool input, data it does not show) is skipped by the
 /// parser without being built, and tagged unions are read in two steps (the tag, then the
 /// variant's fields, from the same borrowed text) rather than buffered: memory follows what is
@@ -1018,23 +1024,15 @@ mod tests {
     }
 }
 
-/// Every agent-supplied text shown by `acp` (the conversation, tool output, warnings, errors,
-/// an agent's stderr) goes through this one escaper, acp-client's
-/// [`escape_text`](acp_client::display::escape_text): `\n` and `\t` kept, ESC as `␛`, other
-/// controls as `�`, bidi overrides and the other invisible characters escaped (`\u202e`). No
-/// escape sequence is interpreted: no cursor moves, title or clipboard changes, no line
-/// overwritten with `\r`, no text reordered.
-pub use acp_client::display::escape_text as sanitize;
-
 #[cfg(test)]
-mod sanitize_tests {
+mod escape_tests {
     use super::*;
 
     #[test]
     fn escape_sequences_from_the_agent_are_shown_not_interpreted() {
-        assert_eq!(sanitize("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(escape_text("plain\ttext\n"), "plain\ttext\n");
         assert_eq!(
-            sanitize("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m"),
+            escape_text("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m"),
             "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m"
         );
     }
@@ -1042,9 +1040,9 @@ mod sanitize_tests {
     #[test]
     fn bidi_overrides_and_invisible_characters_are_shown_escaped() {
         // `txt.exe` shown as `exe.txt`: passed unescaped before.
-        assert_eq!(sanitize("a\u{202e}txt.exe"), "a\\u202etxt.exe");
+        assert_eq!(escape_text("a\u{202e}txt.exe"), "a\\u202etxt.exe");
         assert_eq!(
-            sanitize("\u{2066}x\u{2069}\u{200e}\u{200b}"),
+            escape_text("\u{2066}x\u{2069}\u{200e}\u{200b}"),
             "\\u2066x\\u2069\\u200e\\u200b"
         );
     }
