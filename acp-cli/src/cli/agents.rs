@@ -21,25 +21,9 @@ use std::time::Duration;
 
 use acp_client::display::{escape_line, escape_text, is_hidden, quote_arg};
 use acp_client::registry::{self, EntryVar, Registry, VarStatus};
-use clap::Args;
 
+use super::args::AgentsArgs;
 use super::exit;
-
-#[derive(Debug, Args)]
-pub struct AgentsArgs {
-    /// A registry file (the ACP registry's `registry.json`) or one `agent.json`, laid over the
-    /// built-in list.
-    #[arg(long, value_name = "FILE")]
-    pub registry: Option<PathBuf>,
-
-    /// One agent per line as JSON (id, name, version, description, the command and env).
-    #[arg(long)]
-    pub json: bool,
-
-    /// Fetch the public registry now (into the cache) instead of when the cache is a day old.
-    #[arg(long)]
-    pub refresh: bool,
-}
 
 /// The public ACP registry.
 pub const REGISTRY_URL: &str =

@@ -304,7 +304,7 @@ pub fn when(secs: u64) -> String {
 }
 
 /// `acp sessions`.
-pub async fn run(args: super::SessionsArgs) -> i32 {
+pub async fn run(args: super::args::SessionsArgs) -> i32 {
     use super::exit;
     let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
         Ok(d) => std::fs::canonicalize(&d).unwrap_or(d),
@@ -368,7 +368,7 @@ async fn agent_sessions(
     let cmd = AgentCommand::new(command[0].clone())
         .args(command[1..].iter().cloned())
         .cwd(cwd)
-        .env(super::env_policy(false, env));
+        .env(super::env::env_policy(false, env));
     let (conn, child) =
         acp_native::transport::spawn_agent(&cmd, Router::new(), DriverConfig::new(Role::Client))
             .map_err(|e| format!("cannot start the agent: {e}"))?;

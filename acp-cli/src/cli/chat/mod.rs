@@ -37,11 +37,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::args::ChatArgs;
 use super::exit;
 use super::render::Ui;
 use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
 use super::terminals::{Gate, Terminals};
-use super::ChatArgs;
 
 mod commands;
 mod input;
