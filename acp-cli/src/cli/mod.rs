@@ -2,8 +2,8 @@
 //! module run from `main.rs`: `chat/` (`acp chat`), `serve.rs`, `agents.rs`, `sessions.rs`,
 //! `login.rs` (`acp demo-agent` is the crate's `demo_agent`). Shared by them: `exit.rs` (the
 //! exit codes), `env.rs` (the agents' environment), `render/` and `rpc_log/` (what `acp chat`
-//! and `acp login` show and log), `terminals.rs`, `fetch.rs`, and here the default agent and
-//! acp's own directories.
+//! and `acp login` show and log), `records.rs` (the saved conversations), `terminals.rs`,
+//! `fetch.rs`, and here the default agent and acp's own directories.
 //!
 //! Dependencies go one way: the subcommands use the shared modules, never the reverse, and
 //! nothing here reaches into the demo agent but the options it is run with.
@@ -15,6 +15,7 @@ pub mod env;
 pub mod exit;
 mod fetch;
 pub mod login;
+pub mod records;
 pub mod render;
 pub mod rpc_log;
 pub mod serve;

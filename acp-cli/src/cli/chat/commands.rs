@@ -6,7 +6,7 @@ use acp_client::display::escape_line;
 use agent_client_protocol_schema::v1 as s;
 
 use super::Chat;
-use crate::cli::sessions;
+use crate::cli::records;
 
 #[cfg(feature = "unstable")]
 use crate::cli::render::wire_name;
@@ -167,11 +167,11 @@ impl Chat {
                 true
             }
             "sessions" => {
-                let records = sessions::list(&self.session.cwd, |m| self.ui.warn(m));
-                if records.is_empty() {
+                let saved = records::list(&self.session.cwd, |m| self.ui.warn(m));
+                if saved.is_empty() {
                     self.ui.notice("no saved sessions in this directory");
                 }
-                for r in records {
+                for r in saved {
                     self.ui.notice(&r.line());
                 }
                 true

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use crate::cli::records;
 use crate::cli::render::Ui;
-use crate::cli::sessions;
 
 use super::session::Session;
 
@@ -26,7 +26,7 @@ impl Record {
     /// After `session/resume`: the conversation saved here becomes the thread again, and its
     /// last exchange is shown.
     pub(super) fn recap(&self, ui: &Ui, cwd: &Path, id: &str) {
-        let record = match sessions::find(cwd, id) {
+        let record = match records::find(cwd, id) {
             Ok(Some(record)) => record,
             Ok(None) => {
                 ui.notice("(no saved conversation for this session in this directory)");
@@ -51,7 +51,7 @@ impl Record {
                 ui.notice(&format!(
                     "{} — {turns} earlier prompt(s), saved {}",
                     acp_client::display::ensure_line(&record.title),
-                    sessions::when(record.updated_at)
+                    records::when(record.updated_at)
                 ));
                 ui.set_thread(thread);
             }
@@ -65,7 +65,7 @@ impl Record {
             return;
         }
         let (title, thread) = ui.thread_record();
-        if let Err(e) = sessions::save(
+        if let Err(e) = records::save(
             &session.cwd,
             &self.agent_label,
             &session.id.0,

@@ -11,13 +11,13 @@ use agent_client_protocol_schema::v1 as s;
 use acp_client::display::escape_line;
 
 use super::Ui;
-use crate::cli::sessions;
+use crate::cli::records;
 
 impl Ui {
     /// The conversation so far for its record: its title and the thread's saved form.
     pub fn thread_record(&self) -> (String, String) {
         let st = self.lock();
-        (sessions::title_of(&st.thread), st.thread.to_json())
+        (records::title_of(&st.thread), st.thread.to_json())
     }
 
     /// The session's modes and config options as the agent answered them (`session/new`,
