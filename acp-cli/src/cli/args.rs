@@ -234,8 +234,8 @@ impl ChatArgs {
         self.env_policy_with(&Default::default())
     }
 
-    /// [`ChatArgs::env_policy`] with the variables of an `--agent` registry entry set first
-    /// (so `--env` overrides them).
+    /// The agents' environment (`ChatArgs::env_policy`, in tests) with the variables of an
+    /// `--agent` registry entry set first (so `--env` overrides them).
     pub fn env_policy_with(
         &self,
         extra: &std::collections::BTreeMap<String, String>,

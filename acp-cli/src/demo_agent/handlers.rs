@@ -1,7 +1,7 @@
 //! The demo agent's protocol handlers: `initialize` (and its raw form with `--require-auth`),
 //! `authenticate`, `session/new`, `session/load` (the replay), `session/resume`,
 //! `session/list`, `session/prompt` (one [`Turn`]) and `session/cancel`; sessions kept in
-//! memory and, with `--state-dir`, in the [`store`](super::store).
+//! memory and, with `--state-dir`, in the [`store`].
 
 use std::path::Path;
 

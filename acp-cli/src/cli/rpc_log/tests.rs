@@ -1,3 +1,6 @@
+//! The tap's tests: the log's lines and kinds, the replay window of `session/load`, the
+//! private log file, the bounded table of pending requests, lines cut as the engine cuts them.
+
 use super::pending::MAX_PENDING;
 use super::*;
 
