@@ -7,11 +7,38 @@
 //!   agent process per connection ([`cli::serve`]).
 //!
 //! Exit codes are documented on [`cli::exit`].
+//!
+//! The crate: [`cli`] the command (its arguments, each subcommand, what they share),
+//! [`demo_agent`] the built-in agent (it uses the libraries only, nothing of `cli`), [`utc`]
+//! the calendar dates both show; here, the runtime and [`run`], which dispatches the parsed
+//! command.
 
 mod cli;
 mod demo_agent;
+mod utc;
 
 use clap::Parser;
+
+/// Runs the parsed command; returns the process exit code.
+async fn run(cli: cli::Cli) -> i32 {
+    use cli::Command;
+    match cli.command {
+        Command::Chat(args) => cli::chat::run(args).await,
+        Command::DemoAgent(args) => {
+            demo_agent::run(demo_agent::DemoOptions {
+                delay: std::time::Duration::from_millis(args.delay_ms),
+                state_dir: args.state_dir,
+                require_auth: args.require_auth,
+                no_resume: args.no_resume,
+            })
+            .await
+        }
+        Command::Serve(args) => cli::serve::run(args).await,
+        Command::Agents(args) => cli::agents::run(args).await,
+        Command::Sessions(args) => cli::sessions::run(args).await,
+        Command::Login(args) => cli::login::run(args).await,
+    }
+}
 
 fn main() {
     let args = cli::Cli::parse();
@@ -39,7 +66,7 @@ fn main() {
                 );
             }
         }
-        cli::run(args).await
+        run(args).await
     });
     // What the agents left behind (their orphans) ends with acp; bounded.
     acp_native::process::end_orphans(acp_native::process::orphans::END_LIMIT);

@@ -19,27 +19,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use acp_client::display::{escape_line, is_hidden, quote_arg};
+use acp_client::display::{escape_line, escape_text, is_hidden, quote_arg};
 use acp_client::registry::{self, EntryVar, Registry, VarStatus};
-use clap::Args;
 
+use super::args::AgentsArgs;
 use super::exit;
-
-#[derive(Debug, Args)]
-pub struct AgentsArgs {
-    /// A registry file (the ACP registry's `registry.json`) or one `agent.json`, laid over the
-    /// built-in list.
-    #[arg(long, value_name = "FILE")]
-    pub registry: Option<PathBuf>,
-
-    /// One agent per line as JSON (id, name, version, description, the command and env).
-    #[arg(long)]
-    pub json: bool,
-
-    /// Fetch the public registry now (into the cache) instead of when the cache is a day old.
-    #[arg(long)]
-    pub refresh: bool,
-}
 
 /// The public ACP registry.
 pub const REGISTRY_URL: &str =
@@ -268,14 +252,14 @@ fn json_line(value: &serde_json::Value) -> String {
 
 /// `acp agents`.
 pub async fn run(args: AgentsArgs) -> i32 {
-    let warn = |m: &str| eprintln!("acp: warning: {}", super::render::sanitize(m));
+    let warn = |m: &str| eprintln!("acp: warning: {}", escape_text(m));
     if args.refresh {
         match refresh(true).await {
-            Some(Ok(m)) => eprintln!("acp: {}", super::render::sanitize(&m)),
+            Some(Ok(m)) => eprintln!("acp: {}", escape_text(&m)),
             Some(Err(e)) => {
                 eprintln!(
                     "acp: cannot refresh the agent registry: {}",
-                    super::render::sanitize(&e)
+                    escape_text(&e)
                 );
                 return exit::ERROR;
             }
@@ -290,7 +274,7 @@ pub async fn run(args: AgentsArgs) -> i32 {
     let reg = match load(args.registry.as_deref(), warn) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("acp: {}", super::render::sanitize(&e));
+            eprintln!("acp: {}", escape_text(&e));
             return exit::ERROR;
         }
     };

@@ -14,7 +14,6 @@
 
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use acp_client::auth::AuthMethod;
@@ -23,9 +22,9 @@ use acp_core::Role;
 use acp_native::process::AgentCommand;
 use acp_native::{DriverConfig, Router};
 use agent_client_protocol_schema::v1 as s;
-use clap::Args;
 use tokio::sync::mpsc;
 
+use super::args::LoginArgs;
 use super::exit;
 use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
 
@@ -33,42 +32,6 @@ use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
 const INIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long an `agent` method's login may take (a browser round trip).
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(600);
-
-#[derive(Debug, Args)]
-pub struct LoginArgs {
-    /// The method to sign in with (an id of the agent's `authMethods`; without it they are
-    /// listed, and on a terminal you pick one).
-    #[arg(long, value_name = "METHOD_ID")]
-    pub method: Option<String>,
-
-    /// Run a `terminal` method's login without asking first (it is still shown).
-    #[arg(short, long)]
-    pub yes: bool,
-
-    /// The agent by name (`acp agents` lists them).
-    #[arg(long = "agent", value_name = "NAME", conflicts_with = "agent")]
-    pub agent_name: Option<String>,
-
-    /// A registry file for --agent.
-    #[arg(long, value_name = "FILE", requires = "agent_name")]
-    pub registry: Option<PathBuf>,
-
-    /// The agent's working directory (default: the current one).
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-
-    /// Pass this variable to the agent (NAME takes it from this environment), as `acp chat`.
-    #[arg(long = "env", value_name = "NAME[=VALUE]", value_parser = super::parse_env)]
-    pub env: Vec<String>,
-
-    /// Give the agent this whole environment instead of the allowlist, as `acp chat`.
-    #[arg(long)]
-    pub inherit_env: bool,
-
-    /// The agent command, after `--`.
-    #[arg(last = true, value_name = "AGENT_COMMAND")]
-    pub agent: Vec<OsString>,
-}
 
 pub async fn run(args: LoginArgs) -> i32 {
     match login(args).await {
@@ -112,7 +75,7 @@ async fn login(args: LoginArgs) -> Result<(), Failure> {
         Some(d) => d.clone(),
         None => std::env::current_dir().map_err(|e| fail(format!("current directory: {e}")))?,
     };
-    let env = super::env_policy_with(args.inherit_env, &registry_env, &args.env);
+    let env = super::env::env_policy_with(args.inherit_env, &registry_env, &args.env);
     let agent_vars: Vec<String> = env
         .resolve_from_host()
         .into_iter()

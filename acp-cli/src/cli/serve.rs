@@ -37,7 +37,7 @@
 //! * **Loopback by default** (a bare port is `127.0.0.1:PORT`); any other address is warned
 //!   about on stderr.
 //! * Everything printed that came from outside (the agents' stderr in their exit reports,
-//!   handshake errors) goes through [`render::sanitize`](super::render::sanitize).
+//!   handshake errors) goes through acp-client's [`escape_text`].
 //! * Ctrl-C, SIGTERM and SIGHUP (the terminal closing) stop every agent (its whole process
 //!   group), then exit; a second signal stops at once (the agents' groups are killed).
 
@@ -49,6 +49,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use acp_client::display::escape_text;
 use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy};
 use acp_native::remote::admission::{self, Admission, NotAdmitted, Ticket};
 use acp_native::remote::auth::{self, Credential};
@@ -63,7 +64,6 @@ use tokio_tungstenite::tungstenite::http;
 use tokio_util::sync::CancellationToken;
 
 use super::exit;
-use super::render::sanitize;
 use super::ServeArgs;
 
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
@@ -174,7 +174,7 @@ impl Log {
 /// ignoring write errors (a closed terminal must not stop the shutdown).
 fn say(line: &str) {
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "acp serve: {}", sanitize(line));
+    let _ = writeln!(err, "acp serve: {}", escape_text(line));
 }
 
 /// Runs `acp serve`; returns the exit code (only on a signal or a start-up failure).

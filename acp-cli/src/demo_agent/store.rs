@@ -67,7 +67,7 @@ pub fn now() -> u64 {
 
 /// ISO 8601 (`2026-11-23T20:14:05Z`) for a Unix time (`SessionInfo.updatedAt`).
 pub fn iso8601(secs: u64) -> String {
-    let (y, m, d, rem) = crate::cli::sessions::civil_date(secs);
+    let (y, m, d, rem) = crate::utc::civil_date(secs);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
         rem / 3600,

@@ -1,7 +1,15 @@
-//! Slash commands at the interactive prompt: acp's own (`/help`, `/mode`, `/config`,
-//! `/model`, `/sessions`, `/cancel`) and the agent's (sent to it as the prompt).
+//! Slash commands at the interactive prompt (a method of [`Chat`]): acp's own (`/help`,
+//! `/mode`, `/config`, `/model`, `/sessions`, `/cancel`) and the agent's (sent to it as the
+//! prompt).
 
-use super::*;
+use acp_client::display::escape_line;
+use agent_client_protocol_schema::v1 as s;
+
+use super::Chat;
+use crate::cli::records;
+
+#[cfg(feature = "unstable")]
+use crate::cli::render::wire_name;
 
 impl Chat {
     /// A slash command typed at the prompt: `/help`, `/mode [ID]`, `/config [ID VALUE]`,
@@ -65,8 +73,8 @@ impl Chat {
                     return true;
                 }
                 let request =
-                    s::SetSessionModeRequest::new(self.session_id.clone(), arg.to_string());
-                let conn = self.conn.with_timeout(self.timeout);
+                    s::SetSessionModeRequest::new(self.session.id.clone(), arg.to_string());
+                let conn = self.link.conn.with_timeout(self.timeouts.request);
                 match self
                     .wait("session/set_mode", conn.set_session_mode(request))
                     .await
@@ -135,11 +143,11 @@ impl Chat {
                     return true;
                 }
                 let request = s::SetSessionConfigOptionRequest::new(
-                    self.session_id.clone(),
+                    self.session.id.clone(),
                     id.clone(),
                     value.as_str(),
                 );
-                let conn = self.conn.with_timeout(self.timeout);
+                let conn = self.link.conn.with_timeout(self.timeouts.request);
                 match self
                     .wait(
                         "session/set_config_option",
@@ -159,11 +167,11 @@ impl Chat {
                 true
             }
             "sessions" => {
-                let records = crate::cli::sessions::list(&self.cwd, |m| self.ui.warn(m));
-                if records.is_empty() {
+                let saved = records::list(&self.session.cwd, |m| self.ui.warn(m));
+                if saved.is_empty() {
                     self.ui.notice("no saved sessions in this directory");
                 }
-                for r in records {
+                for r in saved {
                     self.ui.notice(&r.line());
                 }
                 true
@@ -171,13 +179,13 @@ impl Chat {
             // Draft methods: refused by the engine unless the agent advertised them.
             #[cfg(feature = "unstable")]
             "status" => {
-                let request = s::SessionStatusRequest::new(self.session_id.clone());
-                let conn = self.conn.with_timeout(self.timeout);
+                let request = s::SessionStatusRequest::new(self.session.id.clone());
+                let conn = self.link.conn.with_timeout(self.timeouts.request);
                 match self
                     .wait("session/status", conn.session_status(request))
                     .await
                 {
-                    Ok(r) => self.ui.session_status(&enum_name(&r.status)),
+                    Ok(r) => self.ui.session_status(&wire_name(&r.status)),
                     Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
                 }
                 true
@@ -188,8 +196,8 @@ impl Chat {
                     self.ui.warn("usage: /title TEXT");
                     return true;
                 }
-                let request = s::SetSessionTitleRequest::new(self.session_id.clone(), arg);
-                let conn = self.conn.with_timeout(self.timeout);
+                let request = s::SetSessionTitleRequest::new(self.session.id.clone(), arg);
+                let conn = self.link.conn.with_timeout(self.timeouts.request);
                 match self
                     .wait("session/set_title", conn.set_session_title(request))
                     .await

@@ -5,10 +5,20 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
+use acp_core::{ErrorObject, RawValue};
+use acp_native::process::{AgentCommand, ExitReport};
 use acp_native::remote::client::{self as remote, ClientOptions, RemoteError, RemoteLink};
+use acp_native::transport::{spawn_agent_with, AgentChild};
+use acp_native::{ClientSideConnection, DriverConfig, Incoming};
+use tokio::sync::watch;
 
-use super::*;
+use super::outcome::Outcome;
+use crate::cli::args::ChatArgs;
+use crate::cli::exit;
+use crate::cli::rpc_log::{Tap, TapReader, TapWriter};
 
 /// The agent: its process, or the remote connection's transport.
 pub(super) enum Peer {

@@ -1,8 +1,35 @@
 //! What the agent asks of the client: the router serving `fs/*`, `terminal/*` and
-//! `session/request_permission`, turned into events for the UI loop; the questions acp adds
-//! (a command, a write that changes what runs).
+//! `session/request_permission`, turned into events for the UI loop (a bounded queue: see
+//! [`EVENT_QUEUE`], [`EVENT_BYTES`]); the questions acp adds (a command, a write that changes
+//! what runs); the count of the agent's requests being served.
 
-use super::*;
+use std::sync::Arc;
+
+use acp_client::display::escape_line;
+use acp_client::permission;
+use acp_core::{typed, ErrorCode, ErrorObject, RawValue};
+use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
+use acp_native::{Incoming, Router};
+use agent_client_protocol_schema::v1 as s;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::render::{wire_name, Ui};
+use crate::cli::terminals::{Gate, Terminals};
+
+/// Events between the connection's handlers and the UI loop. When it is full (the UI is
+/// blocked writing to a stdout nobody reads, or holds events back while a question is open),
+/// the handlers wait, the connection's notification queue fills and it stops reading the
+/// agent: memory stays bounded and the agent is slowed down instead.
+pub(super) const EVENT_QUEUE: usize = 64;
+/// Bytes of `session/update` params waiting for the UI (queued or held back), in KiB permits:
+/// with the counts above, what an unread stdout or an open question can make `acp chat` hold
+/// (a larger update waits until it is alone).
+const EVENT_BYTES: usize = 64 << 20;
+
+/// An update's share of [`EVENT_BYTES`], given back when the update has been shown.
+type UpdateBytes = Option<tokio::sync::OwnedSemaphorePermit>;
 
 /// What the connection's handlers hand to the UI loop.
 pub(super) enum Event {
@@ -26,6 +53,16 @@ pub(super) struct PermissionAsk {
     pub(super) withdrawn: CancellationToken,
 }
 
+impl PermissionAsk {
+    /// The one-line title of the question.
+    pub(super) fn title(&self, ui: &Ui) -> String {
+        match &self.shown {
+            Some((title, _)) => title.clone(),
+            None => ui.question_title(&self.request.tool_call),
+        }
+    }
+}
+
 /// The agent's options as the shared policy reads them.
 pub(super) fn policy_options(options: &[s::PermissionOption]) -> Vec<permission::PermissionOption> {
     options
@@ -35,7 +72,7 @@ pub(super) fn policy_options(options: &[s::PermissionOption]) -> Vec<permission:
             name: o.name.clone(),
             kind: serde_json::to_value(o.kind)
                 .and_then(serde_json::from_value)
-                .unwrap_or_else(|_| permission::OptionKind::Other(enum_name(&o.kind))),
+                .unwrap_or_else(|_| permission::OptionKind::Other(wire_name(&o.kind))),
         })
         .collect()
 }
@@ -285,4 +322,10 @@ pub(super) fn write_gate(events: mpsc::Sender<Event>) -> acp_native::fs_service:
             )
         })
     })
+}
+
+fn fs_error(e: FsError) -> ErrorObject {
+    let mut o = ErrorObject::new(ErrorCode::from_code(i64::from(e.code())), e.message());
+    o.data = e.data();
+    o
 }

@@ -1,6 +1,9 @@
 //! What interrupts `acp chat`: Ctrl-C, SIGHUP, SIGTERM.
 
-use super::*;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+use super::outcome::Outcome;
+use crate::cli::exit;
 
 /// The signals that interrupt or end `acp chat`.
 pub(super) struct Signals {

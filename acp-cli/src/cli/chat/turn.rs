@@ -1,25 +1,45 @@
-//! One prompt turn: the prompt, what the agent sends during it, one question on screen at a
-//! time with everything after it held back (bounded), the automatic answers of the shared
-//! policy, Ctrl-C, the silence limit and the wait for the turn's `cancelled` answer.
+//! One prompt turn (methods of [`Chat`]): the prompt, what the agent sends during it, one
+//! question on screen at a time with everything after it held back (bounded), the automatic
+//! answers of the shared policy, Ctrl-C, the silence limit and the wait for the turn's
+//! `cancelled` answer.
 
-use super::*;
+use std::collections::VecDeque;
+
+use acp_client::display::escape_line;
+use acp_client::permission;
+use acp_native::ClientSideConnection;
+use agent_client_protocol_schema::v1 as s;
+use tokio::time::Instant;
+
+use super::input::{Ask, Input};
+use super::outcome::Outcome;
+use super::requests::{policy_options, Event, PermissionAsk};
+use super::signals::{quit, Interrupt};
+use super::timeouts::{CANCEL_SEND_LIMIT, CANCEL_WAIT};
+use super::Chat;
+use crate::cli::exit;
+use crate::cli::render::wire_name;
+
+/// Most events held back while a question is open (shown in order after the answer); past
+/// that the UI stops taking events, with the same effect as a full queue.
+const HELD_EVENTS: usize = 256;
 
 /// A turn's questions: the one on screen, and what arrived after it.
 #[derive(Default)]
-pub(super) struct TurnState {
-    pub(super) open: Option<PermissionAsk>,
-    pub(super) held: VecDeque<Event>,
+struct TurnState {
+    open: Option<PermissionAsk>,
+    held: VecDeque<Event>,
     /// Ctrl-C sent `session/cancel`.
-    pub(super) cancel_sent: bool,
+    cancel_sent: bool,
     /// `session/cancel` sent for a question answered `cancelled`.
-    pub(super) session_cancelled: bool,
+    session_cancelled: bool,
     /// The prompt was answered: questions still arriving are answered `cancelled`.
-    pub(super) over: bool,
+    over: bool,
     /// `session/cancel` was sent (Ctrl-C, the silence limit): the turn's answer is awaited
     /// until then.
-    pub(super) cancel_deadline: Option<Instant>,
+    cancel_deadline: Option<Instant>,
     /// The silence limit cancelled the turn: how the turn ends, whatever the agent answers.
-    pub(super) timed_out: Option<Outcome>,
+    timed_out: Option<Outcome>,
 }
 
 impl Chat {
@@ -33,23 +53,25 @@ impl Chat {
     pub(super) async fn turn(&mut self, text: String) -> Result<s::StopReason, Outcome> {
         self.ui.begin_turn(&text);
         self.ui.spinner_start("thinking…");
-        let request = s::PromptRequest::new(self.session_id.clone(), vec![text.into()]);
-        let conn = self.conn.without_timeout();
+        let request = s::PromptRequest::new(self.session.id.clone(), vec![text.into()]);
+        let conn = self.link.conn.without_timeout();
         let prompt = conn.prompt(request);
         tokio::pin!(prompt);
         let mut turn = TurnState::default();
         let mut last_activity = Instant::now();
         let result = loop {
-            let idle_deadline = self.idle_limit.map(|d| last_activity + d);
+            let idle_deadline = self.timeouts.silence.map(|d| last_activity + d);
             let withdrawn = turn.open.as_ref().map(|a| a.withdrawn.clone());
             tokio::select! {
                 result = &mut prompt => break result,
-                Some(event) = self.events.recv(), if turn.held.len() < HELD_EVENTS => {
+                Some(event) = self.inbox.events.recv(), if turn.held.len() < HELD_EVENTS => {
                     last_activity = Instant::now();
                     turn.held.push_back(event);
                     self.show_held(&conn, &mut turn).await;
                 }
-                Some(line) = self.warnings.recv(), if turn.open.is_none() => self.garbage(line),
+                Some(line) = self.inbox.warnings.recv(), if turn.open.is_none() => {
+                    self.inbox.garbage(line)
+                }
                 input = self.stdin.next(Ask::Answer), if turn.open.is_some() => {
                     last_activity = Instant::now();
                     let line = match input {
@@ -81,12 +103,12 @@ impl Chat {
                         None => "end of input".to_string(),
                         Some(l) => format!("option {}", l.trim()),
                     };
-                    self.answer(ask, decision, &how);
+                    self.answers.answer(ask, decision, &how);
                     self.show_held(&conn, &mut turn).await;
                 }
                 _ = async { withdrawn.expect("guarded").cancelled().await }, if withdrawn.is_some() => {
                     let ask = turn.open.take().expect("guarded");
-                    let title = self.ask_title(&ask);
+                    let title = ask.title(&self.ui);
                     self.ui.permission_outcome(&title, "withdrawn (the turn was cancelled)");
                     self.show_held(&conn, &mut turn).await;
                 }
@@ -114,7 +136,7 @@ impl Chat {
                     if idle_deadline.is_some() && turn.open.is_none() && turn.cancel_deadline.is_none() => {
                     // Not silent if the agent wrote anything since, or waits on a request of
                     // its own that we are still serving (a long command in a terminal...).
-                    let heard = self.tap.last_received().map(Instant::from_std);
+                    let heard = self.inbox.tap.last_received().map(Instant::from_std);
                     if self.activity.in_flight() > 0 {
                         last_activity = Instant::now();
                         continue;
@@ -126,8 +148,8 @@ impl Chat {
                         }
                     }
                     self.send_session_cancel(&conn).await;
-                    let secs = self.idle_limit.unwrap_or_default().as_secs_f64();
-                    let flag = if self.idle_limit_is_default { "the default for --prompt; set it with --timeout" } else { "--timeout" };
+                    let secs = self.timeouts.silence.unwrap_or_default().as_secs_f64();
+                    let flag = if self.timeouts.silence_is_default { "the default for --prompt; set it with --timeout" } else { "--timeout" };
                     turn.timed_out = Some(Outcome::fail(
                         exit::TIMEOUT,
                         format!("the agent sent nothing for {secs} s during the turn ({flag}); cancelled it{}",
@@ -143,7 +165,7 @@ impl Chat {
         // the engine already did if the agent ended the turn); what was held is shown now.
         turn.over = true;
         if let Some(ask) = turn.open.take() {
-            let title = self.ask_title(&ask);
+            let title = ask.title(&self.ui);
             self.ui
                 .permission_outcome(&title, "cancelled (the turn ended)");
             let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
@@ -151,26 +173,14 @@ impl Chat {
         self.show_held(&conn, &mut turn).await;
         // Updates sent before the response may still be on their way to us: the tap has
         // counted them all, so render until that many have been shown.
-        let expected = self.tap.updates_received();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.rendered < expected {
-            match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Ok(Some(Event::Update(params, _bytes))) => self.render_update(params),
-                Ok(Some(Event::Permission(ask))) => {
-                    let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
-                }
-                Ok(None) | Err(_) => break,
-            }
-        }
+        self.inbox.catch_up_turn().await;
         // Warnings about what came with the turn (an oversize line...) are shown before its end.
-        while let Ok(w) = self.warnings.try_recv() {
-            self.garbage(w);
-        }
+        self.inbox.drain_warnings();
         if let Some(o) = turn.timed_out.take() {
             // Timed out, and the agent answered the cancelled turn: the run still says why.
             if let Ok(r) = &result {
                 self.ui
-                    .turn_end(&self.session_id.0, &enum_name(&r.stop_reason));
+                    .turn_end(&self.session.id.0, &wire_name(&r.stop_reason));
             }
             return Err(o);
         }
@@ -179,7 +189,7 @@ impl Chat {
                 #[cfg(feature = "unstable")]
                 self.ui.prompt_result(&response);
                 let reason = response.stop_reason;
-                self.ui.turn_end(&self.session_id.0, &enum_name(&reason));
+                self.ui.turn_end(&self.session.id.0, &wire_name(&reason));
                 Ok(reason)
             }
             Err(e) => {
@@ -189,8 +199,6 @@ impl Chat {
         }
     }
 
-    /// Shows held events in order until one of them opens a question (or none is left), then
-    /// sends `session/cancel` if an answer needs it.
     /// Ctrl-C during a turn (the signal, or typed at a question): the first cancels the turn
     /// and waits (bounded) for its answer, the second quits.
     async fn interrupt(
@@ -211,7 +219,7 @@ impl Chat {
         // `cancelled` (our own questions too: nothing waits on the agent withdrawing them);
         // held ones are answered as they are reached.
         if let Some(ask) = turn.open.take() {
-            let title = self.ask_title(&ask);
+            let title = ask.title(&self.ui);
             self.ui
                 .permission_outcome(&title, "withdrawn (the turn was cancelled)");
             let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
@@ -220,9 +228,11 @@ impl Chat {
         Ok(())
     }
 
-    pub(super) async fn show_held(&mut self, conn: &ClientSideConnection, turn: &mut TurnState) {
+    /// Shows held events in order until one of them opens a question (or none is left), then
+    /// sends `session/cancel` if an answer needs it.
+    async fn show_held(&mut self, conn: &ClientSideConnection, turn: &mut TurnState) {
         loop {
-            if !self.cancelling.is_empty() {
+            if self.answers.has_cancelling() {
                 self.send_cancelled(conn, &mut turn.session_cancelled).await;
             }
             if turn.open.is_some() {
@@ -232,9 +242,9 @@ impl Chat {
                 break;
             };
             match event {
-                Event::Update(params, _bytes) => self.render_update(params),
+                Event::Update(params, _bytes) => self.inbox.render_update(params),
                 Event::Permission(ask) => {
-                    let title = self.ask_title(&ask);
+                    let title = ask.title(&self.ui);
                     if ask.withdrawn.is_cancelled() {
                         self.ui
                             .permission_outcome(&title, "withdrawn (the turn was cancelled)");
@@ -242,7 +252,7 @@ impl Chat {
                         self.ui
                             .permission_outcome(&title, "cancelled (the turn was cancelled)");
                         let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
-                    } else if let Some(ask) = self.auto_answer(*ask) {
+                    } else if let Some(ask) = self.answers.auto_answer(*ask) {
                         let (title, detail) = match &ask.shown {
                             Some((t, d)) => (t.clone(), d.clone()),
                             None => (title, Vec::new()),
@@ -259,133 +269,23 @@ impl Chat {
         }
     }
 
-    /// The one-line title of a question.
-    pub(super) fn ask_title(&self, ask: &PermissionAsk) -> String {
-        match &ask.shown {
-            Some((title, _)) => title.clone(),
-            None => self.ui.question_title(&ask.request.tool_call),
-        }
-    }
-
-    /// Carries out a decision of the shared policy for `ask` (`how`: what decided it).
-    pub(super) fn answer(&mut self, ask: PermissionAsk, decision: Decision, how: &str) {
-        let title = self.ask_title(&ask);
-        match decision {
-            Decision::Select { option_id, .. } => {
-                let name = ask
-                    .request
-                    .options
-                    .iter()
-                    .find(|o| *o.option_id.0 == *option_id)
-                    .map(|o| escape_line(&o.name))
-                    .unwrap_or_default();
-                self.ui
-                    .permission_outcome(&title, &format!("{name} ({how})"));
-                let _ = ask.reply.send(s::RequestPermissionOutcome::Selected(
-                    s::SelectedPermissionOutcome::new(option_id),
-                ));
-            }
-            Decision::Cancel { reason } => {
-                let why = match reason {
-                    permission::CancelReason::Unanswerable => format!("cancelled ({how})"),
-                    _ => format!("cancelled ({how}: {})", reason.describe()),
-                };
-                self.ui.permission_outcome(&title, &why);
-                self.cancelling.push(ask.reply);
-            }
-            Decision::Ask => unreachable!("answer() is given decisions"),
-        }
-    }
-
-    pub(super) fn render_update(&mut self, params: Option<Box<RawValue>>) {
-        let number = self.rendered;
-        self.rendered += 1;
-        // Part of a `session/load`'s replay that is not shown (see `Chat::wait_replay`).
-        if let (Some(folded), Some((from, to))) = (self.folded.as_mut(), self.tap.load_replay()) {
-            if number >= from && to.is_none_or(|to| number < to) {
-                *folded += 1;
-                self.ui.fold_replayed(params.as_deref());
-                return;
-            }
-        }
-        self.ui.session_update(params.as_deref());
-    }
-
-    /// Between turns: shows updates at once (agents announce commands, modes...); refuses
-    /// permission requests, which belong to turns.
-    pub(super) fn idle_event(&mut self, event: Event) {
-        match event {
-            Event::Update(params, _bytes) => self.render_update(params),
-            Event::Permission(ask) => {
-                let title = self.ask_title(&ask);
-                self.ui
-                    .permission_outcome(&title, "cancelled (no turn is running)");
-                let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
-            }
-        }
-    }
-
-    /// Answers a question at once when the shared policy decides it (`--yes`, `--deny`, no
-    /// options); returns it when the user must be asked. A `cancelled` answer is only queued
-    /// in `self.cancelling`: the turn sends `session/cancel` before it (the schema's order).
-    pub(super) fn auto_answer(&mut self, ask: PermissionAsk) -> Option<PermissionAsk> {
-        let flag = match self.mode {
-            AutoMode::Ask => "",
-            AutoMode::AllowOnce => "--yes",
-            AutoMode::AllowAlways => "--yes-always",
-            AutoMode::Deny => "--deny",
-        };
-        // Our own questions about writes that change what runs are never answered by --yes:
-        // the user sees them (they are refused when no one can answer).
-        let mode = if ask.user_only && self.mode != AutoMode::Deny {
-            AutoMode::Ask
-        } else {
-            self.mode
-        };
-        match permission::decide(&policy_options(&ask.request.options), mode) {
-            Decision::Ask => {
-                if mode != self.mode {
-                    self.ui.notice(&format!(
-                        "{flag} does not answer this question: it changes what runs"
-                    ));
-                } else if self.mode != AutoMode::Ask {
-                    self.ui.notice(&format!(
-                        "{flag}: the agent offers no option {flag} may choose; asking"
-                    ));
-                }
-                Some(ask)
-            }
-            decision => {
-                let how = if flag.is_empty() { "automatic" } else { flag };
-                self.answer(ask, decision, how);
-                None
-            }
-        }
-    }
-
     /// Answers the queued `cancelled` outcomes, after sending `session/cancel` for the turn
     /// (once): per the schema, `cancelled` is the answer of a client that cancelled the turn.
-    pub(super) async fn send_cancelled(
-        &mut self,
-        conn: &ClientSideConnection,
-        session_cancelled: &mut bool,
-    ) {
-        if self.cancelling.is_empty() {
+    async fn send_cancelled(&mut self, conn: &ClientSideConnection, session_cancelled: &mut bool) {
+        if !self.answers.has_cancelling() {
             return;
         }
         if !*session_cancelled {
             *session_cancelled = true;
             self.send_session_cancel(conn).await;
         }
-        for reply in self.cancelling.drain(..) {
-            let _ = reply.send(s::RequestPermissionOutcome::Cancelled);
-        }
+        self.answers.send_cancelling();
     }
 
     /// `session/cancel` for this session, bounded by [`CANCEL_SEND_LIMIT`] (an agent that
     /// stopped reading cannot hold the turn: it ends anyway).
     async fn send_session_cancel(&self, conn: &ClientSideConnection) {
-        let cancel = conn.cancel(s::CancelNotification::new(self.session_id.clone()));
+        let cancel = conn.cancel(s::CancelNotification::new(self.session.id.clone()));
         let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, cancel).await;
     }
 }

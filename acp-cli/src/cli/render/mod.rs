@@ -1,0 +1,354 @@
+//! Terminal rendering for `acp chat`: session updates, permission dialogs, the spinner.
+//!
+//! Updates are folded into the shared conversation model (`acp_client::thread`: the same one
+//! the extension and the browser client use), and what each update changed is drawn from it.
+//! stdout carries the conversation only (agent text, thoughts, plans, tool calls), or with
+//! `--json` one JSON line per session update; stderr carries everything else (the input and
+//! permission prompts, notices, status lines such as the mode, commands and title, warnings,
+//! errors, the spinner). Every write goes through [`Ui`], whose screen knows whether the
+//! cursor is at the start of a line, so blocks never start mid-line and the spinner only draws
+//! (on stderr, only when it is a terminal) on an empty line.
+//!
+//! Every agent-supplied text shown (the conversation, tool output, warnings, errors, an
+//! agent's stderr) goes through one escaper, acp-client's [`escape_text`]: `\n` and `\t`
+//! kept, ESC as `␛`, other controls as `�`, bidi overrides and the other invisible characters
+//! escaped (`\u202e`). No escape sequence is interpreted: no cursor moves, title or clipboard
+//! changes, no line overwritten with `\r`, no text reordered.
+//!
+//! The files: here, [`Ui`] (the shared handle: notices, the prompt, a turn's updates and its
+//! end); `screen.rs` the two streams, the cursor, the spinner and prompts; `conversation.rs`
+//! drawing what each update changed (text, tool calls, the plan, status lines);
+//! `questions.rs` permission questions; `session.rs` the session's state kept in the thread
+//! (modes, config options, commands, the record's title, a replay folded unshown).
+
+mod conversation;
+mod questions;
+mod screen;
+mod session;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acp_client::display::escape_text;
+use acp_client::thread::{Limits, Thread};
+use acp_core::RawValue;
+
+use conversation::Drawn;
+use screen::{styled, Block, Screen};
+
+pub use conversation::TerminalOutput;
+
+/// The shared terminal writer. Cheap to clone.
+#[derive(Clone)]
+pub struct Ui {
+    state: Arc<Mutex<State>>,
+}
+
+struct State {
+    json: bool,
+    /// stdout and stderr, and where the cursor is.
+    screen: Screen,
+    /// The conversation, folded from the updates.
+    thread: Thread,
+    /// What was drawn of it.
+    drawn: Drawn,
+    /// The `session/prompt` result of the turn ending (feature `unstable`: its token usage is
+    /// folded into the thread and shown at [`Ui::turn_end`]).
+    #[cfg(feature = "unstable")]
+    prompt_result: Option<String>,
+}
+
+/// Bytes of conversation the renderer's thread keeps (older entries are dropped).
+const THREAD_BYTES: usize = 8 << 20;
+
+impl Ui {
+    /// A writer for the real stdout/stderr. `json`: session updates as JSON lines.
+    pub fn new(json: bool) -> Ui {
+        let ui = Ui {
+            state: Arc::new(Mutex::new(State {
+                json,
+                screen: Screen::new(json),
+                thread: Thread::new(Limits {
+                    max_bytes: THREAD_BYTES,
+                }),
+                drawn: Drawn::new(),
+                #[cfg(feature = "unstable")]
+                prompt_result: None,
+            })),
+        };
+        if ui.lock().screen.spinner_allowed() {
+            let weak = Arc::downgrade(&ui.state);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(100));
+                loop {
+                    tick.tick().await;
+                    let Some(state) = weak.upgrade() else { return };
+                    state
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .screen
+                        .draw_spinner();
+                }
+            });
+        }
+        ui
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where to find the output of terminals the agent embeds in tool calls.
+    pub fn set_terminal_output(&self, lookup: TerminalOutput) {
+        self.lock().drawn.terminal_output = Some(lookup);
+    }
+
+    /// Shows the spinner with `label` (when stderr is a terminal) until output arrives or
+    /// [`Ui::spinner_stop`].
+    pub fn spinner_start(&self, label: &str) {
+        self.lock().screen.spinner_start(label);
+    }
+
+    pub fn spinner_stop(&self) {
+        self.lock().screen.spinner_stop();
+    }
+
+    /// A notice on stderr (dimmed).
+    pub fn notice(&self, text: &str) {
+        let mut st = self.lock();
+        let line = styled(st.screen.color_err, "2", &escape_text(text));
+        st.screen.err_line(&line);
+    }
+
+    /// A warning on stderr (escaped: it often quotes the agent).
+    pub fn warn(&self, text: &str) {
+        let mut st = self.lock();
+        let text = escape_text(text);
+        let line = styled(st.screen.color_err, "33", &format!("acp: warning: {text}"));
+        st.screen.err_line(&line);
+    }
+
+    /// An error on stderr (escaped: it often quotes the agent or its stderr).
+    pub fn error(&self, text: &str) {
+        let mut st = self.lock();
+        let text = escape_text(text);
+        let line = styled(st.screen.color_err, "31", &format!("acp: {text}"));
+        st.screen.err_line(&line);
+    }
+
+    /// The input prompt (`> ` on stderr), for interactive use.
+    pub fn input_prompt(&self) {
+        let mut st = self.lock();
+        let screen = &mut st.screen;
+        screen.newline();
+        screen.block = Block::None;
+        let p = styled(screen.color_err, "1;36", "> ");
+        screen.show_prompt(p);
+    }
+
+    /// Prompts go to the line editor (see [`Ui::take_prompt`]) instead of stderr.
+    pub fn use_line_editor(&self) {
+        self.lock().screen.use_line_editor();
+    }
+
+    /// The prompt the line editor should show for the next input, if one was asked for.
+    pub fn take_prompt(&self) -> Option<String> {
+        self.lock().screen.take_prompt()
+    }
+
+    /// A prompt turn starts: the prompt joins the thread (what the agent says next is a new
+    /// message, on a line of its own, even after a replayed one).
+    pub fn begin_turn(&self, prompt: &str) {
+        let mut st = self.lock();
+        st.thread
+            .begin_turn(vec![acp_client::thread::Block::text(prompt)]);
+        st.screen.newline();
+        st.screen.block = Block::None;
+    }
+
+    /// Renders one `session/update` (its raw params): folded into the thread, then what it
+    /// changed is drawn. In the human view every string the agent sent goes through
+    /// [`escape_text`] first (no escape sequence reaches the terminal).
+    pub fn session_update(&self, params: Option<&RawValue>) {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        st.screen.last_output = Instant::now();
+        let raw = params.map_or("null", RawValue::get);
+        // Only what is shown is read; the rest of the message is skipped without being built,
+        // so a large update costs no more than its text (acp-client's thread).
+        let applied = st.thread.apply_json(raw);
+        if st.json {
+            st.screen.clear_spinner();
+            // The params as received (valid JSON, checked by the engine), on one line.
+            st.screen.out_raw(&one_line(raw));
+            st.screen.out_raw("\n");
+            return;
+        }
+        match applied {
+            Ok(applied) => st.drawn.render(applied, &st.thread, &mut st.screen),
+            Err(_) => st
+                .screen
+                .status_line("[session update: unreadable, skipped]"),
+        }
+    }
+
+    /// The end of a turn: a newline after streamed text; the JSON line with `--json`.
+    pub fn turn_end(&self, session_id: &str, stop_reason: &str) {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        // With the turn's result (feature `unstable`), the thread folds its token usage too.
+        #[cfg(feature = "unstable")]
+        let usage = match st.prompt_result.take() {
+            Some(r) if st.thread.end_turn_json(&r).is_ok() => st.thread.turn_usage.clone(),
+            _ => {
+                st.thread.end_turn(stop_reason);
+                None
+            }
+        };
+        #[cfg(not(feature = "unstable"))]
+        st.thread.end_turn(stop_reason);
+        st.screen.spinner_stop();
+        if st.json {
+            #[cfg_attr(not(feature = "unstable"), allow(unused_mut))]
+            let mut line =
+                serde_json::json!({ "sessionId": session_id, "stopReason": stop_reason });
+            #[cfg(feature = "unstable")]
+            if let Some(u) = &usage {
+                line["usage"] = serde_json::to_value(u).unwrap_or_default();
+            }
+            st.screen.out_raw(&format!("{line}\n"));
+            st.screen.at_line_start = true;
+        } else {
+            st.screen.newline();
+            st.screen.block = Block::None;
+            if stop_reason != "end_turn" {
+                let line = styled(
+                    st.screen.color_err,
+                    "2",
+                    &format!("[turn ended: {stop_reason}]"),
+                );
+                st.screen.err_line(&line);
+            }
+            // The context the agent last reported, once per turn, on stderr.
+            if let Some(u) = &st.thread.usage {
+                let cost = u
+                    .cost
+                    .as_ref()
+                    .map(|c| format!(", {:.4} {}", c.amount, c.currency))
+                    .unwrap_or_default();
+                let line = format!("[context: {} of {} tokens{cost}]", u.used, u.size);
+                st.screen.status_line(&line);
+            }
+            // The turn's own token usage (feature `unstable`), when the agent reported it.
+            #[cfg(feature = "unstable")]
+            if let Some(u) = &usage {
+                st.screen.status_line(&turn_usage_line(u));
+            }
+        }
+    }
+
+    /// The `session/prompt` result of the turn about to end ([`Ui::turn_end`]); feature
+    /// `unstable` (its draft `usage`).
+    #[cfg(feature = "unstable")]
+    pub fn prompt_result(&self, result: &impl serde::Serialize) {
+        self.lock().prompt_result = serde_json::to_string(result).ok();
+    }
+}
+
+/// The wire name of a serde enum value (`allow_once`, `in_progress`, `end_turn`...).
+pub fn wire_name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_string(),
+    }
+}
+
+/// One line of JSON text: `raw` (valid JSON) with its line breaks and tabs removed. They can
+/// only be whitespace between tokens (JSON strings cannot hold them raw), so the value is the
+/// same; nothing else is rewritten (no copy when there are none).
+fn one_line(raw: &str) -> std::borrow::Cow<'_, str> {
+    if raw.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\t')) {
+        raw.replace(['\n', '\r', '\t'], "").into()
+    } else {
+        raw.into()
+    }
+}
+
+/// The status line of a turn's token usage (feature `unstable`).
+#[cfg(feature = "unstable")]
+fn turn_usage_line(u: &acp_client::thread::TurnUsage) -> String {
+    let mut extra = Vec::new();
+    if let Some(n) = u.thought_tokens {
+        extra.push(format!("{n} thought"));
+    }
+    if let Some(n) = u.cached_read_tokens {
+        extra.push(format!("{n} cache read"));
+    }
+    if let Some(n) = u.cached_write_tokens {
+        extra.push(format!("{n} cache write"));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", extra.join(", "))
+    };
+    format!(
+        "[turn: {} tokens ({} in, {} out{extra})]",
+        u.total_tokens, u.input_tokens, u.output_tokens
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conversation::{content_text, diff_summary};
+    use super::one_line;
+    use acp_client::thread::Block as Content;
+
+    #[test]
+    fn diff_summaries() {
+        assert_eq!(diff_summary(None, "a\nb\n"), "new file, 2 line(s)");
+        assert_eq!(diff_summary(Some("a\nb\nc"), "a\nB\nc\nd"), "+2 -1 lines");
+        assert_eq!(diff_summary(Some("a"), "a"), "no line changes");
+    }
+
+    #[test]
+    fn non_text_content_is_named() {
+        let content = |json: &str| serde_json::from_str::<Content>(json).unwrap();
+        let link = content(r#"{"type":"resource_link","uri":"file:///x","name":"x"}"#);
+        assert_eq!(content_text(&link), "[resource_link file:///x]");
+        let image = content(r#"{"type":"image","data":"AAAA","mimeType":"image/png"}"#);
+        assert_eq!(content_text(&image), "[image image/png]");
+        let resource = content(r#"{"type":"resource","resource":{"uri":"u","text":"t"}}"#);
+        assert_eq!(content_text(&resource), "[resource u]");
+        assert_eq!(
+            content_text(&content(r#"{"type":"text","text":"hi"}"#)),
+            "hi"
+        );
+        assert_eq!(one_line("{\"a\" :\t[1,\r\n2]}"), "{\"a\" :[1,2]}");
+    }
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use acp_client::display::escape_text;
+
+    #[test]
+    fn escape_sequences_from_the_agent_are_shown_not_interpreted() {
+        assert_eq!(escape_text("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            escape_text("\x1b]52;c;cHduZWQ=\x07\x1b[2Jhi\r\u{9b}31m"),
+            "\u{241b}]52;c;cHduZWQ=\u{fffd}\u{241b}[2Jhi\u{fffd}\u{fffd}31m"
+        );
+    }
+
+    #[test]
+    fn bidi_overrides_and_invisible_characters_are_shown_escaped() {
+        // `txt.exe` shown as `exe.txt`: passed unescaped before.
+        assert_eq!(escape_text("a\u{202e}txt.exe"), "a\\u202etxt.exe");
+        assert_eq!(
+            escape_text("\u{2066}x\u{2069}\u{200e}\u{200b}"),
+            "\\u2066x\\u2069\\u200e\\u200b"
+        );
+    }
+}

@@ -1,0 +1,233 @@
+//! The terminal as `acp chat` writes it: stdout (the conversation) and stderr (everything
+//! else), drawn as one screen. [`Screen`] knows whether the cursor is at the start of a line
+//! (stdout and stderr together when stdout is a terminal, stdout alone when it is piped), which
+//! block of streamed text is open, the spinner (stderr, a terminal only, on an empty line) and
+//! the prompt kept for the line editor. It writes what it is given: escaping is the caller's.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use acp_client::display::escape_text;
+
+/// The kind of streamed text open on stdout.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Block {
+    None,
+    Message,
+    Thought,
+    User,
+}
+
+struct Spinner {
+    label: String,
+    frame: usize,
+    drawn: bool,
+}
+
+const FRAMES: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// `text` in ANSI style `code` when `on`.
+pub(super) fn styled(on: bool, code: &str, text: &str) -> String {
+    if on {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// stdout and stderr, and where the cursor is.
+pub(super) struct Screen {
+    /// ANSI styling on stdout / stderr.
+    pub(super) color_out: bool,
+    pub(super) color_err: bool,
+    /// stderr is a terminal: the spinner may draw.
+    spinner_allowed: bool,
+    spinner: Option<Spinner>,
+    /// The screen's cursor is at the start of a line (stdout and stderr drawn together).
+    pub(super) at_line_start: bool,
+    /// stdout is a terminal, shown with stderr on one screen: a line on stderr first ends the
+    /// conversation's open line there. Otherwise (stdout piped or in a file) stderr's lines
+    /// never break stdout's: the conversation stays as the agent sent it.
+    shared_screen: bool,
+    /// stdout's own last line is unfinished.
+    out_line_open: bool,
+    /// The block of streamed text open on stdout.
+    pub(super) block: Block,
+    /// When something was last written (the spinner waits 300 ms after output).
+    pub(super) last_output: Instant,
+    /// A line editor reads the input (a terminal): prompts are kept here for it to show
+    /// instead of being written to stderr.
+    line_editor: bool,
+    prompt: Option<String>,
+}
+
+impl Screen {
+    /// The real stdout and stderr. `json`: stdout carries JSON lines (never styled).
+    pub(super) fn new(json: bool) -> Screen {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Screen {
+            color_out: !no_color && !json && std::io::stdout().is_terminal(),
+            color_err: !no_color && std::io::stderr().is_terminal(),
+            spinner_allowed: std::io::stderr().is_terminal(),
+            spinner: None,
+            at_line_start: true,
+            shared_screen: std::io::stdout().is_terminal(),
+            out_line_open: false,
+            block: Block::None,
+            last_output: Instant::now(),
+            line_editor: false,
+            prompt: None,
+        }
+    }
+
+    /// stderr is a terminal: the spinner may draw (its ticker is started).
+    pub(super) fn spinner_allowed(&self) -> bool {
+        self.spinner_allowed
+    }
+
+    /// Shows the spinner with `label` (drawn by [`Screen::draw_spinner`]).
+    pub(super) fn spinner_start(&mut self, label: &str) {
+        self.spinner = Some(Spinner {
+            label: label.to_string(),
+            frame: 0,
+            drawn: false,
+        });
+        self.last_output = Instant::now() - Duration::from_secs(1);
+    }
+
+    /// Clears the spinner and forgets it.
+    pub(super) fn spinner_stop(&mut self) {
+        self.clear_spinner();
+        self.spinner = None;
+    }
+
+    pub(super) fn clear_spinner(&mut self) {
+        if let Some(sp) = &mut self.spinner {
+            if sp.drawn {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(b"\r\x1b[K");
+                let _ = err.flush();
+                sp.drawn = false;
+            }
+        }
+    }
+
+    /// The spinner's next frame, on an empty line, 300 ms after the last output.
+    pub(super) fn draw_spinner(&mut self) {
+        if !self.spinner_allowed || !self.at_line_start {
+            return;
+        }
+        if self.last_output.elapsed() < Duration::from_millis(300) {
+            return;
+        }
+        let color = self.color_err;
+        let Some(sp) = &mut self.spinner else { return };
+        sp.frame = (sp.frame + 1) % FRAMES.len();
+        let text = styled(color, "36", &format!("{} {}", FRAMES[sp.frame], sp.label));
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{text}");
+        let _ = err.flush();
+        sp.drawn = true;
+    }
+
+    pub(super) fn out_raw(&mut self, text: &str) {
+        self.clear_spinner();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        if let Some(last) = text.chars().last() {
+            self.at_line_start = last == '\n';
+            self.out_line_open = last != '\n';
+        }
+        self.last_output = Instant::now();
+    }
+
+    pub(super) fn err_raw(&mut self, text: &str) {
+        self.clear_spinner();
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+        if let Some(last) = text.chars().last() {
+            self.at_line_start = last == '\n';
+        }
+        self.last_output = Instant::now();
+    }
+
+    /// Ends the current line if something is on it.
+    pub(super) fn newline(&mut self) {
+        let open = if self.shared_screen {
+            !self.at_line_start
+        } else {
+            self.out_line_open
+        };
+        if open {
+            self.out_raw("\n");
+        }
+    }
+
+    pub(super) fn err_line(&mut self, line: &str) {
+        if self.shared_screen {
+            self.newline();
+        }
+        self.err_raw(&format!("{line}\n"));
+    }
+
+    /// A whole line of conversation on stdout, on a fresh line.
+    pub(super) fn block_line(&mut self, line: &str) {
+        self.newline();
+        self.block = Block::None;
+        self.out_raw(&format!("{line}\n"));
+    }
+
+    /// Prompts go to the line editor (see [`Screen::take_prompt`]) instead of stderr.
+    pub(super) fn use_line_editor(&mut self) {
+        self.line_editor = true;
+    }
+
+    /// The prompt the line editor should show for the next input, if one was asked for.
+    pub(super) fn take_prompt(&mut self) -> Option<String> {
+        self.prompt.take()
+    }
+
+    /// Writes a prompt, or keeps it for the line editor to show.
+    pub(super) fn show_prompt(&mut self, prompt: String) {
+        if self.line_editor {
+            self.clear_spinner();
+            self.prompt = Some(prompt);
+        } else {
+            self.err_raw(&prompt);
+        }
+        // The user's Enter ends the line.
+        self.at_line_start = true;
+    }
+
+    /// A dim status line on stderr (never part of the conversation on stdout).
+    pub(super) fn status_line(&mut self, text: &str) {
+        let line = styled(self.color_err, "2", &escape_text(text));
+        self.err_line(&line);
+    }
+
+    /// Streams text of a message or thought block.
+    pub(super) fn stream(&mut self, block: Block, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if self.block != block {
+            self.newline();
+            if block == Block::Thought && !self.color_out {
+                self.out_raw("(thinking) ");
+            }
+            if block == Block::User {
+                let mark = styled(self.color_out, "1", "> ");
+                self.out_raw(&mark);
+            }
+            self.block = block;
+        }
+        let text = if block == Block::Thought {
+            styled(self.color_out, "2;3", text)
+        } else {
+            text.to_string()
+        };
+        self.out_raw(&text);
+    }
+}
