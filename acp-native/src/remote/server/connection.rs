@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_core::jsonrpc::Envelope;
 use acp_core::Id;
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -14,9 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::wire;
 use super::agents::{oversize_agent_line, stop_agent, AgentLink};
-use super::envelope::Envelope;
 use super::mailbox::{Lease, Mailbox};
-use super::routes::{Routes, SessionStream};
+use super::routes::{session_of, success, Routes, SessionStream};
 use super::{ServerEvent, Shared};
 use crate::process::AgentProcess;
 
@@ -215,20 +215,22 @@ impl HttpConn {
     /// Puts one agent message on its stream (or answers initialize).
     pub(super) fn route(&self, line: &[u8], shared: &Arc<Shared>) -> Result<(), String> {
         let text = String::from_utf8_lossy(line);
-        let envelope: Option<Envelope<'_>> = serde_json::from_str(&text).ok();
+        let envelope = Envelope::parse(&text).ok();
         let mut routes = self.routes.lock().unwrap();
         let target = match &envelope {
             None => routes.connection.clone(),
-            Some(env) if env.method.is_some() => match env.session_id() {
+            Some(env) if env.method().is_some() => match session_of(env) {
                 Some(session) => routes.confirm(&session, &self.backlog),
                 None => routes.connection.clone(),
             },
+            // A `method` that is not a string: malformed, on the connection's stream.
+            Some(env) if env.is_request() || env.is_notification() => routes.connection.clone(),
             Some(env) => {
                 let id = env.id();
                 if let (Some(id), Some((init_id, _))) = (&id, &routes.init) {
                     if id == init_id {
                         let (_, tx) = routes.init.take().unwrap();
-                        let is_error = env.result.is_none();
+                        let is_error = success(env).is_none();
                         let _ = tx.send(InitAnswer {
                             line: text.into_owned(),
                             is_error,
@@ -246,7 +248,7 @@ impl HttpConn {
                 });
                 match pending {
                     Some((route, effect)) => routes
-                        .response_target(route, effect, env.result)
+                        .response_target(route, effect, success(env))
                         .unwrap_or_else(|| routes.connection.clone()),
                     None => routes.connection.clone(),
                 }

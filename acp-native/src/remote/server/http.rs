@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use acp_core::jsonrpc::Envelope;
 use acp_core::Id;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
@@ -14,10 +15,9 @@ use tokio::sync::oneshot;
 use super::super::wire::{self, Route};
 use super::agents::start_agent;
 use super::connection::{new_connection_id, HttpConn, InitAnswer, Unavailable};
-use super::envelope::Envelope;
 use super::mailbox::SseBody;
 use super::responses::{empty, full, header_str, text, Body};
-use super::routes::Effect;
+use super::routes::{session_of, Effect};
 use super::{ServerEvent, Shared};
 use crate::process::AgentProcess;
 
@@ -101,9 +101,9 @@ where
     if line.starts_with('[') {
         return batch_rejection();
     }
-    let envelope: Option<Envelope<'_>> = serde_json::from_str(&line).ok();
+    let envelope = Envelope::parse(&line).ok();
     if let Some(env) = &envelope {
-        if env.method.as_deref() == Some("initialize") {
+        if env.method().as_deref() == Some("initialize") {
             if let Some(id) = env.id() {
                 return initialize(shared, peer, id, line).await;
             }
@@ -129,15 +129,15 @@ where
     // their session header applied and their response's route recorded.
     let mut pending = None;
     if let Some(env) = envelope {
-        if let Some(method) = env.method.as_deref() {
-            let method = method.to_string();
-            let mut session = env.session_id();
+        if let Some(method) = env.method() {
+            let method = method.into_owned();
+            let mut session = session_of(&env);
             let id = env.id();
             if let Some(header_session) = &session_header {
                 let scoped = !(method.starts_with("$/")
                     || wire::is_connection_scoped(
                         &method,
-                        env.params
+                        env.params()
                             .and_then(|p| serde_json::from_str(p.get()).ok())
                             .as_ref(),
                     ));

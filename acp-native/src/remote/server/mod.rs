@@ -50,7 +50,6 @@ mod chunked;
 mod config;
 mod connection;
 mod dispatch;
-mod envelope;
 mod events;
 mod head;
 mod http;

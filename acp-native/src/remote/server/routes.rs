@@ -5,12 +5,12 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
+use acp_core::jsonrpc::Envelope;
 use acp_core::{Id, RawValue};
 use tokio::sync::oneshot;
 
 use super::super::wire::{self, Route};
 use super::connection::InitAnswer;
-use super::envelope::session_id_field;
 use super::mailbox::Mailbox;
 
 /// What a response does to the connection's known sessions when it succeeds.
@@ -71,7 +71,7 @@ impl Routes {
         result: Option<&RawValue>,
     ) -> Option<Arc<Mailbox>> {
         if effect == Effect::Opens {
-            if let Some(session) = result.and_then(|r| session_id_field(r.get())) {
+            if let Some(session) = acp_core::acp::session_id_of(result.map(RawValue::get)) {
                 let backlog = self.connection.backlog.clone();
                 self.confirm(&session, &backlog);
             }
@@ -98,6 +98,28 @@ impl Routes {
         }
         target
     }
+}
+
+/// The session a request or notification is about, for its stream (see
+/// [`wire::session_id_of`]): none for `$/` methods; for `proxy/successor`, the wire's rule;
+/// else `params.sessionId`.
+pub(super) fn session_of(env: &Envelope<'_>) -> Option<String> {
+    let method = env.method()?;
+    let params = env.params()?;
+    if method.starts_with("$/") {
+        return None;
+    }
+    if method == "proxy/successor" {
+        let value: serde_json::Value = serde_json::from_str(params.get()).ok()?;
+        return wire::session_id_of(&method, Some(&value)).map(str::to_string);
+    }
+    env.session_id()
+}
+
+/// A response's `result` when it succeeded: present and not `null` (`"result": null` counts as
+/// no success, for the sessions it opens or closes and for `initialize`).
+pub(super) fn success<'a>(env: &Envelope<'a>) -> Option<&'a RawValue> {
+    env.result().filter(|r| r.get() != "null")
 }
 
 #[cfg(test)]
@@ -133,5 +155,35 @@ mod tests {
             .response_target(Route::Session("new-1".into()), Effect::Closes, Some(&ok))
             .is_none());
         assert!(routes.sessions.is_empty());
+    }
+    #[test]
+    fn a_message_s_session_is_read_from_its_envelope() {
+        let session = |text: &str| session_of(&Envelope::parse(text).unwrap());
+        assert_eq!(
+            session(r#"{"method":"session/update","params":{"sessionId":"s1","update":{}}}"#),
+            Some("s1".into())
+        );
+        // `$/` methods and messages without params are the connection's.
+        assert_eq!(
+            session(r#"{"method":"$/cancel_request","params":{"sessionId":"s1"}}"#),
+            None
+        );
+        assert_eq!(session(r#"{"id":1,"method":"session/list"}"#), None);
+        // A `proxy/successor` wrapping a cancel is the connection's; otherwise its sessionId.
+        assert_eq!(
+            session(
+                r#"{"method":"proxy/successor","params":{"method":"$/cancel_request","params":{}}}"#
+            ),
+            None
+        );
+        assert_eq!(
+            session(r#"{"method":"proxy/successor","params":{"sessionId":"s2","method":"x"}}"#),
+            Some("s2".into())
+        );
+        // A response succeeded when its result is present and not null.
+        let ok = |text: &str| success(&Envelope::parse(text).unwrap()).map(|r| r.get().to_string());
+        assert_eq!(ok(r#"{"id":1,"result":{}}"#), Some("{}".into()));
+        assert_eq!(ok(r#"{"id":1,"result":null}"#), None);
+        assert_eq!(ok(r#"{"id":1,"error":{"code":1,"message":"m"}}"#), None);
     }
 }
