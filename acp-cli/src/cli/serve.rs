@@ -440,6 +440,7 @@ async fn run_http(
         ServerEvent::Closed {
             connection_id,
             reason,
+            ..
         } => say(&format!("connection {connection_id}: {reason}")),
     }));
     let server = RemoteServer::new(remote::command_agent(cmd), settings);

@@ -11,10 +11,11 @@ use hyper::Response;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::responses::Body;
+use super::responses::{closes, Body};
 
 /// Writes an answer's head on a socket without hyper, and the body too when its size is known
-/// (`Ok(None)`); a body of unknown size (an SSE stream) is returned, to be sent chunked.
+/// (`Ok(None)`); a body of unknown size (an SSE stream) is returned, to be sent chunked. With
+/// `close`, the head says `Connection: close`.
 pub(super) async fn write_head<I>(
     io: &mut I,
     resp: Response<Body>,
@@ -25,6 +26,8 @@ where
 {
     use std::fmt::Write as _;
     let (parts, mut body) = resp.into_parts();
+    // (A `Connection: close` of the answer's own is written with its headers.)
+    let close = close && !closes(&parts.headers);
     let mut head = String::with_capacity(256);
     let _ = write!(
         head,

@@ -8,9 +8,33 @@ use tokio_rustls::rustls;
 use super::super::{admission, wire};
 use super::ServerEvent;
 
+/// What a [`RemoteServer`](super::RemoteServer) speaks on its sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerMode {
+    /// ACP on [`wire::ENDPOINT_PATH`] (`/acp`) as the official `agent-client-protocol-http`
+    /// transport serves it: HTTP + SSE (`POST`, the `GET` streams, `DELETE`) and WebSocket,
+    /// plus `GET /health` (`acp serve --http`). The default.
+    #[default]
+    HttpAndWebSocket,
+    /// WebSocket only, on any path: one agent per WebSocket, one JSON-RPC message per text
+    /// frame (`acp serve --ws`, the browser client's transport). The handshake passes the
+    /// same Host, Origin and token checks, admission, handshake timeout, pings and pong limit
+    /// as a WebSocket on `/acp`, and its connection ends with the same reasons. What differs:
+    /// any other request is answered 426 (`Upgrade Required`), and every answer but the
+    /// upgrade closes its socket (one handshake per socket, as a browser makes it); a
+    /// WebSocket holds its socket's place for as long as it is open, so the sockets that
+    /// showed the token are bounded by [`RemoteServerConfig::max_connections`] (not
+    /// [`RemoteServerConfig::max_sockets`]); the HTTP settings (`max_backlog_bytes`,
+    /// `idle_timeout`, `initialize_timeout`) are not used.
+    WebSocketOnly,
+}
+
 /// The server's settings. [`RemoteServerConfig::new`] gives the defaults.
 #[derive(Clone)]
 pub struct RemoteServerConfig {
+    /// What the server speaks: HTTP + SSE and WebSocket on `/acp` (the default), or WebSocket
+    /// only.
+    pub mode: ServerMode,
     /// What clients must present (see [`crate::remote::auth`]).
     pub token: String,
     /// Browser origins allowed besides local pages (`*`: any).
@@ -22,8 +46,9 @@ pub struct RemoteServerConfig {
     pub allowed_hosts: Vec<String>,
     /// ACP connections (agents) at once; more are answered 503. Default 64.
     pub max_connections: usize,
-    /// Sockets at once that showed the token (each SSE stream holds one); more are answered
-    /// 503 and closed. Default 4 × `max_connections` + 16.
+    /// Sockets at once that showed the token (each SSE stream and WebSocket holds one); more
+    /// are answered 503 and closed. Default 4 × `max_connections` + 16. Not used by
+    /// [`ServerMode::WebSocketOnly`], whose sockets are its connections.
     pub max_sockets: usize,
     /// Sockets at once that have not shown the token yet (TLS handshake, first request head
     /// still coming, `GET /health`, refused requests). They hold none of `max_sockets`; a new
@@ -34,7 +59,7 @@ pub struct RemoteServerConfig {
     /// has the proxy's address.
     pub max_unauthenticated_per_peer: usize,
     /// The largest POST body (and WebSocket message from a client). Default 16 MiB, the
-    /// official server's.
+    /// official server's. (`acp serve --ws` sets 64 MiB, acp-core's message limit.)
     pub max_body_bytes: usize,
     /// The largest message an agent may write; longer ones are dropped (a response among
     /// them is answered with an error). Default 64 MiB (acp-core's limit).
@@ -65,6 +90,7 @@ impl RemoteServerConfig {
     pub fn new(token: impl Into<String>) -> Self {
         let max_connections = 64;
         RemoteServerConfig {
+            mode: ServerMode::default(),
             token: token.into(),
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
@@ -83,11 +109,30 @@ impl RemoteServerConfig {
             on_event: None,
         }
     }
+
+    /// The limit on sockets that showed the token: its value and its name, as refusals say it
+    /// ("N sockets open (max_sockets)").
+    pub(super) fn socket_limit(&self) -> (usize, &'static str, &'static str) {
+        match self.mode {
+            ServerMode::HttpAndWebSocket => (self.max_sockets, "sockets", "max_sockets"),
+            ServerMode::WebSocketOnly => (self.max_connections, "connections", "max_connections"),
+        }
+    }
+
+    /// What a client shows the token with, as refusals say it: a request, or in
+    /// [`ServerMode::WebSocketOnly`] its handshake.
+    pub(super) fn showing(&self) -> &'static str {
+        match self.mode {
+            ServerMode::HttpAndWebSocket => "a request",
+            ServerMode::WebSocketOnly => "a handshake",
+        }
+    }
 }
 
 impl std::fmt::Debug for RemoteServerConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteServerConfig")
+            .field("mode", &self.mode)
             .field("token", &"<secret>")
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)

@@ -2,6 +2,7 @@
 //! its subscribers, its idle timeout and its end.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -59,6 +60,8 @@ pub(super) enum Unavailable {
 
 pub(super) struct HttpConn {
     pub(super) id: String,
+    /// The peer of the socket whose `initialize` opened it.
+    pub(super) peer: SocketAddr,
     pub(super) writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
     pub(super) process: tokio::sync::Mutex<Option<AgentProcess>>,
     pub(super) routes: Mutex<Routes>,
@@ -76,6 +79,7 @@ impl HttpConn {
     pub(super) fn start(
         shared: &Arc<Shared>,
         id: String,
+        peer: SocketAddr,
         link: AgentLink,
         slot: OwnedSemaphorePermit,
         init: (Id, oneshot::Sender<InitAnswer>),
@@ -83,6 +87,7 @@ impl HttpConn {
         let backlog = Arc::new(AtomicUsize::new(0));
         let conn = Arc::new(HttpConn {
             id,
+            peer,
             writer: tokio::sync::Mutex::new(Some(link.writer)),
             process: tokio::sync::Mutex::new(link.process),
             routes: Mutex::new(Routes {
@@ -340,6 +345,7 @@ impl HttpConn {
                 _ => reason,
             };
             s.event(ServerEvent::Closed {
+                peer: c.peer,
                 connection_id: c.id.clone(),
                 reason,
             });

@@ -1,5 +1,6 @@
 //! One request: `/health`, the endpoint's path, a CORS preflight, the Host, Origin and token
-//! checks, the socket's admission, then the handler of its method.
+//! checks, the socket's admission, then the handler of its method; in
+//! [`ServerMode::WebSocketOnly`], the same checks for a WebSocket handshake on any path.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,8 +15,10 @@ use super::super::wire;
 use super::http::{handle_delete, handle_get, handle_post};
 use super::responses::{cors, empty, is_websocket_upgrade, refused, text, Body};
 use super::websocket::handle_upgrade;
-use super::{ServerEvent, Shared};
+use super::{ServerEvent, ServerMode, Shared};
 
+/// Answers one request of a socket (`ticket`: the socket's place, admitted once a request shows
+/// the token).
 pub(super) async fn handle<B>(
     shared: Arc<Shared>,
     peer: SocketAddr,
@@ -27,6 +30,9 @@ where
     B: http_body::Body<Data = Bytes> + Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    if shared.config.mode == ServerMode::WebSocketOnly {
+        return handle_websocket_only(&shared, peer, ticket, req);
+    }
     let path = req.uri().path();
     if path == wire::HEALTH_PATH && req.method() == Method::GET {
         return text(StatusCode::OK, "ok");
@@ -85,32 +91,13 @@ where
         Ok(c) => c,
         Err(refusal) => return refused(&shared, peer, refusal),
     };
-    // The socket showed the token: it takes one of `max_sockets` (once).
-    if let Err(why) = ticket.admit() {
-        let reason = match why {
-            NotAdmitted::Full => format!(
-                "{} sockets open (max_sockets); try again later",
-                shared.config.max_sockets
-            ),
-            NotAdmitted::Evicted => "the socket is being closed; try again".to_string(),
-        };
-        shared.event(ServerEvent::Refused {
-            peer,
-            status: 503,
-            reason: reason.clone(),
-        });
-        let mut r = text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("too many connections: {reason}"),
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return r;
+    if let Err(refusal) = admit(&shared, peer, &ticket) {
+        return *refusal;
     }
     let mut resp = match *req.method() {
         Method::POST => handle_post(&shared, peer, req).await,
         Method::GET if is_websocket_upgrade(req.headers()) => {
-            handle_upgrade(&shared, peer, credential, req)
+            handle_upgrade(&shared, peer, credential, ticket, req)
         }
         Method::GET => handle_get(&shared, req.headers()),
         Method::DELETE => handle_delete(&shared, req.headers()),
@@ -126,4 +113,74 @@ where
     let _ = tls;
     cors(&mut resp, origin.as_ref());
     resp
+}
+
+/// A request of [`ServerMode::WebSocketOnly`]: a WebSocket handshake on any path, with the
+/// checks of one on `/acp` in the same order (Host, Origin, token, admission); anything else is
+/// answered 426. Every answer but the upgrade closes its socket.
+fn handle_websocket_only<B>(
+    shared: &Arc<Shared>,
+    peer: SocketAddr,
+    ticket: Arc<Ticket>,
+    req: Request<B>,
+) -> Response<Body> {
+    let mut resp = if req.method() != Method::GET || !is_websocket_upgrade(req.headers()) {
+        let reason = "not a WebSocket handshake: this server speaks WebSocket only";
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 426,
+            reason: reason.into(),
+        });
+        let mut r = text(StatusCode::UPGRADE_REQUIRED, reason);
+        r.headers_mut()
+            .insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        r
+    } else {
+        match auth::authorize(
+            req.headers(),
+            req.uri(),
+            &shared.config.token,
+            &shared.config.allowed_origins,
+            &shared.config.allowed_hosts,
+        ) {
+            Err(refusal) => refused(shared, peer, refusal),
+            Ok(credential) => match admit(shared, peer, &ticket) {
+                Err(refusal) => *refusal,
+                Ok(()) => handle_upgrade(shared, peer, credential, ticket, req),
+            },
+        }
+    };
+    if resp.status() != StatusCode::SWITCHING_PROTOCOLS {
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
+}
+
+/// The socket showed the token: it takes one of `max_sockets` (once), or the answer refusing
+/// it (503).
+fn admit(shared: &Shared, peer: SocketAddr, ticket: &Ticket) -> Result<(), Box<Response<Body>>> {
+    let why = match ticket.admit() {
+        Ok(()) => return Ok(()),
+        Err(why) => why,
+    };
+    let reason = match why {
+        NotAdmitted::Full => {
+            let (max, what, name) = shared.config.socket_limit();
+            format!("{max} {what} open ({name}); try again later")
+        }
+        NotAdmitted::Evicted => "the socket is being closed; try again".to_string(),
+    };
+    shared.event(ServerEvent::Refused {
+        peer,
+        status: 503,
+        reason: reason.clone(),
+    });
+    let mut r = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!("too many connections: {reason}"),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    Err(Box::new(r))
 }

@@ -222,7 +222,14 @@ pub(super) async fn initialize(
     let connection_id = new_connection_id();
     let pid = link.process.as_ref().map(AgentProcess::pid);
     let (init_tx, init_rx) = oneshot::channel();
-    let conn = HttpConn::start(shared, connection_id.clone(), link, slot, (id, init_tx));
+    let conn = HttpConn::start(
+        shared,
+        connection_id.clone(),
+        peer,
+        link,
+        slot,
+        (id, init_tx),
+    );
     if let Err(e) = conn.send_line(line).await {
         conn.close(shared, "the agent did not take initialize");
         return text(

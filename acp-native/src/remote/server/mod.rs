@@ -72,7 +72,7 @@ use connection::HttpConn;
 use sockets::MAX_REFUSALS_IN_FLIGHT;
 
 pub use agents::{command_agent, in_process_agent, router_agent, AgentFactory, AgentLink};
-pub use config::RemoteServerConfig;
+pub use config::{RemoteServerConfig, ServerMode};
 pub use events::ServerEvent;
 pub use sockets::answer_busy;
 pub use tls::{tls_config_from_pem, TlsServerConfig};
@@ -90,7 +90,8 @@ struct Shared {
     connections: Mutex<HashMap<String, Arc<HttpConn>>>,
     /// ACP connections (agents), HTTP or WebSocket.
     slots: Arc<Semaphore>,
-    /// Sockets: `max_sockets` for those that showed the token, a budget for the others.
+    /// Sockets: `max_sockets` for those that showed the token (`max_connections` for
+    /// [`ServerMode::WebSocketOnly`]), a budget for the others.
     sockets: Admission,
     refusals: Arc<Semaphore>,
     stop: CancellationToken,
@@ -105,7 +106,7 @@ impl RemoteServer {
                 agent,
                 slots: Arc::new(Semaphore::new(config.max_connections)),
                 sockets: Admission::new(
-                    config.max_sockets,
+                    config.socket_limit().0,
                     config.max_unauthenticated,
                     config.max_unauthenticated_per_peer,
                 ),

@@ -80,6 +80,15 @@ pub(super) fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     upgrade && connection
 }
 
+/// Whether an answer's headers say its socket closes after it (`Connection: close`).
+pub(super) fn closes(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| has_token(v, "close"))
+}
+
 /// Whether a comma-separated header value (`Connection: keep-alive, Upgrade`) holds `token`.
 pub(super) fn has_token(value: &str, token: &str) -> bool {
     value

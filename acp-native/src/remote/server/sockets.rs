@@ -11,7 +11,6 @@ use bytes::Bytes;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::OwnedSemaphorePermit;
 use tokio_rustls::rustls;
 
 use super::super::admission::{self, Ticket};
@@ -20,8 +19,8 @@ use super::chunked::{stream_body, write_head};
 use super::connection::HttpConn;
 use super::dispatch::handle;
 use super::head::{read_first_head, FirstHead, Rewind};
-use super::responses::Body;
-use super::{RemoteServer, ServerEvent};
+use super::responses::{closes, Body};
+use super::{RemoteServer, ServerEvent, ServerMode};
 
 /// Refusals (503) being written at once; beyond that an excess socket is just closed.
 pub(super) const MAX_REFUSALS_IN_FLIGHT: usize = 32;
@@ -91,13 +90,18 @@ impl RemoteServer {
     /// A socket over `max_sockets`: said, and answered 503 (bounded).
     fn refuse_full(&self, stream: TcpStream, peer: SocketAddr) {
         let shared = &self.shared;
+        let (max, what, name) = shared.config.socket_limit();
         shared.event(ServerEvent::Refused {
             peer,
             status: 503,
-            reason: format!("{} sockets open (max_sockets)", shared.config.max_sockets),
+            reason: format!("{max} {what} open ({name})"),
         });
         if let Ok(permit) = shared.refusals.clone().try_acquire_owned() {
-            tokio::spawn(refuse_busy(stream, permit));
+            let body = format!("too many connections ({name}); try again later\n");
+            tokio::spawn(async move {
+                answer_busy(stream, &body).await;
+                drop(permit);
+            });
         }
     }
 
@@ -122,9 +126,11 @@ impl RemoteServer {
             peer,
             status: 0,
             reason: format!(
-                "closed without a request showing the token, to make room for a newer socket \
-                 (at most {} such sockets, {} per address)",
-                config.max_unauthenticated, config.max_unauthenticated_per_peer
+                "closed without {} showing the token, to make room for a newer socket (at most \
+                 {} such sockets, {} per address)",
+                config.showing(),
+                config.max_unauthenticated,
+                config.max_unauthenticated_per_peer
             ),
         });
     }
@@ -212,12 +218,40 @@ impl RemoteServer {
                 return First::Close;
             }
         };
+        let websocket_only = shared.config.mode == ServerMode::WebSocketOnly;
         match head {
-            // No complete head in time, or the peer left: hyper would close it too.
-            Err(_) | Ok(FirstHead::Gone) => First::Close,
+            // No complete head in time, or the peer left: hyper would close it too. (Said for
+            // a WebSocket-only server, whose every socket is a handshake, as a failed one.)
+            Err(_) => {
+                if websocket_only {
+                    shared.event(ServerEvent::Refused {
+                        peer,
+                        status: 0,
+                        reason: format!(
+                            "no WebSocket handshake within {:?}; closed",
+                            shared.config.handshake_timeout
+                        ),
+                    });
+                }
+                First::Close
+            }
+            Ok(FirstHead::Gone) => {
+                if websocket_only {
+                    shared.event(ServerEvent::Refused {
+                        peer,
+                        status: 0,
+                        reason: "WebSocket handshake failed: the socket closed before its \
+                                 request was complete"
+                            .into(),
+                    });
+                }
+                First::Close
+            }
             Ok(FirstHead::Other(prefix)) => First::Hyper(prefix),
-            Ok(FirstHead::Get(req, close)) => {
+            Ok(FirstHead::Get(req, asked_close)) => {
                 let resp = handle(shared.clone(), peer, tls, ticket.clone(), req).await;
+                // The socket closes after the answer when the client or the server says so.
+                let close = asked_close || closes(resp.headers());
                 match write_head(io, resp, close).await {
                     Ok(Some(body)) => First::Stream(body, close),
                     Ok(None) if !close => First::Hyper(Bytes::new()),
@@ -267,15 +301,6 @@ enum First {
     Hyper(Bytes),
     /// The socket is done.
     Close,
-}
-
-/// Answers a socket over `max_sockets` with 503, bounded in time.
-async fn refuse_busy(stream: TcpStream, _permit: OwnedSemaphorePermit) {
-    answer_busy(
-        stream,
-        "too many connections (max_sockets); try again later\n",
-    )
-    .await;
 }
 
 /// Answers a raw socket with `503 Service Unavailable` and `body` (`Retry-After: 5`), then

@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::protocol::Role as WsRole;
 use tokio_tungstenite::WebSocketStream;
 
+use super::super::admission::Ticket;
 use super::super::auth::Credential;
 use super::super::wire;
 use super::agents::{oversize_agent_line, start_agent, stop_agent, AgentLink};
@@ -31,15 +32,26 @@ const WS_READ_BUFFER: usize = 4 << 10;
 /// One read of an agent's output for a WebSocket (lines longer than this still go whole).
 const WS_AGENT_READ_CHUNK: usize = 8 << 10;
 
+/// Answers a WebSocket handshake that passed the checks and was admitted: 400 without
+/// version 13 or a key, 503 or 502 when no agent can start (see
+/// [`start_agent`]), else 101, and a task that takes the upgraded socket. The socket keeps
+/// `ticket` (its place among the sockets that showed the token) until the connection ends;
+/// a refusal is said through `on_event`.
 pub(super) fn handle_upgrade<B>(
     shared: &Arc<Shared>,
     peer: SocketAddr,
     credential: Credential,
+    ticket: Arc<Ticket>,
     req: Request<B>,
 ) -> Response<Body> {
     use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
     let headers = req.headers();
     if header_str(headers, header::SEC_WEBSOCKET_VERSION.as_str()) != Some("13") {
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 400,
+            reason: "WebSocket version 13 required".into(),
+        });
         let mut r = text(StatusCode::BAD_REQUEST, "WebSocket version 13 required");
         r.headers_mut().insert(
             header::SEC_WEBSOCKET_VERSION,
@@ -48,6 +60,11 @@ pub(super) fn handle_upgrade<B>(
         return r;
     }
     let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY) else {
+        shared.event(ServerEvent::Refused {
+            peer,
+            status: 400,
+            reason: "Sec-WebSocket-Key header required".into(),
+        });
         return text(StatusCode::BAD_REQUEST, "Sec-WebSocket-Key header required");
     };
     let accept = derive_accept_key(key.as_bytes());
@@ -80,6 +97,7 @@ pub(super) fn handle_upgrade<B>(
             Err(e) => {
                 stop_agent(link.writer, link.process).await;
                 drop(slot);
+                drop(ticket);
                 shared.event(ServerEvent::Refused {
                     peer,
                     status: 0,
@@ -107,6 +125,11 @@ pub(super) fn handle_upgrade<B>(
             process,
         } = link;
         let max_line = shared.config.max_agent_message_bytes;
+        // A process's output is its stdout.
+        let ended = match process {
+            Some(_) => "the agent closed its stdout",
+            None => "the agent closed its output",
+        };
         let heard = Heard::new();
         let ping = shared.config.ws_ping_interval;
         let mut up = Box::pin(ws_to_agent(from_client, agent_in, &heard, pongs));
@@ -116,6 +139,7 @@ pub(super) fn handle_upgrade<B>(
             max_line,
             &heard,
             ping,
+            ended,
         ));
         let (reason, agent_in, down_ended, flooded) = tokio::select! {
             (w, flood) = &mut up => match flood {
@@ -147,12 +171,16 @@ pub(super) fn handle_upgrade<B>(
         if let (Some(down), false) = (&mut down, down_ended) {
             let _ = tokio::time::timeout(Duration::from_secs(1), down).await;
         }
+        // The connection's slot first, then the socket's place: a socket admitted in its place
+        // finds the slot free.
         drop(slot);
+        drop(ticket);
         let reason = match report {
             Some(r) => format!("{reason}; {r}"),
             None => reason.to_string(),
         };
         shared.event(ServerEvent::Closed {
+            peer,
             connection_id,
             reason,
         });
@@ -239,7 +267,7 @@ where
 }
 
 /// Agent to client: each line the agent writes becomes one text message; the agent's EOF
-/// sends a close frame. A line over `max_line` is dropped; if it was a response, the client
+/// sends a close frame (and returns `ended`). A line over `max_line` is dropped; if it was a response, the client
 /// gets an error for its id in its place (as on the SSE streams). A client silent for `ping`
 /// is pinged; one silent for twice that is gone. Returns why it ended.
 async fn agent_to_ws<S>(
@@ -251,6 +279,7 @@ async fn agent_to_ws<S>(
     max_line: usize,
     heard: &Heard,
     ping: Duration,
+    ended: &'static str,
 ) -> String
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -313,5 +342,5 @@ where
     }
     let _ = to_client.send(Message::Close(None)).await;
     let _ = to_client.close().await;
-    "the agent closed its output".into()
+    ended.into()
 }
