@@ -74,7 +74,6 @@ use sockets::MAX_REFUSALS_IN_FLIGHT;
 pub use agents::{command_agent, in_process_agent, router_agent, AgentFactory, AgentLink};
 pub use config::{RemoteServerConfig, ServerMode};
 pub use events::ServerEvent;
-pub use sockets::answer_busy;
 pub use tls::{tls_config_from_pem, TlsServerConfig};
 
 /// A server of one agent factory. Cheap to clone (shared state).

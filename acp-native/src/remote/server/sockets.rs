@@ -303,10 +303,10 @@ enum First {
     Close,
 }
 
-/// Answers a raw socket with `503 Service Unavailable` and `body` (`Retry-After: 5`), then
-/// reads until the client closes (so closing does not reset the connection before it read the
-/// answer), all within 2 s. For servers over their connection limit (`acp serve --ws` too).
-pub async fn answer_busy(mut stream: TcpStream, body: &str) {
+/// Answers a socket over the limit with `503 Service Unavailable` and `body` (`Retry-After:
+/// 5`), then reads until the client closes (so closing does not reset the connection before it
+/// read the answer), all within 2 s.
+async fn answer_busy(mut stream: TcpStream, body: &str) {
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
          Content-Length: {}\r\nRetry-After: 5\r\nConnection: close\r\n\r\n{body}",
