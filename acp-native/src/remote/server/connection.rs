@@ -53,11 +53,13 @@ pub(super) struct InitAnswer {
     pub(super) is_error: bool,
 }
 
+/// Why a stream cannot be subscribed to.
 pub(super) enum Unavailable {
     Busy,
     Unknown,
 }
 
+/// One HTTP + SSE connection: its agent, its streams and the routing between them.
 pub(super) struct HttpConn {
     pub(super) id: String,
     /// The peer of the socket whose `initialize` opened it.
@@ -76,6 +78,8 @@ pub(super) struct HttpConn {
 }
 
 impl HttpConn {
+    /// Starts a connection on `link` (whose `initialize` is `init`): the task routing the
+    /// agent's output, and the idle timer.
     pub(super) fn start(
         shared: &Arc<Shared>,
         id: String,
@@ -135,10 +139,12 @@ impl HttpConn {
         conn
     }
 
+    /// The client did something: the idle timer starts again.
     pub(super) fn touch(&self) {
         *self.last_active.lock().unwrap() = tokio::time::Instant::now();
     }
 
+    /// Why the connection closed, once it has.
     pub(super) fn close_reason(&self) -> Option<String> {
         self.close_reason.lock().unwrap().clone()
     }
@@ -274,6 +280,8 @@ impl HttpConn {
         Ok(())
     }
 
+    /// The lease of the connection's stream or of `session`'s (created before the agent names
+    /// it, within [`wire::MAX_UNCONFIRMED_SESSION_STREAMS`]); one reader each.
     pub(super) fn subscribe(self: &Arc<Self>, session: Option<&str>) -> Result<Lease, Unavailable> {
         let mut routes = self.routes.lock().unwrap();
         let mailbox = match session {

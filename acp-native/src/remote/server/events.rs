@@ -43,6 +43,7 @@ pub enum ServerEvent {
 }
 
 impl Shared {
+    /// Tells the owner (`on_event`), if it listens.
     pub(super) fn event(&self, e: ServerEvent) {
         if let Some(f) = &self.config.on_event {
             f(e);

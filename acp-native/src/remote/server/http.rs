@@ -35,6 +35,8 @@ fn batch_rejection() -> Response<Body> {
     )
 }
 
+/// `POST`: one message for the agent, its session header applied and its answer's route
+/// recorded (202); `initialize` starts a connection; batches are refused.
 pub(super) async fn handle_post<B>(
     shared: &Arc<Shared>,
     peer: SocketAddr,
@@ -209,6 +211,8 @@ fn apply_session_header(line: &str, session: &str) -> Result<Option<String>, &'s
     }
 }
 
+/// `initialize`: a new connection and its agent, answered with the agent's answer and the
+/// connection's id (or why there is none: 502, 503, 504).
 pub(super) async fn initialize(
     shared: &Arc<Shared>,
     peer: SocketAddr,
@@ -305,6 +309,7 @@ pub(super) async fn initialize(
     r
 }
 
+/// `GET`: the connection's SSE stream, or a session's (`Acp-Session-Id`).
 pub(super) fn handle_get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
     if !header_str(headers, header::ACCEPT.as_str())
         .is_some_and(|a| a.contains(wire::EVENT_STREAM_MIME_TYPE))
@@ -361,6 +366,7 @@ pub(super) fn handle_get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<
     r
 }
 
+/// `DELETE`: the client ends the connection (its agent is stopped).
 pub(super) fn handle_delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
     let Some(connection_id) = header_str(headers, wire::HEADER_CONNECTION_ID) else {
         return text(StatusCode::BAD_REQUEST, "Acp-Connection-Id header required");

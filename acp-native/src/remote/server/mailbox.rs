@@ -33,6 +33,7 @@ struct MailboxState {
 }
 
 impl Mailbox {
+    /// An empty mailbox counting its bytes in its connection's `backlog`.
     pub(super) fn new(backlog: Arc<AtomicUsize>) -> Mailbox {
         Mailbox {
             state: Mutex::new(MailboxState::default()),
@@ -40,6 +41,7 @@ impl Mailbox {
         }
     }
 
+    /// Queues one event (its bytes already counted in the backlog).
     pub(super) fn push(&self, event: Bytes) {
         let mut s = self.state.lock().unwrap();
         s.queue.push_back(event);
@@ -48,6 +50,7 @@ impl Mailbox {
         }
     }
 
+    /// No more events: the reader ends after what is queued.
     pub(super) fn close(&self) {
         let mut s = self.state.lock().unwrap();
         s.closed = true;
@@ -56,11 +59,13 @@ impl Mailbox {
         }
     }
 
+    /// Takes the one reader's place; false when a reader has it.
     pub(super) fn lease(&self) -> bool {
         let mut s = self.state.lock().unwrap();
         !std::mem::replace(&mut s.leased, true)
     }
 
+    /// Whether a client reads this stream now.
     pub(super) fn is_leased(&self) -> bool {
         self.state.lock().unwrap().leased
     }

@@ -12,8 +12,10 @@ use hyper::{Response, StatusCode};
 use super::super::auth::Refusal;
 use super::{ServerEvent, Shared};
 
+/// The body of every answer.
 pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
+/// An answer with `body` of `content_type`.
 pub(super) fn full(
     status: StatusCode,
     content_type: &'static str,
@@ -26,16 +28,19 @@ pub(super) fn full(
     r
 }
 
+/// A plain-text answer.
 pub(super) fn text(status: StatusCode, body: impl Into<String>) -> Response<Body> {
     full(status, "text/plain; charset=utf-8", body.into())
 }
 
+/// An answer without a body.
 pub(super) fn empty(status: StatusCode) -> Response<Body> {
     let mut r = Response::new(Full::new(Bytes::new()).boxed_unsync());
     *r.status_mut() = status;
     r
 }
 
+/// A header as text, when it is.
 pub(super) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
@@ -69,6 +74,7 @@ pub(super) fn refused(shared: &Shared, peer: SocketAddr, refusal: Refusal) -> Re
     r
 }
 
+/// `Upgrade: websocket` with `Connection: upgrade`.
 pub(super) fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     let upgrade = header_str(headers, header::UPGRADE.as_str())
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));

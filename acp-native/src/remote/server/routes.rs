@@ -22,6 +22,7 @@ pub(super) enum Effect {
 }
 
 impl Effect {
+    /// The effect of a request for `method`.
     pub(super) fn of(method: &str) -> Effect {
         if wire::is_session_opening_method(method) {
             Effect::Opens
@@ -33,12 +34,14 @@ impl Effect {
     }
 }
 
+/// A session's stream.
 pub(super) struct SessionStream {
     pub(super) mailbox: Arc<Mailbox>,
     /// The agent has named this session on the connection.
     pub(super) confirmed: bool,
 }
 
+/// A connection's streams and the routes of the answers it waits for.
 pub(super) struct Routes {
     pub(super) connection: Arc<Mailbox>,
     pub(super) sessions: HashMap<String, SessionStream>,

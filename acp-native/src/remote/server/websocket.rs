@@ -207,19 +207,19 @@ struct Heard {
 }
 
 impl Heard {
-    pub(super) fn new() -> Heard {
+    fn new() -> Heard {
         Heard {
             start: tokio::time::Instant::now(),
             millis: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
-    pub(super) fn now(&self) {
+    fn now(&self) {
         let ms = self.start.elapsed().as_millis() as u64;
         self.millis.store(ms, Ordering::Relaxed);
     }
 
-    pub(super) fn quiet(&self) -> Duration {
+    fn quiet(&self) -> Duration {
         let last = Duration::from_millis(self.millis.load(Ordering::Relaxed));
         self.start.elapsed().saturating_sub(last)
     }
