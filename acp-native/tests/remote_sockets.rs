@@ -5,15 +5,19 @@
 //! that hyper already serves, a stream freed as soon as its client leaves, `Connection: close`,
 //! a head that never completes, pipelined and oversized heads, and the server stopping. And
 //! the WebSocket keep-alive: a silent client is pinged, one that answers nothing is closed, a
-//! live idle one stays, and an agent that ends closes its socket with the reason. Every wait
-//! is bounded.
+//! live idle one stays, and an agent that ends closes its socket with the reason. And
+//! `ServerMode::WebSocketOnly` (`acp serve --ws`): a WebSocket on any path and a 426 for
+//! anything else, a WebSocket holding its socket's place until it closes, a handshake that does
+//! not come in time said. Every wait is bounded.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_core::{typed, Role};
-use acp_native::remote::server::{self as remote, AgentFactory, RemoteServer, RemoteServerConfig};
+use acp_native::remote::server::{
+    self as remote, AgentFactory, RemoteServer, RemoteServerConfig, ServerEvent, ServerMode,
+};
 use acp_native::{DriverConfig, Router};
 use agent_client_protocol_schema::v1 as s;
 use serde_json::json;
@@ -508,4 +512,214 @@ async fn an_agent_that_ends_closes_its_websocket_with_the_reason() {
             Some(Ok(_)) => {}
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `ServerMode::WebSocketOnly` (`acp serve --ws`): a WebSocket on any path, nothing else.
+
+/// A server in `mode` whose events all come on a channel.
+async fn start_reporting(
+    mut config: RemoteServerConfig,
+    mode: ServerMode,
+) -> (SocketAddr, mpsc::UnboundedReceiver<ServerEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    config.mode = mode;
+    config.on_event = Some(Arc::new(move |e| {
+        let _ = tx.send(e);
+    }));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = RemoteServer::new(agent(), config);
+    tokio::spawn(async move { server.serve(listener).await });
+    (addr, rx)
+}
+
+/// The next event `pick` takes (others are skipped), within the bound.
+async fn event<T>(
+    events: &mut mpsc::UnboundedReceiver<ServerEvent>,
+    mut pick: impl FnMut(ServerEvent) -> Option<T>,
+) -> T {
+    bounded("the event", async {
+        loop {
+            if let Some(t) = pick(events.recv().await.expect("the server is gone")) {
+                return t;
+            }
+        }
+    })
+    .await
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
+
+/// A WebSocket to `url` with the token as a bearer header, `initialize`d.
+async fn websocket_initialized(url: &str) -> Ws {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut r = url.into_client_request().unwrap();
+    r.headers_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let (mut ws, _) = bounded("the handshake", tokio_tungstenite::connect_async(r))
+        .await
+        .unwrap_or_else(|e| panic!("{url}: {e}"));
+    ws.send(Message::text(initialize_body())).await.unwrap();
+    loop {
+        match bounded("initialize's answer", ws.next()).await {
+            Some(Ok(Message::Text(t))) => {
+                assert!(t.as_str().contains("\"protocolVersion\":1"), "{t}");
+                return ws;
+            }
+            Some(Ok(_)) => {}
+            other => panic!("{url}: no answer to initialize: {other:?}"),
+        }
+    }
+}
+
+/// A raw WebSocket handshake for `path`, with `extra` header lines.
+fn ws_handshake(path: &str, extra: &str) -> String {
+    get(
+        path,
+        &format!(
+            "upgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-version: 13\r\n\
+             sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n{extra}"
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_only_serves_a_websocket_on_any_path_and_answers_anything_else_426() {
+    let (addr, mut events) =
+        start_reporting(RemoteServerConfig::new(TOKEN), ServerMode::WebSocketOnly).await;
+    // Any path is the endpoint (`acp serve --ws` clients use `/`, with or without a query).
+    let mut ws = websocket_initialized(&format!("ws://{addr}/")).await;
+    websocket_initialized(&format!("ws://{addr}/some/path?session=x")).await;
+    let (peer, transport) = event(&mut events, |e| match e {
+        ServerEvent::Opened {
+            peer, transport, ..
+        } => Some((peer, transport)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(transport, "websocket");
+    assert_eq!(peer.ip(), addr.ip());
+
+    // Anything but a handshake: 426, its socket closed, said (a first GET is answered without
+    // hyper, anything else by hyper: the same answer).
+    for request in [
+        get("/", &format!("authorization: Bearer {TOKEN}\r\n")),
+        get("/health", ""),
+        get("/acp", "accept: text/event-stream\r\n"),
+        post(&initialize_body(), ""),
+    ] {
+        let mut raw = Raw::connect(addr).await;
+        raw.write(&request).await;
+        let a = raw.answer().await;
+        assert_eq!(a.status, 426, "{request}: {a:?}");
+        assert_eq!(a.header("upgrade"), Some("websocket"), "{a:?}");
+        assert_eq!(a.header("connection"), Some("close"), "{a:?}");
+        assert!(a.body.contains("WebSocket only"), "{a:?}");
+        assert!(raw.closed().await, "{request}: the socket was kept");
+        let status = event(&mut events, |e| match e {
+            ServerEvent::Refused { status, .. } => Some(status),
+            _ => None,
+        })
+        .await;
+        assert_eq!(status, 426);
+    }
+
+    // A handshake without the token: 401 with the challenge, its socket closed.
+    let mut raw = Raw::connect(addr).await;
+    raw.write(&ws_handshake("/", "")).await;
+    let a = raw.answer().await;
+    assert_eq!(a.status, 401, "{a:?}");
+    assert_eq!(a.header("www-authenticate"), Some("Bearer"));
+    assert_eq!(a.header("connection"), Some("close"), "{a:?}");
+    assert!(raw.closed().await);
+
+    // The client leaves: the connection ends, said with its peer and why.
+    ws.close(None).await.unwrap();
+    let (closed_peer, reason) = event(&mut events, |e| match e {
+        ServerEvent::Closed { peer, reason, .. } => Some((peer, reason)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(closed_peer.ip(), addr.ip());
+    assert!(
+        reason.contains("the client closed the connection"),
+        "{reason}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_holds_its_socket_s_place_until_it_closes() {
+    // WebSocket-only: the sockets that showed the token are its connections
+    // (`max_connections`); with HTTP + SSE, `max_sockets`.
+    for (mode, max_connections, max_sockets, limit) in [
+        (
+            ServerMode::WebSocketOnly,
+            1,
+            64,
+            "1 connections open (max_connections)",
+        ),
+        (
+            ServerMode::HttpAndWebSocket,
+            64,
+            1,
+            "1 sockets open (max_sockets)",
+        ),
+    ] {
+        let mut config = RemoteServerConfig::new(TOKEN);
+        config.max_connections = max_connections;
+        config.max_sockets = max_sockets;
+        let (addr, mut events) = start_reporting(config, mode).await;
+        let url = format!("ws://{addr}/acp");
+        let mut ws = websocket_initialized(&url).await;
+        // A new socket is refused at once, whether it sends anything or not.
+        let mut raw = Raw::connect(addr).await;
+        let a = raw.answer().await;
+        assert_eq!(a.status, 503, "{mode:?}: {a:?}");
+        assert_eq!(a.header("retry-after"), Some("5"), "{a:?}");
+        let reason = event(&mut events, |e| match e {
+            ServerEvent::Refused {
+                status: 503,
+                reason,
+                ..
+            } => Some(reason),
+            _ => None,
+        })
+        .await;
+        assert_eq!(reason, limit, "{mode:?}");
+        // Once the WebSocket has closed, its place is free.
+        ws.close(None).await.unwrap();
+        event(&mut events, |e| match e {
+            ServerEvent::Closed { .. } => Some(()),
+            _ => None,
+        })
+        .await;
+        websocket_initialized(&url).await;
+    }
+}
+
+#[tokio::test]
+async fn websocket_only_says_when_a_handshake_does_not_come_in_time() {
+    let mut config = RemoteServerConfig::new(TOKEN);
+    config.handshake_timeout = Duration::from_millis(300);
+    let (addr, mut events) = start_reporting(config, ServerMode::WebSocketOnly).await;
+    // Half a handshake, never finished.
+    let mut raw = Raw::connect(addr).await;
+    raw.write("GET / HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\n")
+        .await;
+    assert!(raw.closed().await);
+    assert!(
+        raw.buf.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&raw.buf)
+    );
+    let (status, reason) = event(&mut events, |e| match e {
+        ServerEvent::Refused { status, reason, .. } => Some((status, reason)),
+        _ => None,
+    })
+    .await;
+    assert_eq!(status, 0);
+    assert_eq!(reason, "no WebSocket handshake within 300ms; closed");
 }

@@ -1,13 +1,15 @@
 //! `acp serve --ws ADDR`: a WebSocket bridge from browser (or any WebSocket) clients to local
 //! agents; `acp serve --http ADDR`: the same agents over HTTP + SSE and WebSocket on `/acp`,
-//! with the official `agent-client-protocol-http` wire ([`acp_native::remote::server`], which
-//! has the same safety rules, plus TLS with `--tls-cert`/`--tls-key`, body and backlog limits
-//! and an idle timeout).
+//! with the official `agent-client-protocol-http` wire, plus TLS with `--tls-cert`/`--tls-key`,
+//! body and backlog limits and an idle timeout. Both are [`RemoteServer`]
+//! ([`acp_native::remote::server`]): `--ws` its [`ServerMode::WebSocketOnly`] (a WebSocket on
+//! any path, nothing else), `--http` its [`ServerMode::HttpAndWebSocket`]. This file has the
+//! arguments, the token, what is printed (in moderation) and the signals.
 //!
-//! Each accepted connection gets its own agent process (default: the built-in demo agent). One
-//! JSON-RPC message travels per text frame; the bridge ([`transport::ws_bridge`]) turns frames
-//! into NDJSON lines for the agent's stdin and the agent's stdout lines into frames. Bytes are
-//! copied as they are: the client speaks ACP to the agent end to end.
+//! Each connection gets its own agent process (default: the built-in demo agent). One JSON-RPC
+//! message travels per text frame; the server turns frames into NDJSON lines for the agent's
+//! stdin and the agent's stdout lines into frames. Bytes are copied as they are: the client
+//! speaks ACP to the agent end to end.
 //!
 //! Safety (docs/security.md, "`acp serve`"):
 //!
@@ -20,17 +22,18 @@
 //!   address, or one given with `--allow-host` (else 421), so a web page whose DNS name was
 //!   pointed at 127.0.0.1 (DNS rebinding) is refused before anything else.
 //! * **Origins.** A handshake carrying an `Origin` (a browser page) must come from a local page
-//!   (localhost, 127.0.0.1, [::1]) or one listed with `--allow-origin` (else 403), so a web site
+//!   (localhost, 127.0.0.1, `[::1]`) or one listed with `--allow-origin` (else 403), so a web site
 //!   the user visits cannot drive a local agent even if it learnt the token. Non-browser
 //!   clients send no `Origin` and need only the token.
 //! * **No agent before authorisation.** An agent starts only once a handshake request has
 //!   passed the checks (so a failure to start is still the handshake's answer, 502). The
-//!   handshake must complete within `--handshake-timeout` (10 s). At most `--max-connections`
-//!   (64) authorised connections are served at once, more are answered 503; sockets that have
-//!   not shown the token hold none of them, only a place in a small budget per peer address
-//!   and overall whose oldest is closed when a new one arrives over it
-//!   ([`acp_native::remote::admission`], the rule of `--http` too), so they cannot keep
-//!   clients out.
+//!   handshake's request must arrive within `--handshake-timeout` (10 s). At most
+//!   `--max-connections` (64) authorised connections are served at once, more are answered
+//!   503; sockets that have not shown the token hold none of them, only a place in a small
+//!   budget per peer address and overall whose oldest is closed when a new one arrives over it
+//!   ([`acp_native::remote::admission`]), so they cannot keep clients out. A silent WebSocket
+//!   is pinged every 30 s and closed when it answers nothing for twice that; one that pings
+//!   faster than it reads the pongs is closed.
 //! * **Refusals are said in moderation**: at most [`REFUSAL_LINES`] lines every
 //!   [`REFUSAL_WINDOW`] (the rest counted, then said in one line), the 503s once until a
 //!   connection opens, and a client's header quoted escaped and cut.
@@ -43,57 +46,31 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_client::display::escape_text;
-use acp_native::process::{AgentCommand, AgentProcess, EnvPolicy};
-use acp_native::remote::admission::{self, Admission, NotAdmitted, Ticket};
-use acp_native::remote::auth::{self, Credential};
-use acp_native::remote::server::{self as remote, RemoteServer, RemoteServerConfig, ServerEvent};
-use acp_native::transport;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use acp_native::process::AgentCommand;
+use acp_native::remote::auth;
+use acp_native::remote::server::{
+    self as remote, RemoteServer, RemoteServerConfig, ServerEvent, ServerMode,
+};
+use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http;
-use tokio_util::sync::CancellationToken;
 
 use super::exit;
 use super::ServeArgs;
-
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
 
 /// The environment variable a token can be given in.
 pub const TOKEN_ENV: &str = "ACP_SERVE_TOKEN";
 /// Port used when `--ws` is not given.
 const DEFAULT_PORT: u16 = 8765;
-/// Refusals (503) being written at once; beyond that an excess connection is just closed.
-const MAX_REFUSALS_IN_FLIGHT: usize = 32;
 /// Lines about refused or failed sockets (401, 403, 421, handshake timeouts…) shown per
 /// [`REFUSAL_WINDOW`]; the rest are counted and said in one line.
 const REFUSAL_LINES: u32 = 10;
 const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
-
-struct Config {
-    command: Vec<OsString>,
-    cwd: PathBuf,
-    allowed_origins: Vec<String>,
-    /// `Host` names accepted besides localhost and IP addresses (`--allow-host`).
-    allowed_hosts: Vec<String>,
-    /// The agents' environment (`--env`, `--inherit-env`; the allowlist by default).
-    env: EnvPolicy,
-    /// What clients must present.
-    token: String,
-    handshake_timeout: Duration,
-    max_connections: usize,
-    /// What is said about refusals.
-    log: Log,
-}
 
 /// What `acp serve` says about refused sockets, in moderation: anyone who reaches the port
 /// can be refused as often as they like, and each refusal must not cost a line.
@@ -303,17 +280,12 @@ pub async fn run(args: ServeArgs) -> i32 {
     {
         env.set_var(TOKEN_ENV, "");
     }
-    let config = Arc::new(Config {
-        command,
-        cwd,
-        allowed_origins: args.allow_origin.clone(),
-        allowed_hosts: args.allow_host.clone(),
-        env,
-        token: token.value,
-        handshake_timeout: args.handshake_timeout,
-        max_connections: args.max_connections,
-        log: Log::default(),
-    });
+    let agent = AgentCommand::new(command[0].clone())
+        .args(command[1..].iter().cloned())
+        .cwd(&cwd)
+        .env(env);
+    let log = Arc::new(Log::default());
+    let settings = server_config(&args, token.value, tls, log.clone());
     let mut signals = match Signals::new() {
         Ok(s) => s,
         Err(e) => {
@@ -321,61 +293,26 @@ pub async fn run(args: ServeArgs) -> i32 {
             return exit::ERROR;
         }
     };
-    if args.http.is_some() {
-        return run_http(&args, config, tls, listener, signals).await;
-    }
-    // A connection takes one of --max-connections once its handshake showed the token; until
-    // then it is one of a budget of unauthenticated sockets (the rule of --http too).
-    let slots = Admission::new(
-        args.max_connections,
-        admission::MAX_UNAUTHENTICATED,
-        admission::MAX_UNAUTHENTICATED_PER_PEER,
-    );
-    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_IN_FLIGHT));
-    let stop = CancellationToken::new();
-    let mut connections = tokio::task::JoinSet::new();
-    let signal = loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => match slots.arrive(peer.ip()) {
-                    Ok((ticket, _)) => {
-                        connections.spawn(serve_connection(
-                            stream, peer, config.clone(), ticket, stop.clone(),
-                        ));
-                    }
-                    Err(admission::Full) => {
-                        config.log.full(&full_line(args.max_connections));
-                        if let Ok(permit) = refusals.clone().try_acquire_owned() {
-                            tokio::spawn(refuse_busy(stream, permit));
-                        }
-                    }
-                },
-                Err(e) => {
-                    say(&format!("accept failed: {e}"));
-                    // E.g. out of file descriptors: do not spin.
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            name = signals.next() => break name,
-        }
+    // One agent process per connection, until a signal.
+    let server = RemoteServer::new(remote::command_agent(agent), settings);
+    let serving = server.serve(listener);
+    tokio::pin!(serving);
+    let signal = tokio::select! {
+        _ = &mut serving => return exit::ERROR,
+        name = signals.next() => name,
     };
     say(&format!(
         "{signal}: stopping ({} connection(s) open)",
-        connections.len()
+        server.open_connections()
     ));
-    drop(listener);
-    // Each connection stops its agent (stdin closed, SIGTERM, SIGKILL of its group), bounded.
-    stop.cancel();
-    let drained = async { while connections.join_next().await.is_some() {} };
+    // Each connection stops its agent (stdin closed, SIGTERM, SIGKILL of its group), bounded;
+    // a second signal stops at once (what is left is killed as the runtime drops it).
+    server.stop();
     tokio::select! {
-        _ = tokio::time::timeout(3 * SHUTDOWN_GRACE + Duration::from_secs(2), drained) => {}
+        _ = &mut serving => {}
         name = signals.next() => say(&format!("{name}: stopping now")),
     }
-    // Whatever is left: dropping the tasks drops their AgentProcess values, which SIGKILL the
-    // agents' groups.
-    connections.shutdown().await;
-    config.log.flush();
+    log.flush();
     exit::OK
 }
 
@@ -387,79 +324,83 @@ fn full_line(max_connections: usize) -> String {
     )
 }
 
-/// `acp serve --http`: the remote server ([`RemoteServer`]) with one agent process per
-/// connection, until a signal.
-async fn run_http(
+/// The server's settings: `--http` is [`ServerMode::HttpAndWebSocket`] (`/acp`), `--ws`
+/// [`ServerMode::WebSocketOnly`] (a WebSocket on any path); what happens is said on stderr
+/// through `log`, in each mode's words.
+fn server_config(
     args: &ServeArgs,
-    config: Arc<Config>,
+    token: String,
     tls: Option<Arc<remote::TlsServerConfig>>,
-    listener: TcpListener,
-    mut signals: Signals,
-) -> i32 {
-    let cmd = AgentCommand::new(config.command[0].clone())
-        .args(config.command[1..].iter().cloned())
-        .cwd(&config.cwd)
-        .env(config.env.clone());
-    let mut settings = RemoteServerConfig::new(config.token.clone());
-    settings.allowed_origins = config.allowed_origins.clone();
-    settings.allowed_hosts = config.allowed_hosts.clone();
+    log: Arc<Log>,
+) -> RemoteServerConfig {
+    let mut settings = RemoteServerConfig::new(token);
+    settings.allowed_origins = args.allow_origin.clone();
+    settings.allowed_hosts = args.allow_host.clone();
     settings.max_connections = args.max_connections;
-    settings.max_sockets = 4 * args.max_connections + 16;
-    settings.max_body_bytes = args.max_body;
-    settings.handshake_timeout = config.handshake_timeout;
-    settings.idle_timeout = args.idle_timeout;
+    settings.handshake_timeout = args.handshake_timeout;
     settings.tls = tls;
-    let said = config.clone();
-    settings.on_event = Some(Arc::new(move |e| match e {
-        ServerEvent::Refused {
-            peer,
-            status,
-            reason,
-        } => match status {
-            // A full server is said once until a connection opens, not once per refusal.
-            503 => said
-                .log
-                .full(&format!("{peer}: refused ({status}): {reason}")),
-            0 => said.log.refusal(&format!("{peer}: {reason}")),
-            _ => said
-                .log
-                .refusal(&format!("{peer}: refused ({status}): {reason}")),
-        },
-        ServerEvent::Opened {
-            peer,
-            connection_id,
-            transport,
-            pid,
-        } => {
-            said.log.opened();
-            let pid = pid.map(|p| format!("; agent pid {p}")).unwrap_or_default();
-            say(&format!(
-                "{peer}: connected over {transport} (connection {connection_id}){pid}"
-            ));
-        }
-        ServerEvent::Closed {
-            connection_id,
-            reason,
-        } => say(&format!("connection {connection_id}: {reason}")),
-    }));
-    let server = RemoteServer::new(remote::command_agent(cmd), settings);
-    let serving = server.serve(listener);
-    tokio::pin!(serving);
-    let signal = tokio::select! {
-        _ = &mut serving => return exit::ERROR,
-        name = signals.next() => name,
-    };
-    say(&format!(
-        "{signal}: stopping ({} connection(s) open)",
-        server.open_connections()
-    ));
-    server.stop();
-    tokio::select! {
-        _ = &mut serving => {}
-        name = signals.next() => say(&format!("{name}: stopping now")),
+    let max_connections = args.max_connections;
+    if args.http.is_some() {
+        settings.mode = ServerMode::HttpAndWebSocket;
+        settings.max_sockets = 4 * args.max_connections + 16;
+        settings.max_body_bytes = args.max_body;
+        settings.idle_timeout = args.idle_timeout;
+        settings.on_event = Some(Arc::new(move |e| match e {
+            ServerEvent::Refused {
+                peer,
+                status,
+                reason,
+            } => match status {
+                // A full server is said once until a connection opens, not once per refusal.
+                503 => log.full(&format!("{peer}: refused ({status}): {reason}")),
+                0 => log.refusal(&format!("{peer}: {reason}")),
+                _ => log.refusal(&format!("{peer}: refused ({status}): {reason}")),
+            },
+            ServerEvent::Opened {
+                peer,
+                connection_id,
+                transport,
+                pid,
+            } => {
+                log.opened();
+                let pid = pid.map(|p| format!("; agent pid {p}")).unwrap_or_default();
+                say(&format!(
+                    "{peer}: connected over {transport} (connection {connection_id}){pid}"
+                ));
+            }
+            ServerEvent::Closed {
+                connection_id,
+                reason,
+                ..
+            } => say(&format!("connection {connection_id}: {reason}")),
+        }));
+    } else {
+        settings.mode = ServerMode::WebSocketOnly;
+        // A message of a client is bounded as an agent's (--max-body is --http's).
+        settings.max_body_bytes = acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES;
+        settings.on_event = Some(Arc::new(move |e| match e {
+            ServerEvent::Refused {
+                peer,
+                status,
+                reason,
+            } => match status {
+                503 => log.full(&full_line(max_connections)),
+                0 => log.refusal(&format!("{peer}: {reason}")),
+                _ => {
+                    let status = hyper::StatusCode::from_u16(status)
+                        .map_or_else(|_| status.to_string(), |s| s.to_string());
+                    log.refusal(&format!("{peer}: refused ({status}): {reason}"))
+                }
+            },
+            ServerEvent::Opened { peer, pid, .. } => {
+                log.opened();
+                let pid = pid.map(|p| format!("; agent pid {p}")).unwrap_or_default();
+                say(&format!("{peer}: connected{pid}"));
+            }
+            ServerEvent::Closed { peer, reason, .. } => say(&format!("{peer}: {reason}")),
+        }));
     }
-    config.log.flush();
-    exit::OK
+    settings
 }
 
 /// `--tls-cert`/`--tls-key` are for `--http` (the `--ws` bridge has no TLS).
@@ -564,184 +505,6 @@ fn readable_by_others(path: &Path) -> Option<String> {
             path.display()
         )
     })
-}
-
-fn reject(status: u16, body: String) -> ErrorResponse {
-    let mut r = http::Response::new(Some(body));
-    *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::FORBIDDEN);
-    r
-}
-
-/// The handshake's checks, in order: Host (421), Origin (403), token (401). On success, the
-/// header to echo for a token offered as a subprotocol.
-// The error type is tungstenite's; its size is not ours to choose.
-#[allow(clippy::result_large_err)]
-fn authorize(req: &Request, config: &Config) -> Result<Option<http::HeaderValue>, ErrorResponse> {
-    match auth::authorize(
-        req.headers(),
-        req.uri(),
-        &config.token,
-        &config.allowed_origins,
-        &config.allowed_hosts,
-    ) {
-        Ok(Credential::Protocol(p)) => Ok(Some(p)),
-        Ok(Credential::Plain) => Ok(None),
-        Err(refusal) => {
-            let mut r = reject(refusal.status(), refusal.message());
-            if refusal.status() == 401 {
-                r.headers_mut().insert(
-                    http::header::WWW_AUTHENTICATE,
-                    http::HeaderValue::from_static("Bearer"),
-                );
-            }
-            Err(r)
-        }
-    }
-}
-
-/// Answers a connection over `--max-connections` with 503, bounded in time.
-async fn refuse_busy(stream: TcpStream, _permit: OwnedSemaphorePermit) {
-    acp_native::remote::server::answer_busy(
-        stream,
-        "acp serve: too many connections (--max-connections); try again later\n",
-    )
-    .await;
-}
-
-// The handshake callback's error type is tungstenite's; its size is not ours to choose.
-#[allow(clippy::result_large_err)]
-async fn serve_connection(
-    stream: TcpStream,
-    peer: SocketAddr,
-    config: Arc<Config>,
-    ticket: Ticket,
-    stop: CancellationToken,
-) {
-    let _ = stream.set_nodelay(true);
-    let mut agent: Option<AgentProcess> = None;
-    let handshake = {
-        let agent = &mut agent;
-        let config = &config;
-        let ticket = &ticket;
-        // The agent starts only once the request passed the checks, so a failure to start is
-        // still the handshake's answer.
-        let check = move |req: &Request, mut resp: Response| -> Result<Response, ErrorResponse> {
-            let protocol = authorize(req, config)?;
-            // The token was shown: one of --max-connections, if one is free.
-            match ticket.admit() {
-                Ok(()) => config.log.opened(),
-                Err(NotAdmitted::Full) => {
-                    return Err(reject(
-                        503,
-                        "acp serve: too many connections (--max-connections); try again later"
-                            .into(),
-                    ))
-                }
-                Err(NotAdmitted::Evicted) => {
-                    return Err(reject(503, "acp serve: closing; try again".into()))
-                }
-            }
-            let cmd = AgentCommand::new(config.command[0].clone())
-                .args(config.command[1..].iter().cloned())
-                .cwd(&config.cwd)
-                .env(config.env.clone());
-            match AgentProcess::spawn(&cmd) {
-                Ok(p) => *agent = Some(p),
-                Err(e) => return Err(reject(502, format!("cannot start the agent: {e}"))),
-            }
-            if let Some(p) = protocol {
-                resp.headers_mut()
-                    .insert(http::header::SEC_WEBSOCKET_PROTOCOL, p);
-            }
-            Ok(resp)
-        };
-        let accept = tokio_tungstenite::accept_hdr_async_with_config(
-            transport::WsSocket::server(stream),
-            check,
-            Some(transport::ws_config(
-                acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
-            )),
-        );
-        tokio::select! {
-            r = tokio::time::timeout(config.handshake_timeout, accept) => Some(r),
-            _ = stop.cancelled() => None,
-            // (Never once admitted.)
-            _ = ticket.evicted() => {
-                config.log.refusal(&format!(
-                    "{peer}: closed without a handshake showing the token, to make room for a \
-                     newer socket (at most {} such sockets, {} per address)",
-                    admission::MAX_UNAUTHENTICATED,
-                    admission::MAX_UNAUTHENTICATED_PER_PEER
-                ));
-                None
-            }
-        }
-    };
-    let ws = match handshake {
-        None => return,
-        Some(Err(_)) => {
-            config.log.refusal(&format!(
-                "{peer}: no WebSocket handshake within {:?}; closed",
-                config.handshake_timeout
-            ));
-            return;
-        }
-        Some(Ok(Err(tokio_tungstenite::tungstenite::Error::Http(resp)))) => {
-            let body = resp.body().as_deref().unwrap_or_default();
-            let line = format!(
-                "{peer}: refused ({}): {}",
-                resp.status(),
-                String::from_utf8_lossy(body)
-            );
-            if resp.status() == http::StatusCode::SERVICE_UNAVAILABLE {
-                config.log.full(&full_line(config.max_connections));
-            } else {
-                config.log.refusal(&line);
-            }
-            return;
-        }
-        Some(Ok(Err(e))) => {
-            config
-                .log
-                .refusal(&format!("{peer}: WebSocket handshake failed: {e}"));
-            return;
-        }
-        Some(Ok(Ok(ws))) => ws,
-    };
-    let Some(mut process) = agent else {
-        say(&format!("{peer}: handshake without an agent"));
-        return;
-    };
-    say(&format!("{peer}: connected; agent pid {}", process.pid()));
-    let ((mut from_client, mut to_client), mut bridge_closed) = transport::ws_bridge_reporting(ws);
-    let mut agent_in = process.take_stdin().expect("a new process has stdin");
-    let mut agent_out = process.take_stdout().expect("a new process has stdout");
-    let mut up = Box::pin(async move {
-        let _ = tokio::io::copy(&mut from_client, &mut agent_in).await;
-        // Dropping stdin gives the agent EOF.
-    });
-    let mut down = Box::pin(async move {
-        let _ = tokio::io::copy(&mut agent_out, &mut to_client).await;
-        // EOF on the bridge sends a close frame.
-        let _ = to_client.shutdown().await;
-    });
-    let (who, down_done) = tokio::select! {
-        // The bridge says why when it closed the WebSocket itself (a client flooding pings).
-        _ = &mut up => match bridge_closed.try_recv() {
-            Ok(why) => (why, false),
-            Err(_) => ("the client closed the connection".to_string(), false),
-        },
-        _ = &mut down => ("the agent closed its stdout".to_string(), true),
-        _ = stop.cancelled() => ("acp serve is stopping".to_string(), false),
-    };
-    // The agent's stdin closes (if the client has not closed it already): its cue to exit.
-    drop(up);
-    let outcome = process.shutdown(SHUTDOWN_GRACE).await;
-    if !down_done {
-        // What the agent still wrote goes out while the socket lasts.
-        let _ = tokio::time::timeout(Duration::from_secs(1), &mut down).await;
-    }
-    say(&format!("{peer}: {who}; {}", outcome.report));
 }
 
 #[cfg(test)]

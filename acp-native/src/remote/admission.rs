@@ -1,7 +1,7 @@
-//! Who may hold a socket: the rule shared by [`super::server::RemoteServer`] (`acp serve
-//! --http`) and `acp serve --ws`.
+//! Who may hold a socket: the rule of [`super::server::RemoteServer`] in both its modes (`acp
+//! serve --http` and `--ws`).
 //!
-//! A server's slots (sockets for `RemoteServer`, connections for `serve --ws`) are for clients
+//! A server's slots (sockets, or connections for a WebSocket-only server) are for clients
 //! that presented the token. A socket that has not done so yet (its TLS handshake, its first
 //! request head or its WebSocket handshake still to come) is *unauthenticated*: it holds no
 //! slot, only a place in a small budget of its own, per peer address and overall. When a new

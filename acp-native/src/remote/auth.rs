@@ -1,6 +1,6 @@
 //! Who may use a remote endpoint: a bearer token on every request, a `Host` that names this
 //! server (not a name an attacker's DNS points at it), and browser pages only from allowed
-//! origins. Shared by [`super::server`] and `acp serve --ws`.
+//! origins. Used by [`super::server`] in both its modes (`acp serve --http` and `--ws`).
 //!
 //! The official transport has no authentication of its own; its client sends
 //! `Authorization: Bearer TOKEN` on every POST, SSE GET, DELETE and WebSocket handshake when

@@ -9,7 +9,8 @@
 //! * [`admission`]: who may hold a socket: slots for clients that showed the token, a small
 //!   budget per peer and overall for those that have not yet (the oldest closed first).
 //! * [`server`]: [`server::RemoteServer`], any agent (a spawned command or an in-process one)
-//!   over HTTP + SSE and WebSocket on one endpoint, secure by default.
+//!   over HTTP + SSE and WebSocket on one endpoint, or over a WebSocket alone, secure by
+//!   default.
 pub mod admission;
 pub mod auth;
 pub mod client;

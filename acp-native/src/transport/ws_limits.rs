@@ -1,8 +1,8 @@
 //! What every WebSocket of this crate holds to, in one place: the library's [`super::ws_connect`],
-//! [`super::ws_accept`] and [`super::ws_bridge`] (`acp serve --ws`), `RemoteServer`'s WebSocket
-//! on `/acp` (`acp serve --http`) and the remote client's `ws(s)://` (`acp chat --connect`) all
-//! take their configuration from [`ws_config`], run over a [`WsSocket`] and apply one rule to
-//! the pings they read (`OwedPongs`).
+//! [`super::ws_accept`] and [`super::ws_bridge`], `RemoteServer`'s WebSockets (`acp serve
+//! --http`'s `/acp`, `acp serve --ws`) and the remote client's `ws(s)://` (`acp chat
+//! --connect`) all take their configuration from [`ws_config`], run over a [`WsSocket`] and
+//! apply one rule to the pings they read (`OwedPongs`).
 //!
 //! **Why.** tungstenite answers pings itself: reading a ping queues its pong, which the next
 //! read or flush writes. A peer that sends pings and never reads leaves every pong in
