@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::wire;
 use super::agents::{oversize_agent_line, stop_agent, AgentLink};
-use super::mailbox::{Lease, Mailbox};
-use super::routes::{session_of, success, Routes, SessionStream};
+use super::mailbox::Mailbox;
+use super::routes::{session_of, success, InitAnswer, Routes, SessionStream};
 use super::{ServerEvent, Shared};
 use crate::process::AgentProcess;
 
@@ -45,12 +45,6 @@ pub(super) fn new_connection_id() -> String {
         &h[16..20],
         &h[20..]
     )
-}
-
-/// What a successful or failed `initialize` answered.
-pub(super) struct InitAnswer {
-    pub(super) line: String,
-    pub(super) is_error: bool,
 }
 
 /// Why a stream cannot be subscribed to.
@@ -371,5 +365,31 @@ mod tests {
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "4");
         assert_ne!(a, new_connection_id());
+    }
+}
+
+/// One client reading one stream.
+pub(super) struct Lease {
+    pub(super) conn: Arc<HttpConn>,
+    pub(super) mailbox: Arc<Mailbox>,
+    pub(super) session: Option<String>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.mailbox.release();
+        self.conn.readers.fetch_sub(1, Ordering::Relaxed);
+        self.conn.touch();
+        // A stream for a session the agent never named exists only while a client holds it.
+        if let Some(session) = &self.session {
+            let mut routes = self.conn.routes.lock().unwrap();
+            if routes
+                .sessions
+                .get(session)
+                .is_some_and(|s| !s.confirmed && Arc::ptr_eq(&s.mailbox, &self.mailbox))
+            {
+                routes.sessions.remove(session);
+            }
+        }
     }
 }

@@ -14,9 +14,10 @@ use tokio::sync::oneshot;
 
 use super::super::wire::{self, Route};
 use super::agents::start_agent;
-use super::connection::{new_connection_id, HttpConn, InitAnswer, Unavailable};
-use super::mailbox::SseBody;
+use super::body::SseBody;
+use super::connection::{new_connection_id, HttpConn, Unavailable};
 use super::responses::{empty, full, header_str, text, Body};
+use super::routes::InitAnswer;
 use super::routes::{session_of, Effect};
 use super::{ServerEvent, Shared};
 use crate::process::AgentProcess;

@@ -1,19 +1,12 @@
-//! The SSE streams of a connection: a mailbox per stream, the lease of the one client reading
-//! it, and the response body that reads it.
+//! An SSE stream's queue of events (`Mailbox`), read by at most one client at a time (its
+//! `Lease`, connection.rs; the response body, body.rs).
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use http_body::Frame;
-
-use super::super::wire;
-use super::connection::HttpConn;
 
 /// At most this much of a backlog goes out in one SSE write.
 const SSE_WRITE_CHUNK: usize = 64 << 10;
@@ -33,6 +26,13 @@ struct MailboxState {
 }
 
 impl Mailbox {
+    /// The client reading it is gone: another may take it.
+    pub(super) fn release(&self) {
+        let mut s = self.state.lock().unwrap();
+        s.leased = false;
+        s.waker = None;
+    }
+
     /// An empty mailbox counting its bytes in its connection's `backlog`.
     pub(super) fn new(backlog: Arc<AtomicUsize>) -> Mailbox {
         Mailbox {
@@ -72,7 +72,7 @@ impl Mailbox {
 
     /// The queued events (up to [`SSE_WRITE_CHUNK`] bytes at once), `None` once closed and
     /// drained.
-    fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    pub(super) fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let mut s = self.state.lock().unwrap();
         let Some(first) = s.queue.pop_front() else {
             if s.closed {
@@ -101,70 +101,5 @@ impl Mailbox {
         drop(s);
         self.backlog.fetch_sub(out.len(), Ordering::Relaxed);
         Poll::Ready(Some(out))
-    }
-}
-
-/// One client reading one stream.
-pub(super) struct Lease {
-    pub(super) conn: Arc<HttpConn>,
-    pub(super) mailbox: Arc<Mailbox>,
-    pub(super) session: Option<String>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        {
-            let mut s = self.mailbox.state.lock().unwrap();
-            s.leased = false;
-            s.waker = None;
-        }
-        self.conn.readers.fetch_sub(1, Ordering::Relaxed);
-        self.conn.touch();
-        // A stream for a session the agent never named exists only while a client holds it.
-        if let Some(session) = &self.session {
-            let mut routes = self.conn.routes.lock().unwrap();
-            if routes
-                .sessions
-                .get(session)
-                .is_some_and(|s| !s.confirmed && Arc::ptr_eq(&s.mailbox, &self.mailbox))
-            {
-                routes.sessions.remove(session);
-            }
-        }
-    }
-}
-
-/// An SSE response body: the stream's events as they come, a keep-alive comment when idle.
-pub(super) struct SseBody {
-    pub(super) lease: Lease,
-    pub(super) keepalive: Pin<Box<tokio::time::Sleep>>,
-}
-
-impl http_body::Body for SseBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.lease.mailbox.poll_take(cx) {
-            Poll::Ready(Some(b)) => {
-                let next = tokio::time::Instant::now() + wire::SSE_KEEPALIVE_INTERVAL;
-                self.keepalive.as_mut().reset(next);
-                Poll::Ready(Some(Ok(Frame::data(b))))
-            }
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => match self.keepalive.as_mut().poll(cx) {
-                Poll::Ready(()) => {
-                    let next = tokio::time::Instant::now() + wire::SSE_KEEPALIVE_INTERVAL;
-                    self.keepalive.as_mut().reset(next);
-                    Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
-                        wire::SSE_KEEPALIVE.as_bytes(),
-                    )))))
-                }
-                Poll::Pending => Poll::Pending,
-            },
-        }
     }
 }

@@ -72,11 +72,12 @@
 //! * `http.rs` — the HTTP + SSE handlers: `POST` (a message for the agent; `initialize` starts
 //!   a connection), `GET` (an SSE stream), `DELETE`.
 //! * `connection.rs` — one HTTP + SSE connection (`HttpConn`): its agent's input and output,
-//!   the routing of each agent message, its subscribers, its idle timeout and its end.
+//!   the routing of each agent message, its subscribers (each a `Lease` on one stream), its
+//!   idle timeout and its end.
 //! * `routes.rs` — where a message goes: the connection's stream or a session's, the sessions
 //!   opened and closed by answers, the session a message names.
-//! * `mailbox.rs` — one SSE stream: its queue of events (`Mailbox`), its one reader (`Lease`)
-//!   and the response body that reads it (`SseBody`).
+//! * `mailbox.rs` — one SSE stream's queue of events (`Mailbox`); `connection.rs` holds the
+//!   `Lease` of the one client reading it; `body.rs` the response body that reads it (`SseBody`).
 //! * `websocket.rs` — ACP over a WebSocket (both modes): the upgrade, the frames pumped
 //!   between the socket and the agent, pings, and why the connection ended.
 //! * `agents.rs` — the agent of a connection: [`AgentFactory`] and its makers, a new
@@ -87,6 +88,7 @@
 //!   the state its tasks share.
 
 mod agents;
+mod body;
 mod chunked;
 mod config;
 mod connection;

@@ -10,7 +10,6 @@ use acp_core::{Id, RawValue};
 use tokio::sync::oneshot;
 
 use super::super::wire::{self, Route};
-use super::connection::InitAnswer;
 use super::mailbox::Mailbox;
 
 /// What a response does to the connection's known sessions when it succeeds.
@@ -32,6 +31,12 @@ impl Effect {
             Effect::None
         }
     }
+}
+
+/// What a successful or failed `initialize` answered.
+pub(super) struct InitAnswer {
+    pub(super) line: String,
+    pub(super) is_error: bool,
 }
 
 /// A session's stream.
