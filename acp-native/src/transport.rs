@@ -191,7 +191,8 @@ const WS_BRIDGE_BUFFER: usize = 256 << 10;
 /// UTF-8) frame becomes one line, or the lines it holds (a frame of pretty-printed JSON one
 /// line, a frame of several NDJSON lines each of them); each line written becomes one text
 /// frame. A close frame or error is EOF; EOF on the writer sends a close frame. Spawns the
-/// bridge task (needs a runtime), which runs the crate's one frame pump ([`ws_pump`]).
+/// bridge task (needs a runtime), which runs the crate's one frame pump
+/// (`transport/ws_pump.rs`).
 ///
 /// Lines written are framed by acp-core's decoder with its default 64 MiB limit, so a peer
 /// writing without newlines cannot make the bridge buffer without bound. A longer line is
