@@ -106,6 +106,7 @@ pub mod connection;
 pub mod error;
 mod event_json;
 pub mod framing;
+pub mod http_sse;
 pub mod jsonrpc;
 pub mod pair;
 pub mod sniff;

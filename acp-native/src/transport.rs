@@ -16,11 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_core::{ErrorCode, ErrorObject, RawValue, Role};
-use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, ToSocketAddrs};
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 use tower::Service;
 
@@ -29,7 +27,7 @@ use crate::process::{AgentCommand, AgentProcess, ExitReport, ShutdownOutcome, Sp
 use crate::ClientSideConnection;
 
 pub mod ws_limits;
-use ws_limits::OwedPongs;
+pub(crate) mod ws_pump;
 pub use ws_limits::{ws_config, WsSocket, MAX_OWED_PONGS};
 
 /// Halves of one end of an in-memory or bridged stream.
@@ -65,14 +63,18 @@ pub fn stdio() -> (StdinReader, StdoutWriter) {
 /// This process's stdin (see [`stdio`]).
 #[derive(Debug)]
 pub enum StdinReader {
+    /// A pipe, driven by the reactor.
     Pipe(tokio::net::unix::pipe::Receiver),
+    /// Anything else (a terminal, a file), through `tokio::io::stdin()`.
     Std(tokio::io::Stdin),
 }
 
 /// This process's stdout (see [`stdio`]).
 #[derive(Debug)]
 pub enum StdoutWriter {
+    /// A pipe, driven by the reactor.
     Pipe(tokio::net::unix::pipe::Sender),
+    /// Anything else (a terminal, a file), through `tokio::io::stdout()`.
     Std(tokio::io::Stdout),
 }
 
@@ -185,22 +187,12 @@ pub async fn ws_accept(stream: TcpStream) -> Result<DuplexHalves, WsError> {
 /// Bytes buffered by a WebSocket bridge per direction.
 const WS_BRIDGE_BUFFER: usize = 256 << 10;
 
-/// One WebSocket frame as NDJSON. A frame normally holds one message: if it spans several
-/// lines (pretty-printed JSON, whose newlines can only be whitespace) they become spaces. A
-/// frame that is not one JSON value but several lines (a sender that forwarded NDJSON output
-/// unsplit) is passed on line by line, so each message still gets through.
-fn frame_to_lines(text: String) -> Vec<u8> {
-    if !text.contains(['\n', '\r']) || serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err()
-    {
-        return text.into_bytes();
-    }
-    text.replace(['\n', '\r'], " ").into_bytes()
-}
-
 /// Bridges an established WebSocket to an NDJSON byte stream: each text (or binary, read as
-/// UTF-8) frame becomes one line, or the lines it holds (see `frame_to_lines`); each line
-/// written becomes one text frame. A close frame or error
-/// is EOF; EOF on the writer sends a close frame. Spawns the bridge task (needs a runtime).
+/// UTF-8) frame becomes one line, or the lines it holds (a frame of pretty-printed JSON one
+/// line, a frame of several NDJSON lines each of them); each line written becomes one text
+/// frame. A close frame or error is EOF; EOF on the writer sends a close frame. Spawns the
+/// bridge task (needs a runtime), which runs the crate's one frame pump
+/// (`transport/ws_pump.rs`).
 ///
 /// Lines written are framed by acp-core's decoder with its default 64 MiB limit, so a peer
 /// writing without newlines cannot make the bridge buffer without bound. A longer line is
@@ -231,25 +223,6 @@ where
     ws_bridge_limited(ws, acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES)
 }
 
-/// What replaces a line over the bridge's limit on the WebSocket: an error for the response's
-/// id, or nothing (logged) for anything else.
-fn oversize_reply(limit: usize, prefix: &[u8]) -> Option<Message> {
-    let sniffed = acp_core::sniff::sniff(prefix);
-    match oversize_response_stand_in(&sniffed, limit, "the WebSocket bridge's") {
-        Some(line) => {
-            tracing::warn!(id = ?sniffed.id, limit, "a response over the WebSocket bridge's limit was replaced by an error");
-            Some(Message::text(line))
-        }
-        None => {
-            tracing::warn!(
-                limit,
-                "a message over the WebSocket bridge's limit was dropped"
-            );
-            None
-        }
-    }
-}
-
 /// What a bridge passes on in place of a message over its `limit` that it dropped, when that
 /// message's first bytes ([`acp_core::sniff`]) show it was a response: an error response for
 /// its id (`InternalError`, "the response was larger than {whose} {limit}-byte limit and was
@@ -267,6 +240,48 @@ pub(crate) fn oversize_response_stand_in(
     Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())
 }
 
+/// The bridge's side of the frame pump: only a ping flood is reported (logged and sent on
+/// the bridge's receiver); a response over the limit is answered with an error for its id.
+struct BridgeSide {
+    closed: std::sync::Mutex<Option<tokio::sync::oneshot::Sender<String>>>,
+}
+
+impl ws_pump::PumpSide for BridgeSide {
+    fn read_ended(&self, end: ws_pump::ReadEnd) {
+        match end {
+            ws_pump::ReadEnd::PingFlood(flood) => {
+                tracing::warn!("{flood}");
+                if let Some(closed) = self.closed.lock().unwrap().take() {
+                    let _ = closed.send(flood.to_string());
+                }
+            }
+            ws_pump::ReadEnd::Failed(e) => tracing::debug!("websocket read failed: {e}"),
+            _ => {}
+        }
+    }
+
+    fn send_failed(&self, error: WsError) {
+        tracing::debug!("websocket write failed: {error}");
+    }
+
+    fn oversize(&self, limit: usize, prefix: &[u8]) -> Option<String> {
+        let sniffed = acp_core::sniff::sniff(prefix);
+        match oversize_response_stand_in(&sniffed, limit, "the WebSocket bridge's") {
+            Some(line) => {
+                tracing::warn!(id = ?sniffed.id, limit, "a response over the WebSocket bridge's limit was replaced by an error");
+                Some(line)
+            }
+            None => {
+                tracing::warn!(
+                    limit,
+                    "a message over the WebSocket bridge's limit was dropped"
+                );
+                None
+            }
+        }
+    }
+}
+
 fn ws_bridge_limited<S>(
     ws: WebSocketStream<WsSocket<S>>,
     max_line: usize,
@@ -275,90 +290,15 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let (ours, theirs) = tokio::io::duplex(WS_BRIDGE_BUFFER);
-    let (bridge_read, mut bridge_write) = tokio::io::split(ours);
-    let mut pongs = OwedPongs::of(&ws);
-    let (mut sink, mut stream) = ws.split();
     let (closed_tx, closed) = tokio::sync::oneshot::channel();
-    // Cancelled when the reader closes the WebSocket for a ping flood: the writer sends the
-    // close frame and lets the socket go.
-    let flooded = tokio_util::sync::CancellationToken::new();
-    let flooded_writer = flooded.clone();
-    // WebSocket -> lines.
+    let side = BridgeSide {
+        closed: std::sync::Mutex::new(Some(closed_tx)),
+    };
     tokio::spawn(async move {
-        while let Some(msg) = stream.next().await {
-            let text = match msg {
-                Ok(Message::Text(t)) => t.as_str().to_owned(),
-                Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
-                Ok(Message::Close(_)) => break,
-                Ok(Message::Ping(_)) => match pongs.ping() {
-                    Ok(()) => continue,
-                    Err(flood) => {
-                        tracing::warn!("{flood}");
-                        let _ = closed_tx.send(flood.to_string());
-                        flooded.cancel();
-                        break;
-                    }
-                },
-                Ok(_) => continue, // pong/raw frames
-                Err(e) => {
-                    tracing::debug!("websocket read failed: {e}");
-                    break;
-                }
-            };
-            let mut line = frame_to_lines(text);
-            line.push(b'\n');
-            if bridge_write.write_all(&line).await.is_err() {
-                break;
-            }
-        }
-        let _ = bridge_write.shutdown().await;
-    });
-    // Lines -> WebSocket.
-    tokio::spawn(async move {
-        use acp_core::framing::{is_blank, Decoder, Frame};
-        use tokio::io::AsyncReadExt;
-        let mut pump = Box::pin(async {
-            let mut reader = bridge_read;
-            let mut decoder = Decoder::new(max_line);
-            let mut buf = vec![0u8; 64 << 10];
-            let mut frames: Vec<Message> = Vec::new();
-            loop {
-                let n = reader.read(&mut buf).await.unwrap_or(0);
-                let mut sink_frame = |f: Frame<'_>| match f {
-                    Frame::Line(line) if !is_blank(line) => {
-                        frames.push(Message::text(String::from_utf8_lossy(line).into_owned()));
-                    }
-                    Frame::Line(_) => {}
-                    Frame::Oversize { limit, prefix } => {
-                        frames.extend(oversize_reply(limit, prefix))
-                    }
-                };
-                if n == 0 {
-                    decoder.finish(&mut sink_frame);
-                } else {
-                    decoder.decode(&buf[..n], &mut sink_frame);
-                }
-                for m in frames.drain(..) {
-                    if let Err(e) = sink.send(m).await {
-                        tracing::debug!("websocket write failed: {e}");
-                        return;
-                    }
-                }
-                if n == 0 {
-                    break;
-                }
-            }
-            let _ = sink.send(Message::Close(None)).await;
-            let _ = sink.close().await;
-        });
-        let was_flooded = tokio::select! {
-            _ = &mut pump => false,
-            _ = flooded_writer.cancelled() => true,
-        };
-        drop(pump);
-        if was_flooded {
-            ws_limits::close_after_ping_flood(&mut sink).await;
-        }
+        let (mut lines_in, mut lines_out) = tokio::io::split(ours);
+        // Cancelled by the pump only, for a ping flood.
+        let halt = tokio_util::sync::CancellationToken::new();
+        ws_pump::pump(ws, &mut lines_in, &mut lines_out, max_line, &halt, &side).await;
     });
     (tokio::io::split(theirs), closed)
 }
@@ -394,6 +334,7 @@ impl Drop for KillOnDrop {
 }
 
 impl AgentChild {
+    /// The agent's process id (also its process group's).
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -503,6 +444,9 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::StreamExt;
+    use tokio::io::AsyncWriteExt;
+    use tokio_tungstenite::tungstenite::Message;
 
     /// The lines side of a bridge over an in-memory WebSocket, and the WebSocket's other end.
     async fn bridged(max_line: usize) -> (DuplexHalves, WebSocketStream<DuplexStream>) {
@@ -631,22 +575,5 @@ mod tests {
         assert!(pongs > MAX_OWED_PONGS, "{pongs} pongs");
         assert_eq!(frame.code, CloseCode::Policy);
         assert_eq!(frame.reason.as_str(), ws_limits::PING_FLOOD_CLOSE_REASON);
-    }
-
-    #[test]
-    fn a_frame_is_one_message_or_the_lines_it_holds() {
-        assert_eq!(frame_to_lines(r#"{"a":1}"#.into()), br#"{"a":1}"#);
-        // Pretty-printed: one message, its newlines are whitespace.
-        assert_eq!(
-            frame_to_lines("{\n  \"a\": \"x\\ny\"\r\n}".into()),
-            b"{   \"a\": \"x\\ny\"  }"
-        );
-        // Two NDJSON lines forwarded unsplit: both get through.
-        assert_eq!(
-            frame_to_lines("{\"id\":0}\n{\"id\":1}\n".into()),
-            b"{\"id\":0}\n{\"id\":1}\n"
-        );
-        // Not JSON at all: passed on, so the engine answers it with a parse error.
-        assert_eq!(frame_to_lines("oops\nno".into()), b"oops\nno");
     }
 }

@@ -13,11 +13,14 @@
 //!   everything from `acp_client`: the client's decisions as plain functions ([`policy`]:
 //!   permission answers, sensitive writes, the `terminal/create` question, the environment
 //!   allowlist, auth choice, fs/terminal error codes, terminal limits), the crash budget
-//!   ([`restart`]) and the conversation thread ([`thread`]). The default build is the engine
-//!   alone, within the 250 KB goal (docs/wasm.md).
+//!   ([`restart`]), the conversation thread ([`thread`]) and the HTTP transport's wire
+//!   ([`http_sse`]: the SSE reader and the session routing of acp-core's `http_sse`). The
+//!   default build is the engine alone, within the 250 KB goal (docs/wasm.md).
 
 mod errors;
 mod events;
+#[cfg(feature = "client")]
+pub mod http_sse;
 #[cfg(feature = "client")]
 pub mod policy;
 #[cfg(feature = "client")]

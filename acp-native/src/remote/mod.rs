@@ -2,7 +2,9 @@
 //! `agent-client-protocol-http` 5 crate (feature `remote`).
 //!
 //! * [`wire`]: the wire's constants (path, header names, limits), its session-routing rules and
-//!   the SSE framing (an event writer and an incremental reader), shared by server and client.
+//!   the SSE framing (an event writer and an incremental reader), shared by server and client:
+//!   acp-core's sans-IO [`acp_core::http_sse`], which the VS Code extension uses too (through
+//!   acp-wasm).
 //! * [`client`]: connecting to a remote agent by URL (`http(s)://…/acp`, `ws(s)://…/acp`),
 //!   bridged to the driver's NDJSON streams ([`crate::ClientSideConnection::connect_url`]).
 //! * [`auth`]: the bearer token, the Host and the Origin rules every request passes.
@@ -15,4 +17,4 @@ pub mod admission;
 pub mod auth;
 pub mod client;
 pub mod server;
-pub mod wire;
+pub use acp_core::http_sse as wire;

@@ -18,7 +18,7 @@ test("the default flavour is the engine alone; the client flavour is the engine 
   const clientOnly = ["Thread", "CrashBudget", "chooseAuth", "failureError", "terminalLimits", "decidePermission",
     "dismissedPermission", "unanswerablePermission", "chosenPermission", "classifyWrite", "describeWriteReason",
     "terminalQuestion", "terminalInvalidMessage", "envAllowlist", "validEnvName", "escapeLine", "attachToPrompt", "promptLimits",
-    "mcpServers", "stopWords", "rpcWords"];
+    "mcpServers", "stopWords", "rpcWords", "SseDecoder", "httpOutgoing", "httpAnswer"];
   for (const name of clientOnly) {
     assert.equal(acp[name], undefined, `pkg/node exports ${name}`);
     assert.equal(typeof client[name], "function", `pkg/nodejs-client lacks ${name}`);
@@ -343,4 +343,27 @@ test("attachToPrompt and promptLimits: the block per promptCapabilities, refusal
   assert.match(throwsNamed(assert, () => client.attachToPrompt("{", file), "TypeError").message, /^capsJson must be/);
   assert.match(throwsNamed(assert, () => client.attachToPrompt("{}", '{"kind":"video"}'), "TypeError").message, /^attachmentJson must be/);
   assert.match(throwsNamed(assert, () => client.attachToPrompt("{}", 7), "TypeError").message, /^attachmentJson must be/);
+});
+
+test("SseDecoder: events in any pieces, bytes or text, an event over the limit by its size; argument checks", () => {
+  const body = ': keepalive\r\n\r\ndata: {"a":1}\n\ndata: ' + "x".repeat(50) + '\n\ndata: {"b":\ndata: 2}\r\rdata: é\n\n';
+  const bytes = new TextEncoder().encode(body);
+  for (let cut = 0; cut <= bytes.length; cut++) {
+    const d = new client.SseDecoder(40);
+    try {
+      assert.deepEqual([...d.feed(bytes.subarray(0, cut)), ...d.feed(bytes.subarray(cut))], ['{"a":1}', 50, '{"b":\n2}', "é"], `cut at ${cut}`);
+    } finally {
+      d.free();
+    }
+  }
+  const d = new client.SseDecoder(1024);
+  assert.deepEqual(d.feed("data: x\n"), []);
+  assert.deepEqual(d.feed("\n"), ["x"]);
+  assert.throws(() => d.feed(5), (e) => e instanceof TypeError && /^chunk must be/.test(e.message));
+  d.free();
+  for (const bad of [0, -1, "10", undefined, Infinity]) {
+    assert.throws(() => new client.SseDecoder(bad), (e) => e instanceof TypeError && /^maxEventBytes must be/.test(e.message), String(bad));
+  }
+  assert.throws(() => client.httpOutgoing(1), (e) => e instanceof TypeError && /^line must be a string/.test(e.message));
+  assert.throws(() => client.httpAnswer(null), (e) => e instanceof TypeError && /^text must be a string/.test(e.message));
 });

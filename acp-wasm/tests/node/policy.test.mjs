@@ -94,7 +94,15 @@ const REPLAYS = {
   "thread.json": thread,
   "prompt.json": (c) => JSON.parse(acp.attachToPrompt(JSON.stringify(c.caps), JSON.stringify(c.attachment))),
   "mcp.json": mcp,
+  "http_routing.json": httpRouting,
 };
+
+/** One row of the HTTP transport's routing (acp_core::http_sse): a message the client sends
+ *  (`send`: method, id, session) or a response it receives (`receive`: id, session). */
+function httpRouting(c) {
+  const got = "send" in c ? acp.httpOutgoing(c.send) : acp.httpAnswer(c.receive);
+  return got === undefined ? null : JSON.parse(got);
+}
 
 /** mcpServers answers `leftOut` (camelCase, as the extension reads it) where the table's
  *  `expect` has acp-client's `left_out`; `error_starts` rows check the message's start. */

@@ -125,7 +125,7 @@ export class AgentConnection {
     const proc: AgentTransport = !spec.url
       ? new AgentProcess(spec, events)
       : /^https?:/i.test(spec.url)
-        ? new SseRemoteAgent(spec.url, { token: o.token, ca }, events)
+        ? new SseRemoteAgent(spec.url, { token: o.token, ca, engine: o.engine }, events)
         : new RemoteAgent(spec.url, { token: o.token, ca }, events);
     client = new AcpClient(engine, { write: (b) => proc.write(b) }, o.handler, o.log, o.trace, o.clock ?? realClock);
     const fail = async (message: string, exit?: ExitInfo): Promise<never> => {

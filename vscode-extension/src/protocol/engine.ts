@@ -13,7 +13,8 @@ import type * as Wasm from "acp-wasm-client";
 
 export type { AcpEvent, ConnectionOptions, JsonRpcError, Role } from "acp-wasm-client";
 
-/** The package's exports: `AcpConnection`, `Thread`, `CrashBudget` and acp-client's functions. */
+/** The package's exports: `AcpConnection`, `Thread`, `CrashBudget`, acp-client's functions and
+ *  acp-core's HTTP transport wire (`SseDecoder`, `httpOutgoing`, `httpAnswer`). */
 export type EngineModule = typeof Wasm;
 /** One `AcpConnection` (acp-wasm/API.md). */
 export type EngineConnection = Wasm.AcpConnection;
@@ -22,11 +23,17 @@ export type WasmThread = Wasm.Thread;
 /** acp-client's crash budget (acp-client/src/restart.rs). */
 export type WasmCrashBudget = Wasm.CrashBudget;
 
+/** acp-core's SSE reader (acp_core::http_sse::SseDecoder). */
+export type WasmSseDecoder = Wasm.SseDecoder;
+
 /** The exports the extension needs; a package without one of them is an older build. */
 export const REQUIRED_EXPORTS = [
   "AcpConnection",
   "Thread",
   "CrashBudget",
+  "SseDecoder",
+  "httpOutgoing",
+  "httpAnswer",
   "decidePermission",
   "dismissedPermission",
   "unanswerablePermission",
@@ -82,6 +89,18 @@ export class EngineNotFoundError extends Error {
   override name = "EngineNotFoundError";
 }
 
+/** The module `loadEngine` loaded last (Node loads a package once: there is one engine). */
+let loaded: EngineModule | undefined;
+
+/**
+ * The engine already loaded by `loadEngine`, for code that uses its plain functions without
+ * being handed the module (remoteSse.ts's wire helpers). Throws if none was loaded yet.
+ */
+export function loadedEngine(): EngineModule {
+  if (!loaded) throw new EngineNotFoundError("the wasm engine is not loaded yet (loadEngine first)");
+  return loaded;
+}
+
 /**
  * Loads the wasm engine. Uses the Node `require` (not the bundler's) because the package is
  * a directory next to the bundle, not part of it.
@@ -100,6 +119,7 @@ export function loadEngine(extensionRoot: string): { module: EngineModule; dir: 
         );
       }
     }
+    loaded = module;
     return { module, dir };
   }
   throw new EngineNotFoundError(`acp-wasm package not found (tried ${tried.join(", ")}); build it with scripts/build-wasm.sh`);

@@ -1,6 +1,10 @@
 // SseRemoteAgent: an agent reached by URL over HTTP + SSE (`http://` / `https://`), the other
 // transport of `acp serve --http` and the official `agent-client-protocol-http` server, with
-// the rules of acp-native's client (acp-native/src/remote/client.rs):
+// the rules of acp-native's client (acp-native/src/remote/client/). The wire itself (the SSE
+// reader, which session a message goes with, the session an answer names) is acp-core's
+// `http_sse`, called through the wasm engine (acp-wasm's client build: SseDecoder,
+// httpOutgoing, httpAnswer; tests/client/http_routing.json is its case table); this file does
+// the HTTP:
 //
 // * the first message must be the `initialize` request: it is POSTed; the answer's body is the
 //   initialize response (passed to the engine) and its `Acp-Connection-Id` names the
@@ -19,6 +23,8 @@
 
 import * as http from "node:http";
 import * as https from "node:https";
+import type { HttpAnswer, HttpOutgoing } from "acp-wasm-client";
+import { loadedEngine, type EngineModule, type WasmSseDecoder } from "./engine";
 import { checkRemoteUrl, describeConnectError, describeHttpRefusal, type RemoteOptions } from "./remote";
 import { RemoteError, TailBuffer, type ExitInfo } from "./transport";
 import type { AgentTransport, TransportEvents } from "./transport";
@@ -29,80 +35,53 @@ const SESSION_ID = "acp-session-id";
 interface Outgoing {
   line: string;
   method?: string;
+  /** The id as JSON text (`"3"`, `'"a-1"'`). */
   id?: string;
   session?: string;
 }
 
-/** The envelope of one message the engine wrote (method, id, the session it names). */
-export function outgoing(line: string): Outgoing {
-  let v: { method?: unknown; id?: unknown; params?: { sessionId?: unknown } } | undefined;
-  try {
-    v = JSON.parse(line) as typeof v;
-  } catch {
-    return { line };
-  }
-  const method = typeof v?.method === "string" ? v.method : undefined;
-  const id = v?.id !== undefined && v.id !== null ? JSON.stringify(v.id) : undefined;
-  // `$/…` protocol messages belong to the connection whatever session they name.
-  const sid = method && !method.startsWith("$/") ? v?.params?.sessionId : undefined;
-  const session = typeof sid === "string" ? sid : undefined;
-  return { line, method, id, session };
+/** The envelope of one message the engine wrote (method, id, the session it goes with), as
+ *  acp-core reads it (`httpOutgoing`): `$/…` messages, and `$/cancel_request` also inside
+ *  `proxy/successor` envelopes, go with the connection whatever session they name. */
+export function outgoing(line: string, engine: EngineModule = loadedEngine()): Outgoing {
+  const text = engine.httpOutgoing(line);
+  if (text === undefined) return { line };
+  const o = JSON.parse(text) as HttpOutgoing;
+  return { line, method: o.method ?? undefined, id: o.id ?? undefined, session: o.session ?? undefined };
 }
 
-/** Server-sent events: each complete event's data (its `data:` lines joined by `\n`). */
+/** A response the engine should get, as acp-core reads it (`httpAnswer`): the id it answers
+ *  (JSON text) and the session its result names; undefined for anything but a response. */
+export function answer(text: string, engine: EngineModule = loadedEngine()): { id: string; session?: string } | undefined {
+  const got = engine.httpAnswer(text);
+  if (got === undefined) return undefined;
+  const a = JSON.parse(got) as HttpAnswer;
+  return { id: a.id, session: a.session ?? undefined };
+}
+
+/** Server-sent events, read by acp-core's `SseDecoder` in the wasm engine: each complete
+ *  event's data (its `data:` lines joined by `\n`), or for an event whose data is over
+ *  `maxEventBytes` (skipped without being held) its size in bytes. Owns wasm memory: `free()`. */
 export class SseDecoder {
-  private buf = "";
-  private data: string[] = [];
-  private size = 0;
-  private oversize = false;
-  private afterCr = false;
+  private readonly inner: WasmSseDecoder;
 
-  constructor(private readonly maxEventChars: number) {}
-
-  /** Feeds decoded text; returns the events completed by it (and the sizes of events dropped
-   *  for being over the limit, as numbers). */
-  feed(text: string): Array<string | number> {
-    const out: Array<string | number> = [];
-    for (let i = 0; i < text.length; i++) {
-      const c = text[i]!;
-      if (this.afterCr) {
-        this.afterCr = false;
-        if (c === "\n") continue;
-      }
-      if (c === "\n" || c === "\r") {
-        if (c === "\r") this.afterCr = true;
-        this.endLine(out);
-      } else if (!this.oversize) {
-        this.buf += c;
-        if (++this.size > this.maxEventChars) {
-          this.oversize = true;
-          this.buf = "";
-          this.data = [];
-        }
-      } else this.size++;
-    }
-    return out;
+  constructor(maxEventBytes: number, engine: EngineModule = loadedEngine()) {
+    this.inner = new engine.SseDecoder(maxEventBytes);
   }
 
-  private endLine(out: Array<string | number>): void {
-    const line = this.buf;
-    this.buf = "";
-    if (line === "") {
-      if (this.oversize) out.push(this.size);
-      else if (this.data.length) out.push(this.data.join("\n"));
-      this.data = [];
-      this.size = 0;
-      this.oversize = false;
-      return;
-    }
-    if (this.oversize || line.startsWith(":")) return;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "data") this.data.push(value);
+  /** Feeds the next piece of a stream's body (bytes, or text read as UTF-8). */
+  feed(chunk: Uint8Array | string): Array<string | number> {
+    return this.inner.feed(chunk);
+  }
+
+  free(): void {
+    this.inner.free();
   }
 }
+
+/** How to reach the agent, and the engine whose wire rules the transport follows (the one
+ *  `loadEngine` loaded if not given). */
+export type SseRemoteOptions = RemoteOptions & { engine?: EngineModule };
 
 export class SseRemoteAgent implements AgentTransport {
   readonly stderrTail = new TailBuffer();
@@ -129,12 +108,15 @@ export class SseRemoteAgent implements AgentTransport {
   private readonly decoder = new TextDecoder();
   private readonly encoder = new TextEncoder();
   private readonly finish: (info: ExitInfo) => void;
+  /** The engine whose wire rules this transport follows (acp-core's http_sse). */
+  private readonly engine: EngineModule;
 
   constructor(
     readonly url: string,
-    private readonly o: RemoteOptions,
+    private readonly o: SseRemoteOptions,
     private readonly events: TransportEvents,
   ) {
+    this.engine = o.engine ?? loadedEngine();
     let resolveExit!: (i: ExitInfo) => void;
     this.exited = new Promise((r) => (resolveExit = r));
     this.answers = new Promise((r) => (this.markInitialized = r));
@@ -185,7 +167,7 @@ export class SseRemoteAgent implements AgentTransport {
     while ((nl = this.partial.indexOf("\n")) >= 0) {
       const line = this.partial.slice(0, nl).replace(/\r$/, "");
       this.partial = this.partial.slice(nl + 1);
-      if (line.trim()) this.send(outgoing(line));
+      if (line.trim()) this.send(outgoing(line, this.engine));
     }
   }
 
@@ -309,16 +291,21 @@ export class SseRemoteAgent implements AgentTransport {
       this.streams.delete(req);
       throw await this.refusal(res, during);
     }
-    const decoder = new SseDecoder(this.o.maxMessageBytes ?? 64 * 1024 * 1024);
-    res.setEncoding("utf8");
-    res.on("data", (text: string) => {
-      for (const ev of decoder.feed(text)) {
+    const decoder = new SseDecoder(this.o.maxMessageBytes ?? 64 * 1024 * 1024, this.engine);
+    let freed = false;
+    res.on("data", (chunk: Buffer) => {
+      if (freed) return;
+      for (const ev of decoder.feed(chunk)) {
         if (typeof ev === "number") continue; // over the limit: dropped (the engine would refuse it)
         if (ev.trim()) {
           this.noteAnswer(ev);
           this.deliver(ev);
         }
       }
+    });
+    res.on("close", () => {
+      if (!freed) decoder.free();
+      freed = true;
     });
     const ended = (why: string) => {
       this.streams.delete(req);
@@ -332,17 +319,10 @@ export class SseRemoteAgent implements AgentTransport {
   /** A successful answer to our session/new or session/fork: its session's stream, at once. */
   private noteAnswer(text: string): void {
     if (!this.opening.size) return;
-    let v: { method?: unknown; id?: unknown; result?: { sessionId?: unknown } };
-    try {
-      v = JSON.parse(text) as typeof v;
-    } catch {
-      return;
-    }
-    if (v.method !== undefined || v.id === undefined) return;
-    const id = JSON.stringify(v.id);
-    if (!this.opening.delete(id)) return;
-    const sid = v.result?.sessionId;
-    if (typeof sid !== "string" || this.sessions.has(sid)) return;
+    const a = answer(text, this.engine);
+    if (!a || !this.opening.delete(a.id)) return;
+    const sid = a.session;
+    if (sid === undefined || this.sessions.has(sid)) return;
     this.sessions.add(sid);
     // Not awaited: the server keeps the session's messages until its stream is read.
     this.openStream(sid).catch((e: RemoteError) => this.fail(e));

@@ -7,7 +7,8 @@
 // restart.json go through ClientPolicy.failureError and the crash budget the extension's
 // supervisor uses; thread.json through the extension's Conversation (conversation.test.ts);
 // registry.json's rows about one agent through the agent picker's presets (agentPresets,
-// presetChoices).
+// presetChoices); http_routing.json through the HTTP + SSE transport's reading of what it
+// sends and receives (remoteSse.ts's outgoing and answer, acp-core's http_sse in the engine).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -23,6 +24,7 @@ import type { PermissionOption } from "@agentclientprotocol/sdk";
 import { RequestError } from "../../src/protocol/errors";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
 import { loadPresets, presetChoices } from "../../src/agents";
+import { answer, outgoing } from "../../src/protocol/remoteSse";
 
 const { skip } = tryEngine();
 const tablesDir = path.resolve(extensionRoot, "..", "tests", "client");
@@ -281,4 +283,21 @@ test("registry.json: rows naming one agent by id, through the agent picker's pre
     replayed++;
   }
   assert.ok(replayed >= 8, `${replayed} rows replayed through the presets`);
+});
+
+// ---- http_routing.json ----------------------------------------------------------------------
+
+test("http_routing.json: every row through the HTTP + SSE transport's reading (outgoing, answer)", { skip }, () => {
+  for (const c of table("http_routing.json")) {
+    let got: unknown;
+    if (typeof c.send === "string") {
+      // Text that is no message gives its line alone.
+      const o = outgoing(c.send);
+      got = Object.keys(o).length === 1 ? null : { method: o.method ?? null, id: o.id ?? null, session: o.session ?? null };
+    } else {
+      const a = answer(c.receive as string);
+      got = a === undefined ? null : { id: a.id, session: a.session ?? null };
+    }
+    assert.deepEqual(got, c.expect, c.name);
+  }
 });

@@ -1,150 +1,6 @@
-//! The wire of ACP's remote transport, as `agent-client-protocol-http` 5 (the official Rust
-//! SDK's HTTP crate) speaks it, shared by our server ([`super::server`]) and client.
-//!
-//! One endpoint, [`ENDPOINT_PATH`] (`/acp`), plus `GET` [`HEALTH_PATH`] answering `ok`:
-//!
-//! * `POST` (`Content-Type: application/json`, else 415) carries one client-to-agent JSON-RPC
-//!   message (a batch array is answered 400 with an invalid-request error for id `null`).
-//!   * An `initialize` request creates a connection: the answer is `200` with the initialize
-//!     response as its JSON body and the new connection's id in [`HEADER_CONNECTION_ID`]
-//!     (an initialize *error* is answered `200` with the error and no connection).
-//!   * Any other message needs [`HEADER_CONNECTION_ID`] (400 without, 404 for an unknown id)
-//!     and is answered `202 Accepted` with no body. A request whose method is session-scoped
-//!     ([`method_requires_session_header`]) needs a session id, in [`HEADER_SESSION_ID`] or in
-//!     `params.sessionId` (400 `Acp-Session-Id header required` without; 400 when both are
-//!     present and differ); the header's id is added to params that lack one.
-//!   * Bodies over [`MAX_POST_BODY_BYTES`] are answered 413.
-//! * `GET` with `Accept: text/event-stream` (else 406) and [`HEADER_CONNECTION_ID`] opens an
-//!   SSE stream: the connection's stream, or with [`HEADER_SESSION_ID`] that session's stream
-//!   (one reader each at a time: a second gets 409; a session the agent has not named yet
-//!   gets a stream only while fewer than [`MAX_UNCONFIRMED_SESSION_STREAMS`] such are open,
-//!   else 404). Each event is `data: <one JSON-RPC message>` ([`sse_event`]); a comment
-//!   [`SSE_KEEPALIVE`] goes out every [`SSE_KEEPALIVE_INTERVAL`]. The response echoes the ids.
-//! * `GET` with a WebSocket upgrade on the same path: one text frame per JSON-RPC message in
-//!   each direction, one agent per socket; the `101` carries [`HEADER_CONNECTION_ID`]. No
-//!   subprotocol is negotiated (the official client refuses a `Sec-WebSocket-Protocol` in the
-//!   answer it did not ask for).
-//! * `DELETE` with [`HEADER_CONNECTION_ID`] ends the connection: `202`, or 400/404.
-//!
-//! Which SSE stream carries an agent-to-client message ([`route_of_agent_message`]):
-//! a request or notification naming a `sessionId` (not [`is_connection_scoped`]) goes on that
-//! session's stream (and makes the session known); a response goes where the request it
-//! answers was routed (the session's stream for a session-scoped request whose session has a
-//! stream, else the connection's stream); everything else, including malformed output, goes
-//! on the connection's stream. A successful `session/new` / `session/fork` names the session in
-//! its result; a successful `session/close` / `session/delete` forgets it.
-//!
-//! Authentication is ours (the official crate has none): a bearer token on every request
-//! (`Authorization: Bearer TOKEN`; browsers, which cannot set headers on a WebSocket or an
-//! `EventSource`, may use `?token=TOKEN` or the WebSocket subprotocol `acp.token.TOKEN`).
-
-use std::time::Duration;
-
-/// The ACP endpoint's path.
-pub const ENDPOINT_PATH: &str = "/acp";
-/// The health route's path (`GET` answers `200 ok`).
-pub const HEALTH_PATH: &str = "/health";
-/// Header naming the connection (set by the server on the initialize answer).
-pub const HEADER_CONNECTION_ID: &str = "acp-connection-id";
-/// Header naming the session a POST or an SSE stream is about.
-pub const HEADER_SESSION_ID: &str = "acp-session-id";
-/// The SSE media type (`Accept` of a stream GET, `Content-Type` of its answer).
-pub const EVENT_STREAM_MIME_TYPE: &str = "text/event-stream";
-/// The media type of POST bodies and of the initialize answer.
-pub const JSON_MIME_TYPE: &str = "application/json";
-/// The official server's POST body limit (ours is configurable, this by default).
-pub const MAX_POST_BODY_BYTES: usize = 16 * 1024 * 1024;
-/// Session streams a client may hold open for sessions the agent has not named yet.
-pub const MAX_UNCONFIRMED_SESSION_STREAMS: usize = 16;
-/// How often an idle SSE stream carries [`SSE_KEEPALIVE`].
-pub const SSE_KEEPALIVE_INTERVAL: Duration = Duration::from_secs(15);
-/// An SSE comment (an empty one, as the official server sends), ignored by readers.
-pub const SSE_KEEPALIVE: &str = ":\n\n";
-/// The WebSocket subprotocol prefix of a token offered by a browser (`acp.token.TOKEN`).
-pub const TOKEN_PROTOCOL_PREFIX: &str = "acp.token.";
-/// The query parameter a token may travel in (`/acp?token=TOKEN`).
-pub const TOKEN_QUERY_PARAM: &str = "token";
-
-/// `Authorization` header value for `token`.
-pub fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
-}
-
-/// Client methods that are about one session: their POST needs [`HEADER_SESSION_ID`] or
-/// `params.sessionId`.
-pub fn method_requires_session_header(method: &str) -> bool {
-    matches!(
-        method,
-        "session/prompt"
-            | "session/cancel"
-            | "session/close"
-            | "session/delete"
-            | "session/fork"
-            | "session/load"
-            | "session/resume"
-            | "session/set_config_option"
-            | "session/set_mode"
-            | "session/set_model"
-    )
-}
-
-/// Methods whose successful result names a new session (`result.sessionId`).
-pub fn is_session_opening_method(method: &str) -> bool {
-    matches!(method, "session/new" | "session/fork")
-}
-
-/// Methods whose successful result ends the session they are scoped to.
-pub fn is_session_closing_method(method: &str) -> bool {
-    matches!(method, "session/close" | "session/delete")
-}
-
-/// Messages that belong to the connection whatever session they name: `$/…` protocol
-/// methods and `$/cancel_request`, also inside `proxy/successor` envelopes.
-pub fn is_connection_scoped(method: &str, params: Option<&serde_json::Value>) -> bool {
-    if method.starts_with("$/") {
-        return true;
-    }
-    // A `proxy/successor` envelope wrapping a cancel request (possibly nested).
-    let (mut method, mut params) = (method, params);
-    while method == "proxy/successor" {
-        let Some(inner) = params
-            .and_then(|p| p.get("method"))
-            .and_then(|m| m.as_str())
-        else {
-            return false;
-        };
-        method = inner;
-        params = params.and_then(|p| p.get("params"));
-    }
-    method == "$/cancel_request"
-}
-
-/// The session a request or notification is about: `params.sessionId` (a string), unless the
-/// message is [`is_connection_scoped`].
-pub fn session_id_of<'a>(method: &str, params: Option<&'a serde_json::Value>) -> Option<&'a str> {
-    if is_connection_scoped(method, params) {
-        return None;
-    }
-    params?.get("sessionId")?.as_str()
-}
-
-/// Where an agent-to-client message goes on an HTTP+SSE connection.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
-    /// The connection's stream.
-    Connection,
-    /// That session's stream.
-    Session(String),
-}
-
-/// The route of an agent-to-client request or notification (responses follow their request:
-/// the server keeps that table).
-pub fn route_of_agent_message(method: &str, params: Option<&serde_json::Value>) -> Route {
-    match session_id_of(method, params) {
-        Some(id) => Route::Session(id.to_string()),
-        None => Route::Connection,
-    }
-}
+//! Server-sent events (`text/event-stream`) as the HTTP transport uses them: each event's data
+//! is one JSON-RPC message. [`sse_event`] writes one; [`SseDecoder`] reads them back
+//! incrementally, in bounded memory.
 
 /// One SSE event carrying `data` (a JSON-RPC message): `data: …\n\n`, each line of `data` on
 /// its own `data:` line (compact JSON has none).
@@ -168,7 +24,7 @@ pub enum SseItem {
     Oversize {
         /// The first bytes of its data: [`SSE_OVERSIZE_PREFIX_BYTES`], or one more than the
         /// limit if that is less (the same however the input was split), for
-        /// [`acp_core::sniff`] to read its id and method.
+        /// [`crate::sniff`] to read its id and method.
         prefix: Vec<u8>,
         /// The size of its whole data.
         size: usize,
@@ -177,7 +33,7 @@ pub enum SseItem {
 
 /// How much of an oversize event's data an [`SseDecoder`] keeps: as much as acp-core keeps
 /// of an oversize NDJSON line.
-pub const SSE_OVERSIZE_PREFIX_BYTES: usize = acp_core::framing::SNIFF_PREFIX_BYTES;
+pub const SSE_OVERSIZE_PREFIX_BYTES: usize = crate::framing::SNIFF_PREFIX_BYTES;
 
 /// Where an [`SseDecoder`] is in the current line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,6 +76,7 @@ pub struct SseDecoder {
 }
 
 impl SseDecoder {
+    /// A decoder that holds at most `max_event_bytes` of one event's data (at least 1).
     pub fn new(max_event_bytes: usize) -> Self {
         SseDecoder {
             max_event_bytes: max_event_bytes.max(1),
@@ -233,6 +90,7 @@ impl SseDecoder {
         }
     }
 
+    /// The limit on one event's data, in bytes.
     pub fn max_event_bytes(&self) -> usize {
         self.max_event_bytes
     }
@@ -393,7 +251,6 @@ impl SseDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn decode_in_pieces(input: &[u8], piece: usize, limit: usize) -> Vec<SseItem> {
         let mut d = SseDecoder::new(limit);
@@ -446,8 +303,8 @@ mod tests {
         let SseItem::Oversize { prefix, .. } = &expected[0] else {
             unreachable!()
         };
-        let sniffed = acp_core::sniff::sniff(prefix);
-        assert_eq!(sniffed.response_id(), Some(&acp_core::Id::from(7)));
+        let sniffed = crate::sniff::sniff(prefix);
+        assert_eq!(sniffed.response_id(), Some(&crate::Id::from(7)));
         // Exactly at the limit is not over it.
         let at = "z".repeat(limit);
         assert_eq!(
@@ -515,8 +372,8 @@ mod tests {
             assert_eq!(*got, size);
             assert_eq!(prefix.len(), SSE_OVERSIZE_PREFIX_BYTES);
             assert!(prefix.starts_with(head.as_bytes()));
-            let sniffed = acp_core::sniff::sniff(prefix);
-            assert_eq!(sniffed.response_id(), Some(&acp_core::Id::from(3)));
+            let sniffed = crate::sniff::sniff(prefix);
+            assert_eq!(sniffed.response_id(), Some(&crate::Id::from(3)));
         }
         assert_eq!(out[2], SseItem::Data("{\"after\":1}".into()));
         assert_eq!(d.buffered(), 0);
@@ -531,54 +388,5 @@ mod tests {
             assert_eq!(out, vec![SseItem::Data(data.into())]);
         }
         assert_eq!(sse_event("{}"), "data: {}\n\n");
-    }
-
-    #[test]
-    fn session_routing_follows_the_official_transport() {
-        let p = json!({"sessionId": "s1"});
-        assert_eq!(
-            route_of_agent_message("session/update", Some(&p)),
-            Route::Session("s1".into())
-        );
-        assert_eq!(
-            route_of_agent_message("session/request_permission", Some(&p)),
-            Route::Session("s1".into())
-        );
-        assert_eq!(
-            route_of_agent_message("$/progress", Some(&p)),
-            Route::Connection
-        );
-        let cancel = json!({"requestId": 1, "sessionId": "s1"});
-        assert_eq!(
-            route_of_agent_message("$/cancel_request", Some(&cancel)),
-            Route::Connection
-        );
-        let wrapped = json!({"method": "proxy/successor", "params": {"method": "$/cancel_request", "params": {"requestId": 1}}, "sessionId": "s1"});
-        assert!(is_connection_scoped("proxy/successor", Some(&wrapped)));
-        let other = json!({"method": "session/update", "params": {}, "sessionId": "s1"});
-        assert_eq!(
-            route_of_agent_message("proxy/successor", Some(&other)),
-            Route::Session("s1".into())
-        );
-        assert_eq!(
-            route_of_agent_message("fs/read_text_file", None),
-            Route::Connection
-        );
-        assert_eq!(
-            route_of_agent_message("x", Some(&json!({"sessionId": 5}))),
-            Route::Connection
-        );
-        for m in [
-            "session/prompt",
-            "session/cancel",
-            "session/load",
-            "session/set_mode",
-        ] {
-            assert!(method_requires_session_header(m), "{m}");
-        }
-        for m in ["initialize", "session/new", "session/list", "authenticate"] {
-            assert!(!method_requires_session_header(m), "{m}");
-        }
-        assert_eq!(bearer("t"), "Bearer t");
     }
 }
