@@ -355,19 +355,6 @@ impl HttpConn {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn connection_ids_look_like_uuids_and_differ() {
-        let a = new_connection_id();
-        assert_eq!(a.len(), 36);
-        assert_eq!(&a[14..15], "4");
-        assert_ne!(a, new_connection_id());
-    }
-}
-
 /// One client reading one stream.
 pub(super) struct Lease {
     pub(super) conn: Arc<HttpConn>,
@@ -391,5 +378,18 @@ impl Drop for Lease {
                 routes.sessions.remove(session);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_ids_look_like_uuids_and_differ() {
+        let a = new_connection_id();
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert_ne!(a, new_connection_id());
     }
 }
