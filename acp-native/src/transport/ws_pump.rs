@@ -2,7 +2,9 @@
 //! text frame each way. Every WebSocket of the crate whose other side is a driver runs it: the
 //! library's [`super::ws_bridge`] (`acp serve --ws`, [`super::ws_connect`],
 //! [`super::ws_accept`]) and the remote client's `ws(s)://` (`remote::client`, feature
-//! `remote`). What differs between them is a [`PumpSide`]: how the end is reported (a reason
+//! `remote`); `RemoteServer`'s WebSockets, whose other side is an agent's stdio with a
+//! keep-alive of its own, read frames with the same [`frame_to_lines`]. What differs between
+//! the pump's users is a [`PumpSide`]: how the end is reported (a reason
 //! for the connection, a log line) and what goes out in place of a line over the limit.
 //!
 //! * **WebSocket to lines.** Each text frame (or binary, read as UTF-8) becomes one line, or

@@ -188,18 +188,6 @@ pub(super) fn handle_upgrade<B>(
     r
 }
 
-/// One WebSocket message as NDJSON for the agent (as `transport::ws_bridge` does): a message
-/// spanning several lines (pretty-printed JSON, whose newlines can only be whitespace) becomes
-/// one line; text that is not one JSON value but several lines (NDJSON forwarded unsplit) is
-/// passed on line by line.
-fn ws_text_to_lines(text: String) -> Vec<u8> {
-    if !text.contains(['\n', '\r']) || serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err()
-    {
-        return text.into_bytes();
-    }
-    text.replace(['\n', '\r'], " ").into_bytes()
-}
-
 /// When a WebSocket's client was last heard from (any frame, pongs included).
 struct Heard {
     pub(super) start: tokio::time::Instant,
@@ -257,7 +245,7 @@ where
                 break;
             }
         };
-        let mut line = ws_text_to_lines(text);
+        let mut line = crate::transport::ws_pump::frame_to_lines(text);
         line.push(b'\n');
         if agent_in.write_all(&line).await.is_err() || agent_in.flush().await.is_err() {
             break;
