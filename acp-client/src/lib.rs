@@ -92,6 +92,7 @@
 //! - [`prompt`]: the content block each attachment (a mentioned file or symbol, the selection,
 //!   an image) is sent as, per the agent's `promptCapabilities`, or why it is refused.
 //! - [`registry`]: agents by name from the ACP registry format (a snapshot ships built in).
+//! - [`remote`]: whether a token may be sent to a remote agent (never in clear across a network).
 //! - [`restart`]: restarting a crashed agent (backoff, crash budget, circuit breaker).
 //! - [`session`]: one session's life: how it is opened or reopened, its replay, what happens
 //!   after a crash, and what the user is told of whether the agent remembers the conversation.
@@ -109,6 +110,7 @@ pub mod mcp;
 pub mod permission;
 pub mod prompt;
 pub mod registry;
+pub mod remote;
 pub mod restart;
 pub mod session;
 pub mod terminal;

@@ -315,3 +315,20 @@ fn session_cases() {
         })
     });
 }
+
+#[test]
+fn remote_cases() {
+    replay("remote.json", |case| {
+        let s = |k: &str| case[k].as_str().unwrap_or_else(|| panic!("{k}"));
+        match acp_client::remote::check_token_transport(
+            s("scheme"),
+            s("authority"),
+            s("host"),
+            case["allowInsecure"].as_bool().expect("allowInsecure"),
+            "the switch",
+        ) {
+            Ok(()) => json!({ "ok": true }),
+            Err(refused) => json!({ "refused": refused }),
+        }
+    });
+}

@@ -26,6 +26,8 @@ pub mod policy;
 #[cfg(feature = "client")]
 pub mod registry;
 #[cfg(feature = "client")]
+pub mod remote;
+#[cfg(feature = "client")]
 pub mod restart;
 #[cfg(feature = "client")]
 pub mod session;

@@ -124,7 +124,11 @@ export class AgentLifecycle {
       const engine = this.p.engine();
       const permissionTimeout = cfg().get<number>("permissions.timeoutSeconds", 600);
       const cwd = spec.cwd ?? settings.workspaceCwd();
-      // A remote agent's token: kept, else asked for (a password box) before connecting.
+      // A remote agent's token: kept, else asked for (a password box) before connecting; never
+      // asked for a URL it could not be sent to.
+      const allowInsecure = cfg().get<boolean>("remote.allowInsecure", false);
+      const refused = spec.url ? AgentConnection.tokenRefusal(engine, spec.url, allowInsecure) : undefined;
+      if (refused) throw new AgentStartError(`${spec.name}: ${refused}`, "");
       const token = spec.url ? await this.p.remoteTokens.token(spec.url) : undefined;
       if (spec.url && token === undefined) throw new AgentStartError(`${spec.name}: no token given for ${spec.url}`, "");
       const conn = await AgentConnection.start(
@@ -143,6 +147,7 @@ export class AgentLifecycle {
           // not for a remote agent (its login command would run here, not where it runs).
           capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, auth: { terminal: !spec.url } },
           token: token || undefined,
+          allowInsecure,
           clientInfo: { name: "acp-rs-vscode", version: String(extension.extension.packageJSON.version ?? "0") },
           handler: this.p.handler(),
           log,

@@ -52,6 +52,9 @@ export interface StartOptions {
   onStderr(text: string): void;
   /** A remote agent's token (`Authorization: Bearer`). */
   token?: string;
+  /** Send the token over `ws://` / `http://` to a host that is not this machine (the
+   *  `acp.remote.allowInsecure` setting); refused otherwise (`AgentConnection.tokenRefusal`). */
+  allowInsecure?: boolean;
   initializeTimeoutMs?: number;
   clock?: Clock;
 }
@@ -92,7 +95,23 @@ export class AgentConnection {
     return e instanceof AgentStartError ? e.exit?.remote : undefined;
   }
 
+  /** Why a token must not be sent to `url` (acp-client's rule, `checkTokenTransport`: never in
+   *  clear to a host that is not this machine unless allowed), or undefined. */
+  static tokenRefusal(engine: EngineModule, url: string, allowInsecure: boolean): string | undefined {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      return undefined; // the transport says what is wrong with the URL
+    }
+    return engine.checkTokenTransport(u.protocol, u.host, u.hostname, allowInsecure, "the acp.remote.allowInsecure setting");
+  }
+
   static async start(spec: AgentSpec, o: StartOptions): Promise<AgentConnection> {
+    if (spec.url && o.token) {
+      const refused = AgentConnection.tokenRefusal(o.engine, spec.url, o.allowInsecure ?? false);
+      if (refused) throw new AgentStartError(`${spec.name}: ${refused}`, "");
+    }
     const policy = new ClientPolicy(() => o.engine);
     const badNames = invalidEnvNames(policy, spec.env);
     if (badNames.length > 0) {

@@ -8,7 +8,8 @@
 // supervisor uses; thread.json through the extension's Conversation (conversation.test.ts);
 // registry.json's rows about one agent through the agent picker's presets (agentPresets,
 // presetChoices); http_routing.json through the HTTP + SSE transport's reading of what it
-// sends and receives (remoteSse.ts's outgoing and answer, acp-core's http_sse in the engine).
+// sends and receives (remoteSse.ts's outgoing and answer, acp-core's http_sse in the engine);
+// remote.json through the rule AgentConnection.tokenRefusal applies before a token is sent.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -299,5 +300,21 @@ test("http_routing.json: every row through the HTTP + SSE transport's reading (o
       got = a === undefined ? null : { id: a.id, session: a.session ?? null };
     }
     assert.deepEqual(got, c.expect, c.name);
+  }
+});
+
+// ---- remote.json ------------------------------------------------------------------------------
+
+test("remote.json: every row through AgentConnection.tokenRefusal's rule (checkTokenTransport)", { skip }, () => {
+  const { engine } = tryEngine();
+  for (const c of table("remote.json")) {
+    const refused = engine!.checkTokenTransport(
+      c.scheme as string,
+      c.authority as string,
+      c.host as string,
+      c.allowInsecure as boolean,
+      "the switch",
+    );
+    assert.deepEqual(refused === undefined ? { ok: true } : { refused }, c.expect, c.name);
   }
 });

@@ -129,7 +129,7 @@ function setup() {
     onSessionUpdate: (_sessionId, params) => conv.applyUpdate(params),
     log: nullLogger,
   });
-  const start = (url: string, token: string | undefined, caFile?: string) =>
+  const start = (url: string, token: string | undefined, caFile?: string, allowInsecure?: boolean) =>
     AgentConnection.start(
       { name: "remote", command: "", args: [], url, caFile },
       {
@@ -142,6 +142,7 @@ function setup() {
         trace: nullTrace,
         onStderr: () => {},
         token,
+        allowInsecure,
       },
     );
   const text = () =>
@@ -535,3 +536,56 @@ test("SSE wire: the first message must be initialize; an initialize error reache
   assert.match(exit.remote!.message, /the agent refused initialize/);
   server.close();
 });
+
+/** This machine's first non-loopback IPv4 address, if it has one. */
+function networkAddress(): string | undefined {
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  }
+  return undefined;
+}
+
+test(
+  "remote: a token is not sent in clear to a host that is not this machine unless allowed (acp.remote.allowInsecure)",
+  { skip: skipEngine },
+  async (t) => {
+    const address = networkAddress();
+    if (!address) return t.skip("no non-loopback address");
+    // A listener on this machine's network address: reached only if the token is sent.
+    const seen: string[] = [];
+    const srv = http.createServer();
+    srv.on("upgrade", (req, socket) => {
+      seen.push(String(req.headers.authorization));
+      socket.destroy();
+    });
+    await new Promise<void>((r) => srv.listen(0, address, r));
+    const port = (srv.address() as net.AddressInfo).port;
+    try {
+      const { start } = setup();
+      for (const scheme of ["ws", "http"]) {
+        const url: string = `${scheme}://${address}:${port}/acp`;
+        const refused: Error = await start(url, "secret-token").then(
+          () => assert.fail("connected"),
+          (e: unknown) => e as Error,
+        );
+        assert.ok(refused instanceof AgentStartError, String(refused));
+        assert.match(refused.message, /in clear/);
+        assert.match(refused.message, /acp\.remote\.allowInsecure/);
+        assert.ok(!refused.message.includes("secret-token"), "the message does not repeat the token");
+        assert.equal(AgentConnection.tokenRefusal(E, url, false), refused.message.slice("remote: ".length));
+      }
+      assert.deepEqual(seen, [], "nothing reached the server");
+      // Allowed knowingly: the WebSocket handshake carries the token.
+      await start(`ws://${address}:${port}/acp`, "secret-token", undefined, true).then(
+        () => assert.fail("connected to a server that closed"),
+        () => {},
+      );
+      assert.deepEqual(seen, ["Bearer secret-token"]);
+      // Loopback needs no permission.
+      assert.equal(AgentConnection.tokenRefusal(E, `ws://127.0.0.1:${port}/acp`, false), undefined);
+      assert.equal(AgentConnection.tokenRefusal(E, `wss://${address}:${port}/acp`, false), undefined);
+    } finally {
+      srv.close();
+    }
+  },
+);

@@ -19,6 +19,7 @@ const SENSITIVE = [
   "acp.terminal.approval",
   "acp.env.passthrough",
   "acp.env.inheritAll",
+  "acp.remote.allowInsecure",
 ];
 
 test("settings a cloned repository could abuse are user-only (scope application)", () => {

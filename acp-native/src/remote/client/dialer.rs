@@ -45,21 +45,21 @@ impl Dialer {
             None => None,
         };
         let token = authorization.is_some() || endpoint.has_query_token();
-        if token && !endpoint.is_tls() && !endpoint.is_loopback() && !options.allow_insecure {
-            let scheme = if endpoint.is_websocket() {
-                "ws"
-            } else {
-                "http"
+        if token {
+            let scheme = match (endpoint.is_websocket(), endpoint.is_tls()) {
+                (true, true) => "wss",
+                (true, false) => "ws",
+                (false, true) => "https",
+                (false, false) => "http",
             };
-            return Err(RemoteError::Options(format!(
-                "{scheme}://{} is not encrypted and {} is not this machine: the token would \
-                 cross the network in clear, for anyone on the way to read and use. Use \
-                 https:// or wss:// (a server with --tls-cert, or a TLS proxy or an ssh tunnel \
-                 in front), or allow it knowingly with --allow-insecure \
-                 (ClientOptions::allow_insecure)",
-                endpoint.authority(),
-                endpoint.host
-            )));
+            acp_client::remote::check_token_transport(
+                scheme,
+                &endpoint.authority(),
+                &endpoint.host,
+                options.allow_insecure,
+                "--allow-insecure (ClientOptions::allow_insecure)",
+            )
+            .map_err(RemoteError::Options)?;
         }
         let tls = if endpoint.is_tls() {
             // WebSocket upgrades are HTTP/1.1 too.

@@ -88,11 +88,7 @@ impl Endpoint {
     /// Whether the host is this machine's loopback: `localhost`, 127.0.0.0/8 or `[::1]` (no
     /// name is resolved: a name is loopback only if it is `localhost`).
     pub fn is_loopback(&self) -> bool {
-        let host = self.bare_host();
-        host.eq_ignore_ascii_case("localhost")
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.to_canonical().is_loopback())
+        acp_client::remote::is_loopback_host(&self.host)
     }
 
     /// Whether the URL carries a token in its query (`?token=`, as `acp serve` prints it).
