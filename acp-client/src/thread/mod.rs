@@ -31,11 +31,9 @@ use serde::{Deserialize, Serialize};
 
 use model::is_zero;
 pub use model::*;
-use wire::{
-    parse_update, Chunk, Notification, Update, WireCommands, WireConfig, WireInfo, WireMode,
-    WirePlan, WireTool,
-};
+pub use wire::ReadUpdate;
 pub use wire::{Capped, MAX_ITEMS, MAX_TOOL_CONTENT};
+use wire::{Chunk, Update, WireCommands, WireConfig, WireInfo, WireMode, WirePlan, WireTool};
 
 /// The saved form's version. A thread saved with another version is refused by
 /// [`Thread::from_json`] with a message saying so. Fields added later are optional (absent
@@ -260,40 +258,6 @@ pub struct BadUpdate(pub String);
 impl std::fmt::Display for BadUpdate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "unreadable session/update: {}", self.0)
-    }
-}
-
-/// One `session/update`'s params, read once: the session it names and the update, parsed
-/// (only what a thread keeps), for a face that routes updates by session before folding them
-/// ([`Thread::apply_read`], [`Thread::apply_replayed_read`]).
-pub struct ReadUpdate {
-    session_id: Option<String>,
-    update: Update,
-}
-
-impl std::fmt::Debug for ReadUpdate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ReadUpdate")
-            .field("session_id", &self.session_id)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ReadUpdate {
-    /// Reads `params` (JSON text).
-    pub fn read(params: &str) -> Result<ReadUpdate, BadUpdate> {
-        let n: Notification<'_> =
-            serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
-        let update = parse_update(n.update.get()).map_err(|e| BadUpdate(e.to_string()))?;
-        Ok(ReadUpdate {
-            session_id: n.session_id,
-            update,
-        })
-    }
-
-    /// The `sessionId` it names.
-    pub fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
     }
 }
 

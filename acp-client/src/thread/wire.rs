@@ -224,3 +224,37 @@ impl<'de, T: Deserialize<'de>, const N: usize> Deserialize<'de> for Capped<T, N>
         d.deserialize_seq(V::<T, N>(std::marker::PhantomData))
     }
 }
+
+/// One `session/update`'s params, read once: the session it names and the update, parsed
+/// (only what a thread keeps), for a face that routes updates by session before folding them
+/// ([`super::Thread::apply_read`], [`super::Thread::apply_replayed_read`]).
+pub struct ReadUpdate {
+    pub(super) session_id: Option<String>,
+    pub(super) update: Update,
+}
+
+impl std::fmt::Debug for ReadUpdate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadUpdate")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadUpdate {
+    /// Reads `params` (JSON text).
+    pub fn read(params: &str) -> Result<ReadUpdate, super::BadUpdate> {
+        let n: Notification<'_> =
+            serde_json::from_str(params).map_err(|e| super::BadUpdate(e.to_string()))?;
+        let update = parse_update(n.update.get()).map_err(|e| super::BadUpdate(e.to_string()))?;
+        Ok(ReadUpdate {
+            session_id: n.session_id,
+            update,
+        })
+    }
+
+    /// The `sessionId` it names.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+}
