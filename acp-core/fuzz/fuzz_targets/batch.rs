@@ -148,7 +148,11 @@ fuzz_target!(|input: Input| {
             assert_eq!(counts.get(id).copied(), Some(1), "request {id} answered {:?} times", counts.get(id));
         }
     }
-    for id in &ids {
-        assert!(counts.get(id).copied().unwrap_or(0) <= 1, "request {id} answered twice");
+    // Spliced bytes can turn one id into another (`"fz1"` + `4` is `"fz14"`): two requests with
+    // one id are then two answers with it, rightly.
+    if input.raw.is_none() {
+        for id in &ids {
+            assert!(counts.get(id).copied().unwrap_or(0) <= 1, "request {id} answered twice");
+        }
     }
 });
