@@ -110,12 +110,10 @@ pub mod fs_service;
 pub mod layers;
 pub mod process;
 #[cfg(feature = "remote")]
-#[allow(missing_docs)] // documented by the remote split
 pub mod remote;
 pub mod router;
 pub mod supervisor;
 pub mod terminal_service;
-#[allow(missing_docs)] // documented by the remote split
 pub mod transport;
 
 pub use agent::{AgentSideConnection, TerminalHandle};

@@ -49,7 +49,7 @@ pub enum FsError {
         /// Where it really points.
         resolved: PathBuf,
     },
-    /// The file is larger than [`FsConfig::max_read_bytes`].
+    /// The file is larger than [`FsConfig::max_read_bytes`](super::FsConfig::max_read_bytes).
     TooLarge {
         /// The path as requested.
         path: PathBuf,
@@ -64,7 +64,7 @@ pub enum FsError {
         path: PathBuf,
     },
     /// A write that needs the user's question was not allowed: the approver said no, or there
-    /// is none ([`FsConfig::sensitive_writes`]). Nothing was touched.
+    /// is none ([`FsConfig::sensitive_writes`](super::FsConfig::sensitive_writes)). Nothing was touched.
     Refused {
         /// The path as requested.
         path: PathBuf,

@@ -193,6 +193,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The HTTP status this refusal is answered with.
     pub fn status(&self) -> u16 {
         match self {
             Refusal::Host(_) => 421,
