@@ -48,6 +48,9 @@ step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
 step clippy-all-features cargo clippy --workspace --all-targets --locked --features acp-core/unstable,acp-client/unstable,acp-native/unstable,acp-cli/unstable,acp-wasm/client -- -D warnings
 step rust-tests cargo test --workspace --all-targets --locked
 step doc-tests cargo test --workspace --doc --locked
+# The libraries' API documentation: every public item documented (#![warn(missing_docs)]),
+# every intra-doc link resolving, warnings as errors.
+step api-docs env RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p acp-core -p acp-client -p acp-native
 # acp-native/API.md followed alone: its Cargo lines and examples in a new project, built offline
 # and run against `acp demo-agent`.
 step api-md scripts/test-api-md.sh
