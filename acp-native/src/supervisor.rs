@@ -170,14 +170,15 @@ struct TrackedSession {
     mcp_servers: Vec<s::McpServer>,
 }
 
-struct Shared {
+/// What the supervisor's handles and its monitor task share.
+struct Supervision {
     state: watch::Sender<State>,
     sessions: Mutex<Vec<TrackedSession>>,
     events: broadcast::Sender<SupervisorEvent>,
     stop: CancellationToken,
 }
 
-impl Shared {
+impl Supervision {
     fn forget(&self, id: &s::SessionId) {
         self.sessions
             .lock()
@@ -194,7 +195,7 @@ impl Shared {
 /// A running, supervised agent. Cheap to clone.
 #[derive(Clone)]
 pub struct SupervisedAgent {
-    shared: Arc<Shared>,
+    shared: Arc<Supervision>,
 }
 
 impl SupervisedAgent {
@@ -210,7 +211,7 @@ impl SupervisedAgent {
     {
         let running = launch(&config, service.clone(), 1).await?;
         let (events, _) = broadcast::channel(256);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Supervision {
             state: watch::channel(State::Running(Box::new(running.clone()))).0,
             sessions: Mutex::new(Vec::new()),
             events,
@@ -384,8 +385,12 @@ async fn probe_until_silent(
     }
 }
 
-async fn monitor<S>(shared: Arc<Shared>, config: SupervisorConfig, service: S, mut running: Running)
-where
+async fn monitor<S>(
+    shared: Arc<Supervision>,
+    config: SupervisorConfig,
+    service: S,
+    mut running: Running,
+) where
     S: Service<Incoming, Response = Box<RawValue>, Error = ErrorObject> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
@@ -472,7 +477,7 @@ where
     }
 }
 
-fn give_up(shared: &Shared, reason: String) {
+fn give_up(shared: &Supervision, reason: String) {
     shared.state.send_replace(State::Failed(reason.clone()));
     shared.emit(SupervisorEvent::GaveUp { reason });
 }
@@ -481,7 +486,7 @@ fn give_up(shared: &Shared, reason: String) {
 /// [`acp_client::session::reopen`] decides for a host that holds the conversation:
 /// `session/resume` when advertised (no replay), else `session/load` (the replay goes to the
 /// service as `session/update`s, before the answer), else the session is reported lost.
-async fn reattach(shared: &Shared, running: &Running) {
+async fn reattach(shared: &Supervision, running: &Running) {
     use acp_client::session::{reopen, AgentFacts, Open};
     let sessions = shared.sessions.lock().expect("not poisoned").clone();
     let facts = serde_json::to_string(&running.initialize)

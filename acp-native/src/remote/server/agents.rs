@@ -13,7 +13,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tower::Service;
 
 use super::responses::{text, Body};
-use super::{ServerEvent, Shared};
+use super::{ServerEvent, ServerState};
 use crate::driver::{DriverConfig, Incoming};
 use crate::process::{AgentCommand, AgentProcess};
 use crate::transport::{self, DuplexHalves};
@@ -113,7 +113,7 @@ where
 /// A connection slot and a started agent for a new connection, or the answer refusing it: 503
 /// (with `Retry-After`) beyond `max_connections`, 502 when the agent cannot start.
 pub(super) fn start_agent(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     peer: SocketAddr,
 ) -> Result<(OwnedSemaphorePermit, AgentLink), Box<Response<Body>>> {
     let Ok(slot) = shared.slots.clone().try_acquire_owned() else {

@@ -18,7 +18,7 @@ use super::super::wire;
 use super::agents::{oversize_agent_line, stop_agent, AgentLink};
 use super::mailbox::Mailbox;
 use super::routes::{session_of, success, InitAnswer, Routes, SessionStream};
-use super::{ServerEvent, Shared};
+use super::{ServerEvent, ServerState};
 use crate::process::AgentProcess;
 
 /// A fresh connection id: 128 random bits in the UUID v4 text form the official server uses.
@@ -75,7 +75,7 @@ impl HttpConn {
     /// Starts a connection on `link` (whose `initialize` is `init`): the task routing the
     /// agent's output, and the idle timer.
     pub(super) fn start(
-        shared: &Arc<Shared>,
+        shared: &Arc<ServerState>,
         id: String,
         peer: SocketAddr,
         link: AgentLink,
@@ -162,7 +162,7 @@ impl HttpConn {
     async fn read_agent(
         &self,
         reader: &mut (dyn AsyncRead + Send + Unpin),
-        shared: &Arc<Shared>,
+        shared: &Arc<ServerState>,
     ) -> String {
         use acp_core::framing::{is_blank, Decoder, Frame};
         let mut decoder = Decoder::new(shared.config.max_agent_message_bytes);
@@ -218,7 +218,7 @@ impl HttpConn {
     }
 
     /// Puts one agent message on its stream (or answers initialize).
-    pub(super) fn route(&self, line: &[u8], shared: &Arc<Shared>) -> Result<(), String> {
+    pub(super) fn route(&self, line: &[u8], shared: &Arc<ServerState>) -> Result<(), String> {
         let text = String::from_utf8_lossy(line);
         let envelope = Envelope::parse(&text).ok();
         let mut routes = self.routes.lock().unwrap();
@@ -312,7 +312,7 @@ impl HttpConn {
 
     /// Ends the connection: unregistered, its streams end (after what is queued), its agent is
     /// stopped in the background (bounded).
-    pub(super) fn close(self: &Arc<Self>, shared: &Arc<Shared>, reason: &str) {
+    pub(super) fn close(self: &Arc<Self>, shared: &Arc<ServerState>, reason: &str) {
         if self.closed.is_cancelled() {
             return;
         }

@@ -15,12 +15,12 @@ use super::super::wire;
 use super::http::{handle_delete, handle_get, handle_post};
 use super::responses::{cors, empty, is_websocket_upgrade, refused, text, Body};
 use super::websocket::handle_upgrade;
-use super::{ServerEvent, ServerMode, Shared};
+use super::{ServerEvent, ServerMode, ServerState};
 
 /// Answers one request of a socket (`ticket`: the socket's place, admitted once a request shows
 /// the token).
 pub(super) async fn handle<B>(
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
     peer: SocketAddr,
     tls: bool,
     ticket: Arc<Ticket>,
@@ -119,7 +119,7 @@ where
 /// checks of one on `/acp` in the same order (Host, Origin, token, admission); anything else is
 /// answered 426. Every answer but the upgrade closes its socket.
 fn handle_websocket_only<B>(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     peer: SocketAddr,
     ticket: Arc<Ticket>,
     req: Request<B>,
@@ -159,7 +159,11 @@ fn handle_websocket_only<B>(
 
 /// The socket showed the token: it takes one of `max_sockets` (once), or the answer refusing
 /// it (503).
-fn admit(shared: &Shared, peer: SocketAddr, ticket: &Ticket) -> Result<(), Box<Response<Body>>> {
+fn admit(
+    shared: &ServerState,
+    peer: SocketAddr,
+    ticket: &Ticket,
+) -> Result<(), Box<Response<Body>>> {
     let why = match ticket.admit() {
         Ok(()) => return Ok(()),
         Err(why) => why,

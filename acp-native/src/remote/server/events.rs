@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use super::Shared;
+use super::ServerState;
 
 /// What happened, for [`super::RemoteServerConfig::on_event`].
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ pub enum ServerEvent {
     },
 }
 
-impl Shared {
+impl ServerState {
     /// Tells the owner (`on_event`), if it listens.
     pub(super) fn event(&self, e: ServerEvent) {
         if let Some(f) = &self.config.on_event {

@@ -19,7 +19,7 @@ use super::connection::{new_connection_id, HttpConn, Unavailable};
 use super::responses::{empty, full, header_str, text, Body};
 use super::routes::InitAnswer;
 use super::routes::{session_of, Effect};
-use super::{ServerEvent, Shared};
+use super::{ServerEvent, ServerState};
 use crate::process::AgentProcess;
 
 /// A JSON-RPC error answer with id `null` (for a batch, as the official server answers).
@@ -39,7 +39,7 @@ fn batch_rejection() -> Response<Body> {
 /// `POST`: one message for the agent, its session header applied and its answer's route
 /// recorded (202); `initialize` starts a connection; batches are refused.
 pub(super) async fn handle_post<B>(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     peer: SocketAddr,
     req: Request<B>,
 ) -> Response<Body>
@@ -215,7 +215,7 @@ fn apply_session_header(line: &str, session: &str) -> Result<Option<String>, &'s
 /// `initialize`: a new connection and its agent, answered with the agent's answer and the
 /// connection's id (or why there is none: 502, 503, 504).
 pub(super) async fn initialize(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     peer: SocketAddr,
     id: Id,
     line: String,
@@ -311,7 +311,7 @@ pub(super) async fn initialize(
 }
 
 /// `GET`: the connection's SSE stream, or a session's (`Acp-Session-Id`).
-pub(super) fn handle_get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+pub(super) fn handle_get(shared: &Arc<ServerState>, headers: &HeaderMap) -> Response<Body> {
     if !header_str(headers, header::ACCEPT.as_str())
         .is_some_and(|a| a.contains(wire::EVENT_STREAM_MIME_TYPE))
     {
@@ -368,7 +368,7 @@ pub(super) fn handle_get(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<
 }
 
 /// `DELETE`: the client ends the connection (its agent is stopped).
-pub(super) fn handle_delete(shared: &Arc<Shared>, headers: &HeaderMap) -> Response<Body> {
+pub(super) fn handle_delete(shared: &Arc<ServerState>, headers: &HeaderMap) -> Response<Body> {
     let Some(connection_id) = header_str(headers, wire::HEADER_CONNECTION_ID) else {
         return text(StatusCode::BAD_REQUEST, "Acp-Connection-Id header required");
     };

@@ -122,11 +122,11 @@ pub use tls::{tls_config_from_pem, TlsServerConfig};
 /// A server of one agent factory. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct RemoteServer {
-    shared: Arc<Shared>,
+    shared: Arc<ServerState>,
 }
 
 /// What the server's tasks share.
-struct Shared {
+struct ServerState {
     agent: Arc<dyn AgentFactory>,
     config: RemoteServerConfig,
     /// HTTP + SSE connections by id.
@@ -147,7 +147,7 @@ impl RemoteServer {
     /// [`serve`](Self::serve) (or [`serve_socket`](Self::serve_socket)).
     pub fn new(agent: Arc<dyn AgentFactory>, config: RemoteServerConfig) -> Self {
         RemoteServer {
-            shared: Arc::new(Shared {
+            shared: Arc::new(ServerState {
                 agent,
                 slots: Arc::new(Semaphore::new(config.max_connections)),
                 sockets: Admission::new(

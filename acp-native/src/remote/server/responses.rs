@@ -10,7 +10,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 
 use super::super::auth::Refusal;
-use super::{ServerEvent, Shared};
+use super::{ServerEvent, ServerState};
 
 /// The body of every answer.
 pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -59,7 +59,7 @@ pub(super) fn cors(resp: &mut Response<Body>, origin: Option<&HeaderValue>) {
 }
 
 /// A refused request's answer (said through `on_event`).
-pub(super) fn refused(shared: &Shared, peer: SocketAddr, refusal: Refusal) -> Response<Body> {
+pub(super) fn refused(shared: &ServerState, peer: SocketAddr, refusal: Refusal) -> Response<Body> {
     let status = StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::FORBIDDEN);
     shared.event(ServerEvent::Refused {
         peer,

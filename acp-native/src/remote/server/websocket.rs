@@ -20,7 +20,7 @@ use super::super::wire;
 use super::agents::{oversize_agent_line, start_agent, stop_agent, AgentLink};
 use super::connection::new_connection_id;
 use super::responses::{empty, header_str, text, Body};
-use super::{ServerEvent, Shared};
+use super::{ServerEvent, ServerState};
 use crate::process::AgentProcess;
 use crate::transport;
 use crate::transport::ws_limits::PingFlood;
@@ -38,7 +38,7 @@ const WS_AGENT_READ_CHUNK: usize = 8 << 10;
 /// `ticket` (its place among the sockets that showed the token) until the connection ends;
 /// a refusal is said through `on_event`.
 pub(super) fn handle_upgrade<B>(
-    shared: &Arc<Shared>,
+    shared: &Arc<ServerState>,
     peer: SocketAddr,
     credential: Credential,
     ticket: Arc<Ticket>,
