@@ -295,7 +295,7 @@ pub async fn run(args: AgentsArgs) -> i32 {
                 "id": a.id, "name": a.name, "version": a.version, "description": a.description,
                 "command": command, "env": env, "error": error, "refused": refused,
             });
-            println!("{}", json_line(&line));
+            outln!("{}", json_line(&line));
         } else {
             // What runs, as a shell would read it: the entry's variables, then the command.
             let how = match &launch {
@@ -310,7 +310,7 @@ pub async fn run(args: AgentsArgs) -> i32 {
                     .join(" "),
                 Err(e) => format!("({})", acp_client::display::ensure_line(e)),
             };
-            println!(
+            outln!(
                 "{:<10} {} {} — {}\n           {how}",
                 escape_line(&a.id),
                 escape_line(&a.name),
@@ -320,15 +320,15 @@ pub async fn run(args: AgentsArgs) -> i32 {
             if let Some(why) = refused {
                 match env_args(&vars) {
                     Some(args) => {
-                        println!("           ⚠ {why}; acp chat --agent starts it only with {args}")
+                        outln!("           ⚠ {why}; acp chat --agent starts it only with {args}")
                     }
-                    None => println!("           ⚠ {why}; acp chat --agent does not start it"),
+                    None => outln!("           ⚠ {why}; acp chat --agent does not start it"),
                 }
             }
         }
     }
     if !args.json {
-        println!("\nUse one with: acp chat --agent ID (add the key it needs with --env NAME)");
+        outln!("\nUse one with: acp chat --agent ID (add the key it needs with --env NAME)");
     }
     exit::OK
 }

@@ -129,7 +129,7 @@ async fn login(args: LoginArgs) -> Result<(), Failure> {
     let methods: Vec<AuthMethod> = acp_client::auth::methods_of(raw.get());
     if methods.is_empty() {
         child.shutdown(Duration::from_secs(2)).await;
-        println!("The agent lists no sign-in methods: it needs no login (or has its own command).");
+        outln!("The agent lists no sign-in methods: it needs no login (or has its own command).");
         return Ok(());
     }
     let method = match &args.method {

@@ -8,6 +8,9 @@
 //! Dependencies go one way: the subcommands use the shared modules, never the reverse, and
 //! nothing here reaches into the demo agent but the options it is run with.
 
+#[macro_use]
+mod out; // lines to stdout; a closed stdout ends acp quietly
+
 pub mod agents;
 pub mod args;
 pub mod chat;

@@ -26,14 +26,14 @@ pub async fn run(args: SessionsArgs) -> i32 {
                 "source": "local", "sessionId": r.session_id, "cwd": r.cwd,
                 "agent": redact_url(&r.agent), "updatedAt": r.updated_at, "title": r.title,
             });
-            println!("{line}");
+            outln!("{line}");
         }
     } else if records.is_empty() {
-        println!("No saved sessions in {}.", cwd.display());
+        outln!("No saved sessions in {}.", cwd.display());
     } else {
-        println!("Saved sessions in {}:", cwd.display());
+        outln!("Saved sessions in {}:", cwd.display());
         for r in &records {
-            println!("  {}", r.line());
+            outln!("  {}", r.line());
         }
     }
     let command = if let Some(name) = &args.agent_name {
@@ -55,7 +55,7 @@ pub async fn run(args: SessionsArgs) -> i32 {
         }
     }
     if !args.json && !records.is_empty() {
-        println!("Continue one with: acp chat --resume SESSION_ID (and the same agent)");
+        outln!("Continue one with: acp chat --resume SESSION_ID (and the same agent)");
     }
     exit::OK
 }
@@ -88,7 +88,7 @@ async fn agent_sessions(
             .map_err(|e| format!("initialize: {e}"))?;
         if info.agent_capabilities.session_capabilities.list.is_none() {
             if !json {
-                println!("The agent does not list its sessions (no sessionCapabilities.list).");
+                outln!("The agent does not list its sessions (no sessionCapabilities.list).");
             }
             return Ok(());
         }
@@ -109,12 +109,12 @@ async fn agent_sessions(
                         "source": "agent", "sessionId": info.session_id.0, "cwd": info.cwd,
                         "updatedAt": info.updated_at, "title": info.title,
                     });
-                    println!("{line}");
+                    outln!("{line}");
                 } else {
                     if shown == 0 {
-                        println!("The agent's sessions in {}:", cwd.display());
+                        outln!("The agent's sessions in {}:", cwd.display());
                     }
-                    println!(
+                    outln!(
                         "  {}  {}  {}",
                         escape_line(&info.session_id.0),
                         escape_line(info.updated_at.as_deref().unwrap_or("")),
@@ -129,7 +129,7 @@ async fn agent_sessions(
             }
         }
         if shown == 0 && !json {
-            println!("The agent has no sessions in {}.", cwd.display());
+            outln!("The agent has no sessions in {}.", cwd.display());
         }
         Ok(())
     }
