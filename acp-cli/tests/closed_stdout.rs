@@ -9,11 +9,27 @@ use std::process::{Command, Stdio};
 
 use cli_support::{acp, TempDir};
 
+/// The write end of a pipe whose read end is already closed.
+fn closed_pipe() -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) writes; each is owned once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // SAFETY: both are new descriptors of this process, owned by nothing else.
+    let (reader, writer) = unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    };
+    drop(reader);
+    writer
+}
+
 /// `acp ARGS` in a new directory (its own state and cache), stdout a pipe nobody reads.
 fn with_closed_stdout(tag: &str, args: &[&str]) -> (i32, String) {
     let dir = TempDir::new(tag);
-    let (reader, writer) = std::io::pipe().expect("pipe");
-    drop(reader);
+    let writer = closed_pipe();
     let out = Command::new(acp())
         .args(args)
         .current_dir(dir.path())
