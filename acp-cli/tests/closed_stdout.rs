@@ -13,8 +13,13 @@ use cli_support::{acp, TempDir};
 fn closed_pipe() -> std::fs::File {
     use std::os::fd::FromRawFd;
     let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe(2) writes; each is owned once below.
-    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    // Close-on-exec: a child another test starts meanwhile must not inherit the read end.
+    // SAFETY: `fds` has room for the two descriptors pipe2(2) writes; each is owned once below.
+    assert_eq!(
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) },
+        0,
+        "pipe2"
+    );
     // SAFETY: both are new descriptors of this process, owned by nothing else.
     let (reader, writer) = unsafe {
         (
