@@ -366,41 +366,67 @@ pub fn merge(mut base: Registry, overlay: Registry) -> Registry {
     base
 }
 
-/// The agent called `name`: its id exactly, else the one agent whose id or name starts with it
-/// (ASCII case ignored). An error lists the known ids.
+/// The agent called `name`: its id exactly, else the one agent whose id or name is `name` with
+/// ASCII case ignored. What an agent is called decides what code runs, so a part of a name is
+/// never taken for the whole (`claud` does not start `claude`): the error names the agents
+/// whose id or name starts with it (`did you mean`), else the known ids.
 pub fn find<'a>(registry: &'a Registry, name: &str) -> Result<&'a Agent, String> {
     if let Some(a) = registry.agents.iter().find(|a| a.id == name) {
         return Ok(a);
     }
     let lower = name.to_ascii_lowercase();
-    let matches: Vec<&Agent> = registry
+    let named: Vec<&Agent> = registry
+        .agents
+        .iter()
+        .filter(|a| a.id.to_ascii_lowercase() == lower || a.name.to_ascii_lowercase() == lower)
+        .collect();
+    let shown = |a: &Agent| {
+        let id = crate::display::escape_line(&a.id);
+        if a.name.is_empty() || a.name == a.id {
+            id
+        } else {
+            format!("{id} ({})", crate::display::escape_line(&a.name))
+        }
+    };
+    match named.as_slice() {
+        [one] => return Ok(one),
+        [] => {}
+        many => {
+            let ids: Vec<String> = many.iter().map(|a| shown(a)).collect();
+            return Err(format!(
+                "more than one agent is called `{}`: {}; name one by its id",
+                crate::display::escape_line(name),
+                ids.join(", ")
+            ));
+        }
+    }
+    let starting: Vec<String> = registry
         .agents
         .iter()
         .filter(|a| {
-            a.id.to_ascii_lowercase().starts_with(&lower)
-                || a.name.to_ascii_lowercase().starts_with(&lower)
+            !lower.is_empty()
+                && (a.id.to_ascii_lowercase().starts_with(&lower)
+                    || a.name.to_ascii_lowercase().starts_with(&lower))
         })
+        .map(shown)
         .collect();
-    match matches.as_slice() {
-        [one] => Ok(one),
-        _ => {
-            let ids: Vec<String> = registry
-                .agents
-                .iter()
-                .map(|a| crate::display::escape_line(&a.id))
-                .collect();
-            let why = if matches.is_empty() {
-                "no agent"
-            } else {
-                "more than one agent"
-            };
-            Err(format!(
-                "{why} is called `{}`; known agents: {}",
-                crate::display::escape_line(name),
-                ids.join(", ")
-            ))
-        }
+    if !starting.is_empty() {
+        return Err(format!(
+            "no agent is called `{}`; did you mean {}?",
+            crate::display::escape_line(name),
+            starting.join(" or ")
+        ));
     }
+    let ids: Vec<String> = registry
+        .agents
+        .iter()
+        .map(|a| crate::display::escape_line(&a.id))
+        .collect();
+    Err(format!(
+        "no agent is called `{}`; known agents: {}",
+        crate::display::escape_line(name),
+        ids.join(", ")
+    ))
 }
 
 /// How to start `agent` on `platform` (`linux-x86_64`, `darwin-aarch64`…): `npx -y PACKAGE
