@@ -99,6 +99,9 @@
 //! - [`terminal`]: the `terminal/create` question: checks and the text every face shows.
 //! - [`thread`]: the conversation: `session/update`s folded into a saved, versioned thread
 //!   that every face renders from.
+//! - [`windows`]: starting an agent on Windows (`PATH` + `PATHEXT` lookup that never searches
+//!   the working directory, npm `.cmd` shims run through `node` without a shell, other batch
+//!   files through `cmd.exe` with every argument quoted for it) and Windows path comparison.
 
 #![warn(missing_docs)]
 
@@ -115,4 +118,5 @@ pub mod restart;
 pub mod session;
 pub mod terminal;
 pub mod thread;
+pub mod windows;
 pub mod writes;

@@ -332,3 +332,41 @@ fn remote_cases() {
         }
     });
 }
+
+#[test]
+fn windows_cases() {
+    use acp_client::windows;
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    replay("windows.json", |case| {
+        if let Some(f) = case.get("find") {
+            // The face's answer: a case-insensitive file system holding `files`.
+            let files: Vec<String> = f["files"]
+                .as_array()
+                .expect("files")
+                .iter()
+                .map(|v| v.as_str().expect("a file").to_ascii_lowercase())
+                .collect();
+            let found = windows::find_program(
+                f["command"].as_str().expect("command"),
+                f["path"].as_str().expect("path"),
+                text(&f["pathext"]).as_deref(),
+                |candidate| files.contains(&candidate.to_ascii_lowercase()),
+            );
+            json!(found)
+        } else if let Some(p) = case.get("plan") {
+            let facts: windows::Facts = serde_json::from_value(p["facts"].clone()).expect("facts");
+            let args: Vec<String> = serde_json::from_value(p["args"].clone()).expect("args");
+            match windows::plan(&facts, &args) {
+                Ok(spawn) => json!({ "spawn": spawn }),
+                Err(e) => json!({ "error": e }),
+            }
+        } else if let Some(c) = case.get("contains") {
+            json!(windows::contains(
+                c["root"].as_str().expect("root"),
+                c["path"].as_str().expect("path")
+            ))
+        } else {
+            panic!("a windows.json case is find, plan or contains: {case}")
+        }
+    });
+}

@@ -33,6 +33,8 @@ pub mod restart;
 pub mod session;
 #[cfg(feature = "client")]
 pub mod thread;
+#[cfg(feature = "client")]
+pub mod windows;
 
 use acp_core::{BatchPolicy, Config, Connection, ErrorObject, RawValue, RequestOptions, Role};
 use serde::Deserialize;

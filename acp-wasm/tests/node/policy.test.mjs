@@ -99,7 +99,20 @@ const REPLAYS = {
     const refused = acp.checkTokenTransport(c.scheme, c.authority, c.host, c.allowInsecure, "the switch");
     return refused === undefined ? { ok: true } : { refused };
   },
+  "windows.json": windows,
 };
+
+/** One row of starting a program on Windows (acp_client::windows): `find` (a case-insensitive
+ *  file system holding `files`), `plan` or `contains`. */
+function windows(c) {
+  if (c.find) {
+    const files = new Set(c.find.files.map((f) => f.toLowerCase()));
+    return acp.windowsFindProgram(c.find.command, c.find.path, c.find.pathext ?? undefined,
+      (candidate) => files.has(candidate.toLowerCase())) ?? null;
+  }
+  if (c.plan) return JSON.parse(acp.windowsPlanSpawn(JSON.stringify(c.plan.facts), JSON.stringify(c.plan.args)));
+  return acp.windowsContains(c.contains.root, c.contains.path);
+}
 
 /** One row of the HTTP transport's routing (acp_core::http_sse): a message the client sends
  *  (`send`: method, id, session) or a response it receives (`receive`: id, session). */
