@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Windows without a Windows machine (issue 25): the test suites of the crates that build for
+# Windows, compiled for x86_64-pc-windows-gnu and run under wine64 (scripts/test.sh, step
+# windows). Today: acp-core (the engine: framing, JSON-RPC, batches, vectors, properties) and
+# acp-client (every case table, windows.json included). acp-native and acp-cli do not build
+# for Windows yet (docs/reliability.md, "Windows").
+#
+# Installs what it needs (Debian's mingw-w64 and wine64; a Rust compiler with the standard
+# library's sources, for -Zbuild-std) and is quick when they are there. Toolchain, in order:
+#   1. rustup with the x86_64-pc-windows-gnu target installed (users' machines): plain cargo;
+#   2. Debian's rustc-web with rust-web-src, extracted (not installed) into the cache, so the
+#      system's compiler is left alone: its version is the newest the archive serves (the
+#      workspace's dependencies need a newer rustc than Debian 12's first rustc-web).
+# Wine 8 lacks bcryptprimitives.dll (whose ProcessPrng Rust's std calls for random bytes): a
+# five-line DLL built with mingw (calling RtlGenRandom) goes into the wine prefix.
+#
+# Exits 0 with a loud notice, without running anything, only when wine cannot start here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CACHE=${ACP_CACHE_DIR:-$HOME/.cache/acp-rs}
+TARGET_DIR=${ACP_WINDOWS_TARGET_DIR:-$ROOT/target-win}
+TARGET=x86_64-pc-windows-gnu
+PACKAGES=(-p acp-core -p acp-client)
+WINE=/usr/lib/wine/wine64
+export WINEPREFIX=$CACHE/wineprefix WINEDEBUG=-all
+mkdir -p "$CACHE"
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+apt_install() {
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@"
+}
+
+missing=()
+command -v x86_64-w64-mingw32-gcc >/dev/null || missing+=(mingw-w64)
+[ -x "$WINE" ] || missing+=(wine64)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}"
+  apt_install "${missing[@]}" >/dev/null
+fi
+
+# --- the compiler -------------------------------------------------------------------------
+cargo_env=()
+build_std=()
+if command -v rustup >/dev/null && rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; then
+  echo "toolchain: rustup's $TARGET target"
+else
+  version=$(apt-cache policy rustc-web | awk '/Candidate:/ { print $2 }')
+  [ -n "$version" ] && [ "$version" != "(none)" ] || { echo "no rustc-web in the Debian archive" >&2; exit 1; }
+  short=$(echo "$version" | sed -E 's/^([0-9]+\.[0-9]+).*/\1/')
+  prefix=$CACHE/rust-web-$version
+  if [ ! -x "$prefix/usr/bin/rustc" ]; then
+    echo "toolchain: extracting Debian's rustc-web $version into $prefix"
+    [ ${#missing[@]} -gt 0 ] || $sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+    llvm=$(apt-cache depends "libstd-rust-web-$short" | awk '/Depends: libllvm/ { print $2; exit }')
+    debs=$(mktemp -d)
+    # apt's download user must be able to write there.
+    chmod 777 "$debs"
+    (cd "$debs" && apt-get download -qq "rustc-web=$version" "rust-web-src=$version" \
+      "libstd-rust-web-$short=$version" "libstd-rust-web-dev=$version" "$llvm")
+    rm -rf "$prefix.tmp" && mkdir -p "$prefix.tmp"
+    for deb in "$debs"/*.deb; do dpkg -x "$deb" "$prefix.tmp"; done
+    rm -rf "$debs" "$prefix" && mv "$prefix.tmp" "$prefix"
+  fi
+  echo "toolchain: Debian's rustc-web $version (-Zbuild-std)"
+  lib=$(dirname "$(find "$prefix/usr/lib" -name 'librustc_driver-*.so' | head -1)")
+  llvm_lib=$(dirname "$(find "$prefix/usr/lib" -name 'libLLVM*.so*' | head -1)")
+  cargo_env=(-u RUSTUP_TOOLCHAIN "LD_LIBRARY_PATH=$lib:$llvm_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    "RUSTC=$prefix/usr/bin/rustc" "RUSTDOC=$prefix/usr/bin/rustdoc" RUSTC_BOOTSTRAP=1)
+  build_std=(-Zbuild-std=std,panic_abort)
+fi
+
+# --- wine ---------------------------------------------------------------------------------
+if ! timeout 300 "$WINE" cmd /c echo wine-ok 2>/dev/null | grep -q wine-ok; then
+  echo "!!! ====================================================================== !!!"
+  echo "!!! wine64 cannot start on this machine: the Windows suites were NOT run.    !!!"
+  echo "!!! ====================================================================== !!!"
+  exit 0
+fi
+system32=$WINEPREFIX/drive_c/windows/system32
+if [ ! -f "$system32/bcryptprimitives.dll" ]; then
+  stub=$(mktemp -d)
+  cat >"$stub/bcryptprimitives.c" <<'EOF'
+#include <windows.h>
+#include <ntsecapi.h>
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
+  return RtlGenRandom(data, (ULONG)len);
+}
+EOF
+  x86_64-w64-mingw32-gcc -shared -O2 -o "$system32/bcryptprimitives.dll" \
+    "$stub/bcryptprimitives.c" -ladvapi32
+  rm -rf "$stub"
+fi
+
+# --- build and run ------------------------------------------------------------------------
+# cargo runs each test executable through wine (the runner), from its package's directory.
+env "${cargo_env[@]}" \
+  CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
+  CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$WINE" \
+  cargo test --locked --target "$TARGET" "${build_std[@]}" --target-dir "$TARGET_DIR" \
+  "${PACKAGES[@]}" --lib --tests
