@@ -75,8 +75,9 @@ pub fn env_name_eq(a: &str, b: &str) -> bool {
 /// The file `command` names, as Windows would find it but never in the working directory:
 /// `path` is the `PATH` value (`;`-separated, entries may be quoted), `pathext` the `PATHEXT`
 /// value (default [`DEFAULT_PATHEXT`]), `is_file` the face's answer for a candidate path.
-/// In each directory, the name as given first when its extension is one of `PATHEXT`'s, then
-/// the name with each extension of `PATHEXT` in order. `None`: found nowhere.
+/// In each directory, the name as given first when it has an extension (one Windows would not
+/// start is found too, and [`plan`] says how to run it), then the name with each extension of
+/// `PATHEXT` in order. `None`: found nowhere.
 pub fn find_program(
     command: &str,
     path: &str,
@@ -94,9 +95,9 @@ pub fn find_program(
         .filter(|e| e.starts_with('.') && e.len() > 1)
         .collect();
     let candidates = |base: &str| -> Option<String> {
-        let has_known_ext =
-            extension(base).is_some_and(|e| exts.iter().any(|x| x.eq_ignore_ascii_case(e)));
-        if has_known_ext && is_file(base) {
+        // A name with an extension is tried as given first; one Windows would not run (a
+        // `.ps1`, a `.js`) is found too, so that `plan` can say how to run it.
+        if extension(base).is_some() && is_file(base) {
             return Some(base.to_string());
         }
         exts.iter()

@@ -35,6 +35,7 @@ import { CancellationSource, type CancellationToken } from "../protocol/cancella
 import type { Logger } from "../protocol/log";
 import type { CreateTerminalRequest, TerminalExitStatus, TerminalOutputResponse } from "@agentclientprotocol/sdk";
 import { JsonRpc, RequestError } from "../protocol/errors";
+import { planSpawn, SpawnRefused, windowsTreeKill, type SpawnPlan } from "../protocol/windowsSpawn";
 import type { ClientPolicy, CommandQuestion, TerminalCommandRequest } from "../protocol/policy";
 import { insideSomeFolder } from "./fs";
 
@@ -291,12 +292,24 @@ export class TerminalManager {
     for (const v of run.env ?? []) extra[v.name] = v.value;
     const settings = this.settings();
     const env = explicitEnv(settings.hostEnv ?? process.env, settings.envPolicy ?? NO_HOST_ENV, extra);
-    const child = spawn(run.command, run.args ?? [], {
+    // On Windows, acp-client's plan (windowsSpawn.ts): the program found in PATH (never the
+    // working directory), an npm shim through node, a batch file through cmd.exe with its
+    // arguments quoted; elsewhere as given.
+    let plan: SpawnPlan;
+    try {
+      plan = planSpawn(this.policy.windowsRules(), run.command, run.args ?? [], env);
+    } catch (e) {
+      if (!(e instanceof SpawnRefused)) throw e;
+      throw this.policy.failure("command_not_found", `cannot run \`${run.command}\`: ${e.message}`, { command: run.command });
+    }
+    const child = spawn(plan.command, plan.args, {
       cwd,
       env,
       shell: false,
-      detached: true,
+      windowsVerbatimArguments: plan.verbatim,
+      detached: process.platform !== "win32",
       stdio: ["pipe", "pipe", "pipe"],
+      windowsHide: true,
     });
     // Started, or the request's error: a command that cannot run is not a terminal.
     await new Promise<void>((resolve, reject) => {
@@ -410,6 +423,16 @@ export class TerminalManager {
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (process.platform === "win32" && child.pid !== undefined) {
+    // No process groups: taskkill ends the command and everything it started.
+    const kill = windowsTreeKill(child.pid);
+    try {
+      spawn(kill.command, kill.args, { shell: false, stdio: "ignore", windowsHide: true }).on("error", () => child.kill());
+    } catch {
+      child.kill();
+    }
+    return;
+  }
   try {
     process.kill(-child.pid!, signal);
   } catch {

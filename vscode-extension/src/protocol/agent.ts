@@ -18,6 +18,7 @@ import { AcpClient, type Clock, type IncomingHandler, realClock } from "./client
 import type { ConnectionOptions, EngineModule } from "./engine";
 import { invalidEnvNames } from "./env";
 import { ClientPolicy } from "./policy";
+import { SpawnRefused } from "./windowsSpawn";
 import type { Logger, TraceSink } from "./log";
 import * as fs from "node:fs";
 import { AgentProcess, type AgentSpec } from "./process";
@@ -121,7 +122,11 @@ export class AgentConnection {
       );
     }
     // Without a policy the agent gets acp-client's allowlist of host variables, nothing more.
-    spec = { ...spec, envPolicy: spec.envPolicy ?? { allowlist: policy.envAllowlist(), passthrough: [], inheritAll: false } };
+    spec = {
+      ...spec,
+      envPolicy: spec.envPolicy ?? { allowlist: policy.envAllowlist(), passthrough: [], inheritAll: false },
+      windowsRules: o.engine,
+    };
     let ca: Buffer | undefined;
     if (spec.url && spec.caFile) {
       try {
@@ -141,11 +146,18 @@ export class AgentConnection {
       },
       onExit: () => client?.receiveEof(),
     };
-    const proc: AgentTransport = !spec.url
-      ? new AgentProcess(spec, events)
-      : /^https?:/i.test(spec.url)
-        ? new SseRemoteAgent(spec.url, { token: o.token, ca, engine: o.engine }, events)
-        : new RemoteAgent(spec.url, { token: o.token, ca }, events);
+    let proc: AgentTransport;
+    try {
+      proc = !spec.url
+        ? new AgentProcess(spec, events)
+        : /^https?:/i.test(spec.url)
+          ? new SseRemoteAgent(spec.url, { token: o.token, ca, engine: o.engine }, events)
+          : new RemoteAgent(spec.url, { token: o.token, ca }, events);
+    } catch (e) {
+      // Windows: found nowhere, or a batch file an argument cannot be passed to safely.
+      if (e instanceof SpawnRefused) throw new AgentStartError(`${spec.name}: ${e.message}`, "");
+      throw e;
+    }
     client = new AcpClient(engine, { write: (b) => proc.write(b) }, o.handler, o.log, o.trace, o.clock ?? realClock);
     const fail = async (message: string, exit?: ExitInfo): Promise<never> => {
       const info = exit ?? (await proc.stop(500));

@@ -52,6 +52,10 @@ export const REQUIRED_EXPORTS = [
   "agentPresets",
   "stopWords",
   "rpcWords",
+  "windowsFindProgram",
+  "windowsPlanSpawn",
+  "windowsEnvAllowlist",
+  "windowsShimReadLimit",
 ] as const satisfies ReadonlyArray<keyof EngineModule>;
 
 /** The directory names tried, in order, for the wasm package (wasm-bindgen `--target nodejs`). */

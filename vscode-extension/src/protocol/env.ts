@@ -42,17 +42,33 @@ export function envPolicyFrom(
   return { allowlist: policy.envAllowlist(), passthrough: valid, inheritAll, ignored };
 }
 
-function matches(name: string, pattern: string): boolean {
+/** Whether `name` matches `pattern` (a trailing `*`: a prefix); on Windows, whose variable
+ *  names ignore case (`Path` is `PATH`), ignoring ASCII case. */
+export function matches(name: string, pattern: string, windows = process.platform === "win32"): boolean {
+  if (windows) {
+    name = name.toUpperCase();
+    pattern = pattern.toUpperCase();
+  }
   return pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
 }
 
 /** The environment for a child: allowed host variables, then `extra` on top. */
-export function explicitEnv(host: NodeJS.ProcessEnv, policy: EnvPolicy, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+export function explicitEnv(
+  host: NodeJS.ProcessEnv,
+  policy: EnvPolicy,
+  extra: Record<string, string> = {},
+  windows = process.platform === "win32",
+): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   const allow = [...policy.allowlist, ...policy.passthrough];
   for (const [name, value] of Object.entries(host)) {
     if (value === undefined) continue;
-    if (policy.inheritAll || allow.some((p) => matches(name, p))) out[name] = value;
+    if (policy.inheritAll || allow.some((p) => matches(name, p, windows))) out[name] = value;
+  }
+  if (!windows) return { ...out, ...extra };
+  // One variable per name whatever its case: `extra`'s `Path` replaces the host's `PATH`.
+  for (const name of Object.keys(extra)) {
+    for (const k of Object.keys(out)) if (k.toUpperCase() === name.toUpperCase()) delete out[k];
   }
   return { ...out, ...extra };
 }

@@ -27,6 +27,7 @@ import type {
 } from "acp-wasm-client";
 import type { EngineModule, WasmCrashBudget, WasmThread } from "./engine";
 import { RequestError } from "./errors";
+import type { WindowsRules } from "./windowsSpawn";
 
 export type {
   FailureError,
@@ -101,8 +102,16 @@ export class ClientPolicy {
   }
 
   /** Host variables passed to agents and commands by default (`LC_*`: a prefix). */
-  envAllowlist(): string[] {
-    return this.module().envAllowlist();
+  /** acp-client's allowlist of host variables; on Windows with what a Windows process needs
+   *  (SystemRoot, ComSpec, PATHEXT, USERPROFILE, APPDATA, TEMP…: windowsEnvAllowlist). */
+  envAllowlist(platform: NodeJS.Platform = process.platform): string[] {
+    const m = this.module();
+    return platform === "win32" ? [...m.envAllowlist(), ...m.windowsEnvAllowlist()] : m.envAllowlist();
+  }
+
+  /** acp-client's Windows start rules (windowsSpawn.ts). */
+  windowsRules(): WindowsRules {
+    return this.module();
   }
 
   validEnvName(name: string): boolean {

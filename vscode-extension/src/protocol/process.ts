@@ -6,6 +6,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { NO_HOST_ENV, explicitEnv, type EnvPolicy } from "./env";
 import { TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
+import { planSpawn, windowsTreeKill, type WindowsRules } from "./windowsSpawn";
 
 export interface AgentSpec {
   name: string;
@@ -22,6 +23,8 @@ export interface AgentSpec {
   /** Which host variables the agent gets. AgentConnection.start defaults it to acp-client's
    *  allowlist; an AgentProcess started without one gets no host variable at all. */
   envPolicy?: EnvPolicy;
+  /** acp-client's Windows start rules (the engine); needed on Windows only (windowsSpawn.ts). */
+  windowsRules?: WindowsRules;
 }
 
 export type AgentProcessEvents = TransportEvents;
@@ -46,11 +49,17 @@ export class AgentProcess implements AgentTransport {
       resolveExit(info);
       events.onExit(info);
     };
-    this.child = spawn(spec.command, spec.args, {
+    const env = explicitEnv(process.env, spec.envPolicy ?? NO_HOST_ENV, spec.env);
+    // On Windows: the file acp-client finds and how it runs it (an npm shim through node, a
+    // batch file through cmd.exe with its arguments quoted); elsewhere as given. Throws
+    // SpawnRefused (the caller's start error) when it cannot be run safely.
+    const plan = planSpawn(spec.windowsRules, spec.command, spec.args, env);
+    this.child = spawn(plan.command, plan.args, {
       cwd: spec.cwd,
-      env: explicitEnv(process.env, spec.envPolicy ?? NO_HOST_ENV, spec.env),
+      env,
       shell: false,
-      detached: true, // own process group: stop() signals the whole group
+      windowsVerbatimArguments: plan.verbatim,
+      detached: process.platform !== "win32", // own process group: stop() signals the whole group
       stdio: ["pipe", "pipe", "pipe"],
       windowsHide: true,
     });
@@ -126,6 +135,16 @@ export class AgentProcess implements AgentTransport {
   private signalGroup(signal: NodeJS.Signals): void {
     const pid = this.child.pid;
     if (pid === undefined) return;
+    if (process.platform === "win32") {
+      // No process groups: taskkill ends the agent and everything it started.
+      const kill = windowsTreeKill(pid);
+      try {
+        spawn(kill.command, kill.args, { shell: false, stdio: "ignore", windowsHide: true }).on("error", () => this.child.kill());
+      } catch {
+        this.child.kill();
+      }
+      return;
+    }
     try {
       process.kill(-pid, signal);
     } catch {
