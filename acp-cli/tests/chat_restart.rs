@@ -61,11 +61,8 @@ fn a_crashed_agent_is_restarted_and_the_session_continues() {
         err.contains("crashing mid-answer as asked"),
         "the stderr tail: {err}"
     );
-    assert!(
-        err.contains("restarting the agent in 500 milliseconds"),
-        "{err}"
-    );
-    // The same session, resumed.
+    assert!(err.contains("restarting it in 500 milliseconds"), "{err}");
+    // The same session, resumed (acp-client's session engine says it: the agent remembers).
     let id = err
         .split("session ")
         .nth(1)
@@ -73,7 +70,9 @@ fn a_crashed_agent_is_restarted_and_the_session_continues() {
         .expect("a session id")
         .to_string();
     assert!(
-        err.contains(&format!("resumed session {id}")),
+        err.contains(&format!(
+            "session {id} resumed: it remembers the conversation"
+        )),
         "session {id} resumed: {err}"
     );
     assert!(out.contains("You said: \"after the crash\""), "{out}");
@@ -87,7 +86,7 @@ fn crashes_past_the_budget_end_the_chat() {
         "#crash 1\n#crash 2\n#crash 3\n#crash 4\n#crash 5\nnever\n",
     );
     assert_eq!(code, Some(1), "{err}");
-    assert_eq!(err.matches("restarting the agent").count(), 4, "{err}");
+    assert_eq!(err.matches("restarting it in").count(), 4, "{err}");
     assert!(
         err.contains("agent crashed 5 times in 2 minutes; not restarting"),
         "{err}"
@@ -119,10 +118,10 @@ fn after_a_crash_an_agent_that_can_only_load_replays_the_session_unseen() {
     // Loaded (no resume offered), said in one line with how much was replayed...
     let notice = err
         .lines()
-        .find(|l| l.contains(&format!("session {id} reloaded (")))
+        .find(|l| l.contains(&format!("session {id} reloaded: ")))
         .unwrap_or_else(|| panic!("the reload notice: {err}"));
     let replayed: u64 = notice
-        .split("reloaded (")
+        .split("reloaded: ")
         .nth(1)
         .and_then(|s| s.split_whitespace().next())
         .and_then(|n| n.parse().ok())
@@ -140,6 +139,55 @@ fn after_a_crash_an_agent_that_can_only_load_replays_the_session_unseen() {
     );
     assert_eq!(all.matches("first turn").count(), 1, "{all}");
     // The session goes on, shown as usual.
+    assert_eq!(
+        out.matches("You said: \"after the crash\"").count(),
+        1,
+        "{out}"
+    );
+}
+
+/// Issue 21: after a crash, an agent that keeps nothing (the demo agent without
+/// `--state-dir`: it can load sessions, but only those of its own process) no longer has the
+/// session: the user is told it does not, and that a new session goes on without the
+/// conversation above; the conversation goes on. Before, `acp chat` said "session … reloaded
+/// (0 replayed update(s) …)", as if the agent remembered it.
+#[test]
+fn after_a_crash_an_agent_that_keeps_nothing_is_said_to_have_lost_the_conversation() {
+    let dir = TempDir::new("restart-stateless");
+    let mut child = Command::new(acp())
+        .args(["chat", "--deny", "--", acp(), "demo-agent"])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", dir.join("xdg"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"first turn\n#crash now\nafter the crash\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(err.contains("exited with code 70"), "{err}");
+    let id = session_id(&err);
+    assert!(
+        err.contains(&format!("does not have session {id} (any more)")),
+        "{err}"
+    );
+    assert!(
+        err.contains("the agent does not remember the conversation above"),
+        "{err}"
+    );
+    assert!(!err.contains("reloaded"), "{err}");
+    assert!(!err.contains("resumed"), "{err}");
+    // The conversation goes on, in the new session.
     assert_eq!(
         out.matches("You said: \"after the crash\"").count(),
         1,

@@ -31,11 +31,43 @@ const EVENT_BYTES: usize = 64 << 20;
 /// An update's share of [`EVENT_BYTES`], given back when the update has been shown.
 type UpdateBytes = Option<tokio::sync::OwnedSemaphorePermit>;
 
+/// Dropped when the UI loop is done with an update, while its handler waits for that (see
+/// [`UpdateGate`]).
+pub(super) type Taken = Option<oneshot::Sender<()>>;
+
+/// While a session is being opened, each `session/update`'s handler waits until the UI loop
+/// is done with the update (its [`Taken`] dropped). The driver hands a call's answer over only
+/// after the notifications before it were handled (acp-native's wire order), so an update the
+/// UI loop holds, not yet done with, came before the open request's answer if that answer is
+/// not in yet, and after it if it is: `Chat::open_call` knows which updates are a replay's
+/// (or held before a new session's id) exactly, as the engine needs them. Outside an open the
+/// handlers do not wait (updates flow through the bounded queue).
+#[derive(Default)]
+pub(super) struct UpdateGate {
+    open: std::sync::atomic::AtomicBool,
+}
+
+impl UpdateGate {
+    /// An open request is about to go out: updates wait until taken.
+    pub(super) fn open(&self) {
+        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The open is over: updates no longer wait.
+    pub(super) fn close(&self) {
+        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_open(&self) -> bool {
+        self.open.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// What the connection's handlers hand to the UI loop.
 pub(super) enum Event {
     /// A `session/update` notification (raw params), holding its bytes of [`EVENT_BYTES`]
-    /// until it is shown.
-    Update(Option<Box<RawValue>>, UpdateBytes),
+    /// until it is shown (and, while a session opens, its handler: [`UpdateGate`]).
+    Update(Option<Box<RawValue>>, UpdateBytes, Taken),
     /// A `session/request_permission` waiting for an answer.
     Permission(Box<PermissionAsk>),
 }
@@ -143,6 +175,7 @@ where
 /// The client side's handlers: everything the agent may ask of us.
 pub(super) fn client_router(
     events: mpsc::Sender<Event>,
+    update_gate: Arc<UpdateGate>,
     cwd: &std::path::Path,
     terminals: Terminals,
 ) -> Router {
@@ -164,11 +197,23 @@ pub(super) fn client_router(
             // Waits while the UI is behind: the connection then stops reading the agent.
             let updates = updates.clone();
             let budget = update_bytes.clone();
+            let update_gate = update_gate.clone();
             async move {
                 let kib = params.as_ref().map_or(0, |p| p.get().len()) / 1024 + 1;
                 let kib = u32::try_from(kib.min(EVENT_BYTES >> 10)).unwrap_or(u32::MAX);
                 let bytes = budget.acquire_many_owned(kib).await.ok();
-                let _ = updates.send(Event::Update(params, bytes)).await;
+                if update_gate.is_open() {
+                    let (taken, done) = oneshot::channel();
+                    if updates
+                        .send(Event::Update(params, bytes, Some(taken)))
+                        .await
+                        .is_ok()
+                    {
+                        let _ = done.await;
+                    }
+                } else {
+                    let _ = updates.send(Event::Update(params, bytes, None)).await;
+                }
             }
         })
         .route::<typed::RequestPermission, _, _>(move |request, cx| {

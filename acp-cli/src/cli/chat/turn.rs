@@ -136,7 +136,7 @@ impl Chat {
                     if idle_deadline.is_some() && turn.open.is_none() && turn.cancel_deadline.is_none() => {
                     // Not silent if the agent wrote anything since, or waits on a request of
                     // its own that we are still serving (a long command in a terminal...).
-                    let heard = self.inbox.tap.last_received().map(Instant::from_std);
+                    let heard = self.inbox.watch.last_received().map(Instant::from_std);
                     if self.activity.in_flight() > 0 {
                         last_activity = Instant::now();
                         continue;
@@ -171,9 +171,9 @@ impl Chat {
             let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
         }
         self.show_held(&conn, &mut turn).await;
-        // Updates sent before the response may still be on their way to us: the tap has
-        // counted them all, so render until that many have been shown.
-        self.inbox.catch_up_turn().await;
+        // The updates sent before the response are queued already (wire order): shown now,
+        // before the turn's end.
+        self.inbox.catch_up_turn();
         // Warnings about what came with the turn (an oversize line...) are shown before its end.
         self.inbox.drain_warnings();
         if let Some(o) = turn.timed_out.take() {
@@ -242,7 +242,7 @@ impl Chat {
                 break;
             };
             match event {
-                Event::Update(params, _bytes) => self.inbox.render_update(params),
+                Event::Update(params, _bytes, _taken) => self.ui.session_update(params.as_deref()),
                 Event::Permission(ask) => {
                     let title = ask.title(&self.ui);
                     if ask.withdrawn.is_cancelled() {
