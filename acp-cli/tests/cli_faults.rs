@@ -428,6 +428,50 @@ fn the_replay_of_a_load_ends_exactly_at_its_answer() {
     }
 }
 
+/// An agent that sends many updates before it answers one of our calls outside a turn
+/// (here `session/set_mode` for `--mode`): acp-native hands the answer over only after those
+/// updates were handled, so they are taken while the call is awaited. Before, they waited in
+/// the full event queue (64) for a loop that waited for the answer: a hang.
+#[test]
+fn updates_before_an_answer_outside_a_turn_are_taken_while_it_is_awaited() {
+    let dir = TempDir::new("updates-before-answer");
+    let chunk = r#"echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"."}}}}'"#;
+    let agent = dir.script(
+        "agent.sh",
+        &format!(
+            r#"read -r line
+echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}'
+read -r line
+echo '{{"jsonrpc":"2.0","id":1,"result":{{"sessionId":"s-1","modes":{{"currentModeId":"auto","availableModes":[{{"id":"auto","name":"Auto"}},{{"id":"default","name":"Default"}}]}}}}}}'
+read -r line
+i=0
+while [ $i -lt 300 ]; do
+{chunk}
+  i=$((i+1))
+done
+echo '{{"jsonrpc":"2.0","id":2,"result":{{}}}}'
+read -r line
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s-1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"answered"}}}}}}}}'
+echo '{{"jsonrpc":"2.0","id":3,"result":{{"stopReason":"end_turn"}}}}'
+cat >/dev/null"#
+        ),
+    );
+    let agent = agent.to_string_lossy();
+    let r = run(
+        &["chat", "--mode", "default", "--prompt", "hi", "--", &agent],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains("mode: default (was auto)"),
+        "{}",
+        r.dump()
+    );
+    assert_eq!(r.stdout.matches('.').count(), 300, "{}", r.dump());
+    assert!(r.stdout.contains("answered"), "{}", r.dump());
+}
+
 #[test]
 fn load_continues_a_session_the_agent_replays_first() {
     let dir = TempDir::new("load");

@@ -1,5 +1,5 @@
-//! Awaiting the agent's answers (methods of [`Chat`]): a call raced with the signals and the
-//! agent's garbage (the requests that open a session: `open.rs`), and a failed call turned
+//! Awaiting the agent's answers (methods of [`Chat`]): a call raced with the signals, what the
+//! agent sends meanwhile and its garbage (the requests that open a session: `open.rs`), and a failed call turned
 //! into a message for the user: a timeout, an error answer, authentication needed, the agent
 //! gone.
 
@@ -28,6 +28,9 @@ impl Chat {
         }
     }
 
+    /// Awaits a call outside a turn, taking what the agent sends meanwhile as between turns:
+    /// its answer comes after the updates sent before it (wire order), so they must not wait
+    /// in a full queue for a loop that waits for the answer.
     pub(super) async fn wait_raw<T>(
         &mut self,
         call: impl Future<Output = Result<T, RpcError>>,
@@ -36,6 +39,7 @@ impl Chat {
         loop {
             tokio::select! {
                 r = &mut call => return Ok(r),
+                Some(event) = self.inbox.events.recv() => self.inbox.idle_event(event),
                 Some(line) = self.inbox.warnings.recv() => self.inbox.garbage(line),
                 sig = self.signals.recv() => return Err(quit(sig)),
             }

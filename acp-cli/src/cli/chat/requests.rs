@@ -27,6 +27,10 @@ pub(super) const EVENT_QUEUE: usize = 64;
 /// with the counts above, what an unread stdout or an open question can make `acp chat` hold
 /// (a larger update waits until it is alone).
 const EVENT_BYTES: usize = 64 << 20;
+/// Updates smaller than this take no share of [`EVENT_BYTES`]: their count bounds them
+/// ([`EVENT_QUEUE`] queued and 256 held back, under 1.3 MiB), and a stream of small chunks
+/// does not take and give back a permit each.
+const SMALL_UPDATE: usize = 4 << 10;
 
 /// An update's share of [`EVENT_BYTES`], given back when the update has been shown.
 type UpdateBytes = Option<tokio::sync::OwnedSemaphorePermit>;
@@ -36,30 +40,45 @@ type UpdateBytes = Option<tokio::sync::OwnedSemaphorePermit>;
 pub(super) type Taken = Option<oneshot::Sender<()>>;
 
 /// While a session is being opened, each `session/update`'s handler waits until the UI loop
-/// is done with the update (its [`Taken`] dropped). The driver hands a call's answer over only
-/// after the notifications before it were handled (acp-native's wire order), so an update the
-/// UI loop holds, not yet done with, came before the open request's answer if that answer is
-/// not in yet, and after it if it is: `Chat::open_call` knows which updates are a replay's
-/// (or held before a new session's id) exactly, as the engine needs them. Outside an open the
-/// handlers do not wait (updates flow through the bounded queue).
-#[derive(Default)]
+/// is done with the update (its [`Taken`] dropped) or the open is over. The driver hands a
+/// call's answer over only after the notifications before it were handled (acp-native's wire
+/// order), so while the open request's answer is not in, every update before it has been
+/// taken or is in hand, and an update in hand once the answer is in came after it:
+/// `Chat::open_call` knows which updates are a replay's (or held before a new session's id)
+/// exactly, as the engine needs them. Closing the gate releases the handlers still waiting
+/// (updates after the answer, taken later in order), so nothing waits on a UI loop that no
+/// longer takes updates; outside an open the handlers do not wait (updates flow through the
+/// bounded queue).
 pub(super) struct UpdateGate {
-    open: std::sync::atomic::AtomicBool,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for UpdateGate {
+    fn default() -> Self {
+        UpdateGate {
+            open: tokio::sync::watch::Sender::new(false),
+        }
+    }
 }
 
 impl UpdateGate {
     /// An open request is about to go out: updates wait until taken.
     pub(super) fn open(&self) {
-        self.open.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.open.send_replace(true);
     }
 
-    /// The open is over: updates no longer wait.
+    /// The open is over: updates no longer wait, and those waiting are released.
     pub(super) fn close(&self) {
-        self.open.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.open.send_replace(false);
     }
 
     fn is_open(&self) -> bool {
-        self.open.load(std::sync::atomic::Ordering::SeqCst)
+        *self.open.borrow()
+    }
+
+    /// Until the gate is closed (at once if it is).
+    async fn closed(&self) {
+        let _ = self.open.subscribe().wait_for(|open| !*open).await;
     }
 }
 
@@ -140,7 +159,11 @@ where
 {
     type Response = Box<RawValue>;
     type Error = ErrorObject;
-    type Future = futures::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+    /// A notification's own future (nothing to count); a request's, counted.
+    type Future = futures::future::Either<
+        S::Future,
+        futures::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>,
+    >;
 
     fn poll_ready(
         &mut self,
@@ -150,25 +173,22 @@ where
     }
 
     fn call(&mut self, req: Incoming) -> Self::Future {
-        let counted = !req.is_notification();
+        if req.is_notification() {
+            return futures::future::Either::Left(self.inner.call(req));
+        }
         let activity = self.activity.clone();
-        if counted {
+        activity
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let fut = self.inner.call(req);
+        futures::future::Either::Right(Box::pin(async move {
+            let result = fut.await;
+            *activity.last_done.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             activity
                 .in_flight
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        let fut = self.inner.call(req);
-        Box::pin(async move {
-            let result = fut.await;
-            if counted {
-                *activity.last_done.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(Instant::now());
-                activity
-                    .in_flight
-                    .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-            }
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             result
-        })
+        }))
     }
 }
 
@@ -199,9 +219,14 @@ pub(super) fn client_router(
             let budget = update_bytes.clone();
             let update_gate = update_gate.clone();
             async move {
-                let kib = params.as_ref().map_or(0, |p| p.get().len()) / 1024 + 1;
-                let kib = u32::try_from(kib.min(EVENT_BYTES >> 10)).unwrap_or(u32::MAX);
-                let bytes = budget.acquire_many_owned(kib).await.ok();
+                let len = params.as_ref().map_or(0, |p| p.get().len());
+                let bytes = if len < SMALL_UPDATE {
+                    None
+                } else {
+                    let kib = (len / 1024 + 1).min(EVENT_BYTES >> 10);
+                    let kib = u32::try_from(kib).unwrap_or(u32::MAX);
+                    budget.acquire_many_owned(kib).await.ok()
+                };
                 if update_gate.is_open() {
                     let (taken, done) = oneshot::channel();
                     if updates
@@ -209,7 +234,10 @@ pub(super) fn client_router(
                         .await
                         .is_ok()
                     {
-                        let _ = done.await;
+                        tokio::select! {
+                            _ = done => {}
+                            () = update_gate.closed() => {}
+                        }
                     }
                 } else {
                     let _ = updates.send(Event::Update(params, bytes, None)).await;
