@@ -90,6 +90,15 @@ impl Inbox {
                 let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
             }
         }
+        self.settle();
+    }
+
+    /// Once every event waiting was taken: what they added to stdout is written (in one go
+    /// for a burst of updates).
+    pub(super) fn settle(&self) {
+        if self.events.is_empty() {
+            self.ui.flush();
+        }
     }
 
     /// After a prompt's answer: the updates sent before it are all queued already (wire

@@ -122,6 +122,7 @@ pub async fn run(mut args: ChatArgs) -> i32 {
         Err(outcome) => outcome,
     };
     ui.spinner_stop();
+    ui.flush();
     if let Some(message) = &outcome.message {
         ui.error(message);
     }

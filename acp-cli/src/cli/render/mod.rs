@@ -33,7 +33,7 @@ mod screen;
 mod session;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use acp_client::display::escape_text;
 use acp_client::session::Routed;
@@ -119,6 +119,12 @@ impl Ui {
         self.lock().screen.spinner_stop();
     }
 
+    /// Writes the conversation given to stdout so far (`acp chat` calls it once it has taken
+    /// the updates waiting: they are written in one go).
+    pub fn flush(&self) {
+        self.lock().screen.flush();
+    }
+
     /// A notice on stderr (dimmed).
     pub fn notice(&self, text: &str) {
         let mut st = self.lock();
@@ -182,7 +188,6 @@ impl Ui {
     pub fn session_update(&self, params: Option<&RawValue>) {
         let mut guard = self.lock();
         let st = &mut *guard;
-        st.screen.last_output = Instant::now();
         let raw = params.map_or("null", RawValue::get);
         // Only what is shown is read; the rest of the message is skipped without being built,
         // so a large update costs no more than its text (acp-client's thread).
@@ -258,6 +263,7 @@ impl Ui {
                 st.screen.status_line(&turn_usage_line(u));
             }
         }
+        st.screen.flush();
     }
 
     /// The `session/prompt` result of the turn about to end ([`Ui::turn_end`]); feature
@@ -281,7 +287,7 @@ pub fn wire_name<T: serde::Serialize>(v: &T) -> String {
 /// only be whitespace between tokens (JSON strings cannot hold them raw), so the value is the
 /// same; nothing else is rewritten (no copy when there are none).
 fn one_line(raw: &str) -> std::borrow::Cow<'_, str> {
-    if raw.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\t')) {
+    if memchr::memchr3(b'\n', b'\r', b'\t', raw.as_bytes()).is_some() {
         raw.replace(['\n', '\r', '\t'], "").into()
     } else {
         raw.into()
