@@ -20,6 +20,7 @@
 
 mod limit; // the byte limit: dropping and trimming old entries
 mod model; // the saved model: entries, blocks, tool calls, plan, commands, usage
+mod read; // one update read in one pass when its tag comes first
 mod saved; // reading the saved tagged entries back, tag first
 #[cfg(test)]
 mod tests;
