@@ -83,7 +83,7 @@ use link::AgentLink;
 use outcome::{stop_reason_code, Outcome};
 use record::Record;
 use remote::Respawn;
-use requests::{client_router, Activity, CountInFlight, UpdateGate, EVENT_QUEUE};
+use requests::{client_router, Activity, CountInFlight, QuickUpdates, UpdateGate, EVENT_QUEUE};
 use session::Session;
 use signals::{ends_chat, quit, Interrupt, Signals};
 use timeouts::{Timeouts, EXIT_REPORT_WAIT, SHUTDOWN_GRACE};
@@ -263,7 +263,11 @@ impl Chat {
         let activity = Arc::new(Activity::default());
         let gate = Arc::new(UpdateGate::default());
         let router = CountInFlight {
-            inner: client_router(event_tx, gate.clone(), &cwd, terminals.clone()),
+            inner: QuickUpdates {
+                inner: client_router(event_tx.clone(), gate.clone(), &cwd, terminals.clone()),
+                events: event_tx,
+                gate: gate.clone(),
+            },
             activity: activity.clone(),
         };
         let mut config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);

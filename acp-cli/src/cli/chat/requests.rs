@@ -1,7 +1,8 @@
 //! What the agent asks of the client: the router serving `fs/*`, `terminal/*` and
 //! `session/request_permission`, turned into events for the UI loop (a bounded queue: see
-//! [`EVENT_QUEUE`], [`EVENT_BYTES`]); the questions acp adds (a command, a write that changes
-//! what runs); the count of the agent's requests being served.
+//! [`EVENT_QUEUE`], [`EVENT_BYTES`]; small `session/update`s put in it directly when there is
+//! room, [`QuickUpdates`]); the questions acp adds (a command, a write that changes what
+//! runs); the count of the agent's requests being served.
 
 use std::sync::Arc;
 
@@ -189,6 +190,66 @@ where
                 .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             result
         }))
+    }
+}
+
+/// `session/update` notifications handed to the UI loop at once when they can be: small (they
+/// take no share of [`EVENT_BYTES`]), no session being opened ([`UpdateGate`]) and room in the
+/// queue. Nothing is built for them but the event (no handler future); the others go to the
+/// router's handler, which waits for room (and, while a session opens, until taken).
+///
+/// Either way they reach the queue in wire order: the driver calls the service for a
+/// notification only once the one before it has been handled (its future finished: acp-native's
+/// notification contract), so an update put in the queue here, inside `call`, comes after an
+/// earlier one that waited for room. Test `tests::quick_and_waiting_updates_keep_wire_order`.
+#[derive(Clone)]
+pub(super) struct QuickUpdates<S> {
+    pub(super) inner: S,
+    pub(super) events: mpsc::Sender<Event>,
+    pub(super) gate: Arc<UpdateGate>,
+}
+
+impl<S> tower::Service<Incoming> for QuickUpdates<S>
+where
+    S: tower::Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>,
+{
+    type Response = Box<RawValue>;
+    type Error = ErrorObject;
+    type Future = futures::future::Either<
+        futures::future::Ready<Result<Box<RawValue>, ErrorObject>>,
+        S::Future,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), ErrorObject>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Incoming) -> Self::Future {
+        let quick = req.is_notification()
+            && req.method == acp_core::acp::client::SESSION_UPDATE
+            && req.params.as_ref().map_or(0, |p| p.get().len()) < SMALL_UPDATE
+            && !self.gate.is_open();
+        if quick {
+            use tokio::sync::mpsc::error::TrySendError;
+            match self
+                .events
+                .try_send(Event::Update(req.params.take(), None, None))
+            {
+                Ok(()) | Err(TrySendError::Closed(_)) => {
+                    let null = serde_json::value::RawValue::NULL.to_owned();
+                    return futures::future::Either::Left(futures::future::ready(Ok(null)));
+                }
+                Err(TrySendError::Full(event)) => {
+                    if let Event::Update(params, ..) = event {
+                        req.params = params;
+                    }
+                }
+            }
+        }
+        futures::future::Either::Right(self.inner.call(req))
     }
 }
 
@@ -401,4 +462,59 @@ fn fs_error(e: FsError) -> ErrorObject {
     let mut o = ErrorObject::new(ErrorCode::from_code(i64::from(e.code())), e.message());
     o.data = e.data();
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use acp_native::process::EnvPolicy;
+    use acp_native::{driver, transport, DriverConfig, Role};
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// Updates of both sizes (a large one always waits in the router's handler) through a
+    /// queue of two to a UI loop that falls behind: the quick path and the waiting one
+    /// alternate, and the UI loop takes every update once, in the order the agent sent them.
+    #[tokio::test(flavor = "current_thread")]
+    async fn quick_and_waiting_updates_keep_wire_order() {
+        const N: usize = 3000;
+        let (events, mut ui) = mpsc::channel(2);
+        let gate = Arc::new(UpdateGate::default());
+        let cwd = std::env::temp_dir();
+        let terminals = Terminals::new(cwd.clone(), EnvPolicy::default(), 1);
+        let service = QuickUpdates {
+            inner: client_router(events.clone(), gate.clone(), &cwd, terminals),
+            events,
+            gate,
+        };
+        let ((cr, cw), (_agent_reads, mut agent)) = transport::duplex(64 << 10);
+        let _conn = driver::spawn(cr, cw, service, DriverConfig::new(Role::Client));
+        tokio::spawn(async move {
+            let large = "x".repeat(SMALL_UPDATE);
+            for i in 0..N {
+                let pad = if i % 5 == 0 { large.as_str() } else { "" };
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{i} {pad}"}}}}}}}}"#
+                );
+                agent.write_all(line.as_bytes()).await.unwrap();
+                agent.write_all(b"\n").await.unwrap();
+            }
+        });
+        for i in 0..N {
+            // Behind now and then: the queue fills and updates wait for room.
+            if i % 3 == 0 {
+                for _ in 0..4 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            let Some(Event::Update(Some(params), _, taken)) = ui.recv().await else {
+                panic!("update {i}: not an update");
+            };
+            let v: serde_json::Value = serde_json::from_str(params.get()).unwrap();
+            let text = v["update"]["content"]["text"].as_str().unwrap();
+            let n: usize = text.split(' ').next().unwrap().parse().unwrap();
+            assert_eq!(n, i, "update {n} arrived as the {i}th");
+            assert!(taken.is_none(), "no session is being opened");
+        }
+    }
 }
