@@ -13,9 +13,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::model::Usage;
-use super::wire::{
-    Chunk, Update, WireCommands, WireConfig, WireInfo, WireMode, WirePlan, WireTool,
-};
+use super::wire::{Update, WireCommands, WireConfig, WireInfo, WireMode, WirePlan};
 
 /// The session id and the update of `params`, or `None`: read it the general way.
 pub(super) fn one_pass(params: &str) -> Option<(Option<String>, Update)> {
@@ -32,10 +30,10 @@ pub(super) fn variant<'de, D: de::Deserializer<'de>>(
     d: D,
 ) -> Result<Update, D::Error> {
     Ok(match tag.as_str() {
-        "user_message_chunk" => Update::UserMessageChunk(Chunk::deserialize(d)?),
-        "agent_message_chunk" => Update::AgentMessageChunk(Chunk::deserialize(d)?),
-        "agent_thought_chunk" => Update::AgentThoughtChunk(Chunk::deserialize(d)?),
-        "tool_call" | "tool_call_update" => Update::ToolCall(WireTool::deserialize(d)?),
+        "user_message_chunk" => Update::UserMessageChunk(Box::deserialize(d)?),
+        "agent_message_chunk" => Update::AgentMessageChunk(Box::deserialize(d)?),
+        "agent_thought_chunk" => Update::AgentThoughtChunk(Box::deserialize(d)?),
+        "tool_call" | "tool_call_update" => Update::ToolCall(Box::deserialize(d)?),
         "plan" => Update::Plan(WirePlan::deserialize(d)?),
         "available_commands_update" => Update::Commands(WireCommands::deserialize(d)?),
         "current_mode_update" => Update::Mode(WireMode::deserialize(d)?),

@@ -26,10 +26,10 @@ pub(super) struct UpdateTag {
 }
 
 pub(super) enum Update {
-    UserMessageChunk(Chunk),
-    AgentMessageChunk(Chunk),
-    AgentThoughtChunk(Chunk),
-    ToolCall(WireTool),
+    UserMessageChunk(Box<Chunk>),
+    AgentMessageChunk(Box<Chunk>),
+    AgentThoughtChunk(Box<Chunk>),
+    ToolCall(Box<WireTool>),
     Plan(WirePlan),
     Commands(WireCommands),
     Mode(WireMode),
