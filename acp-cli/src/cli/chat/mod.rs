@@ -246,16 +246,7 @@ impl Chat {
             .env(env.clone());
         let (warn_tx, warnings) = mpsc::unbounded_channel();
         let watch = Watch::new(args.max_message_bytes, warn_tx);
-        // The log's tap exists only when it is asked for.
-        let tap = match &args.log_rpc {
-            Some(path) => Some(Tap::new(path, args.max_message_bytes).map_err(|e| {
-                Outcome::fail(
-                    exit::ERROR,
-                    format!("cannot create the --log-rpc file: {e}"),
-                )
-            })?),
-            None => None,
-        };
+        let tap = log_tap(args)?;
 
         let (event_tx, events) = mpsc::channel(EVENT_QUEUE);
         let terminals = Terminals::new(cwd.clone(), env, args.max_terminals);
@@ -507,5 +498,53 @@ impl Chat {
         self.ui.spinner_stop();
         self.terminals.release_all();
         self.link.shutdown(SHUTDOWN_GRACE).await;
+    }
+}
+
+/// The `--log-rpc` tap, only when it is asked for: otherwise nothing but the engine reads the
+/// agent's messages (the [`Watch`] looks at line ends only), so each byte is parsed once.
+fn log_tap(args: &ChatArgs) -> Result<Option<Arc<Tap>>, Outcome> {
+    let Some(path) = &args.log_rpc else {
+        return Ok(None);
+    };
+    Tap::new(path, args.max_message_bytes)
+        .map(Some)
+        .map_err(|e| {
+            Outcome::fail(
+                exit::ERROR,
+                format!("cannot create the --log-rpc file: {e}"),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn chat_args(extra: &[&str]) -> crate::cli::args::ChatArgs {
+        let cli = Cli::try_parse_from(["acp", "chat"].iter().chain(extra)).unwrap();
+        let Command::Chat(args) = cli.command else {
+            panic!("not chat")
+        };
+        args
+    }
+
+    /// Without `--log-rpc` there is no tap on the agent's stream (its messages are parsed
+    /// once, by the engine); with it, the tap logs to the file.
+    #[test]
+    fn the_rpc_log_tap_exists_only_with_log_rpc() {
+        assert!(super::log_tap(&chat_args(&[])).unwrap().is_none());
+        assert!(super::log_tap(&chat_args(&["--json", "--yes"]))
+            .unwrap()
+            .is_none());
+        let dir = std::env::temp_dir().join(format!("acp-log-tap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rpc.jsonl");
+        let args = chat_args(&["--log-rpc", path.to_str().unwrap()]);
+        assert!(super::log_tap(&args).unwrap().is_some());
+        assert!(path.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

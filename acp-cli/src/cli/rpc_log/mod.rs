@@ -1,7 +1,7 @@
 //! The `--log-rpc` file: a tap on the agent's stream, a pure observer that exists only when
 //! the log is asked for (`acp chat` reads each message once otherwise, in the engine).
 //!
-//! `acp chat`'s stream wrappers (`chat/watch.rs`) show the [`Tap`] every byte in both
+//! `acp chat`'s stream wrappers (`cli/watch.rs`) show the [`Tap`] every byte in both
 //! directions, so the log shows exactly what went over the wire, whatever the engine made of
 //! it. Each complete line becomes one JSON line in the log:
 //!
