@@ -245,3 +245,91 @@ fn sessions_json(dir: &TempDir) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Issue 21: after a crash, an agent that can neither resume nor load sessions gets one
+/// `initialize` per process and then `session/new` straight away (acp-client's session engine
+/// decides from the capabilities it already has), and the user is told the conversation is
+/// lost to it. Before, `acp chat` sent `initialize` twice to the restarted agent.
+#[test]
+fn after_a_crash_an_agent_that_cannot_reopen_is_initialized_once_and_given_a_new_session() {
+    let dir = TempDir::new("restart-no-reopen");
+    let log = dir.join("methods");
+    let runs = dir.join("runs");
+    let agent = dir.script(
+        "agent.sh",
+        &format!(
+            r#"n=$(cat '{runs}' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{runs}'
+while read -r line; do
+  echo "$line" | sed -n 's/.*"method":"\([^"]*\)".*/\1/p' >> '{log}'
+  id=$(echo "$line" | sed -n 's/^{{"jsonrpc":"2.0","id":\([0-9]*\),.*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      echo '{{"jsonrpc":"2.0","id":'$id',"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}' ;;
+    *'"method":"session/new"'*)
+      echo '{{"jsonrpc":"2.0","id":'$id',"result":{{"sessionId":"s-'$n'"}}}}' ;;
+    *'"method":"session/prompt"'*'#crash'*)
+      echo 'crashing as asked' >&2; exit 70 ;;
+    *'"method":"session/prompt"'*)
+      echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s-'$n'","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"answer '$n'"}}}}}}}}'
+      echo '{{"jsonrpc":"2.0","id":'$id',"result":{{"stopReason":"end_turn"}}}}' ;;
+    *'"id":'*)
+      echo '{{"jsonrpc":"2.0","id":'$id',"error":{{"code":-32601,"message":"method not found"}}}}' ;;
+  esac
+done"#,
+            runs = runs.display(),
+            log = log.display(),
+        ),
+    );
+    let mut child = Command::new(acp())
+        .args(["chat", "--deny", "--"])
+        .arg(&agent)
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("XDG_STATE_HOME", dir.join("xdg"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"first\n#crash now\nafter the crash\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().trim(), "2", "{err}");
+    let methods = std::fs::read_to_string(&log).unwrap();
+    let methods: Vec<&str> = methods.lines().collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "session/new",
+            "session/prompt",
+            "session/prompt",
+            "initialize",
+            "session/new",
+            "session/prompt",
+        ],
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "restarted without the conversation above (it can neither resume nor load sessions)"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("reloaded") && !err.contains("resumed"),
+        "{err}"
+    );
+    assert!(
+        out.contains("answer 1") && out.contains("answer 2"),
+        "{out}"
+    );
+}
