@@ -42,11 +42,17 @@ async fn run(cli: cli::Cli) -> i32 {
 
 fn main() {
     let args = cli::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // `acp chat` is one conversation: its connection, its handlers and what it shows run on
+    // one thread (nothing waits on another thread's wake-up for each update, and an agent's
+    // flood costs one core); the servers and the demo agent take two.
+    let mut builder = if matches!(args.command, cli::Command::Chat(_)) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("acp: cannot start the async runtime: {e}");

@@ -651,3 +651,67 @@ expect("never")
     assert!(r.stdout.contains("Hello from the rest."), "{:?}", r.stdout);
     assert!(r.stderr.contains("/review"), "{}", r.stderr);
 }
+
+/// Issue 21: `--resume` of an id that is not saved for this directory is refused before any
+/// agent starts (a usage error, exit 2), saying so and what to do; `--resume-unknown` tries it
+/// with the agent, which (the demo agent, like the spec's reference agents) does not have it:
+/// the chat ends saying so, never "loaded" or "resumed". Before, the demo agent started the
+/// unknown id empty and `acp chat` said "loaded session made-up-7".
+#[test]
+fn resume_of_an_id_not_saved_here_is_refused_unless_tried_and_then_told() {
+    let dir = TempDir::new("resume-made-up");
+    let r = run(
+        &["chat", "--resume", "made-up-7", "--prompt", "hi"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 2, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("no session made-up-7 is saved for this directory")
+            && r.stderr.contains("--resume-unknown"),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stderr.contains("connected to"), "no agent: {}", r.dump());
+    assert!(r.stdout.is_empty(), "{}", r.dump());
+
+    let r = run(
+        &[
+            "chat",
+            "--resume",
+            "made-up-7",
+            "--resume-unknown",
+            "--prompt",
+            "hi",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr.contains("does not have session made-up-7"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        !r.stderr.contains("loaded") && !r.stderr.contains("resumed"),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stdout.contains("You said"), "no turn: {}", r.dump());
+
+    // The same with `--load`: the agent does not have it.
+    let r = run(
+        &["chat", "--load", "made-up-7", "--prompt", "hi"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr.contains("does not have session made-up-7"),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stderr.contains("loaded session"), "{}", r.dump());
+}

@@ -291,6 +291,187 @@ cat >/dev/null"#,
     );
 }
 
+/// A sh agent that can load sessions (not resume them): `session/new` opens `s-1`;
+/// `session/load` replays what its scenario (`$1`) says, answers, and, for `replay3`, sends an
+/// update of its own right behind the answer; then a turn answers `new answer`.
+fn loading_agent(dir: &TempDir) -> String {
+    let update = |text: &str, kind: &str| {
+        format!(
+            r#"echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s-1","update":{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"{text}"}}}}}}}}'"#
+        )
+    };
+    let replay = [
+        update("first prompt", "user_message_chunk"),
+        update("first ", "agent_message_chunk"),
+        update("answer", "agent_message_chunk"),
+    ]
+    .join("\n");
+    let after = update("said right after the answer", "agent_message_chunk");
+    let answer = update("new answer", "agent_message_chunk");
+    dir.script(
+        "agent.sh",
+        &format!(
+            r#"read -r line
+echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{"loadSession":true}}}}}}'
+read -r line
+case "$line" in
+  *'"session/new"'*) echo '{{"jsonrpc":"2.0","id":1,"result":{{"sessionId":"s-1"}}}}' ;;
+  *'"session/load"'*)
+    if [ "$1" = replay3 ]; then
+{replay}
+    fi
+    echo '{{"jsonrpc":"2.0","id":1,"result":{{}}}}'
+    if [ "$1" = replay3 ]; then
+{after}
+    fi ;;
+  *) echo "unexpected: $line" >&2; exit 9 ;;
+esac
+read -r line
+{answer}
+echo '{{"jsonrpc":"2.0","id":2,"result":{{"stopReason":"end_turn"}}}}'
+cat >/dev/null"#
+        ),
+    )
+    .to_string_lossy()
+    .into_owned()
+}
+
+/// Issue 21: a load the agent answers without replaying anything did not restore the
+/// conversation, and is said so, never "loaded": with `--load` (nothing on screen), and with
+/// `--resume` of a session saved here (the saved copy is all there is). Before, both said
+/// "loaded session".
+#[test]
+fn a_load_that_replays_nothing_is_reported_as_not_restored() {
+    let dir = TempDir::new("load-nothing");
+    let agent = loading_agent(&dir);
+    let r = run(
+        &[
+            "chat", "--load", "old-7", "--prompt", "again", "--", &agent, "nothing",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains("opened session old-7 in")
+            && r.stderr
+                .contains("but replayed nothing: it did not restore a conversation"),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stderr.contains("loaded session"), "{}", r.dump());
+
+    // A session saved here (the first run), continued with an agent that loads it empty.
+    let r = run(
+        &["chat", "--prompt", "first", "--", &agent, "nothing"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let r = run(
+        &[
+            "chat", "--resume", "s-1", "--prompt", "again", "--", &agent, "nothing",
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains(
+            "did not restore the conversation of session s-1 (it replayed nothing): what is \
+             above is the copy saved here, and the agent does not remember it"
+        ),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stderr.contains("loaded"), "{}", r.dump());
+    assert!(r.stdout.contains("new answer"), "{}", r.dump());
+}
+
+/// The replay of a `session/load` is exactly the updates before its answer (acp-native keeps
+/// wire order; while a session opens, each update waits until the chat took it): with the
+/// conversation saved here (`--resume`), the 3 replayed updates are folded unshown, and the
+/// update the agent sends right behind the answer is the session's, shown, however the
+/// threads are scheduled.
+#[test]
+fn the_replay_of_a_load_ends_exactly_at_its_answer() {
+    let dir = TempDir::new("load-window");
+    let agent = loading_agent(&dir);
+    let r = run(
+        &["chat", "--prompt", "first prompt", "--", &agent, "replay3"],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    for _ in 0..3 {
+        let r = run(
+            &[
+                "chat", "--resume", "s-1", "--prompt", "again", "--", &agent, "replay3",
+            ],
+            dir.path(),
+            None,
+        );
+        assert_eq!(r.code(), 0, "{}", r.dump());
+        assert!(
+            r.stderr
+                .contains("session s-1 reloaded: 3 replayed update(s) not shown again"),
+            "{}",
+            r.dump()
+        );
+        assert!(!r.stdout.contains("first answer"), "{}", r.dump());
+        let after = r
+            .stdout
+            .find("said right after the answer")
+            .unwrap_or_else(|| panic!("the update after the answer is shown: {}", r.dump()));
+        let answer = r.stdout.find("new answer").expect("the turn's answer");
+        assert!(after < answer, "{}", r.dump());
+    }
+}
+
+/// An agent that sends many updates before it answers one of our calls outside a turn
+/// (here `session/set_mode` for `--mode`): acp-native hands the answer over only after those
+/// updates were handled, so they are taken while the call is awaited. Before, they waited in
+/// the full event queue (64) for a loop that waited for the answer: a hang.
+#[test]
+fn updates_before_an_answer_outside_a_turn_are_taken_while_it_is_awaited() {
+    let dir = TempDir::new("updates-before-answer");
+    let chunk = r#"echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"."}}}}'"#;
+    let agent = dir.script(
+        "agent.sh",
+        &format!(
+            r#"read -r line
+echo '{{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":1,"agentCapabilities":{{}}}}}}'
+read -r line
+echo '{{"jsonrpc":"2.0","id":1,"result":{{"sessionId":"s-1","modes":{{"currentModeId":"auto","availableModes":[{{"id":"auto","name":"Auto"}},{{"id":"default","name":"Default"}}]}}}}}}'
+read -r line
+i=0
+while [ $i -lt 300 ]; do
+{chunk}
+  i=$((i+1))
+done
+echo '{{"jsonrpc":"2.0","id":2,"result":{{}}}}'
+read -r line
+echo '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s-1","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"answered"}}}}}}}}'
+echo '{{"jsonrpc":"2.0","id":3,"result":{{"stopReason":"end_turn"}}}}'
+cat >/dev/null"#
+        ),
+    );
+    let agent = agent.to_string_lossy();
+    let r = run(
+        &["chat", "--mode", "default", "--prompt", "hi", "--", &agent],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains("mode: default (was auto)"),
+        "{}",
+        r.dump()
+    );
+    assert_eq!(r.stdout.matches('.').count(), 300, "{}", r.dump());
+    assert!(r.stdout.contains("answered"), "{}", r.dump());
+}
+
 #[test]
 fn load_continues_a_session_the_agent_replays_first() {
     let dir = TempDir::new("load");

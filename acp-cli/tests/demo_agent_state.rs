@@ -188,6 +188,71 @@ fn sessions_survive_a_restart_with_a_state_dir() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A session the agent does not have, neither in this process nor in `--state-dir`, is not
+/// found (-32002, with its id) by `session/load` as by `session/resume`, as the spec's
+/// reference agents answer: before, `session/load` started an unknown id empty and answered
+/// it, so a client reported the conversation loaded. A session of this process still loads
+/// (its history replayed) without a state directory.
+#[test]
+fn an_unknown_session_is_not_found_by_load_or_resume() {
+    let dir = temp_dir("unknown");
+    let state = dir.join("state");
+    for args in [vec![], vec!["--state-dir", state.to_str().unwrap()]] {
+        let mut agent = Agent::start(&args, &[]);
+        agent.initialize();
+        for method in ["session/load", "session/resume"] {
+            if method == "session/resume" && args.is_empty() {
+                continue; // not advertised without a state directory
+            }
+            let unknown = agent.call(
+                method,
+                json!({"sessionId": "demo-made-up-1", "cwd": cwd(&dir), "mcpServers": []}),
+            );
+            assert_eq!(
+                unknown["error"]["code"],
+                json!(-32002),
+                "{args:?} {unknown}"
+            );
+            assert_eq!(
+                unknown["error"]["data"]["sessionId"],
+                json!("demo-made-up-1"),
+                "{unknown}"
+            );
+            assert!(
+                agent.updates.is_empty(),
+                "nothing replayed: {:?}",
+                agent.updates
+            );
+            // And it was not made up: a prompt to it is refused too.
+            let prompt = agent.call(
+                "session/prompt",
+                json!({"sessionId": "demo-made-up-1", "prompt": [{"type": "text", "text": "hi"}]}),
+            );
+            assert_eq!(prompt["error"]["code"], json!(-32002), "{prompt}");
+        }
+        // A session of this process loads, its turn replayed.
+        let new = agent.call("session/new", json!({"cwd": cwd(&dir), "mcpServers": []}));
+        let id = new["result"]["sessionId"].as_str().unwrap().to_string();
+        let turn = agent.call(
+            "session/prompt",
+            json!({"sessionId": id, "prompt": [{"type": "text", "text": "kept"}]}),
+        );
+        assert_eq!(turn["result"]["stopReason"], json!("end_turn"));
+        agent.updates.clear();
+        let loaded = agent.call(
+            "session/load",
+            json!({"sessionId": id, "cwd": cwd(&dir), "mcpServers": []}),
+        );
+        assert!(loaded.get("result").is_some(), "{args:?} {loaded}");
+        assert!(
+            agent.agent_text(&id).contains("kept"),
+            "{:?}",
+            agent.updates
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The state directory holds conversations: created 0700, each session file 0600, whatever
 /// the umask (docs/security.md; it was 0755/0644).
 #[test]

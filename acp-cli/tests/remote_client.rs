@@ -190,9 +190,9 @@ async fn full_turn(url: &str, options: &ClientOptions) {
     conn.close("done");
     bounded("the transport ends", link.ended()).await;
 
-    // A new connection (a new agent process) loads the first session: over HTTP its stream is
-    // opened before `session/load` names it to the agent (an unconfirmed stream), and the
-    // load's answer comes on it.
+    // A new connection (a new agent process, the session from its state directory) loads the
+    // first session: over HTTP its stream is opened before `session/load` names it to the
+    // agent (an unconfirmed stream), and the load's answer comes on it.
     let (conn, link) = client::connect(
         url,
         options,
@@ -229,9 +229,11 @@ async fn full_turn(url: &str, options: &ClientOptions) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_turns_over_sse_and_websocket() {
+    // Its sessions kept on disk, so another connection's agent process can load them.
+    let state = TempDir::new("turn-state");
     let (server, addr, task) = serve_on(
         "127.0.0.1:0",
-        demo_agent(None),
+        demo_agent(Some(&state.0)),
         RemoteServerConfig::new(TOKEN),
     )
     .await;
@@ -479,7 +481,8 @@ async fn tls_with_a_self_signed_certificate() {
     std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
     let mut config = RemoteServerConfig::new(TOKEN);
     config.tls = Some(server::tls_config_from_pem(&cert_path, &key_path).unwrap());
-    let (server, addr, task) = serve_on("127.0.0.1:0", demo_agent(None), config).await;
+    let state = dir.0.join("state");
+    let (server, addr, task) = serve_on("127.0.0.1:0", demo_agent(Some(&state)), config).await;
     let port = addr.port();
     // Without the certificate: refused by TLS, saying why.
     let untrusted = ClientOptions::default().token(TOKEN);
@@ -924,7 +927,10 @@ async fn acp_chat_connect_reconnects_and_continues_the_session() {
         chat.wait_for("second", false).await;
         let (code, out, err) = chat.finish().await;
         assert_eq!(code, 0, "{scheme}\nstdout:\n{out}\nstderr:\n{err}");
-        assert!(err.contains("resumed session"), "{err}");
+        assert!(
+            err.contains("resumed: it remembers the conversation"),
+            "{err}"
+        );
         server.stop();
         let _ = task.await;
     }
@@ -963,7 +969,7 @@ async fn acp_chat_connect_reloads_the_session_without_showing_the_replay_again()
         let (code, out, err) = chat.finish().await;
         assert_eq!(code, 0, "{scheme}\nstdout:\n{out}\nstderr:\n{err}");
         assert!(
-            err.contains("reloaded (2 replayed update(s) not shown again"),
+            err.contains("reloaded: 2 replayed update(s) not shown again"),
             "{scheme}: {err}"
         );
         assert_eq!(out.matches("earlier words").count(), 1, "{scheme}: {out}");

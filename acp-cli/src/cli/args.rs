@@ -120,11 +120,18 @@ pub struct ChatArgs {
     #[arg(long, value_name = "SESSION_ID", conflicts_with = "resume")]
     pub load: Option<String>,
 
-    /// Continue an earlier session without a replay (`session/resume`, when the agent offers
-    /// it; else `session/load`). `acp sessions` lists this directory's sessions; the saved
-    /// conversation is shown and kept.
+    /// Continue a session saved for this directory (`acp sessions` lists them) without a
+    /// replay (`session/resume`, when the agent offers it; else `session/load`, its replay
+    /// not shown again): the saved conversation is taken back, and whether the agent still
+    /// remembers it is said. An id not saved here is refused (exit 2) unless
+    /// `--resume-unknown`.
     #[arg(long, value_name = "SESSION_ID")]
     pub resume: Option<String>,
+
+    /// With `--resume`: try an id that is not saved for this directory anyway (one the agent
+    /// may keep from elsewhere); if the agent does not have it, the chat ends saying so.
+    #[arg(long, requires = "resume")]
+    pub resume_unknown: bool,
 
     /// Authenticate with this method of the agent's `authMethods`, before the session. Without
     /// it, a method is chosen only when the agent requires one: an `env_var` method whose

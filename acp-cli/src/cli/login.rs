@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 use super::args::LoginArgs;
 use super::exit;
-use super::rpc_log::{Tap, TapReader, TapWriter, Warning};
+use super::watch::{AgentReader, AgentWriter, Warning, Watch};
 
 /// How long the agent gets to answer `initialize`.
 const INIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -89,12 +89,7 @@ async fn login(args: LoginArgs) -> Result<(), Failure> {
 
     // What the agent prints that is not JSON (a login URL) is shown, not dropped.
     let (warn_tx, mut warnings) = mpsc::unbounded_channel();
-    let tap = Tap::new(
-        None,
-        Some(warn_tx),
-        acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
-    )
-    .map_err(|e| fail(e.to_string()))?;
+    let watch = Watch::new(acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES, warn_tx);
     tokio::spawn(async move {
         while let Some(w) = warnings.recv().await {
             if let Warning::NotJson(line) = w {
@@ -108,8 +103,8 @@ async fn login(args: LoginArgs) -> Result<(), Failure> {
         DriverConfig::new(Role::Client),
         move |stdout, stdin| {
             (
-                TapReader::new(stdout, tap.clone()),
-                TapWriter::new(stdin, tap),
+                AgentReader::new(stdout, watch, None),
+                AgentWriter::new(stdin, None),
             )
         },
     )

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use acp_client::display::{ensure_line, escape_line, redact_url};
-use acp_client::thread::{Entry, Thread};
 use serde::{Deserialize, Serialize};
 
 /// The record format's version.
@@ -63,7 +62,8 @@ pub struct Record {
     pub agent: String,
     /// Seconds since the Unix epoch.
     pub updated_at: u64,
-    /// The title the agent gave, else the first prompt's start.
+    /// The title the agent gave, else the first prompt's first line (acp-client's
+    /// `session::list_title`).
     pub title: String,
     /// The thread's saved form (acp-client's `Thread::to_json`), kept as text.
     pub thread: Box<serde_json::value::RawValue>,
@@ -118,22 +118,8 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A title for a thread: the agent's, else the first prompt's first line (80 characters).
-pub fn title_of(thread: &Thread) -> String {
-    if let Some(t) = &thread.title {
-        return escape_line(t);
-    }
-    let first = thread.entries.iter().find_map(|e| match e {
-        Entry::User { content, .. } => content.iter().find_map(|b| b.text.clone()),
-        _ => None,
-    });
-    let line = first.unwrap_or_default();
-    let line = line.lines().next().unwrap_or("").trim().to_string();
-    escape_line(&line.chars().take(80).collect::<String>())
-}
-
-/// Saves the conversation: `title` ([`title_of`]) and `thread_json` (its saved form) come from
-/// the live thread (best effort: a failure is returned for a warning, never fatal).
+/// Saves the conversation: `title` (acp-client's `session::list_title`, the one title rule of
+/// every session list) and `thread_json` (its saved form) come from the live thread (best effort: a failure is returned for a warning, never fatal).
 pub fn save(
     cwd: &Path,
     agent: &str,

@@ -154,11 +154,7 @@ impl DemoAgent {
         check_cwd(&p.cwd)?;
         let key = p.session_id.0.to_string();
         if !self.restore(&key, &p.cwd, mcp_names(&p.mcp_servers)) {
-            return Err(ErrorObject::new(
-                ErrorCode::ResourceNotFound,
-                format!("Resource not found: unknown session {key}"),
-            )
-            .with_data(serde_json::json!({ "sessionId": key })));
+            return Err(unknown_session(&key));
         }
         Ok(s::ResumeSessionResponse::new())
     }
@@ -214,7 +210,8 @@ impl DemoAgent {
     }
 
     /// `session/load`: a session of this process or (with `--state-dir`) of an earlier one is
-    /// loaded again (its history is replayed); an unknown id starts empty.
+    /// loaded again (its history is replayed); an unknown id is -32002, as the spec's
+    /// reference agents answer it (it was started empty before, and clients said "loaded").
     pub(super) async fn load_session(
         &self,
         p: s::LoadSessionRequest,
@@ -223,12 +220,10 @@ impl DemoAgent {
         self.check_auth()?;
         check_cwd(&p.cwd)?;
         let key = p.session_id.0.to_string();
-        let mcp = mcp_names(&p.mcp_servers);
+        if !self.restore(&key, &p.cwd, mcp_names(&p.mcp_servers)) {
+            return Err(unknown_session(&key));
+        }
         let history = {
-            if !self.restore(&key, &p.cwd, mcp.clone()) {
-                let mut sessions = self.sessions.lock().unwrap();
-                sessions.insert(key.clone(), Session::new(p.cwd.clone(), mcp));
-            }
             let sessions = self.sessions.lock().unwrap();
             sessions
                 .get(&key)
@@ -263,12 +258,7 @@ impl DemoAgent {
         let (cwd, cancel) = {
             let mut sessions = self.sessions.lock().unwrap();
             let Some(session) = sessions.get_mut(&key) else {
-                // As the official SDK (`RequestError.sessionNotFound`): -32002 with the id.
-                return Err(ErrorObject::new(
-                    ErrorCode::ResourceNotFound,
-                    format!("Resource not found: unknown session {key}"),
-                )
-                .with_data(serde_json::json!({ "sessionId": key })));
+                return Err(unknown_session(&key));
             };
             // A fresh token per turn; it also fires if the connection closes.
             session.turn = cx.cancel.child_token();
@@ -301,6 +291,16 @@ impl DemoAgent {
         };
         Ok(s::PromptResponse::new(stop_reason))
     }
+}
+
+/// A session this agent does not have (not in memory, not in `--state-dir`): -32002 with the
+/// id, as the official SDK's `RequestError.sessionNotFound`.
+fn unknown_session(key: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::ResourceNotFound,
+        format!("Resource not found: unknown session {key}"),
+    )
+    .with_data(serde_json::json!({ "sessionId": key }))
 }
 
 fn check_cwd(cwd: &Path) -> Result<(), ErrorObject> {

@@ -130,6 +130,11 @@ pub struct Opened {
     pub memory: Memory,
     /// What to tell the user (also in the conversation).
     pub notices: Vec<Notice>,
+    /// What the updates held until the session's id was known (sent before a new session's
+    /// answer) changed, in their order, now that they are folded into the conversation: a
+    /// face that draws each update as it comes draws these.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shown: Vec<Applied>,
 }
 
 /// After an open request failed.
@@ -202,6 +207,9 @@ pub struct Session {
     facts: Option<AgentFacts>,
     /// Restarted at least once (the next open re-establishes the session).
     recovering: bool,
+    /// The open under way is a new session sent after the agent refused to reopen the one
+    /// on screen ([`Session::open_failed`]): it could reopen sessions, it did not have this one.
+    fell_back: bool,
     /// The conversation on screen before this open (decides how a replay is taken).
     replay_view: ReplayView,
     /// Updates of the replay under way.
@@ -253,6 +261,7 @@ impl Session {
             agent: "the agent".into(),
             facts: None,
             recovering: false,
+            fell_back: false,
             replay_view: ReplayView::Show,
             replayed: 0,
             held: VecDeque::new(),
@@ -308,6 +317,7 @@ impl Session {
                 .map_err(|why| format!("{}: {why}", self.agent))?,
         };
         self.facts = Some(facts);
+        self.fell_back = false;
         self.begin(open.clone());
         Ok(open)
     }
@@ -391,9 +401,10 @@ impl Session {
         );
         self.session_id = Some(session_id.clone());
         self.phase = Phase::Open;
+        let mut shown = Vec::new();
         for (sid, read) in std::mem::take(&mut self.held) {
             if sid == session_id {
-                self.thread.apply_read(read);
+                shown.push(self.thread.apply_read(read));
             }
         }
         self.held_bytes = 0;
@@ -403,7 +414,7 @@ impl Session {
         let cwd = &self.cwd;
         let mut notices = Vec::new();
         let memory = match &open {
-            Open::New if self.recovering && holds_conversation => {
+            Open::New if self.recovering && holds_conversation && !self.fell_back => {
                 notices.push(warning(format!(
                     "{agent} restarted without the conversation above (it can neither resume \
                      nor load sessions): a new session {id} goes on here, and the agent does not \
@@ -476,11 +487,13 @@ impl Session {
         }
         self.dropped = 0;
         self.recovering = false;
+        self.fell_back = false;
         self.tell(&notices);
         Ok(Opened {
             session_id,
             memory,
             notices,
+            shown,
         })
     }
 
@@ -516,6 +529,7 @@ impl Session {
              conversation above"
         ))];
         self.tell(&notices);
+        self.fell_back = true;
         self.begin(Open::New);
         AfterFailure::Retry {
             open: Open::New,

@@ -20,6 +20,7 @@
 
 mod limit; // the byte limit: dropping and trimming old entries
 mod model; // the saved model: entries, blocks, tool calls, plan, commands, usage
+mod read; // one update read in one pass when its tag comes first
 mod saved; // reading the saved tagged entries back, tag first
 #[cfg(test)]
 mod tests;
@@ -433,7 +434,7 @@ impl Thread {
                 if !open {
                     return None;
                 }
-                self.apply_tool(t)
+                self.apply_tool(*t)
             }
             other => self.apply(other),
         };
@@ -443,10 +444,10 @@ impl Thread {
 
     fn apply(&mut self, update: Update) -> Applied {
         match update {
-            Update::UserMessageChunk(c) => self.chunk(ChunkKind::User, c),
-            Update::AgentMessageChunk(c) => self.chunk(ChunkKind::Agent, c),
-            Update::AgentThoughtChunk(c) => self.chunk(ChunkKind::Thought, c),
-            Update::ToolCall(t) => self.apply_tool(t),
+            Update::UserMessageChunk(c) => self.chunk(ChunkKind::User, *c),
+            Update::AgentMessageChunk(c) => self.chunk(ChunkKind::Agent, *c),
+            Update::AgentThoughtChunk(c) => self.chunk(ChunkKind::Thought, *c),
+            Update::ToolCall(t) => self.apply_tool(*t),
             Update::Plan(WirePlan { entries }) => {
                 self.plan = entries.items;
                 self.plan_more = entries.skipped;

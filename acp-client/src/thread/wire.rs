@@ -26,10 +26,10 @@ pub(super) struct UpdateTag {
 }
 
 pub(super) enum Update {
-    UserMessageChunk(Chunk),
-    AgentMessageChunk(Chunk),
-    AgentThoughtChunk(Chunk),
-    ToolCall(WireTool),
+    UserMessageChunk(Box<Chunk>),
+    AgentMessageChunk(Box<Chunk>),
+    AgentThoughtChunk(Box<Chunk>),
+    ToolCall(Box<WireTool>),
     Plan(WirePlan),
     Commands(WireCommands),
     Mode(WireMode),
@@ -72,21 +72,11 @@ pub(super) struct WireInfo {
 }
 
 pub(super) fn parse_update(raw: &str) -> Result<Update, serde_json::Error> {
-    use serde_json::from_str as read;
-    let tag: UpdateTag = read(raw)?;
-    Ok(match tag.session_update.as_str() {
-        "user_message_chunk" => Update::UserMessageChunk(read(raw)?),
-        "agent_message_chunk" => Update::AgentMessageChunk(read(raw)?),
-        "agent_thought_chunk" => Update::AgentThoughtChunk(read(raw)?),
-        "tool_call" | "tool_call_update" => Update::ToolCall(read(raw)?),
-        "plan" => Update::Plan(read(raw)?),
-        "available_commands_update" => Update::Commands(read(raw)?),
-        "current_mode_update" => Update::Mode(read(raw)?),
-        "config_option_update" => Update::Config(read(raw)?),
-        "session_info_update" => Update::Info(read(raw)?),
-        "usage_update" => Update::Usage(read(raw)?),
-        _ => Update::Unknown(tag.session_update),
-    })
+    let tag: UpdateTag = serde_json::from_str(raw)?;
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let update = super::read::variant(tag.session_update, &mut de)?;
+    de.end()?;
+    Ok(update)
 }
 
 /// `ToolCallContent` as sent: one flat struct (see above), turned into a [`ToolContent`].
@@ -242,8 +232,12 @@ impl std::fmt::Debug for ReadUpdate {
 }
 
 impl ReadUpdate {
-    /// Reads `params` (JSON text).
+    /// Reads `params` (JSON text): in one pass when the update's tag comes first (as agents
+    /// write it), else its tag first, then its variant.
     pub fn read(params: &str) -> Result<ReadUpdate, super::BadUpdate> {
+        if let Some((session_id, update)) = super::read::one_pass(params) {
+            return Ok(ReadUpdate { session_id, update });
+        }
         let n: Notification<'_> =
             serde_json::from_str(params).map_err(|e| super::BadUpdate(e.to_string()))?;
         let update = parse_update(n.update.get()).map_err(|e| super::BadUpdate(e.to_string()))?;

@@ -1,6 +1,7 @@
-//! Awaiting the agent's answers (methods of [`Chat`]): a call raced with the signals and the
-//! agent's garbage (and, for `session/load`, its replay), and a failed call turned into a
-//! message for the user: a timeout, an error answer, authentication needed, the agent gone.
+//! Awaiting the agent's answers (methods of [`Chat`]): a call raced with the signals, what the
+//! agent sends meanwhile and its garbage (the requests that open a session: `open.rs`), and a failed call turned
+//! into a message for the user: a timeout, an error answer, authentication needed, the agent
+//! gone.
 
 use std::future::Future;
 
@@ -27,35 +28,9 @@ impl Chat {
         }
     }
 
-    /// Awaits `session/load`, taking the agent's replay as it comes (the queue of events
-    /// is bounded: a long replay not taken would stop the connection before the answer).
-    /// Each update is shown, or only folded while the inbox's `folded` is set; once the
-    /// answer is in, every update sent before it is taken (bounded), so what follows is shown
-    /// and the answer's mode and config options come after the replayed ones.
-    pub(super) async fn wait_replay<T>(
-        &mut self,
-        what: &str,
-        call: impl Future<Output = Result<T, RpcError>>,
-    ) -> Result<T, Outcome> {
-        tokio::pin!(call);
-        let result = loop {
-            tokio::select! {
-                r = &mut call => break r,
-                Some(event) = self.inbox.events.recv() => self.inbox.idle_event(event),
-                Some(line) = self.inbox.warnings.recv() => self.inbox.garbage(line),
-                sig = self.signals.recv() => return Err(quit(sig)),
-            }
-        };
-        let value = match result {
-            Ok(v) => v,
-            Err(e) => return Err(self.explain(what, e).await),
-        };
-        if let Some((_, Some(to))) = self.inbox.tap.load_replay() {
-            self.inbox.catch_up(to).await;
-        }
-        Ok(value)
-    }
-
+    /// Awaits a call outside a turn, taking what the agent sends meanwhile as between turns:
+    /// its answer comes after the updates sent before it (wire order), so they must not wait
+    /// in a full queue for a loop that waits for the answer.
     pub(super) async fn wait_raw<T>(
         &mut self,
         call: impl Future<Output = Result<T, RpcError>>,
@@ -64,6 +39,7 @@ impl Chat {
         loop {
             tokio::select! {
                 r = &mut call => return Ok(r),
+                Some(event) = self.inbox.events.recv() => self.inbox.idle_event(event),
                 Some(line) = self.inbox.warnings.recv() => self.inbox.garbage(line),
                 sig = self.signals.recv() => return Err(quit(sig)),
             }

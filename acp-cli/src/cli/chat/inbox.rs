@@ -1,32 +1,27 @@
 //! What arrives from the agent outside the calls `acp chat` makes: its requests and updates as
-//! [`Event`]s, what it wrote that is not a message ([`Warning`]s from the tap), and how far the
-//! updates are shown, compared with what the tap counted on the wire.
+//! [`Event`]s, in the order their handlers ran (acp-native keeps wire order: a call's answer
+//! comes after the updates sent before it), and what it wrote that is not a message
+//! ([`Warning`]s from the [`Watch`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use acp_core::RawValue;
 use agent_client_protocol_schema::v1 as s;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
-use super::requests::Event;
+use super::requests::{Event, UpdateGate};
 use crate::cli::render::Ui;
-use crate::cli::rpc_log::{Tap, Warning};
+use crate::cli::watch::{Warning, Watch};
 
 pub(super) struct Inbox {
     ui: Ui,
     /// The agent's requests and updates, from the connection's handlers.
     pub(super) events: mpsc::Receiver<Event>,
-    /// What the agent wrote that is not a message (from the tap).
+    /// What the agent wrote that is not a message (from the watch).
     pub(super) warnings: mpsc::UnboundedReceiver<Warning>,
-    /// The tap on the agent's stdio (what arrived, in order).
-    pub(super) tap: Arc<Tap>,
-    /// `session/update`s shown (or folded) so far; compared with [`Tap::updates_received`].
-    pub(super) rendered: u64,
-    /// While a `session/load` whose replay is not shown runs: the replayed updates folded
-    /// so far (acp-client's `Thread::replay_view`).
-    pub(super) folded: Option<u64>,
+    /// The agent's stream as the watch sees it (when it last wrote).
+    pub(super) watch: Arc<Watch>,
+    /// Whether updates wait until taken (while a session opens).
+    pub(super) gate: Arc<UpdateGate>,
     /// The last non-JSON line the agent printed (for error messages).
     last_garbage: Option<String>,
 }
@@ -36,15 +31,15 @@ impl Inbox {
         ui: Ui,
         events: mpsc::Receiver<Event>,
         warnings: mpsc::UnboundedReceiver<Warning>,
-        tap: Arc<Tap>,
+        watch: Arc<Watch>,
+        gate: Arc<UpdateGate>,
     ) -> Inbox {
         Inbox {
             ui,
             events,
             warnings,
-            tap,
-            rendered: 0,
-            folded: None,
+            watch,
+            gate,
             last_garbage: None,
         }
     }
@@ -82,27 +77,12 @@ impl Inbox {
         }
     }
 
-    /// Shows one `session/update`, or folds it unshown when it is part of a `session/load`'s
-    /// replay that is not shown (see [`Inbox::folded`]).
-    pub(super) fn render_update(&mut self, params: Option<Box<RawValue>>) {
-        let number = self.rendered;
-        self.rendered += 1;
-        // Part of a `session/load`'s replay that is not shown (see `Chat::wait_replay`).
-        if let (Some(folded), Some((from, to))) = (self.folded.as_mut(), self.tap.load_replay()) {
-            if number >= from && to.is_none_or(|to| number < to) {
-                *folded += 1;
-                self.ui.fold_replayed(params.as_deref());
-                return;
-            }
-        }
-        self.ui.session_update(params.as_deref());
-    }
-
     /// Between turns: shows updates at once (agents announce commands, modes...); refuses
     /// permission requests, which belong to turns.
     pub(super) fn idle_event(&mut self, event: Event) {
         match event {
-            Event::Update(params, _bytes) => self.render_update(params),
+            // (`_bytes` and `_taken` are given back once it is shown.)
+            Event::Update(params, _bytes, _taken) => self.ui.session_update(params.as_deref()),
             Event::Permission(ask) => {
                 let title = ask.title(&self.ui);
                 self.ui
@@ -110,33 +90,27 @@ impl Inbox {
                 let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
             }
         }
+        self.settle();
     }
 
-    /// After a `session/load` was answered: takes the updates sent before the answer (up to
-    /// number `to`, at most 5 s), as [`Inbox::idle_event`] does.
-    pub(super) async fn catch_up(&mut self, to: u64) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.rendered < to {
-            match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Ok(Some(event)) => self.idle_event(event),
-                Ok(None) | Err(_) => break,
-            }
+    /// Once every event waiting was taken: what they added to stdout is written (in one go
+    /// for a burst of updates).
+    pub(super) fn settle(&self) {
+        if self.events.is_empty() {
+            self.ui.flush();
         }
     }
 
-    /// After a prompt's answer: updates sent before it may still be on their way to us; the
-    /// tap has counted them all, so they are shown until that many have been (at most 5 s).
-    /// A question still arriving belongs to the turn that ended: answered `cancelled`.
-    pub(super) async fn catch_up_turn(&mut self) {
-        let expected = self.tap.updates_received();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.rendered < expected {
-            match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Ok(Some(Event::Update(params, _bytes))) => self.render_update(params),
-                Ok(Some(Event::Permission(ask))) => {
+    /// After a prompt's answer: the updates sent before it are all queued already (wire
+    /// order), and are shown now; a question still there belongs to the turn that ended:
+    /// answered `cancelled`.
+    pub(super) fn catch_up_turn(&mut self) {
+        while let Ok(event) = self.events.try_recv() {
+            match event {
+                Event::Update(params, _bytes, _taken) => self.ui.session_update(params.as_deref()),
+                Event::Permission(ask) => {
                     let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
                 }
-                Ok(None) | Err(_) => break,
             }
         }
     }

@@ -1,15 +1,13 @@
 //! The link to the agent: its connection, the agent at the other end ([`Peer`]: a process or
 //! a remote link), its exit report, and starting it again after a crash or a dropped
-//! connection ([`Respawn`]) within acp-client's crash budget.
+//! connection ([`Respawn`]; whether and when is acp-client's session engine's decision).
 
 use std::time::Duration;
 
-use acp_client::restart::{CrashBudget, RestartDecision};
 use acp_native::process::ExitReport;
 use acp_native::remote::client::RemoteLink;
 use acp_native::ClientSideConnection;
 use tokio::sync::watch;
-use tokio::time::Instant;
 
 use super::remote::{Peer, Respawn, StartError};
 
@@ -24,9 +22,6 @@ pub(super) struct AgentLink {
     /// Starts the agent again (the same command, handlers and tap) after a crash, or
     /// reconnects to a remote one.
     respawn: Respawn,
-    /// The shared restart policy's crash count (acp-client `restart`).
-    crashes: CrashBudget,
-    started: Instant,
     /// The agent as shown: its program, or the URL without credentials.
     pub(super) program: String,
 }
@@ -41,8 +36,6 @@ impl AgentLink {
             peer,
             exited,
             respawn,
-            crashes: CrashBudget::new(Default::default()),
-            started: Instant::now(),
             program,
         })
     }
@@ -68,6 +61,18 @@ impl AgentLink {
         self.exited.borrow().is_some() || self.conn.is_closed()
     }
 
+    /// How the agent ended, in a few words (the session engine's notice says it): how its
+    /// process ended, or that its connection was lost.
+    pub(super) fn end_reason(&self) -> String {
+        if let Some(report) = self.exited.borrow().as_ref() {
+            return report.termination.to_string();
+        }
+        match self.remote() {
+            Some(_) => "its connection was lost".into(),
+            None => "its connection closed".into(),
+        }
+    }
+
     /// Why a remote agent's connection failed: the transport's reason, else the connection's.
     pub(super) fn failure(&self) -> String {
         self.remote()
@@ -79,12 +84,6 @@ impl AgentLink {
     /// The last lines the agent wrote on stderr (none for a remote agent).
     pub(super) async fn stderr_tail(&self) -> Vec<String> {
         self.peer.stderr_tail().await
-    }
-
-    /// Counts a crash (or a dropped connection) against the budget: restart, after how long,
-    /// or give up.
-    pub(super) fn record_crash(&mut self) -> RestartDecision {
-        self.crashes.record_crash(self.started.elapsed())
     }
 
     /// Stops what is left of the agent and starts it again (or reconnects); on failure the

@@ -3,9 +3,16 @@
 //! The flow: spawn the agent (the library's `transport::spawn_agent_with`: its own process
 //! group, stderr kept as a tail, the connection closed with its exit report) and connect to it
 //! as a client ([`ClientSideConnection`](acp_native::ClientSideConnection)) through the
-//! [`Tap`] (for `--log-rpc` and the "not JSON" warning), `initialize` (advertising `fs`
-//! read/write and `terminal`, served by acp-native's `FsService` and [`Terminals`] confined to
-//! `--cwd`), `session/new`, then prompt turns.
+//! [`Watch`] (the "not JSON" warning, when the agent last wrote) and, with `--log-rpc`, the
+//! [`Tap`], `initialize` (advertising `fs` read/write and `terminal`, served by acp-native's
+//! `FsService` and [`Terminals`] confined to `--cwd`), the session opened as acp-client's
+//! session engine decides (`session/new`, `resume` or `load`), then prompt turns.
+//!
+//! The session's lifecycle is acp-client's [`Session`](acp_client::session::Session) (held by
+//! the [`Ui`], which owns the conversation): which request opens it, how a `session/load`'s
+//! replay is taken, whether a crashed agent is restarted and how the session is
+//! re-established, and what the user is told (in its words). `acp chat` gathers the facts —
+//! the agent's answers, its updates in wire order, its end — and carries the decisions out.
 //!
 //! Everything the agent asks of the client arrives through the connection's router and is
 //! forwarded to the single UI loop as an event: session updates (rendered by [`Ui`]) and
@@ -19,8 +26,8 @@
 //!   and starting it again within the crash budget (`remote.rs`: [`Peer`](remote::Peer) and
 //!   [`Respawn`], a process or a `--connect` URL);
 //! * `inbox.rs` ([`Inbox`]): the agent's requests and updates as events (`requests.rs`: the
-//!   router that makes them, and the questions acp adds), its garbage, how far updates are
-//!   shown;
+//!   router that makes them, and the questions acp adds), its garbage (`cli/watch.rs`: the
+//!   [`Watch`] on its stream);
 //! * `session.rs` ([`Session`]): the session's id, directory and what it is opened with;
 //!   `record.rs` ([`Record`]): this directory's record of the conversation;
 //! * `answers.rs` ([`Answers`]): how questions are answered (acp-client's permission policy);
@@ -29,7 +36,7 @@
 //!
 //! What uses several parts is a method of [`Chat`]: here start-up, the conversation loop,
 //! recovery after a crash or a dropped connection, and shutdown; `open.rs` opening the session
-//! (`--resume`, `--load`, auth, `--mode`); `calls.rs` awaiting a call and explaining its
+//! (the engine's request, its updates in wire order, auth, `--mode`); `calls.rs` awaiting a call and explaining its
 //! failure; `turn.rs` one prompt turn (questions one at a time, held-back output, automatic
 //! answers, cancel and timeouts); `commands.rs` slash commands. The parts do not depend on
 //! [`Chat`] (nor on each other in circles).
@@ -55,6 +62,7 @@ use std::sync::Arc;
 
 use acp_client::display::escape_line;
 use acp_client::permission::AutoMode;
+use acp_client::session::{AfterEnd, Intent};
 use acp_core::Role;
 use acp_native::process::AgentCommand;
 use acp_native::DriverConfig;
@@ -67,6 +75,7 @@ use crate::cli::render::Ui;
 use crate::cli::rpc_log::Tap;
 use crate::cli::terminals::Terminals;
 
+use crate::cli::watch::Watch;
 use answers::Answers;
 use inbox::Inbox;
 use input::{Ask, Input, Stdin};
@@ -74,7 +83,7 @@ use link::AgentLink;
 use outcome::{stop_reason_code, Outcome};
 use record::Record;
 use remote::Respawn;
-use requests::{client_router, Activity, CountInFlight, EVENT_QUEUE};
+use requests::{client_router, Activity, CountInFlight, QuickUpdates, UpdateGate, EVENT_QUEUE};
 use session::Session;
 use signals::{ends_chat, quit, Interrupt, Signals};
 use timeouts::{Timeouts, EXIT_REPORT_WAIT, SHUTDOWN_GRACE};
@@ -113,6 +122,7 @@ pub async fn run(mut args: ChatArgs) -> i32 {
         Err(outcome) => outcome,
     };
     ui.spinner_stop();
+    ui.flush();
     if let Some(message) = &outcome.message {
         ui.error(message);
     }
@@ -133,6 +143,8 @@ struct Chat {
     /// How the agent's questions are answered.
     answers: Answers,
     timeouts: Timeouts,
+    /// When the chat started (the engine's clock for the crash budget).
+    started: tokio::time::Instant,
     /// The agent's requests being served (a turn is not "silent" while one runs).
     activity: Arc<Activity>,
     terminals: Terminals,
@@ -167,6 +179,29 @@ impl Chat {
             }
             None => Vec::new(),
         };
+        // What the user asked for, as acp-client's session engine takes it: refused before any
+        // agent starts when it cannot be carried out (an id not saved for this directory).
+        let (intent, recap) = match (&args.resume, &args.load) {
+            (Some(id), _) => Record::resume_intent(&ui, &cwd, id, args.resume_unknown),
+            (None, Some(id)) => (
+                Intent::Load {
+                    session_id: id.clone(),
+                },
+                None,
+            ),
+            (None, None) => (Intent::New, None),
+        };
+        ui.start_session(intent, &cwd).map_err(|e| {
+            let hint = if args.resume.is_some() {
+                " (`acp sessions` lists them; --resume-unknown tries it with the agent anyway)"
+            } else {
+                ""
+            };
+            Outcome::fail(exit::USAGE, format!("--resume: {e}{hint}"))
+        })?;
+        if let Some(recap) = &recap {
+            Record::recap(&ui, recap);
+        }
         // Before the agent starts: a hang-up from now on stops it instead of orphaning it.
         let signals = Signals::new()
             .map_err(|e| Outcome::fail(exit::ERROR, format!("cannot handle signals: {e}")))?;
@@ -210,24 +245,20 @@ impl Chat {
             .cwd(&cwd)
             .env(env.clone());
         let (warn_tx, warnings) = mpsc::unbounded_channel();
-        let tap = Tap::new(
-            args.log_rpc.as_deref(),
-            Some(warn_tx),
-            args.max_message_bytes,
-        )
-        .map_err(|e| {
-            Outcome::fail(
-                exit::ERROR,
-                format!("cannot create the --log-rpc file: {e}"),
-            )
-        })?;
+        let watch = Watch::new(args.max_message_bytes, warn_tx);
+        let tap = log_tap(args)?;
 
         let (event_tx, events) = mpsc::channel(EVENT_QUEUE);
         let terminals = Terminals::new(cwd.clone(), env, args.max_terminals);
         ui.set_terminal_output(terminals.output_lookup());
         let activity = Arc::new(Activity::default());
+        let gate = Arc::new(UpdateGate::default());
         let router = CountInFlight {
-            inner: client_router(event_tx, &cwd, terminals.clone()),
+            inner: QuickUpdates {
+                inner: client_router(event_tx.clone(), gate.clone(), &cwd, terminals.clone()),
+                events: event_tx,
+                gate: gate.clone(),
+            },
             activity: activity.clone(),
         };
         let mut config = DriverConfig::new(Role::Client).eof_grace(EXIT_REPORT_WAIT);
@@ -235,16 +266,17 @@ impl Chat {
         config.core.max_incoming_in_flight = args.max_concurrent_requests;
         // The library's agent spawn (its own process group, the connection closed with the
         // exit report once what the agent wrote is read), or a remote agent's connection
-        // (--connect), through the --log-rpc tap.
+        // (--connect), through the watch (and the --log-rpc tap).
         let respawn: Respawn = match &args.connect {
             Some(url) => remote::remote_respawn(
                 url.clone(),
                 remote::client_options(args)?,
                 router,
                 config,
-                tap.clone(),
+                watch.clone(),
+                tap,
             ),
-            None => remote::local_respawn(cmd, router, config, tap.clone()),
+            None => remote::local_respawn(cmd, router, config, watch.clone(), tap),
         };
         let link = AgentLink::start(respawn, program)
             .await
@@ -270,18 +302,19 @@ impl Chat {
         };
         let mut chat = Chat {
             link,
-            inbox: Inbox::new(ui.clone(), events, warnings, tap),
+            inbox: Inbox::new(ui.clone(), events, warnings, watch, gate),
             session: Session::new(cwd.clone(), args, mcp, agent_vars),
             record: Record::new(agent_label),
             answers: Answers::new(ui.clone(), mode),
             timeouts: Timeouts::new(args),
+            started: tokio::time::Instant::now(),
             activity,
             terminals,
             signals,
             stdin,
             ui,
         };
-        match chat.open_session(&cwd, args.load.as_deref()).await {
+        match chat.open_session(false).await {
             Ok(()) => Ok(chat),
             Err(outcome) => {
                 chat.shutdown().await;
@@ -405,32 +438,25 @@ impl Chat {
         }
     }
 
-    /// After the agent stopped between or during turns: says why, then, within the shared
-    /// crash budget (acp-client `restart`: 4 restarts in 2 minutes, backoff from 500 ms),
-    /// starts it again and continues the session (`session/resume` or `session/load` when the
-    /// agent offers one, else a new session, said plainly). `Err`: the chat ends.
+    /// After the agent stopped between or during turns (`why`: what happened, with the exit
+    /// report and stderr tail): says why, then does what acp-client's session engine decides
+    /// (the shared crash budget: 4 restarts in 2 minutes, backoff from 500 ms): starts it
+    /// again (or reconnects) and re-establishes the session (`session/resume` or
+    /// `session/load` when the agent can, else a new session, the user told the agent does
+    /// not remember the conversation), or gives up. `Err`: the chat ends.
     async fn recover(&mut self, why: String) -> Result<(), Outcome> {
         let mut why = why;
         loop {
             self.ui.spinner_stop();
             self.ui.error(&why);
-            let decision = self.link.record_crash();
-            let (after, attempt) = match decision {
-                acp_client::restart::RestartDecision::Restart { after, attempt } => {
-                    (after, attempt)
-                }
-                acp_client::restart::RestartDecision::GiveUp { reason } => {
-                    return Err(Outcome::fail(exit::ERROR, reason));
+            let ended = self.link.end_reason();
+            let after = match self.ui.agent_ended(self.started.elapsed(), &ended) {
+                AfterEnd::Restart { after, .. } => after,
+                AfterEnd::GiveUp { notices } => {
+                    let words: Vec<String> = notices.into_iter().map(|n| n.text).collect();
+                    return Err(Outcome::fail(exit::ERROR, words.join("; ")));
                 }
             };
-            let what = match self.link.remote() {
-                Some(_) => format!("reconnecting to {}", self.link.program),
-                None => "restarting the agent".to_string(),
-            };
-            self.ui.notice(&format!(
-                "{what} in {} (attempt {attempt}; the conversation continues)…",
-                acp_client::restart::human_duration(after)
-            ));
             tokio::select! {
                 _ = tokio::time::sleep(after) => {}
                 sig = self.signals.recv() => return Err(quit(sig)),
@@ -446,9 +472,7 @@ impl Chat {
                 }
                 Err(e) => return Err(Outcome::fail(exit::ERROR, e.message)),
             }
-            let id = self.session.id.0.to_string();
-            self.session.resume = (!id.is_empty()).then_some(id);
-            match self.reopen_session().await {
+            match self.open_session(true).await {
                 Ok(()) => {
                     if self.link.remote().is_some() {
                         self.ui.notice(&format!(
@@ -468,41 +492,59 @@ impl Chat {
         }
     }
 
-    /// The session again on a restarted agent: resumed or loaded when it can, else a new one.
-    async fn reopen_session(&mut self) -> Result<(), Outcome> {
-        let cwd = self.session.cwd.clone();
-        match self.open_session(&cwd, None).await {
-            Ok(()) => Ok(()),
-            // A remote agent that can neither resume nor load: the conversation is lost with
-            // the connection, said as an error (a new session would look like the old one).
-            Err(o) if self.link.remote().is_some() => Err(Outcome::fail(
-                o.code,
-                format!(
-                    "{}; the connection to {} was lost and the session cannot be continued",
-                    o.message
-                        .as_deref()
-                        .unwrap_or("the session cannot be continued"),
-                    self.link.program
-                ),
-            )),
-            Err(o) if self.session.resume.is_some() && !self.link.conn.is_closed() => {
-                // It can neither resume nor load: a new session, said plainly.
-                self.ui.warn(&format!(
-                    "{}; starting a new session (the agent does not remember the conversation above)",
-                    o.message.as_deref().unwrap_or("the session cannot be continued")
-                ));
-                self.session.resume = None;
-                self.open_session(&cwd, None).await
-            }
-            Err(o) => Err(o),
-        }
-    }
-
     /// Closes the connection and stops the agent (bounded: grace, SIGTERM, SIGKILL), or ends
     /// the remote connection.
     async fn shutdown(&mut self) {
         self.ui.spinner_stop();
         self.terminals.release_all();
         self.link.shutdown(SHUTDOWN_GRACE).await;
+    }
+}
+
+/// The `--log-rpc` tap, only when it is asked for: otherwise nothing but the engine reads the
+/// agent's messages (the [`Watch`] looks at line ends only), so each byte is parsed once.
+fn log_tap(args: &ChatArgs) -> Result<Option<Arc<Tap>>, Outcome> {
+    let Some(path) = &args.log_rpc else {
+        return Ok(None);
+    };
+    Tap::new(path, args.max_message_bytes)
+        .map(Some)
+        .map_err(|e| {
+            Outcome::fail(
+                exit::ERROR,
+                format!("cannot create the --log-rpc file: {e}"),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn chat_args(extra: &[&str]) -> crate::cli::args::ChatArgs {
+        let cli = Cli::try_parse_from(["acp", "chat"].iter().chain(extra)).unwrap();
+        let Command::Chat(args) = cli.command else {
+            panic!("not chat")
+        };
+        args
+    }
+
+    /// Without `--log-rpc` there is no tap on the agent's stream (its messages are parsed
+    /// once, by the engine); with it, the tap logs to the file.
+    #[test]
+    fn the_rpc_log_tap_exists_only_with_log_rpc() {
+        assert!(super::log_tap(&chat_args(&[])).unwrap().is_none());
+        assert!(super::log_tap(&chat_args(&["--json", "--yes"]))
+            .unwrap()
+            .is_none());
+        let dir = std::env::temp_dir().join(format!("acp-log-tap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rpc.jsonl");
+        let args = chat_args(&["--log-rpc", path.to_str().unwrap()]);
+        assert!(super::log_tap(&args).unwrap().is_some());
+        assert!(path.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,23 +1,30 @@
-//! Opening the session (methods of [`Chat`]): `initialize` and its answer, then
-//! `session/resume`, `session/load` (the agent's replay) or `session/new`, the auth choice
-//! (acp-client's `auth`) when the agent needs one, and `--mode`.
+//! Opening the session (methods of [`Chat`]), as acp-client's session engine decides it:
+//! `initialize`, then the request the engine names (`session/new`, `session/resume`, or
+//! `session/load` and its replay), the updates taken meanwhile in wire order and the answer
+//! handed to the engine (which says what the user is told: a new session, resumed, replayed,
+//! or the conversation lost); a refusal handed to it too (another request, or the end). The
+//! auth choice (acp-client's `auth`) when the agent needs one, and `--mode`.
 
 use acp_client::display::escape_line;
-use acp_client::thread::ReplayView;
-use acp_native::ClientSideConnection;
+use acp_client::session::{AfterFailure, Open};
+use acp_core::{CallError, RawValue};
+use acp_native::{ClientSideConnection, RpcError};
 use agent_client_protocol_schema::v1 as s;
+use futures::FutureExt;
 
 use super::calls::is_auth_required;
 use super::outcome::Outcome;
+use super::requests::Event;
+use super::signals::quit;
 use super::Chat;
 use crate::cli::exit;
 
 impl Chat {
-    pub(super) async fn open_session(
-        &mut self,
-        cwd: &std::path::Path,
-        load: Option<&str>,
-    ) -> Result<(), Outcome> {
+    /// Opens the session: `initialize`, then what the engine decides. `reopening`: the agent
+    /// was restarted (or reconnected) and the session is re-established; a remote agent that
+    /// cannot continue it ends the chat (a new session over a new connection would look like
+    /// the old one).
+    pub(super) async fn open_session(&mut self, reopening: bool) -> Result<(), Outcome> {
         self.ui.spinner_start("starting the agent…");
         let conn = self.link.conn.with_timeout(self.timeouts.request);
         let init = s::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
@@ -32,132 +39,151 @@ impl Chat {
         let (info, raw) = self
             .wait("initialize", conn.initialize_with_raw(init))
             .await?;
-        let name = info
-            .agent_info
-            .as_ref()
-            .map(|i| {
-                let title = i.title.clone().unwrap_or_else(|| i.name.clone());
-                format!("{title} {}", i.version)
-            })
-            .unwrap_or_else(|| self.link.program.clone());
-
-        let resume = self.session.resume.clone();
-        if let Some(id) = resume.as_deref() {
-            if info
-                .agent_capabilities
-                .session_capabilities
-                .resume
-                .is_some()
-            {
-                // No replay: the conversation shown is the one saved here.
-                let mcp = self.session.mcp_servers(&self.ui, &info)?;
-                let request = s::ResumeSessionRequest::new(id.to_string(), cwd).mcp_servers(mcp);
-                let resumed = self
-                    .wait("session/resume", conn.resume_session(request))
-                    .await?;
-                self.session.id = s::SessionId::new(id);
-                self.ui.spinner_stop();
-                self.record.recap(&self.ui, cwd, id);
-                self.ui.session_started(
-                    id,
-                    resumed.modes.as_ref(),
-                    resumed.config_options.as_ref(),
-                );
-                self.ui.notice(&format!(
-                    "connected to {name}; resumed session {} in {}",
-                    escape_line(id),
-                    cwd.display()
-                ));
-                return self.apply_mode(&conn, resumed.modes).await;
-            }
-            if !info.agent_capabilities.load_session {
-                return Err(Outcome::fail(
-                    exit::ERROR,
-                    format!("{name} can neither resume nor load sessions (no sessionCapabilities.resume, loadSession false)"),
-                ));
-            }
-            if self.ui.replay_view() == ReplayView::Show {
-                self.ui.notice(&format!(
-                    "{name} cannot resume sessions; loading it (the agent replays it)"
-                ));
-            }
-        }
-        if let Some(id) = load.or(resume.as_deref()) {
-            if !info.agent_capabilities.load_session {
-                return Err(Outcome::fail(
-                    exit::ERROR,
-                    format!("{name} cannot load sessions (its `loadSession` capability is false)"),
-                ));
-            }
-            // The agent replays the conversation as `session/update`s before it answers. With
-            // nothing of it on screen (`--load`, `--resume` at start) they are shown as they
-            // come; after a crash or a dropped connection the conversation is shown already:
-            // the replay is only folded (acp-client's `Thread::replay_view`), said in one line.
-            let mcp = self.session.mcp_servers(&self.ui, &info)?;
-            let request = s::LoadSessionRequest::new(id.to_string(), cwd).mcp_servers(mcp);
-            self.inbox.folded = (self.ui.replay_view() == ReplayView::Fold).then_some(0);
-            let loaded = self
-                .wait_replay("session/load", conn.load_session(request))
-                .await;
-            let folded = self.inbox.folded.take();
-            let loaded = loaded?;
-            self.session.id = s::SessionId::new(id);
-            self.ui.spinner_stop();
-            self.ui
-                .session_started(id, loaded.modes.as_ref(), loaded.config_options.as_ref());
-            let id = escape_line(id);
-            self.ui.notice(&match folded {
-                Some(n) => format!(
-                    "connected to {name}; session {id} reloaded ({n} replayed update(s) not \
-                     shown again: the conversation is above)"
-                ),
-                None => format!(
-                    "connected to {name}; loaded session {id} in {}",
-                    cwd.display()
-                ),
-            });
-            return self.apply_mode(&conn, loaded.modes).await;
-        }
+        let mut open = self
+            .ui
+            .initialized(raw.get())
+            .map_err(|e| Outcome::fail(exit::ERROR, e))?;
         // From the answer as sent: the typed form does not keep every method type.
         let methods = acp_client::auth::methods_of(raw.get());
         // A method the user named is used before the session; otherwise one is chosen only
         // when the agent says authentication is required.
+        let mut authenticated = false;
         if self.session.auth.is_some() {
             self.authenticate(&conn, &methods).await?;
+            authenticated = true;
         }
-        let new =
-            s::NewSessionRequest::new(cwd).mcp_servers(self.session.mcp_servers(&self.ui, &info)?);
-        let session = match self.wait_raw(conn.new_session(new.clone())).await? {
-            Ok(session) => session,
-            Err(e) if is_auth_required(&e) && self.session.auth.is_none() => {
-                self.authenticate(&conn, &methods).await?;
-                self.wait("session/new", conn.new_session(new)).await?
+        loop {
+            if reopening && open == Open::New && self.link.remote().is_some() {
+                return Err(self.remote_session_lost());
             }
-            Err(e) => return Err(self.explain("session/new", e).await),
-        };
-        self.session.id = session.session_id;
+            let params = self.open_params(&open, &info)?;
+            let (answer, after) = self.open_call(open.method(), params).await?;
+            let error = match answer {
+                Ok(result) => {
+                    let opened = self.ui.opened(result.get()).map_err(|e| {
+                        Outcome::fail(
+                            exit::ERROR,
+                            format!("the agent's answer to `{}`: {e}", open.method()),
+                        )
+                    })?;
+                    self.session.id = s::SessionId::new(opened.session_id);
+                    // An update that came right after the answer: the session's now.
+                    if let Some(event) = after {
+                        self.inbox.idle_event(event);
+                    }
+                    break;
+                }
+                Err(e) => e,
+            };
+            if let Some(event) = after {
+                self.inbox.idle_event(event);
+            }
+            match error {
+                e if is_auth_required(&e) && !authenticated && self.session.auth.is_none() => {
+                    self.authenticate(&conn, &methods).await?;
+                    authenticated = true;
+                }
+                e if is_auth_required(&e) => return Err(self.explain(open.method(), e).await),
+                RpcError::Call(CallError::Remote(err)) => {
+                    match self.ui.open_failed(err.code, &err.message) {
+                        AfterFailure::Retry { open: next, .. } => open = next,
+                        AfterFailure::Fail { message } => {
+                            self.ui.spinner_stop();
+                            return Err(Outcome::fail(exit::ERROR, message));
+                        }
+                    }
+                }
+                e => return Err(self.explain(open.method(), e).await),
+            }
+        }
         self.ui.spinner_stop();
-        self.ui.session_started(
-            &self.session.id.0,
-            session.modes.as_ref(),
-            session.config_options.as_ref(),
-        );
-        self.ui.notice(&format!(
-            "connected to {name}; session {} in {}",
-            self.session.id.0,
-            cwd.display()
-        ));
-        self.apply_mode(&conn, session.modes).await
+        self.apply_mode(&conn).await
     }
 
-    /// Shows the session's mode (an agent's mode decides what it does without asking: with
-    /// claude-agent-acp's `auto`, `--deny` has nothing to refuse) and sets `--mode`.
-    pub(super) async fn apply_mode(
+    /// The params of the open request: the session's directory and `--mcp-config` servers
+    /// (those the agent can use).
+    fn open_params(
+        &self,
+        open: &Open,
+        info: &s::InitializeResponse,
+    ) -> Result<Box<RawValue>, Outcome> {
+        let mcp = self.session.mcp_servers(&self.ui, info)?;
+        let cwd = self.session.cwd.clone();
+        let raw = match open {
+            Open::New => {
+                acp_native::driver::to_raw(&s::NewSessionRequest::new(cwd).mcp_servers(mcp))
+            }
+            Open::Resume { session_id } => acp_native::driver::to_raw(
+                &s::ResumeSessionRequest::new(session_id.clone(), cwd).mcp_servers(mcp),
+            ),
+            Open::Load { session_id } => acp_native::driver::to_raw(
+                &s::LoadSessionRequest::new(session_id.clone(), cwd).mcp_servers(mcp),
+            ),
+        };
+        raw.map_err(|e| Outcome::fail(exit::ERROR, format!("`{}`: {e}", open.method())))
+    }
+
+    /// Sends an open request and awaits its answer, taking the agent's updates meanwhile in
+    /// wire order (a `session/load`'s replay, shown or folded; a new session's early updates,
+    /// held): while it runs each update waits in its handler until taken (the
+    /// [`UpdateGate`](super::requests::UpdateGate)), so an update in hand while the answer is
+    /// not in came before it, and one in hand once it is came after it. That one is returned
+    /// with the answer, to be taken once the engine has it.
+    async fn open_call(
         &mut self,
-        conn: &ClientSideConnection,
-        modes: Option<s::SessionModeState>,
-    ) -> Result<(), Outcome> {
-        let Some(modes) = modes else {
+        method: &'static str,
+        params: Box<RawValue>,
+    ) -> Result<(Result<Box<RawValue>, RpcError>, Option<Event>), Outcome> {
+        let handle = self.link.conn.handle().clone();
+        let timeout = Some(self.timeouts.request);
+        self.inbox.gate.open();
+        let call = handle.request(method, Some(params), timeout);
+        tokio::pin!(call);
+        let mut after = None;
+        let answer = loop {
+            tokio::select! {
+                biased;
+                r = &mut call => break r,
+                Some(event) = self.inbox.events.recv() => {
+                    // Not taken yet: if the answer is in now, this came after it.
+                    if let Some(r) = (&mut call).now_or_never() {
+                        after = Some(event);
+                        break r;
+                    }
+                    self.inbox.idle_event(event);
+                }
+                Some(line) = self.inbox.warnings.recv() => self.inbox.garbage(line),
+                sig = self.signals.recv() => {
+                    self.inbox.gate.close();
+                    return Err(quit(sig));
+                }
+            }
+        };
+        self.inbox.gate.close();
+        Ok((answer, after))
+    }
+
+    /// A remote agent reconnected that cannot continue the session (it can neither resume nor
+    /// load it, or no longer has it): the chat ends, saying so.
+    fn remote_session_lost(&self) -> Outcome {
+        self.ui.spinner_stop();
+        Outcome::fail(
+            exit::ERROR,
+            format!(
+                "the connection to {} was lost and session {} cannot be continued: the agent \
+                 cannot reopen it (it can neither resume nor load sessions, or no longer has it)",
+                self.link.program,
+                escape_line(&self.session.id.0)
+            ),
+        )
+    }
+
+    /// Shows the session's mode as the agent opened it (kept in the thread: an agent's mode
+    /// decides what it does without asking: with claude-agent-acp's `auto`, `--deny` has
+    /// nothing to refuse) and sets `--mode`.
+    pub(super) async fn apply_mode(&mut self, conn: &ClientSideConnection) -> Result<(), Outcome> {
+        let (current, modes) = self.ui.modes();
+        let Some(current) = current else {
             return match &self.session.mode {
                 Some(m) => Err(Outcome::fail(
                     exit::ERROR,
@@ -166,16 +192,12 @@ impl Chat {
                 None => Ok(()),
             };
         };
-        let ids: Vec<String> = modes
-            .available_modes
-            .iter()
-            .map(|m| escape_line(&m.id.0))
-            .collect();
-        let current = escape_line(&modes.current_mode_id.0);
+        let ids: Vec<String> = modes.iter().map(|(id, _)| escape_line(id)).collect();
+        let shown = escape_line(&current);
         match self.session.mode.clone() {
-            Some(wanted) if *wanted == *modes.current_mode_id.0 => {}
+            Some(wanted) if wanted == current => {}
             Some(wanted) => {
-                if !modes.available_modes.iter().any(|m| *m.id.0 == *wanted) {
+                if !modes.iter().any(|(id, _)| *id == wanted) {
                     return Err(Outcome::fail(
                         exit::ERROR,
                         format!(
@@ -194,13 +216,13 @@ impl Chat {
                 )
                 .await?;
                 self.ui
-                    .notice(&format!("mode: {} (was {current})", escape_line(&wanted)));
+                    .notice(&format!("mode: {} (was {shown})", escape_line(&wanted)));
                 return Ok(());
             }
             None => {}
         }
         self.ui.notice(&format!(
-            "mode: {current} (the agent's modes: {}; choose one with --mode)",
+            "mode: {shown} (the agent's modes: {}; choose one with --mode)",
             ids.join(", ")
         ));
         Ok(())

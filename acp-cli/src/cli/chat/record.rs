@@ -1,12 +1,20 @@
-//! This directory's record of the conversation (`cli::sessions`): saved after each turn, shown
-//! again and taken back into the thread by `--resume`.
+//! This directory's record of the conversation (`cli::records`): saved after each turn, taken
+//! back (the session engine's saved conversation) by `--resume`.
 
 use std::path::Path;
+
+use acp_client::session::Intent;
 
 use crate::cli::records;
 use crate::cli::render::Ui;
 
 use super::session::Session;
+
+/// What the recap of a resumed conversation says of its record.
+pub(super) struct Recap {
+    title: String,
+    updated_at: u64,
+}
 
 pub(super) struct Record {
     /// The agent as the user named it (for the session record).
@@ -23,40 +31,49 @@ impl Record {
         }
     }
 
-    /// After `session/resume`: the conversation saved here becomes the thread again, and its
-    /// last exchange is shown.
-    pub(super) fn recap(&self, ui: &Ui, cwd: &Path, id: &str) {
-        let record = match records::find(cwd, id) {
-            Ok(Some(record)) => record,
-            Ok(None) => {
-                ui.notice("(no saved conversation for this session in this directory)");
-                return;
+    /// What `--resume ID` continues, for acp-client's session engine: the conversation saved
+    /// here for that id (its record's thread, which becomes the conversation again), with
+    /// the recap to show once the engine took it ([`Record::recap`]); or none: then the engine
+    /// refuses the id unless `try_unknown` (`--resume-unknown`). A record that cannot be read
+    /// (over the size limit, not a record) is said, and the id tried without it: it was saved
+    /// here.
+    pub(super) fn resume_intent(
+        ui: &Ui,
+        cwd: &Path,
+        id: &str,
+        try_unknown: bool,
+    ) -> (Intent, Option<Recap>) {
+        let continue_with = |saved, try_unknown| Intent::Continue {
+            session_id: id.to_string(),
+            saved,
+            try_unknown,
+            or_new: false,
+        };
+        match records::find(cwd, id) {
+            Ok(Some(record)) => {
+                let recap = Recap {
+                    title: record.title,
+                    updated_at: record.updated_at,
+                };
+                let saved = Some(acp_client::thread::RawJson(record.thread));
+                (continue_with(saved, try_unknown), Some(recap))
             }
+            Ok(None) => (continue_with(None, try_unknown), None),
             Err(e) => {
                 ui.warn(&format!("the saved conversation is not shown: {e}"));
-                return;
+                (continue_with(None, true), None)
             }
-        };
-        let thread = acp_client::thread::Thread::from_json(
-            record.thread.get(),
-            acp_client::thread::Limits::default(),
-        );
-        match thread {
-            Ok(thread) => {
-                let turns = thread
-                    .entries
-                    .iter()
-                    .filter(|e| matches!(e, acp_client::thread::Entry::User { .. }))
-                    .count();
-                ui.notice(&format!(
-                    "{} — {turns} earlier prompt(s), saved {}",
-                    acp_client::display::ensure_line(&record.title),
-                    records::when(record.updated_at)
-                ));
-                ui.set_thread(thread);
-            }
-            Err(e) => ui.warn(&format!("the saved conversation is unreadable: {e}")),
         }
+    }
+
+    /// The line recalling the conversation taken back by `--resume`.
+    pub(super) fn recap(ui: &Ui, recap: &Recap) {
+        ui.notice(&format!(
+            "{} — {} earlier prompt(s), saved {}",
+            acp_client::display::ensure_line(&recap.title),
+            ui.prompts(),
+            records::when(recap.updated_at)
+        ));
     }
 
     /// Saves the conversation as this directory's record of the session (`acp sessions`).

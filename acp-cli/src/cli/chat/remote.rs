@@ -18,7 +18,9 @@ use tokio::sync::watch;
 use super::outcome::Outcome;
 use crate::cli::args::ChatArgs;
 use crate::cli::exit;
-use crate::cli::rpc_log::{Tap, TapReader, TapWriter};
+use crate::cli::rpc_log::Tap;
+
+use crate::cli::watch::{AgentReader, AgentWriter, Watch};
 
 /// The agent: its process, or the remote connection's transport.
 pub(super) enum Peer {
@@ -80,8 +82,8 @@ pub(super) struct StartError {
     pub(super) transient: bool,
 }
 
-/// Starts the agent again (the same command or URL, handlers and tap): its connection and
-/// its [`Peer`].
+/// Starts the agent again (the same command or URL, handlers, watch and `--log-rpc` tap): its
+/// connection and its [`Peer`].
 pub(super) type Respawn = Box<
     dyn Fn()
             -> Pin<Box<dyn Future<Output = Result<(ClientSideConnection, Peer), StartError>> + Send>>
@@ -94,7 +96,8 @@ pub(super) fn local_respawn<S>(
     cmd: AgentCommand,
     router: S,
     config: DriverConfig,
-    tap: Arc<Tap>,
+    watch: Arc<Watch>,
+    tap: Option<Arc<Tap>>,
 ) -> Respawn
 where
     S: tower::Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>
@@ -105,15 +108,15 @@ where
     S::Future: Send + 'static,
 {
     Box::new(move || {
-        let tap_io = tap.clone();
+        let (watch, tap) = (watch.clone(), tap.clone());
         let started = spawn_agent_with(
             &cmd,
             router.clone(),
             config.clone(),
             move |stdout, stdin| {
                 (
-                    TapReader::new(stdout, tap_io.clone()),
-                    TapWriter::new(stdin, tap_io),
+                    AgentReader::new(stdout, watch, tap.clone()),
+                    AgentWriter::new(stdin, tap),
                 )
             },
         )
@@ -126,13 +129,15 @@ where
     })
 }
 
-/// A remote agent's [`Respawn`]: connects to `url` (through the `--log-rpc` tap).
+/// A remote agent's [`Respawn`]: connects to `url` (through the watch and the `--log-rpc`
+/// tap).
 pub(super) fn remote_respawn<S>(
     url: String,
     options: ClientOptions,
     router: S,
     config: DriverConfig,
-    tap: Arc<Tap>,
+    watch: Arc<Watch>,
+    tap: Option<Arc<Tap>>,
 ) -> Respawn
 where
     S: tower::Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>
@@ -143,15 +148,21 @@ where
     S::Future: Send + 'static,
 {
     Box::new(move || {
-        let (url, options, router, config, tap_io) = (
+        let (url, options, router, config, watch, tap) = (
             url.clone(),
             options.clone(),
             router.clone(),
             config.clone(),
+            watch.clone(),
             tap.clone(),
         );
         Box::pin(async move {
-            let wrap = move |r, w| (TapReader::new(r, tap_io.clone()), TapWriter::new(w, tap_io));
+            let wrap = move |r, w| {
+                (
+                    AgentReader::new(r, watch, tap.clone()),
+                    AgentWriter::new(w, tap),
+                )
+            };
             match remote::connect_with(&url, &options, router, config, wrap).await {
                 Ok((conn, link)) => Ok((conn, Peer::Remote(link))),
                 Err(e) => {

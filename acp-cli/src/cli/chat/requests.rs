@@ -1,7 +1,8 @@
 //! What the agent asks of the client: the router serving `fs/*`, `terminal/*` and
 //! `session/request_permission`, turned into events for the UI loop (a bounded queue: see
-//! [`EVENT_QUEUE`], [`EVENT_BYTES`]); the questions acp adds (a command, a write that changes
-//! what runs); the count of the agent's requests being served.
+//! [`EVENT_QUEUE`], [`EVENT_BYTES`]; small `session/update`s put in it directly when there is
+//! room, [`QuickUpdates`]); the questions acp adds (a command, a write that changes what
+//! runs); the count of the agent's requests being served.
 
 use std::sync::Arc;
 
@@ -27,15 +28,66 @@ pub(super) const EVENT_QUEUE: usize = 64;
 /// with the counts above, what an unread stdout or an open question can make `acp chat` hold
 /// (a larger update waits until it is alone).
 const EVENT_BYTES: usize = 64 << 20;
+/// Updates smaller than this take no share of [`EVENT_BYTES`]: their count bounds them
+/// ([`EVENT_QUEUE`] queued and 256 held back, under 1.3 MiB), and a stream of small chunks
+/// does not take and give back a permit each.
+const SMALL_UPDATE: usize = 4 << 10;
 
 /// An update's share of [`EVENT_BYTES`], given back when the update has been shown.
 type UpdateBytes = Option<tokio::sync::OwnedSemaphorePermit>;
 
+/// Dropped when the UI loop is done with an update, while its handler waits for that (see
+/// [`UpdateGate`]).
+pub(super) type Taken = Option<oneshot::Sender<()>>;
+
+/// While a session is being opened, each `session/update`'s handler waits until the UI loop
+/// is done with the update (its [`Taken`] dropped) or the open is over. The driver hands a
+/// call's answer over only after the notifications before it were handled (acp-native's wire
+/// order), so while the open request's answer is not in, every update before it has been
+/// taken or is in hand, and an update in hand once the answer is in came after it:
+/// `Chat::open_call` knows which updates are a replay's (or held before a new session's id)
+/// exactly, as the engine needs them. Closing the gate releases the handlers still waiting
+/// (updates after the answer, taken later in order), so nothing waits on a UI loop that no
+/// longer takes updates; outside an open the handlers do not wait (updates flow through the
+/// bounded queue).
+pub(super) struct UpdateGate {
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for UpdateGate {
+    fn default() -> Self {
+        UpdateGate {
+            open: tokio::sync::watch::Sender::new(false),
+        }
+    }
+}
+
+impl UpdateGate {
+    /// An open request is about to go out: updates wait until taken.
+    pub(super) fn open(&self) {
+        self.open.send_replace(true);
+    }
+
+    /// The open is over: updates no longer wait, and those waiting are released.
+    pub(super) fn close(&self) {
+        self.open.send_replace(false);
+    }
+
+    fn is_open(&self) -> bool {
+        *self.open.borrow()
+    }
+
+    /// Until the gate is closed (at once if it is).
+    async fn closed(&self) {
+        let _ = self.open.subscribe().wait_for(|open| !*open).await;
+    }
+}
+
 /// What the connection's handlers hand to the UI loop.
 pub(super) enum Event {
     /// A `session/update` notification (raw params), holding its bytes of [`EVENT_BYTES`]
-    /// until it is shown.
-    Update(Option<Box<RawValue>>, UpdateBytes),
+    /// until it is shown (and, while a session opens, its handler: [`UpdateGate`]).
+    Update(Option<Box<RawValue>>, UpdateBytes, Taken),
     /// A `session/request_permission` waiting for an answer.
     Permission(Box<PermissionAsk>),
 }
@@ -108,7 +160,11 @@ where
 {
     type Response = Box<RawValue>;
     type Error = ErrorObject;
-    type Future = futures::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>;
+    /// A notification's own future (nothing to count); a request's, counted.
+    type Future = futures::future::Either<
+        S::Future,
+        futures::future::BoxFuture<'static, Result<Box<RawValue>, ErrorObject>>,
+    >;
 
     fn poll_ready(
         &mut self,
@@ -118,31 +174,89 @@ where
     }
 
     fn call(&mut self, req: Incoming) -> Self::Future {
-        let counted = !req.is_notification();
+        if req.is_notification() {
+            return futures::future::Either::Left(self.inner.call(req));
+        }
         let activity = self.activity.clone();
-        if counted {
+        activity
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let fut = self.inner.call(req);
+        futures::future::Either::Right(Box::pin(async move {
+            let result = fut.await;
+            *activity.last_done.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             activity
                 .in_flight
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        let fut = self.inner.call(req);
-        Box::pin(async move {
-            let result = fut.await;
-            if counted {
-                *activity.last_done.lock().unwrap_or_else(|e| e.into_inner()) =
-                    Some(Instant::now());
-                activity
-                    .in_flight
-                    .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-            }
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             result
-        })
+        }))
+    }
+}
+
+/// `session/update` notifications handed to the UI loop at once when they can be: small (they
+/// take no share of [`EVENT_BYTES`]), no session being opened ([`UpdateGate`]) and room in the
+/// queue. Nothing is built for them but the event (no handler future); the others go to the
+/// router's handler, which waits for room (and, while a session opens, until taken).
+///
+/// Either way they reach the queue in wire order: the driver calls the service for a
+/// notification only once the one before it has been handled (its future finished: acp-native's
+/// notification contract), so an update put in the queue here, inside `call`, comes after an
+/// earlier one that waited for room. Test `tests::quick_and_waiting_updates_keep_wire_order`.
+#[derive(Clone)]
+pub(super) struct QuickUpdates<S> {
+    pub(super) inner: S,
+    pub(super) events: mpsc::Sender<Event>,
+    pub(super) gate: Arc<UpdateGate>,
+}
+
+impl<S> tower::Service<Incoming> for QuickUpdates<S>
+where
+    S: tower::Service<Incoming, Response = Box<RawValue>, Error = ErrorObject>,
+{
+    type Response = Box<RawValue>;
+    type Error = ErrorObject;
+    type Future = futures::future::Either<
+        futures::future::Ready<Result<Box<RawValue>, ErrorObject>>,
+        S::Future,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), ErrorObject>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Incoming) -> Self::Future {
+        let quick = req.is_notification()
+            && req.method == acp_core::acp::client::SESSION_UPDATE
+            && req.params.as_ref().map_or(0, |p| p.get().len()) < SMALL_UPDATE
+            && !self.gate.is_open();
+        if quick {
+            use tokio::sync::mpsc::error::TrySendError;
+            match self
+                .events
+                .try_send(Event::Update(req.params.take(), None, None))
+            {
+                Ok(()) | Err(TrySendError::Closed(_)) => {
+                    let null = serde_json::value::RawValue::NULL.to_owned();
+                    return futures::future::Either::Left(futures::future::ready(Ok(null)));
+                }
+                Err(TrySendError::Full(event)) => {
+                    if let Event::Update(params, ..) = event {
+                        req.params = params;
+                    }
+                }
+            }
+        }
+        futures::future::Either::Right(self.inner.call(req))
     }
 }
 
 /// The client side's handlers: everything the agent may ask of us.
 pub(super) fn client_router(
     events: mpsc::Sender<Event>,
+    update_gate: Arc<UpdateGate>,
     cwd: &std::path::Path,
     terminals: Terminals,
 ) -> Router {
@@ -164,11 +278,31 @@ pub(super) fn client_router(
             // Waits while the UI is behind: the connection then stops reading the agent.
             let updates = updates.clone();
             let budget = update_bytes.clone();
+            let update_gate = update_gate.clone();
             async move {
-                let kib = params.as_ref().map_or(0, |p| p.get().len()) / 1024 + 1;
-                let kib = u32::try_from(kib.min(EVENT_BYTES >> 10)).unwrap_or(u32::MAX);
-                let bytes = budget.acquire_many_owned(kib).await.ok();
-                let _ = updates.send(Event::Update(params, bytes)).await;
+                let len = params.as_ref().map_or(0, |p| p.get().len());
+                let bytes = if len < SMALL_UPDATE {
+                    None
+                } else {
+                    let kib = (len / 1024 + 1).min(EVENT_BYTES >> 10);
+                    let kib = u32::try_from(kib).unwrap_or(u32::MAX);
+                    budget.acquire_many_owned(kib).await.ok()
+                };
+                if update_gate.is_open() {
+                    let (taken, done) = oneshot::channel();
+                    if updates
+                        .send(Event::Update(params, bytes, Some(taken)))
+                        .await
+                        .is_ok()
+                    {
+                        tokio::select! {
+                            _ = done => {}
+                            () = update_gate.closed() => {}
+                        }
+                    }
+                } else {
+                    let _ = updates.send(Event::Update(params, bytes, None)).await;
+                }
             }
         })
         .route::<typed::RequestPermission, _, _>(move |request, cx| {
@@ -328,4 +462,59 @@ fn fs_error(e: FsError) -> ErrorObject {
     let mut o = ErrorObject::new(ErrorCode::from_code(i64::from(e.code())), e.message());
     o.data = e.data();
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use acp_native::process::EnvPolicy;
+    use acp_native::{driver, transport, DriverConfig, Role};
+    use tokio::io::AsyncWriteExt;
+
+    use super::*;
+
+    /// Updates of both sizes (a large one always waits in the router's handler) through a
+    /// queue of two to a UI loop that falls behind: the quick path and the waiting one
+    /// alternate, and the UI loop takes every update once, in the order the agent sent them.
+    #[tokio::test(flavor = "current_thread")]
+    async fn quick_and_waiting_updates_keep_wire_order() {
+        const N: usize = 3000;
+        let (events, mut ui) = mpsc::channel(2);
+        let gate = Arc::new(UpdateGate::default());
+        let cwd = std::env::temp_dir();
+        let terminals = Terminals::new(cwd.clone(), EnvPolicy::default(), 1);
+        let service = QuickUpdates {
+            inner: client_router(events.clone(), gate.clone(), &cwd, terminals),
+            events,
+            gate,
+        };
+        let ((cr, cw), (_agent_reads, mut agent)) = transport::duplex(64 << 10);
+        let _conn = driver::spawn(cr, cw, service, DriverConfig::new(Role::Client));
+        tokio::spawn(async move {
+            let large = "x".repeat(SMALL_UPDATE);
+            for i in 0..N {
+                let pad = if i % 5 == 0 { large.as_str() } else { "" };
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{i} {pad}"}}}}}}}}"#
+                );
+                agent.write_all(line.as_bytes()).await.unwrap();
+                agent.write_all(b"\n").await.unwrap();
+            }
+        });
+        for i in 0..N {
+            // Behind now and then: the queue fills and updates wait for room.
+            if i % 3 == 0 {
+                for _ in 0..4 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            let Some(Event::Update(Some(params), _, taken)) = ui.recv().await else {
+                panic!("update {i}: not an update");
+            };
+            let v: serde_json::Value = serde_json::from_str(params.get()).unwrap();
+            let text = v["update"]["content"]["text"].as_str().unwrap();
+            let n: usize = text.split(' ').next().unwrap().parse().unwrap();
+            assert_eq!(n, i, "update {n} arrived as the {i}th");
+            assert!(taken.is_none(), "no session is being opened");
+        }
+    }
 }

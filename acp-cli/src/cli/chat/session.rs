@@ -1,6 +1,7 @@
 //! The session `acp chat` opens: its id once the agent gave it, its directory, and what it is
-//! opened with (`--auth`, `--mode`, `--mcp-config`, `--resume`, the variables the agent gets).
-//! Opening it is `open.rs`.
+//! opened with (`--auth`, `--mode`, `--mcp-config`, the variables the agent gets). Which
+//! request opens it, and what the user is told, is acp-client's session engine (held by the
+//! renderer: `render/session.rs`); carrying it out is `open.rs`.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -25,8 +26,6 @@ pub(super) struct Session {
     pub(super) mode: Option<String>,
     /// The servers of `--mcp-config`.
     mcp: Vec<McpServer>,
-    /// The session to continue with `session/resume` (`--resume`; after a restart, this one).
-    pub(super) resume: Option<String>,
     /// Variables set (non-empty) in the agent's environment, for the auth choice.
     pub(super) agent_vars: HashSet<String>,
 }
@@ -44,7 +43,6 @@ impl Session {
             auth: args.auth.clone(),
             mode: args.mode.clone(),
             mcp,
-            resume: args.resume.clone(),
             agent_vars,
         }
     }

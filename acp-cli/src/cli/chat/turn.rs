@@ -4,6 +4,7 @@
 //! `cancelled` answer.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use acp_client::display::escape_line;
 use acp_client::permission;
@@ -59,14 +60,28 @@ impl Chat {
         tokio::pin!(prompt);
         let mut turn = TurnState::default();
         let mut last_activity = Instant::now();
+        // Timers are armed once: the silence limit's is moved on only when it fires (a burst
+        // of updates does not re-arm a timer for each), the cancel wait's only matters once
+        // set.
+        let never = last_activity + Duration::from_secs(100 * 365 * 86_400);
+        let silence = self.timeouts.silence;
+        let idle = tokio::time::sleep_until(silence.map_or(never, |d| last_activity + d));
+        tokio::pin!(idle);
         let result = loop {
-            let idle_deadline = self.timeouts.silence.map(|d| last_activity + d);
             let withdrawn = turn.open.as_ref().map(|a| a.withdrawn.clone());
             tokio::select! {
                 result = &mut prompt => break result,
                 Some(event) = self.inbox.events.recv(), if turn.held.len() < HELD_EVENTS => {
                     last_activity = Instant::now();
                     turn.held.push_back(event);
+                    // What else is waiting comes with it (a burst is taken, and written, in
+                    // one go).
+                    while turn.held.len() < HELD_EVENTS {
+                        match self.inbox.events.try_recv() {
+                            Ok(event) => turn.held.push_back(event),
+                            Err(_) => break,
+                        }
+                    }
                     self.show_held(&conn, &mut turn).await;
                 }
                 Some(line) = self.inbox.warnings.recv(), if turn.open.is_none() => {
@@ -118,7 +133,7 @@ impl Chat {
                     }
                     self.interrupt(&conn, &mut turn).await?;
                 }
-                _ = tokio::time::sleep_until(turn.cancel_deadline.unwrap_or_else(Instant::now)),
+                _ = tokio::time::sleep_until(turn.cancel_deadline.unwrap_or(never)),
                     if turn.cancel_deadline.is_some() => {
                     let waited = CANCEL_WAIT.as_secs();
                     return Err(match turn.timed_out.take() {
@@ -132,20 +147,20 @@ impl Chat {
                         ),
                     });
                 }
-                _ = tokio::time::sleep_until(idle_deadline.unwrap_or_else(Instant::now)),
-                    if idle_deadline.is_some() && turn.open.is_none() && turn.cancel_deadline.is_none() => {
+                _ = &mut idle,
+                    if silence.is_some() && turn.open.is_none() && turn.cancel_deadline.is_none() => {
                     // Not silent if the agent wrote anything since, or waits on a request of
                     // its own that we are still serving (a long command in a terminal...).
-                    let heard = self.inbox.tap.last_received().map(Instant::from_std);
+                    let heard = self.inbox.watch.last_received().map(Instant::from_std);
                     if self.activity.in_flight() > 0 {
                         last_activity = Instant::now();
-                        continue;
+                    } else if let Some(t) = heard.into_iter().chain(self.activity.last_done()).max() {
+                        last_activity = last_activity.max(t);
                     }
-                    if let Some(t) = heard.into_iter().chain(self.activity.last_done()).max() {
-                        if t > last_activity {
-                            last_activity = t;
-                            continue;
-                        }
+                    let deadline = last_activity + silence.unwrap_or_default();
+                    if deadline > Instant::now() {
+                        idle.as_mut().reset(deadline);
+                        continue;
                     }
                     self.send_session_cancel(&conn).await;
                     let secs = self.timeouts.silence.unwrap_or_default().as_secs_f64();
@@ -171,9 +186,9 @@ impl Chat {
             let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
         }
         self.show_held(&conn, &mut turn).await;
-        // Updates sent before the response may still be on their way to us: the tap has
-        // counted them all, so render until that many have been shown.
-        self.inbox.catch_up_turn().await;
+        // The updates sent before the response are queued already (wire order): shown now,
+        // before the turn's end.
+        self.inbox.catch_up_turn();
         // Warnings about what came with the turn (an oversize line...) are shown before its end.
         self.inbox.drain_warnings();
         if let Some(o) = turn.timed_out.take() {
@@ -242,7 +257,7 @@ impl Chat {
                 break;
             };
             match event {
-                Event::Update(params, _bytes) => self.inbox.render_update(params),
+                Event::Update(params, _bytes, _taken) => self.ui.session_update(params.as_deref()),
                 Event::Permission(ask) => {
                     let title = ask.title(&self.ui);
                     if ask.withdrawn.is_cancelled() {
@@ -267,6 +282,7 @@ impl Chat {
         if turn.open.is_none() && !turn.over {
             self.ui.spinner_start("thinking…");
         }
+        self.inbox.settle();
     }
 
     /// Answers the queued `cancelled` outcomes, after sending `session/cancel` for the turn

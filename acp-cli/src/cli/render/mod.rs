@@ -15,11 +15,17 @@
 //! escaped (`\u202e`). No escape sequence is interpreted: no cursor moves, title or clipboard
 //! changes, no line overwritten with `\r`, no text reordered.
 //!
+//! The conversation is acp-client's session engine ([`acp_client::session::Session`]), which
+//! owns the thread: every update goes through it once (`Session::update`: shown, folded into
+//! a replay not shown again, held before the session's id is known, or not this session's),
+//! and what it says of the session (opened, lost, restarted…) is shown in its words.
+//!
 //! The files: here, [`Ui`] (the shared handle: notices, the prompt, a turn's updates and its
 //! end); `screen.rs` the two streams, the cursor, the spinner and prompts; `conversation.rs`
 //! drawing what each update changed (text, tool calls, the plan, status lines);
-//! `questions.rs` permission questions; `session.rs` the session's state kept in the thread
-//! (modes, config options, commands, the record's title, a replay folded unshown).
+//! `questions.rs` permission questions; `session.rs` the session engine carried out (its
+//! open, reopen and restart steps, its notices) and the session's state kept in the thread
+//! (modes, config options, commands, the record's title).
 
 mod conversation;
 mod questions;
@@ -27,14 +33,15 @@ mod screen;
 mod session;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use acp_client::display::escape_text;
-use acp_client::thread::{Limits, Thread};
+use acp_client::session::Routed;
 use acp_core::RawValue;
 
 use conversation::Drawn;
 use screen::{styled, Block, Screen};
+use session::Conversation;
 
 pub use conversation::TerminalOutput;
 
@@ -48,8 +55,9 @@ struct State {
     json: bool,
     /// stdout and stderr, and where the cursor is.
     screen: Screen,
-    /// The conversation, folded from the updates.
-    thread: Thread,
+    /// The conversation: acp-client's session engine, which owns the thread the updates are
+    /// folded into (it reads as that thread: [`Conversation`]).
+    thread: Conversation,
     /// What was drawn of it.
     drawn: Drawn,
     /// The `session/prompt` result of the turn ending (feature `unstable`: its token usage is
@@ -68,9 +76,7 @@ impl Ui {
             state: Arc::new(Mutex::new(State {
                 json,
                 screen: Screen::new(json),
-                thread: Thread::new(Limits {
-                    max_bytes: THREAD_BYTES,
-                }),
+                thread: Conversation::new(),
                 drawn: Drawn::new(),
                 #[cfg(feature = "unstable")]
                 prompt_result: None,
@@ -111,6 +117,12 @@ impl Ui {
 
     pub fn spinner_stop(&self) {
         self.lock().screen.spinner_stop();
+    }
+
+    /// Writes the conversation given to stdout so far (`acp chat` calls it once it has taken
+    /// the updates waiting: they are written in one go).
+    pub fn flush(&self) {
+        self.lock().screen.flush();
     }
 
     /// A notice on stderr (dimmed).
@@ -166,26 +178,32 @@ impl Ui {
         st.screen.block = Block::None;
     }
 
-    /// Renders one `session/update` (its raw params): folded into the thread, then what it
-    /// changed is drawn. In the human view every string the agent sent goes through
-    /// [`escape_text`] first (no escape sequence reaches the terminal).
+    /// Renders one `session/update` (its raw params), as the session engine routes it
+    /// (`Session::update`, the one read of the update): shown (folded into the thread, then
+    /// what it changed is drawn), folded unshown (a replay of the conversation on screen),
+    /// held until the session's id is known (drawn when it opens), or not this session's. In
+    /// the human view every string the agent sent goes through [`escape_text`] first (no
+    /// escape sequence reaches the terminal); with `--json` the params are written as
+    /// received, those of the session in wire order.
     pub fn session_update(&self, params: Option<&RawValue>) {
         let mut guard = self.lock();
         let st = &mut *guard;
-        st.screen.last_output = Instant::now();
         let raw = params.map_or("null", RawValue::get);
         // Only what is shown is read; the rest of the message is skipped without being built,
         // so a large update costs no more than its text (acp-client's thread).
-        let applied = st.thread.apply_json(raw);
+        let routed = st.thread.0.update(raw);
         if st.json {
-            st.screen.clear_spinner();
-            // The params as received (valid JSON, checked by the engine), on one line.
-            st.screen.out_raw(&one_line(raw));
-            st.screen.out_raw("\n");
+            if matches!(routed, Ok(Routed::Shown { .. } | Routed::Held) | Err(_)) {
+                st.screen.clear_spinner();
+                // The params as received (valid JSON, checked by the engine), on one line.
+                st.screen.out_raw(&one_line(raw));
+                st.screen.out_raw("\n");
+            }
             return;
         }
-        match applied {
-            Ok(applied) => st.drawn.render(applied, &st.thread, &mut st.screen),
+        match routed {
+            Ok(Routed::Shown { applied }) => st.drawn.render(applied, &st.thread, &mut st.screen),
+            Ok(Routed::Folded | Routed::Held | Routed::Ignored) => {}
             Err(_) => st
                 .screen
                 .status_line("[session update: unreadable, skipped]"),
@@ -245,6 +263,7 @@ impl Ui {
                 st.screen.status_line(&turn_usage_line(u));
             }
         }
+        st.screen.flush();
     }
 
     /// The `session/prompt` result of the turn about to end ([`Ui::turn_end`]); feature
@@ -268,7 +287,7 @@ pub fn wire_name<T: serde::Serialize>(v: &T) -> String {
 /// only be whitespace between tokens (JSON strings cannot hold them raw), so the value is the
 /// same; nothing else is rewritten (no copy when there are none).
 fn one_line(raw: &str) -> std::borrow::Cow<'_, str> {
-    if raw.bytes().any(|b| matches!(b, b'\n' | b'\r' | b'\t')) {
+    if memchr::memchr3(b'\n', b'\r', b'\t', raw.as_bytes()).is_some() {
         raw.replace(['\n', '\r', '\t'], "").into()
     } else {
         raw.into()

@@ -3,6 +3,11 @@
 //! (stdout and stderr together when stdout is a terminal, stdout alone when it is piped), which
 //! block of streamed text is open, the spinner (stderr, a terminal only, on an empty line) and
 //! the prompt kept for the line editor. It writes what it is given: escaping is the caller's.
+//!
+//! stdout is written in batches: what the conversation adds is kept (up to [`OUT_BATCH`])
+//! until [`Screen::flush`], which `acp chat` calls once it has taken every update waiting, and
+//! before anything goes to stderr, a prompt shows or the chat ends; a flood of small updates
+//! is then a few large writes instead of one write per update.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -25,6 +30,9 @@ struct Spinner {
 }
 
 const FRAMES: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Bytes of stdout kept before they are written anyway.
+const OUT_BATCH: usize = 64 << 10;
 
 /// `text` in ANSI style `code` when `on`.
 pub(super) fn styled(on: bool, code: &str, text: &str) -> String {
@@ -51,6 +59,8 @@ pub(super) struct Screen {
     shared_screen: bool,
     /// stdout's own last line is unfinished.
     out_line_open: bool,
+    /// What stdout is still to be given (see the module docs).
+    out: Vec<u8>,
     /// The block of streamed text open on stdout.
     pub(super) block: Block,
     /// When something was last written (the spinner waits 300 ms after output).
@@ -73,6 +83,7 @@ impl Screen {
             at_line_start: true,
             shared_screen: std::io::stdout().is_terminal(),
             out_line_open: false,
+            out: Vec::with_capacity(OUT_BATCH),
             block: Block::None,
             last_output: Instant::now(),
             line_editor: false,
@@ -102,18 +113,26 @@ impl Screen {
     }
 
     pub(super) fn clear_spinner(&mut self) {
-        if let Some(sp) = &mut self.spinner {
-            if sp.drawn {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(b"\r\x1b[K");
-                let _ = err.flush();
-                sp.drawn = false;
-            }
+        // (Nothing waits for stdout while it is drawn: it is drawn after a flush, and what
+        // comes for stdout clears it first.)
+        let drawn = self
+            .spinner
+            .as_mut()
+            .is_some_and(|sp| std::mem::replace(&mut sp.drawn, false));
+        if drawn {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(b"\r\x1b[K");
+            let _ = err.flush();
         }
     }
 
     /// The spinner's next frame, on an empty line, 300 ms after the last output.
     pub(super) fn draw_spinner(&mut self) {
+        if !self.out.is_empty() {
+            // Output waiting is written first (the spinner's tick is a late flush too).
+            self.flush();
+            return;
+        }
         if !self.spinner_allowed || !self.at_line_start {
             return;
         }
@@ -124,26 +143,41 @@ impl Screen {
         let Some(sp) = &mut self.spinner else { return };
         sp.frame = (sp.frame + 1) % FRAMES.len();
         let text = styled(color, "36", &format!("{} {}", FRAMES[sp.frame], sp.label));
+        sp.drawn = true;
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[K{text}");
         let _ = err.flush();
-        sp.drawn = true;
     }
 
+    /// Adds to stdout (written by [`Screen::flush`], or once [`OUT_BATCH`] bytes wait).
     pub(super) fn out_raw(&mut self, text: &str) {
         self.clear_spinner();
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
-        if let Some(last) = text.chars().last() {
-            self.at_line_start = last == '\n';
-            self.out_line_open = last != '\n';
+        self.out.extend_from_slice(text.as_bytes());
+        if self.out.len() >= OUT_BATCH {
+            self.flush();
         }
+        if let Some(&last) = text.as_bytes().last() {
+            self.at_line_start = last == b'\n';
+            self.out_line_open = last != b'\n';
+        }
+    }
+
+    /// Writes what stdout was given so far.
+    pub(super) fn flush(&mut self) {
+        if self.out.is_empty() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&self.out);
+        let _ = out.flush();
+        self.out.clear();
         self.last_output = Instant::now();
     }
 
     pub(super) fn err_raw(&mut self, text: &str) {
         self.clear_spinner();
+        // In order with the conversation (one screen when both are the terminal).
+        self.flush();
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(text.as_bytes());
         let _ = err.flush();
@@ -193,6 +227,7 @@ impl Screen {
     pub(super) fn show_prompt(&mut self, prompt: String) {
         if self.line_editor {
             self.clear_spinner();
+            self.flush();
             self.prompt = Some(prompt);
         } else {
             self.err_raw(&prompt);

@@ -1,52 +1,140 @@
-//! The session's state as the thread keeps it, read and set through [`Ui`]: its modes, config
-//! options and commands (what `acp chat`'s slash commands show), a saved conversation taken
-//! back (`--resume`), the record of the conversation, a `session/load`'s replay folded
-//! unshown, and (feature `unstable`) its status and title.
+//! The session as `acp chat` shows it: acp-client's session engine
+//! ([`acp_client::session::Session`]) carried out through [`Ui`] — its steps (the agent
+//! initialized, the session opened, an open refused, the agent ended), the notices it words
+//! (shown on stderr, each in its level's style), the held updates it draws once the session is
+//! open — and the session's state as the thread keeps it: its modes, config options and
+//! commands (what `acp chat`'s slash commands show), the record of the conversation, and
+//! (feature `unstable`) its status and title.
 
-use acp_client::thread::{ReplayView, Thread};
-use acp_core::RawValue;
-use agent_client_protocol_schema::v1 as s;
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
+use std::time::Duration;
+
+use acp_client::restart::RestartPolicy;
+use acp_client::session::{AfterEnd, AfterFailure, Intent, Notice, Open, Opened, Session};
+use acp_client::thread::{Limits, NoticeLevel, Thread};
 
 #[cfg(feature = "unstable")]
 use acp_client::display::escape_line;
 
-use super::Ui;
-use crate::cli::records;
+use super::{Ui, THREAD_BYTES};
+
+/// The conversation as the renderer holds it: acp-client's session engine, which owns the
+/// thread. It reads as that thread (`Deref`), so what draws the conversation takes the thread
+/// as before.
+pub(super) struct Conversation(pub(super) Session);
+
+impl Conversation {
+    /// Before `acp chat` knows what it opens: a new session (replaced by [`Ui::start_session`]).
+    pub(super) fn new() -> Conversation {
+        Conversation(
+            Session::new(Intent::New, "", limits(), RestartPolicy::default())
+                .expect("a new session is never refused"),
+        )
+    }
+}
+
+impl Deref for Conversation {
+    type Target = Thread;
+    fn deref(&self) -> &Thread {
+        self.0.thread()
+    }
+}
+
+impl DerefMut for Conversation {
+    fn deref_mut(&mut self) -> &mut Thread {
+        self.0.thread_mut()
+    }
+}
+
+fn limits() -> Limits {
+    Limits {
+        max_bytes: THREAD_BYTES,
+    }
+}
 
 impl Ui {
-    /// The conversation so far for its record: its title and the thread's saved form.
-    pub fn thread_record(&self) -> (String, String) {
-        let st = self.lock();
-        (records::title_of(&st.thread), st.thread.to_json())
+    /// The session to open (`--resume`, `--load`, or a new one) in `cwd`, with acp-client's
+    /// restart policy (the shared crash budget). `Err`: refused whatever the agent (an id not
+    /// saved for this directory, unless tried anyway).
+    pub fn start_session(&self, intent: Intent, cwd: &Path) -> Result<(), String> {
+        let cwd = cwd.display().to_string();
+        let session = Session::new(intent, &cwd, limits(), RestartPolicy::default())?;
+        self.lock().thread = Conversation(session);
+        Ok(())
     }
 
-    /// The session's modes and config options as the agent answered them (`session/new`,
-    /// `load`, `resume`), into the thread (later updates change them there).
-    pub fn session_started(
-        &self,
-        session_id: &str,
-        modes: Option<&s::SessionModeState>,
-        config_options: Option<&Vec<s::SessionConfigOption>>,
-    ) {
-        let list = modes
-            .map(|m| {
-                m.available_modes
-                    .iter()
-                    .map(|m| acp_client::thread::Mode {
-                        id: m.id.0.to_string(),
-                        name: m.name.clone(),
-                        description: m.description.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let current = modes.map(|m| m.current_mode_id.0.to_string());
-        let config = config_options
-            .and_then(|c| serde_json::value::to_raw_value(c).ok())
-            .map(acp_client::thread::RawJson);
+    /// `initialize` was answered (its result's JSON text): which request opens the session
+    /// (after a restart: how it is re-established). `Err`: it cannot be opened as asked.
+    pub fn initialized(&self, result: &str) -> Result<Open, String> {
+        self.lock().thread.0.initialized(result)
+    }
+
+    /// The open request was answered (its result's JSON text; for `session/load`, every
+    /// update before the answer went through [`Ui::session_update`]): the updates held until
+    /// now are drawn, and what the engine says of the session is shown.
+    pub fn opened(&self, result: &str) -> Result<Opened, String> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let mut opened = st.thread.0.opened(result)?;
+        if !st.json {
+            for applied in std::mem::take(&mut opened.shown) {
+                st.drawn.render(applied, &st.thread, &mut st.screen);
+            }
+        }
+        drop(guard);
+        self.tell(&opened.notices);
+        Ok(opened)
+    }
+
+    /// The open request was refused (JSON-RPC `code`, `message`): another request to send
+    /// (the refusal told), or the message the chat ends with.
+    pub fn open_failed(&self, code: i64, message: &str) -> AfterFailure {
+        let next = self.lock().thread.0.open_failed(code, message);
+        if let AfterFailure::Retry { notices, .. } = &next {
+            self.tell(notices);
+        }
+        next
+    }
+
+    /// The agent's process or connection ended (`why`, one line) at `now` since the chat
+    /// started: restart it after a delay (told), or give up (the notices are the chat's last
+    /// words: the caller ends with them).
+    pub fn agent_ended(&self, now: Duration, why: &str) -> AfterEnd {
+        let next = self.lock().thread.0.agent_ended(now, why);
+        if let AfterEnd::Restart { notices, .. } = &next {
+            self.tell(notices);
+        }
+        next
+    }
+
+    /// Shows the engine's notices on stderr: information dimmed, warnings and errors as such.
+    pub fn tell(&self, notices: &[Notice]) {
+        for n in notices {
+            match n.level {
+                NoticeLevel::Info => self.notice(&n.text),
+                NoticeLevel::Warning => self.warn(&n.text),
+                NoticeLevel::Error => self.error(&n.text),
+            }
+        }
+    }
+
+    /// The conversation so far for its record: its title (acp-client's
+    /// [`list_title`](acp_client::session::list_title), the one rule of every session list)
+    /// and the thread's saved form.
+    pub fn thread_record(&self) -> (String, String) {
+        let st = self.lock();
+        (st.thread.0.title(), st.thread.to_json())
+    }
+
+    /// The conversation's prompts so far.
+    pub fn prompts(&self) -> usize {
         self.lock()
             .thread
-            .set_session(session_id, list, current, config);
+            .entries
+            .iter()
+            .filter(|e| matches!(e, acp_client::thread::Entry::User { .. }))
+            .count()
     }
 
     /// The session's modes: the current one and (id, name) of each.
@@ -76,27 +164,6 @@ impl Ui {
             .iter()
             .map(|c| (c.name.clone(), c.description.clone(), c.hint.clone()))
             .collect()
-    }
-
-    /// Continues from a saved conversation (`--resume`).
-    pub fn set_thread(&self, thread: Thread) {
-        self.lock().thread = thread;
-    }
-
-    /// How the replay of a `session/load` sent now is taken (acp-client's
-    /// `Thread::replay_view`): shown while nothing of the conversation is, else folded unshown.
-    pub fn replay_view(&self) -> ReplayView {
-        self.lock().thread.replay_view()
-    }
-
-    /// Folds one replayed `session/update` without showing it, in either view (a session
-    /// reloaded after a crash or a dropped connection: acp-client's
-    /// `Thread::apply_replayed_json` keeps the session's state and adds no conversation).
-    pub fn fold_replayed(&self, params: Option<&RawValue>) {
-        let raw = params.map_or("null", RawValue::get);
-        if let Err(e) = self.lock().thread.apply_replayed_json(raw) {
-            tracing::debug!("a replayed update not shown: {e}");
-        }
     }
 
     /// What `session/status` said (feature `unstable`): kept in the thread, shown on stderr.

@@ -1,8 +1,9 @@
-//! Taps on the agent's stdio: the `--log-rpc` file and the "agent wrote garbage" warning.
+//! The `--log-rpc` file: a tap on the agent's stream, a pure observer that exists only when
+//! the log is asked for (`acp chat` reads each message once otherwise, in the engine).
 //!
-//! [`TapReader`] and [`TapWriter`] wrap the transport halves handed to the driver and see
-//! every byte in both directions, so the log shows exactly what went over the wire, whatever
-//! the engine made of it. Each complete line becomes one JSON line in the log:
+//! `acp chat`'s stream wrappers (`cli/watch.rs`) show the [`Tap`] every byte in both
+//! directions, so the log shows exactly what went over the wire, whatever the engine made of
+//! it. Each complete line becomes one JSON line in the log:
 //!
 //! ```json
 //! {"tMs":12.5,"dir":"send","kind":"request","id":0,"method":"initialize","msg":{...}}
@@ -24,9 +25,8 @@
 //! line here too, and a longer one is logged as `oversize` (the engine skips and answers it)
 //! instead of as pieces of "not JSON".
 //!
-//! Here: the [`Tap`] and the stream wrappers that feed it ([`TapReader`], [`TapWriter`]);
-//! `file.rs` the private log file; `pending.rs` the bounded table of requests awaiting an
-//! answer.
+//! Here: the [`Tap`]; `file.rs` the private log file; `pending.rs` the bounded table of
+//! requests awaiting an answer.
 
 mod file;
 mod pending;
@@ -37,10 +37,7 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 use acp_core::framing::{Decoder, Frame};
@@ -48,11 +45,9 @@ use acp_core::jsonrpc::{each_message, Envelope};
 use acp_core::RawValue;
 use serde::Serialize;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::mpsc::UnboundedSender;
 
 use file::open_private;
-use pending::{truncate, Pending, MAX_KEPT_TEXT};
+use pending::Pending;
 
 /// Direction of a message, from this process's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,32 +65,12 @@ impl Dir {
     }
 }
 
-/// What the taps do with each line.
+/// The `--log-rpc` log: each line seen, in both directions, as one JSON line.
 pub struct Tap {
     start: Instant,
-    log: Option<Mutex<LogFile>>,
-    /// Told (once per line, at most [`MAX_WARNINGS`] times) when the peer sends a line that is
-    /// not JSON, or one over the size limit.
-    warn: Option<UnboundedSender<Warning>>,
+    log: Mutex<LogFile>,
     state: Mutex<TapState>,
-    /// `session/update` notifications received so far (see [`Tap::updates_received`]).
-    updates: AtomicU64,
-    /// When the last line came from the peer.
-    last_received: Mutex<Option<Instant>>,
 }
-
-/// What the peer wrote that the engine will not take as a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Warning {
-    /// A line that is not JSON (its first 200 characters).
-    NotJson(String),
-    /// A line longer than the limit (skipped by the engine, which answers it if it was a
-    /// request): its first 200 characters.
-    Oversize { limit: usize, start: String },
-}
-
-/// How many warnings are passed on before going quiet.
-const MAX_WARNINGS: u32 = 3;
 
 struct LogFile {
     out: BufWriter<File>,
@@ -106,50 +81,24 @@ struct TapState {
     decoders: [Decoder; 2],
     /// Requests awaiting a response, per direction they were sent in.
     pending: [Pending; 2],
-    warnings: u32,
-    /// The last `session/load` sent (see [`Tap::load_replay`]).
-    load: Option<LoadWindow>,
-}
-
-/// Where the replay of a `session/load` lies in the count of `session/update`s received.
-struct LoadWindow {
-    /// The request's id, as written.
-    id: String,
-    /// Updates received before the request was sent.
-    from: u64,
-    /// Updates received before its answer, once it came.
-    to: Option<u64>,
 }
 
 impl Tap {
-    /// A tap logging to `log_path` (if any) and reporting non-JSON input on `warn` (if any);
-    /// lines are cut as an engine with this `max_message_bytes` cuts them.
-    pub fn new(
-        log_path: Option<&Path>,
-        warn: Option<UnboundedSender<Warning>>,
-        max_message_bytes: usize,
-    ) -> io::Result<Arc<Tap>> {
-        let log = match log_path {
-            Some(p) => Some(Mutex::new(LogFile {
-                out: BufWriter::new(open_private(p)?),
-            })),
-            None => None,
-        };
+    /// A tap logging to `log_path`; lines are cut as an engine with this
+    /// `max_message_bytes` cuts them.
+    pub fn new(log_path: &Path, max_message_bytes: usize) -> io::Result<Arc<Tap>> {
         Ok(Arc::new(Tap {
             start: Instant::now(),
-            log,
-            warn,
+            log: Mutex::new(LogFile {
+                out: BufWriter::new(open_private(log_path)?),
+            }),
             state: Mutex::new(TapState {
                 decoders: [
                     Decoder::new(max_message_bytes),
                     Decoder::new(max_message_bytes),
                 ],
                 pending: Default::default(),
-                warnings: 0,
-                load: None,
             }),
-            updates: AtomicU64::new(0),
-            last_received: Mutex::new(None),
         }))
     }
 
@@ -160,28 +109,6 @@ impl Tap {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let held = state.pending.iter().map(Pending::held);
         held.fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
-    }
-
-    /// When the peer last sent a line (anything, even invalid).
-    pub fn last_received(&self) -> Option<Instant> {
-        *self.last_received.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// How many `session/update` notifications have arrived. The tap sees bytes before the
-    /// driver does, so once a prompt's response is in, this counts every update sent before
-    /// it: the UI renders until it has shown that many, and no late chunk is lost.
-    pub fn updates_received(&self) -> u64 {
-        self.updates.load(Ordering::SeqCst)
-    }
-
-    /// The replay of the last `session/load` sent, as positions in the count of
-    /// [`Tap::updates_received`]: the updates numbered `from..to` (counting from 0) came
-    /// after the request went out and before its answer (`to` is `None` until the answer
-    /// is in). The tap sees the wire in order, so this holds however late the driver hands
-    /// the updates and the answer over.
-    pub fn load_replay(&self) -> Option<(u64, Option<u64>)> {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.load.as_ref().map(|w| (w.from, w.to))
     }
 
     /// Feeds bytes seen going `dir`.
@@ -205,32 +132,19 @@ impl Tap {
     fn frame(&self, state: &mut TapState, dir: Dir, frame: Frame<'_>) {
         match frame {
             Frame::Line(line) => self.line(state, dir, line),
-            Frame::Oversize { limit, prefix } => self.oversize(state, dir, limit, prefix),
+            Frame::Oversize { limit, prefix } => self.oversize(dir, limit, prefix),
         }
     }
 
     /// A line over the limit: the engine skips it (and answers it if it was a request).
-    fn oversize(&self, state: &mut TapState, dir: Dir, limit: usize, prefix: &[u8]) {
+    fn oversize(&self, dir: Dir, limit: usize, prefix: &[u8]) {
         let now = Instant::now();
         let start: String = String::from_utf8_lossy(prefix).chars().take(200).collect();
-        if dir == Dir::Recv {
-            *self.last_received.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
-            if let Some(warn) = &self.warn {
-                if state.warnings < MAX_WARNINGS {
-                    state.warnings += 1;
-                    let _ = warn.send(Warning::Oversize {
-                        limit,
-                        start: start.clone(),
-                    });
-                }
-            }
-        }
-        let Some(log) = &self.log else { return };
         let e = json!({
             "tMs": ms(now - self.start), "dir": dir.name(), "kind": "oversize",
             "limit": limit, "start": start,
         });
-        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         let _ = serde_json::to_writer(&mut log.out, &e);
         let _ = log.out.write_all(b"\n");
         let _ = log.out.flush();
@@ -243,71 +157,24 @@ impl Tap {
             return;
         }
         let now = Instant::now();
-        if dir == Dir::Recv {
-            *self.last_received.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
-        }
         let t_ms = ms(now - self.start);
-        let mut log = self
-            .log
-            .as_ref()
-            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         // Each message's envelope is read as the line is parsed (one pass, nothing built but
         // the few fields the log shows: a 60 MB message costs no more than its line).
-        let mut updates = 0;
-        let before = self.updates.load(Ordering::SeqCst);
         let parsed = each_message(text, |raw, in_batch| {
             let msg = Message::read(raw);
-            if msg.is_update() {
-                updates += 1;
-            }
-            let id = msg.id.map(RawValue::get).filter(|id| *id != "null");
-            match (dir, msg.method.as_deref(), id) {
-                (Dir::Send, Some("session/load"), Some(id)) => {
-                    state.load = Some(LoadWindow {
-                        id: truncate(id, MAX_KEPT_TEXT).to_string(),
-                        from: before,
-                        to: None,
-                    });
-                }
-                (Dir::Recv, None, Some(id)) => {
-                    if let Some(w) = state.load.as_mut().filter(|w| w.to.is_none()) {
-                        if w.id == id {
-                            w.to = Some(before + updates);
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if let Some(log) = log.as_deref_mut() {
-                let entry = self.entry(state, dir, now, t_ms, &msg, in_batch);
-                let _ = serde_json::to_writer(&mut log.out, &entry);
-                let _ = log.out.write_all(b"\n");
-            }
+            let entry = self.entry(state, dir, now, t_ms, &msg, in_batch);
+            let _ = serde_json::to_writer(&mut log.out, &entry);
+            let _ = log.out.write_all(b"\n");
         });
-        if dir == Dir::Recv {
-            self.updates.fetch_add(updates, Ordering::SeqCst);
-        }
         if parsed.is_err() {
-            if dir == Dir::Recv {
-                if let Some(warn) = &self.warn {
-                    if state.warnings < MAX_WARNINGS {
-                        state.warnings += 1;
-                        let shown: String = text.chars().take(200).collect();
-                        let _ = warn.send(Warning::NotJson(shown));
-                    }
-                }
-            }
-            if let Some(log) = log.as_deref_mut() {
-                let entry = json!({
-                    "tMs": t_ms, "dir": dir.name(), "kind": "invalid", "line": text,
-                });
-                let _ = serde_json::to_writer(&mut log.out, &entry);
-                let _ = log.out.write_all(b"\n");
-            }
+            let entry = json!({
+                "tMs": t_ms, "dir": dir.name(), "kind": "invalid", "line": text,
+            });
+            let _ = serde_json::to_writer(&mut log.out, &entry);
+            let _ = log.out.write_all(b"\n");
         }
-        if let Some(log) = log.as_deref_mut() {
-            let _ = log.out.flush();
-        }
+        let _ = log.out.flush();
     }
 
     fn entry<'m>(
@@ -432,79 +299,8 @@ impl<'a> Message<'a> {
             },
         }
     }
-
-    /// A `session/update` notification (no `id` at all, as the engine reads it).
-    fn is_update(&self) -> bool {
-        self.id.is_none() && self.method.as_deref() == Some("session/update")
-    }
 }
 
 fn ms(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
-}
-
-/// An [`AsyncRead`] that shows everything it reads to a [`Tap`] as [`Dir::Recv`].
-pub struct TapReader<R> {
-    inner: R,
-    tap: Arc<Tap>,
-}
-
-impl<R> TapReader<R> {
-    pub fn new(inner: R, tap: Arc<Tap>) -> Self {
-        TapReader { inner, tap }
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for TapReader<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = r {
-            let new = &buf.filled()[before..];
-            if new.is_empty() {
-                self.tap.eof(Dir::Recv);
-            } else {
-                self.tap.bytes(Dir::Recv, new);
-            }
-        }
-        r
-    }
-}
-
-/// An [`AsyncWrite`] that shows everything written through it to a [`Tap`] as [`Dir::Send`].
-pub struct TapWriter<W> {
-    inner: W,
-    tap: Arc<Tap>,
-}
-
-impl<W> TapWriter<W> {
-    pub fn new(inner: W, tap: Arc<Tap>) -> Self {
-        TapWriter { inner, tap }
-    }
-}
-
-impl<W: AsyncWrite + Unpin> AsyncWrite for TapWriter<W> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = r {
-            self.tap.bytes(Dir::Send, &buf[..n]);
-        }
-        r
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
 }
