@@ -5,6 +5,7 @@
 //! * `acp demo-agent`: the built-in, offline, deterministic agent on stdio ([`demo_agent`]).
 //! * `acp serve --ws ADDR [-- AGENT_COMMAND ...]`: a WebSocket bridge to local agents, one
 //!   agent process per connection ([`cli::serve`]).
+//! * `acp trace FILE`: a protocol trace as a timeline in the browser ([`cli::trace`]).
 //!
 //! Exit codes are documented on [`cli::exit`].
 //!
@@ -37,6 +38,7 @@ async fn run(cli: cli::Cli) -> i32 {
         Command::Agents(args) => cli::agents::run(args).await,
         Command::Sessions(args) => cli::sessions::run(args).await,
         Command::Login(args) => cli::login::run(args).await,
+        Command::Trace(args) => cli::trace::run(args).await,
     }
 }
 

@@ -46,6 +46,10 @@ pub enum Command {
     /// per text frame) or `--http` (HTTP + SSE and WebSocket, the official transport's wire);
     /// one agent process per connection, a token required.
     Serve(ServeArgs),
+    /// Show a protocol trace (`acp chat --log-rpc FILE`, the VS Code extension's trace, an ACP
+    /// SDK conductor's `--trace`) as a timeline in the browser, served on a loopback port;
+    /// a growing file is followed.
+    Trace(super::trace::TraceArgs),
 }
 
 const CHAT_EXIT_CODES: &str = "\

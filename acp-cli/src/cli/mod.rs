@@ -1,10 +1,11 @@
 //! The `acp` command: its command line (`args.rs`, clap derive) and its subcommands, each a
 //! module run from `main.rs`: `chat/` (`acp chat`), `serve.rs`, `agents.rs`, `sessions.rs`,
-//! `login.rs` (`acp demo-agent` is the crate's `demo_agent`). Shared by them: `exit.rs` (the
-//! exit codes), `env.rs` (the agents' environment), `render/` (what `acp chat` shows),
-//! `watch.rs` (what `acp chat` and `acp login` notice of an agent's stream: lines that are
-//! not messages), `rpc_log/` (`--log-rpc`), `records.rs` (the saved conversations),
-//! `terminals.rs`, `fetch.rs`, and here the default agent and acp's own directories.
+//! `login.rs`, `trace/` (`acp trace`; `acp demo-agent` is the crate's `demo_agent`). Shared
+//! by them: `exit.rs` (the exit codes), `env.rs` (the agents' environment), `render/` (what
+//! `acp chat` shows), `watch.rs` (what `acp chat` and `acp login` notice of an agent's stream:
+//! lines that are not messages), `rpc_log/` (`--log-rpc`), `records.rs` (the saved
+//! conversations), `terminals.rs`, `fetch.rs`, and here the default agent and acp's own
+//! directories.
 //!
 //! Dependencies go one way: the subcommands use the shared modules, never the reverse, and
 //! nothing here reaches into the demo agent but the options it is run with.
@@ -25,6 +26,7 @@ pub mod rpc_log;
 pub mod serve;
 pub mod sessions;
 pub mod terminals;
+pub mod trace;
 pub mod watch;
 
 use std::ffi::OsString;
