@@ -56,6 +56,10 @@ export class HttpSource {
     return this.get("/api/locate", { ...filterParams(filter), n: String(n) });
   }
 
+  turns(session) {
+    return this.get("/api/turns", { session });
+  }
+
   message(n) {
     return this.get("/api/message", { n: String(n) });
   }

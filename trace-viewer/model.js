@@ -19,6 +19,8 @@ const NAMES_LIMIT = 65535;
 export const PREVIEW_CHARS = 160;
 const PREVIEW_LINE = 64 << 10;
 const MAX_DETAIL = 1 << 20;
+const MAX_LISTED = 1000;
+const MAX_TURNS = 10_000;
 
 export const ERROR = 1;
 export const CANCEL = 2;
@@ -699,7 +701,7 @@ export class TraceModel {
     this.firstMalformed = null;
     this.capped = null;
     this.open = new Map();
-    this.turnsOf = new Map();
+    this.turnCount = new Map();
     this.pending = new Pending();
     this.state = { lastArrow: undefined };
   }
@@ -807,8 +809,8 @@ export class TraceModel {
     if (kind === K.request || kind === K.notification) {
       if (row.session !== 0) {
         if (kind === K.request && p.method === "session/prompt") {
-          const count = (this.turnsOf.get(row.session) ?? 0) + 1;
-          this.turnsOf.set(row.session, count);
+          const count = (this.turnCount.get(row.session) ?? 0) + 1;
+          this.turnCount.set(row.session, count);
           this.turns.push({ session: row.session, n: count, start: n, end: NONE, stop: 0 });
           this.open.set(row.session, this.turns.length - 1);
         }
@@ -886,10 +888,29 @@ export class TraceModel {
       restarted: this.restarted,
       problem: null,
       lanes: this.laneOrder().map((l) => this.lanes[l]),
-      methods: this.methods.all(),
-      sessions: this.sessions.all(),
-      turnList: this.turns.map((t, k) => ({ turn: k, session: this.sessions.get(t.session), n: t.n })),
+      methods: this.methods.all().slice(0, MAX_LISTED),
+      sessions: this.sessions.all().slice(0, MAX_LISTED),
     };
+  }
+
+  /** The turns of `session` (query.rs `turns`). */
+  turnsOf(session, max = MAX_TURNS) {
+    const id = this.sessions.find(session);
+    if (id === undefined) return { turns: [] };
+    const list = [];
+    this.turns.forEach((t, k) => {
+      if (t.session !== id || list.length >= max) return;
+      const d = this.duration(t.start);
+      list.push({
+        turn: k,
+        n: t.n,
+        stop: this.subs.get(t.stop),
+        line: this.rows[t.start].line,
+        endLine: t.end === NONE ? null : this.rows[t.end].line,
+        ms: d === undefined ? null : d,
+      });
+    });
+    return { turns: list };
   }
 
   /** @param {Filter} f */
@@ -1142,6 +1163,7 @@ export function modelSource(model) {
     summary: async () => model.summary(),
     rows: async (f, from, count) => model.page(f, from, count),
     locate: async (f, n) => model.locate(f, n),
+    turns: async (session) => model.turnsOf(session),
     message: async (n) => model.message(n),
   };
 }

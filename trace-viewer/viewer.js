@@ -9,7 +9,8 @@
 // and large objects folded. Styles come from viewer.css; nothing inline (the pages' CSPs allow
 // only their own files).
 //
-// A source: { status(), summary(), rows(filter, from, count), locate(filter, n), message(n) },
+// A source: { status(), summary(), rows(filter, from, count), locate(filter, n), turns(session),
+// message(n) },
 // each a promise of the JSON described in trace-viewer/README.md; rows/locate may reject with
 // an error whose `superseded` is true (a newer search replaced it), which is ignored.
 
@@ -100,6 +101,7 @@ class Viewer {
     this.renderQueued = false;
     this.followTail = false;
     this.detailFor = undefined;
+    this.settled = 0;
     this.build();
   }
 
@@ -159,7 +161,10 @@ class Viewer {
       clear,
     );
     this.methodSel.addEventListener("change", () => this.setFilter({ method: this.methodSel.value || undefined }));
-    this.sessionSel.addEventListener("change", () => this.setFilter({ session: this.sessionSel.value || undefined, turn: undefined }));
+    this.sessionSel.addEventListener("change", () => {
+      void this.setFilter({ session: this.sessionSel.value || undefined, turn: undefined });
+      void this.fillTurns();
+    });
     this.turnSel.addEventListener("change", () => this.setFilter({ turn: this.turnSel.value === "" ? undefined : Number(this.turnSel.value) }));
     this.errorsBox.addEventListener("change", () => this.setFilter({ errors: this.errorsBox.checked || undefined }));
     this.groupBox.addEventListener("change", () => this.setFilter({ group: this.groupBox.checked || undefined }));
@@ -407,7 +412,7 @@ class Viewer {
     }
     const label = el("span", "tv-label");
     const mark = it.error ? "✕" : it.cancel ? "⊘" : "";
-    if (mark) label.append(el("span", "tv-mark", mark));
+    if (mark) label.append(el("span", "tv-mark", `${mark} `));
     const x1 = this.laneX(it.from);
     const x2 = this.laneX(it.to);
     if (it.kind === "malformed" || x1 === undefined) {
@@ -536,6 +541,8 @@ class Viewer {
         this.queueRender();
       }
     }
+    // For tests and tools: how many filter changes have been shown.
+    this.root.dataset.settled = String(++this.settled);
   }
 
   syncControls() {
@@ -573,13 +580,36 @@ class Viewer {
       (s.sessions ?? []).map((m, i) => ({ value: m, label: `S${i + 1} ${visibleLine(m)}` })),
       "all",
     );
-    fill(
-      this.turnSel,
-      (s.turnList ?? [])
-        .filter((t) => !this.filter.session || t.session === this.filter.session)
-        .map((t) => ({ value: String(t.turn), label: `S${(s.sessions ?? []).indexOf(t.session) + 1}·T${t.n}` })),
-      "all",
-    );
+    this.syncControls();
+    void this.fillTurns();
+  }
+
+  /** The turn menu: the turns of the session chosen (none without one). */
+  async fillTurns() {
+    const session = this.filter.session;
+    let turns = [];
+    if (session) {
+      try {
+        turns = (await this.source.turns(session)).turns;
+      } catch {
+        turns = [];
+      }
+      if (session !== this.filter.session) return;
+    }
+    const si = (this.status?.sessions ?? []).indexOf(session) + 1;
+    const want = [session ?? "", ...turns.map((t) => `${t.turn}:${t.stop}`)].join("\n");
+    if (this.turnSel.dataset.filled === want) return;
+    this.turnSel.dataset.filled = want;
+    const all = el("option", "", session ? "all" : "(choose a session)");
+    all.value = "";
+    const opts = [all];
+    for (const t of turns) {
+      const o = el("option", "", `S${si}·T${t.n}${t.stop ? ` · ${visibleLine(t.stop)}` : " · open"}${t.ms !== null ? ` · ${formatMs(t.ms)}` : ""}`);
+      o.value = String(t.turn);
+      opts.push(o);
+    }
+    this.turnSel.replaceChildren(...opts);
+    this.turnSel.disabled = !session;
     this.syncControls();
   }
 
@@ -826,9 +856,10 @@ function leaf(key, v) {
   return d;
 }
 
-/** A folding tree of `value`: nodes deeper than 2 levels or larger than 50 entries start
- *  closed and are built when opened; at most FOLD_CHILDREN children are built at a time. */
-export function jsonTree(value, key, depth) {
+/** A folding tree of `value`. Nodes start open while they are small (50 entries at most), not
+ *  deeper than 5 levels and within `budget` (entries built open in the whole tree); the others
+ *  are built when opened, FOLD_CHILDREN children at a time. */
+export function jsonTree(value, key, depth, budget = { left: 1500 }) {
   if (value === null || typeof value !== "object") return leaf(key, value);
   const isArray = Array.isArray(value);
   const keys = isArray ? undefined : Object.keys(value);
@@ -843,7 +874,7 @@ export function jsonTree(value, key, depth) {
   const build = () => {
     const end = Math.min(size, shown + FOLD_CHILDREN);
     const frag = document.createDocumentFragment();
-    for (let i = shown; i < end; i++) frag.append(isArray ? jsonTree(value[i], i, depth + 1) : jsonTree(value[keys[i]], keys[i], depth + 1));
+    for (let i = shown; i < end; i++) frag.append(isArray ? jsonTree(value[i], i, depth + 1, budget) : jsonTree(value[keys[i]], keys[i], depth + 1, budget));
     shown = end;
     more.remove();
     node.append(frag);
@@ -853,7 +884,8 @@ export function jsonTree(value, key, depth) {
     }
   };
   more.addEventListener("click", build);
-  if (depth < 3 && size <= 50) {
+  if (depth < 6 && size <= 50 && budget.left >= size) {
+    budget.left -= size;
     node.open = true;
     build();
   } else

@@ -63,8 +63,9 @@ for (const file of readdirSync(VECTORS).filter((f) => f.endsWith(".trace"))) {
     same(modelOf(text, want.options).summary(), want.summary, "summary");
   });
 
-  test(`vector ${name}: filters and locate`, () => {
+  test(`vector ${name}: filters, locate, turns`, () => {
     const m = modelOf(text, want.options);
+    for (const t of want.turns) same(m.turnsOf(t.session).turns, t.turns, `turns of ${t.session}`);
     for (const q of want.queries) same(m.select(filterOf(q.filter)), q.items, `select ${JSON.stringify(q.filter)}`);
     for (const l of want.locate) same(m.locate(filterOf(l.filter), l.n).index, l.index, `locate ${JSON.stringify(l)}`);
   });

@@ -13,7 +13,7 @@
 //! session); the session's messages (requests and notifications naming it, and the answers
 //! to those) belong to it until the prompt's answer closes it, with its stop reason.
 //!
-//! **Memory.** 48 bytes a row ([`Row`]), at most [`MAX_ROWS`] rows (a larger trace is read up
+//! **Memory.** 48 bytes a row ([`Row`], kept in chunks: [`Rows`]), at most [`MAX_ROWS`] rows (a larger trace is read up
 //! to there and says where it stopped), distinct methods, sessions and sub-kinds at most
 //! 65,534 each (then `…`), 32 lanes, [`MAX_PENDING`] waiting requests, and one line of up to
 //! `max_line` bytes being read (a longer line is read from its first [`CUT_PREFIX`] bytes).
@@ -84,6 +84,66 @@ impl Row {
 
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
+    }
+}
+
+/// Rows a chunk holds (2^16).
+const CHUNK_BITS: u32 = 16;
+const CHUNK_ROWS: usize = 1 << CHUNK_BITS;
+
+/// The rows, in chunks of [`CHUNK_ROWS`]: growing never moves what is there (a `Vec` doubles,
+/// copying: its peak is up to twice its size, three times while it copies).
+#[derive(Debug, Default)]
+pub struct Rows {
+    chunks: Vec<Vec<Row>>,
+    len: usize,
+}
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn get(&self, n: usize) -> Option<&Row> {
+        self.chunks.get(n >> CHUNK_BITS)?.get(n & (CHUNK_ROWS - 1))
+    }
+
+    fn push(&mut self, row: Row) {
+        if self.len % CHUNK_ROWS == 0 {
+            self.chunks.push(Vec::with_capacity(CHUNK_ROWS));
+        }
+        if let Some(last) = self.chunks.last_mut() {
+            last.push(row);
+            self.len += 1;
+        }
+    }
+
+    /// The rows from `from` on, in order.
+    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &Row> + '_ {
+        let first = from >> CHUNK_BITS;
+        let skip = from & (CHUNK_ROWS - 1);
+        self.chunks
+            .iter()
+            .skip(first)
+            .enumerate()
+            .flat_map(move |(i, c)| c[if i == 0 { skip.min(c.len()) } else { 0 }..].iter())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Row> + '_ {
+        self.chunks.iter().flatten()
+    }
+}
+
+impl std::ops::Index<usize> for Rows {
+    type Output = Row;
+    fn index(&self, n: usize) -> &Row {
+        &self.chunks[n >> CHUNK_BITS][n & (CHUNK_ROWS - 1)]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Rows {
+    fn index_mut(&mut self, n: usize) -> &mut Row {
+        &mut self.chunks[n >> CHUNK_BITS][n & (CHUNK_ROWS - 1)]
     }
 }
 
@@ -219,7 +279,7 @@ pub struct Stop {
 /// The index; see the module's documentation.
 #[derive(Debug)]
 pub struct Index {
-    pub rows: Vec<Row>,
+    pub rows: Rows,
     pub turns: Vec<Turn>,
     pub methods: Names,
     pub subs: Names,
@@ -257,7 +317,7 @@ impl Index {
     /// `max_rows` rows.
     pub fn new(max_line: usize, max_rows: usize) -> Index {
         Index {
-            rows: Vec::new(),
+            rows: Rows::default(),
             turns: Vec::new(),
             methods: Names::default(),
             subs: Names::default(),

@@ -47,8 +47,9 @@ pub struct TraceArgs {
     pub port: u16,
 }
 
-/// Lines looked at to tell whether a file is a trace at all.
+/// Lines looked at to tell whether a file is a trace at all, and the most bytes read for it.
 const FIRST_LINES: usize = 16;
+const FIRST_BYTES: usize = 256 << 10;
 
 /// Runs `acp trace`; returns the exit code.
 pub async fn run(args: TraceArgs) -> i32 {
@@ -146,10 +147,11 @@ async fn wait_for_a_signal() -> i32 {
 /// Reads the file's start: an error when its first lines are none of the formats (an empty
 /// file, or one still being written, is fine).
 fn looks_like_a_trace(shared: &state::Shared) -> Result<(), String> {
-    shared.step().map_err(|e| format!("cannot read it: {e}"))?;
+    shared
+        .step_at_most(FIRST_BYTES)
+        .map_err(|e| format!("cannot read it: {e}"))?;
     let s = shared.read();
-    let rows = &s.index.rows;
-    let first = &rows[..rows.len().min(FIRST_LINES)];
+    let first: Vec<_> = s.index.rows.iter().take(FIRST_LINES).collect();
     if !first.is_empty() && first.iter().all(|r| r.kind() == Kind::Malformed) {
         return Err(format!(
             "not a trace this viewer reads: its first {} line(s) are none of acp's --log-rpc \

@@ -318,6 +318,33 @@ pub fn summary(index: &Index) -> Value {
     })
 }
 
+/// The turns of `session` (at most `max`): their index, number, stop reason, the lines of
+/// their prompt and its answer, and how long they took.
+pub fn turns(index: &Index, session: &str, max: usize) -> Value {
+    let Some(id) = index.sessions.find(session) else {
+        return json!({ "turns": [] });
+    };
+    let list: Vec<Value> = index
+        .turns
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.session == id)
+        .take(max)
+        .map(|(k, t)| {
+            let end = index.rows.get(t.end as usize);
+            json!({
+                "turn": k,
+                "n": t.n,
+                "stop": index.subs.get(t.stop),
+                "line": index.rows[t.start as usize].line,
+                "endLine": end.map(|r| r.line),
+                "ms": index.duration(t.start).map_or(Value::Null, |d| json!(d)),
+            })
+        })
+        .collect();
+    json!({ "turns": list })
+}
+
 /// What the view shows of row `n` in a list (`preview`: a short text from its message).
 pub fn row_json(index: &Index, n: u32, count: u32, preview: Option<String>) -> Value {
     let row = &index.rows[n as usize];

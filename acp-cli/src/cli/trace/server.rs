@@ -11,7 +11,7 @@
 //! and styles. Only GET.
 //!
 //! API: `GET /api/status`, `/api/summary`, `/api/rows?from=N&count=N&FILTER`,
-//! `/api/locate?n=N&FILTER`, `/api/message?n=N` (FILTER: `method`, `session`, `turn`,
+//! `/api/locate?n=N&FILTER`, `/api/message?n=N`, `/api/turns?session=ID` (FILTER: `method`, `session`, `turn`,
 //! `errors=1`, `minMs`, `q`, `group=1`); `trace-viewer/README.md` describes the answers.
 
 use std::convert::Infallible;
@@ -42,6 +42,10 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_PAGE: usize = 500;
 /// A row's line is read for its preview only up to this length.
 const PREVIEW_LINE: usize = 64 << 10;
+/// Methods and sessions listed in the status at most (for the filters' menus), turns in an
+/// answer of `/api/turns`.
+pub const MAX_LISTED: usize = 1000;
+pub const MAX_TURNS: usize = 10_000;
 /// The most of a message the detail pane gets.
 pub const MAX_DETAIL: usize = 1 << 20;
 
@@ -274,6 +278,14 @@ impl Server {
                 let items = self.shared.select(&filter).map_err(superseded)?;
                 Ok(json!({ "index": query::locate(&items, n as u32) }))
             }
+            "/api/turns" => {
+                let session = query
+                    .iter()
+                    .find(|(k, _)| k == "session")
+                    .map(|(_, v)| v.as_str())
+                    .ok_or_else(|| bad("session is missing".into()))?;
+                Ok(query::turns(&self.shared.read().index, session, MAX_TURNS))
+            }
             "/api/message" => {
                 let n = number("n")?.ok_or_else(|| bad("n is missing".into()))?;
                 self.message(n)
@@ -301,11 +313,8 @@ impl Server {
             "restarted": s.restarted,
             "problem": s.problem,
             "lanes": i.lane_order().iter().map(|&l| i.lanes[l as usize].clone()).collect::<Vec<_>>(),
-            "methods": i.methods.all().map(|(_, m)| m).collect::<Vec<_>>(),
-            "sessions": i.sessions.all().map(|(_, m)| m).collect::<Vec<_>>(),
-            "turnList": i.turns.iter().enumerate().map(|(k, t)| json!({
-                "turn": k, "session": i.sessions.get(t.session), "n": t.n,
-            })).collect::<Vec<_>>(),
+            "methods": i.methods.all().take(MAX_LISTED).map(|(_, m)| m).collect::<Vec<_>>(),
+            "sessions": i.sessions.all().take(MAX_LISTED).map(|(_, m)| m).collect::<Vec<_>>(),
         })
     }
 

@@ -18,8 +18,8 @@ use super::search;
 
 /// How often the file is looked at once everything in it was read.
 const POLL: Duration = Duration::from_millis(250);
-/// The most bytes read (and fed to the index) at once.
-const CHUNK: usize = 4 << 20;
+/// The most bytes read (and fed to the index, under its lock) at once.
+pub const CHUNK: usize = 1 << 20;
 /// Selections (the items of a filter) kept: each costs 8 bytes an item.
 const SELECTIONS: usize = 2;
 /// Lines of a new search read between looks at the index (and at a newer search).
@@ -104,10 +104,15 @@ impl Shared {
         self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Reads what the file holds beyond what was indexed; `Ok(true)` if there was something.
-    /// A file replaced (another inode) or shorter than what was read is read again from its
-    /// start.
+    /// Reads what the file holds beyond what was indexed (at most [`CHUNK`] bytes);
+    /// `Ok(true)` if there was something. A file replaced (another inode) or shorter than what
+    /// was read is read again from its start.
     pub fn step(&self) -> io::Result<bool> {
+        self.step_at_most(CHUNK)
+    }
+
+    /// [`Shared::step`], reading at most `max` bytes.
+    pub fn step_at_most(&self, max: usize) -> io::Result<bool> {
         let meta = std::fs::metadata(&self.path)?;
         let (file, from, generation) = {
             let mut s = self.write();
@@ -132,7 +137,7 @@ impl Shared {
             }
             (s.file.clone(), s.index.fed(), s.generation)
         };
-        let want = ((meta.len() - from) as usize).min(CHUNK);
+        let want = ((meta.len() - from) as usize).min(max);
         let mut buf = vec![0; want];
         let n = file.read_at(&mut buf, from)?;
         buf.truncate(n);
@@ -243,8 +248,9 @@ impl Shared {
                     return Ok(f.bits.clone());
                 }
                 let end = (f.upto + SEARCH_WINDOW).min(rows.len());
-                let lines: Vec<(u64, u64)> = rows[f.upto..end]
-                    .iter()
+                let lines: Vec<(u64, u64)> = rows
+                    .iter_from(f.upto)
+                    .take(end - f.upto)
                     .map(|r| (r.offset, r.len as u64))
                     .collect();
                 (s.file.clone(), lines, f.upto)

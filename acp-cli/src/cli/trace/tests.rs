@@ -119,9 +119,15 @@ fn answers(bytes: &[u8], spec: &Value) -> Value {
             json!({"filter": l["filter"], "n": n, "index": query::locate(&items, n)})
         })
         .collect();
+    let turns: Vec<Value> = index
+        .sessions
+        .all()
+        .map(|(_, s)| json!({"session": s, "turns": query::turns(&index, s, 10_000)["turns"]}))
+        .collect();
     json!({
         "options": spec["options"],
         "status": status,
+        "turns": turns,
         "rows": rows,
         "summary": query::summary(&index),
         "queries": queries,
