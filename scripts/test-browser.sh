@@ -12,7 +12,11 @@
 #      connections (no token, a wrong one); screenshot at artifacts/browser-client.png;
 #   6. the same page against `acp serve --http` (the official HTTP transport's wire): its
 #      WebSocket at ws://ADDR/acp, the token as the `acp.token.TOKEN` subprotocol; the allow turn
-#      (screenshot at artifacts/browser-client-http.png).
+#      (screenshot at artifacts/browser-client-http.png);
+#   7. `acp trace`'s viewer (trace-viewer/): its JavaScript model against the vectors the Rust
+#      model answers too, then the page in Chromium over `acp trace` (a recorded session's
+#      pairs and durations, a growing file, a hostile trace, the API's checks; screenshot at
+#      artifacts/trace-viewer.png, which docs/trace-viewer.png is a copy of).
 # Environment: ACP_BIN=path to use an already built `acp` instead of cargo build.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -131,4 +135,14 @@ cat <&4 >> "$WORK/http.log" &
 say "acp serve --http (pid $HTTP_PID): the page on $HTTP_WS_URL"
 ACP_WS_URL="$HTTP_WS_URL" ACP_PROJECT_DIR="$WORK/project" ACP_SCREENSHOT="$ROOT/artifacts/browser-client-http.png" \
   node --test --test-reporter=spec --test-name-pattern="^allow" test/browser.test.mjs
-say "ok; screenshots: artifacts/browser-client.png, artifacts/browser-client-http.png"
+
+# --- 7. acp trace's viewer --------------------------------------------------------------------
+cd "$ROOT/trace-viewer"
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "npm ci (trace-viewer)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+node --test --test-reporter=spec test/model.test.mjs
+ACP_BIN="$ACP" ACP_TRACE_SCREENSHOT="$ROOT/artifacts/trace-viewer.png" \
+  node --test --test-reporter=spec test/browser.test.mjs
+say "ok; screenshots: artifacts/browser-client.png, artifacts/browser-client-http.png, artifacts/trace-viewer.png"
