@@ -349,7 +349,15 @@ function conductor(o, ty, text) {
   } else if (ty === "response") {
     const isError = o.is_error === true;
     const payload = opt(o, "payload");
-    p = analyse(undefined, id, undefined, isError ? undefined : payload, isError ? payload : undefined, isError && payload !== undefined, base);
+    p = analyse(
+      undefined,
+      id,
+      undefined,
+      isError ? undefined : payload,
+      isError ? payload : undefined,
+      isError && payload !== undefined,
+      base,
+    );
     if (isError && p.kind !== K.error) {
       p.kind = K.error;
       p.error = true;
@@ -479,7 +487,12 @@ function parseCut(text, state) {
                 ? K.log
                 : undefined;
     } else if (dir !== undefined) {
-      p = { t: number("tMs"), ...(dir === "send" ? lanes(true) : dir === "recv" ? lanes(false) : {}), id: idOf(), method: textOf("method") };
+      p = {
+        t: number("tMs"),
+        ...(dir === "send" ? lanes(true) : dir === "recv" ? lanes(false) : {}),
+        id: idOf(),
+        method: textOf("method"),
+      };
       const kinds = ["request", "notification", "response", "error", "invalid", "oversize"];
       const k = textOf("kind");
       p.kind = kinds.includes(k) ? K[k] : undefined;

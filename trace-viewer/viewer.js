@@ -26,7 +26,8 @@ const TEXT_SHOWN = 64 << 10;
 
 // ---- text ------------------------------------------------------------------------------------
 
-const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\ufff9-\ufffb]/g;
+const HIDDEN =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\ufff9-\ufffb]/g;
 const hex = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
 
 /** Text as it may be shown: ESC as ␛, other controls, bidi and invisible characters as \uXXXX
@@ -37,7 +38,11 @@ export function visibleText(s) {
 
 /** One line of text: visibleText, with line breaks as ⏎ and tabs as spaces. */
 export function visibleLine(s) {
-  return visibleText(String(s).replace(/\r\n|\n|\r/g, "⏎").replace(/\t/g, " "));
+  return visibleText(
+    String(s)
+      .replace(/\r\n|\n|\r/g, "⏎")
+      .replace(/\t/g, " "),
+  );
 }
 
 /** A JSON string literal with every hidden character escaped. */
@@ -165,7 +170,9 @@ class Viewer {
       void this.setFilter({ session: this.sessionSel.value || undefined, turn: undefined });
       void this.fillTurns();
     });
-    this.turnSel.addEventListener("change", () => this.setFilter({ turn: this.turnSel.value === "" ? undefined : Number(this.turnSel.value) }));
+    this.turnSel.addEventListener("change", () =>
+      this.setFilter({ turn: this.turnSel.value === "" ? undefined : Number(this.turnSel.value) }),
+    );
     this.errorsBox.addEventListener("change", () => this.setFilter({ errors: this.errorsBox.checked || undefined }));
     this.groupBox.addEventListener("change", () => this.setFilter({ group: this.groupBox.checked || undefined }));
     let minTimer;
@@ -390,7 +397,13 @@ class Viewer {
       s.style.left = `${this.laneX(name)}%`;
       lanes.append(s);
     }
-    this.headEl.replaceChildren(el("span", "tv-line", "line"), el("span", "tv-time", "time (s)"), lanes, el("span", "tv-dur", "took"), el("span", "tv-turn tv-none", "turn"));
+    this.headEl.replaceChildren(
+      el("span", "tv-line", "line"),
+      el("span", "tv-time", "time (s)"),
+      lanes,
+      el("span", "tv-dur", "took"),
+      el("span", "tv-turn tv-none", "turn"),
+    );
   }
 
   rowEl(it, i, prev) {
@@ -401,7 +414,8 @@ class Viewer {
     if (it.cancel) row.classList.add("tv-cancel");
     if (it.n === this.selected) row.classList.add("tv-selected");
     else if (it.n === this.pairOfSelected) row.classList.add("tv-paired");
-    if (it.turn !== null && (!prev || prev.turn !== it.turn) && it.kind === "request" && it.method === "session/prompt") row.classList.add("tv-turn-start");
+    if (it.turn !== null && (!prev || prev.turn !== it.turn) && it.kind === "request" && it.method === "session/prompt")
+      row.classList.add("tv-turn-start");
     row.append(el("span", "tv-line", it.entry ? `${it.line}.${it.entry}` : String(it.line)));
     row.append(el("span", "tv-time", it.t === null ? "" : (it.t / 1000).toFixed(3)));
     const lanes = el("div", "tv-lanes");
@@ -479,7 +493,11 @@ class Viewer {
     if (e.key in moves || e.key === "Home" || e.key === "End") {
       e.preventDefault();
       const i =
-        e.key === "Home" ? 0 : e.key === "End" ? this.total - 1 : Math.min(this.total - 1, Math.max(0, (this.selectedIndex ?? -1) + moves[e.key]));
+        e.key === "Home"
+          ? 0
+          : e.key === "End"
+            ? this.total - 1
+            : Math.min(this.total - 1, Math.max(0, (this.selectedIndex ?? -1) + moves[e.key]));
       void this.selectIndex(i);
     } else if (e.key === "Enter" && this.pairOfSelected !== undefined) {
       e.preventDefault();
@@ -604,7 +622,11 @@ class Viewer {
     all.value = "";
     const opts = [all];
     for (const t of turns) {
-      const o = el("option", "", `S${si}·T${t.n}${t.stop ? ` · ${visibleLine(t.stop)}` : " · open"}${t.ms !== null ? ` · ${formatMs(t.ms)}` : ""}`);
+      const o = el(
+        "option",
+        "",
+        `S${si}·T${t.n}${t.stop ? ` · ${visibleLine(t.stop)}` : " · open"}${t.ms !== null ? ` · ${formatMs(t.ms)}` : ""}`,
+      );
       o.value = String(t.turn);
       opts.push(o);
     }
@@ -671,7 +693,11 @@ class Viewer {
     const r = d.row;
     const parts = [];
     const title = r.method ?? r.kind;
-    const h = el("h2", r.error ? "tv-error-text" : r.cancel ? "tv-cancel-text" : "", visibleLine(`${r.kind === "response" || r.kind === "error" ? "↩ " : ""}${title}${r.sub ? ` · ${r.sub}` : ""}`));
+    const h = el(
+      "h2",
+      r.error ? "tv-error-text" : r.cancel ? "tv-cancel-text" : "",
+      visibleLine(`${r.kind === "response" || r.kind === "error" ? "↩ " : ""}${title}${r.sub ? ` · ${r.sub}` : ""}`),
+    );
     parts.push(h);
     const facts = el("dl", "tv-facts");
     const fact = (k, v) => {
@@ -699,8 +725,7 @@ class Viewer {
     } else if (r.kind === "request") fact("answer", "none (yet)");
     fact("size", `${count(d.lineBytes)} bytes in the trace`);
     parts.push(facts);
-    if (d.truncated)
-      parts.push(el("div", "tv-notice", `This line is ${count(d.lineBytes)} bytes long: only its start is shown, as text.`));
+    if (d.truncated) parts.push(el("div", "tv-notice", `This line is ${count(d.lineBytes)} bytes long: only its start is shown, as text.`));
     if (d.json) {
       let value;
       let parsed = true;
@@ -745,7 +770,8 @@ class Viewer {
       t.append(tr);
       rows.forEach((cells, i) => {
         const r = el("tr", onClick ? "tv-click" : "");
-        for (const c of cells) r.append(el("td", typeof c === "number" ? "tv-n" : "", typeof c === "number" ? count(c) : visibleLine(c ?? "")));
+        for (const c of cells)
+          r.append(el("td", typeof c === "number" ? "tv-n" : "", typeof c === "number" ? count(c) : visibleLine(c ?? "")));
         if (onClick) r.addEventListener("click", () => onClick(i));
         t.append(r);
       });
@@ -775,7 +801,12 @@ class Viewer {
       ),
     );
     parts.push(el("h3", "", "Bytes each way"));
-    parts.push(table(["from", "to", "messages", "bytes"], s.bytes.map((b) => [b.from, b.to, b.messages, formatBytes(b.bytes)])));
+    parts.push(
+      table(
+        ["from", "to", "messages", "bytes"],
+        s.bytes.map((b) => [b.from, b.to, b.messages, formatBytes(b.bytes)]),
+      ),
+    );
     parts.push(el("h3", "", "Requests by method (durations from request to answer)"));
     parts.push(
       table(
@@ -788,7 +819,12 @@ class Viewer {
       ),
     );
     parts.push(el("h3", "", "Notifications by method"));
-    parts.push(table(["method", "count"], s.notifications.map((m) => [m.method, m.count])));
+    parts.push(
+      table(
+        ["method", "count"],
+        s.notifications.map((m) => [m.method, m.count]),
+      ),
+    );
     parts.push(el("h3", "", "Slowest calls"));
     parts.push(
       table(
@@ -874,7 +910,8 @@ export function jsonTree(value, key, depth, budget = { left: 1500 }) {
   const build = () => {
     const end = Math.min(size, shown + FOLD_CHILDREN);
     const frag = document.createDocumentFragment();
-    for (let i = shown; i < end; i++) frag.append(isArray ? jsonTree(value[i], i, depth + 1, budget) : jsonTree(value[keys[i]], keys[i], depth + 1, budget));
+    for (let i = shown; i < end; i++)
+      frag.append(isArray ? jsonTree(value[i], i, depth + 1, budget) : jsonTree(value[keys[i]], keys[i], depth + 1, budget));
     shown = end;
     more.remove();
     node.append(frag);

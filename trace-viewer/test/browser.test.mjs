@@ -123,7 +123,8 @@ async function filtered(page, action) {
 async function setFilters(page, f) {
   await page.locator(".tv-scroll").evaluate((s) => (s.scrollTop = 0));
   await filtered(page, () => page.locator(".tv-f-clear").click());
-  if ((await page.locator(".tv-f-group").isChecked()) !== (f.group ?? false)) await filtered(page, () => page.locator(".tv-f-group").setChecked(f.group ?? false));
+  if ((await page.locator(".tv-f-group").isChecked()) !== (f.group ?? false))
+    await filtered(page, () => page.locator(".tv-f-group").setChecked(f.group ?? false));
   if (f.errors) await filtered(page, () => page.locator(".tv-f-errors").setChecked(true));
   if (f.method) await filtered(page, () => page.locator(".tv-f-method").selectOption(f.method));
 }
@@ -139,7 +140,13 @@ test("a recorded session: pairs, durations, the permission question, the error, 
   await setFilters(page, { group: false });
 
   // Turn 1: the prompt (line 6), answered at line 46, 610.618 ms later. is answered at line 46, 610.618 ms later.
-  assert.deepEqual(await shown(page, 6), { label: "session/prompt read notes.txt please", took: "611 ms", turn: "S1·T1", error: false, cancel: false });
+  assert.deepEqual(await shown(page, 6), {
+    label: "session/prompt read notes.txt please",
+    took: "611 ms",
+    turn: "S1·T1",
+    error: false,
+    cancel: false,
+  });
   // The error: the agent reads acp-demo.txt (line 36), acp answers -32002 (line 37).
   assert.deepEqual(await shown(page, 36), {
     label: "✕ fs/read_text_file /tmp/tracerec2/acp-demo.txt",
@@ -159,7 +166,13 @@ test("a recorded session: pairs, durations, the permission question, the error, 
     error: false,
     cancel: false,
   });
-  assert.deepEqual(await shown(page, 40), { label: "↩ session/request_permission · selected", took: "0.78 ms", turn: "S1·T1", error: false, cancel: false });
+  assert.deepEqual(await shown(page, 40), {
+    label: "↩ session/request_permission · selected",
+    took: "0.78 ms",
+    turn: "S1·T1",
+    error: false,
+    cancel: false,
+  });
   await (await rowOfLine(page, 39)).click();
   await page.waitForSelector(".tv-detail .tv-facts");
   const facts = (await page.locator(".tv-detail .tv-facts").innerText()).replace(/\s+/g, " ");
@@ -172,10 +185,28 @@ test("a recorded session: pairs, durations, the permission question, the error, 
 
   // Turn 2 (line 47) cancelled: the permission question (75) answered `cancelled` (77)
   // after session/cancel (76); the prompt's answer (79) says cancelled, 512.798 ms later.
-  assert.deepEqual(await shown(page, 75), { label: "⊘ session/request_permission Write /tmp/tracerec2/acp-demo.txt", took: "0.64 ms", turn: "S1·T2", error: false, cancel: true });
+  assert.deepEqual(await shown(page, 75), {
+    label: "⊘ session/request_permission Write /tmp/tracerec2/acp-demo.txt",
+    took: "0.64 ms",
+    turn: "S1·T2",
+    error: false,
+    cancel: true,
+  });
   assert.deepEqual(await shown(page, 76), { label: "⊘ session/cancel", took: "", turn: "S1·T2", error: false, cancel: true });
-  assert.deepEqual(await shown(page, 77), { label: "↩ ⊘ session/request_permission · cancelled", took: "0.64 ms", turn: "S1·T2", error: false, cancel: true });
-  assert.deepEqual(await shown(page, 79), { label: "↩ ⊘ session/prompt · cancelled", took: "513 ms", turn: "S1·T2", error: false, cancel: true });
+  assert.deepEqual(await shown(page, 77), {
+    label: "↩ ⊘ session/request_permission · cancelled",
+    took: "0.64 ms",
+    turn: "S1·T2",
+    error: false,
+    cancel: true,
+  });
+  assert.deepEqual(await shown(page, 79), {
+    label: "↩ ⊘ session/prompt · cancelled",
+    took: "513 ms",
+    turn: "S1·T2",
+    error: false,
+    cancel: true,
+  });
   await (await rowOfLine(page, 79)).click();
   await page.locator(".tv-detail .tv-link").click();
   await page.waitForFunction(() => document.querySelector(".tv-row.tv-selected .tv-line")?.textContent === "47");
@@ -200,7 +231,10 @@ test("a recorded session: pairs, durations, the permission question, the error, 
   assert.match(summary, /agent\tclient\t60\t/);
   assert.match(summary, /\b6\tsession\/prompt\tclient → agent\t611 ms/);
   // A slow call's row leads back to the timeline.
-  await page.locator(".tv-summary tr.tv-click", { hasText: /^47session\/promptclient → agent513 ms$/ }).first().click();
+  await page
+    .locator(".tv-summary tr.tv-click", { hasText: /^47session\/promptclient → agent513 ms$/ })
+    .first()
+    .click();
   await page.waitForFunction(() => document.querySelector(".tv-row.tv-selected .tv-line")?.textContent === "47");
   assert.deepEqual(problems, []);
   await page.close();
@@ -227,12 +261,28 @@ function hostileTrace() {
   const file = join(work, "hostile.ndjson");
   const html = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
   const up = (t, update, extra = {}) =>
-    JSON.stringify({ tMs: t, dir: "recv", kind: "notification", method: "session/update", msg: { jsonrpc: "2.0", method: "session/update", params: { sessionId: html, update }, ...extra } });
+    JSON.stringify({
+      tMs: t,
+      dir: "recv",
+      kind: "notification",
+      method: "session/update",
+      msg: { jsonrpc: "2.0", method: "session/update", params: { sessionId: html, update }, ...extra },
+    });
   const rows = [
     // 1: HTML as a method, a session id and a prompt
-    JSON.stringify({ tMs: 1, dir: "send", kind: "request", id: 1, method: html, msg: { jsonrpc: "2.0", id: 1, method: html, params: { sessionId: html, prompt: [{ type: "text", text: html }] } } }),
+    JSON.stringify({
+      tMs: 1,
+      dir: "send",
+      kind: "request",
+      id: 1,
+      method: html,
+      msg: { jsonrpc: "2.0", id: 1, method: html, params: { sessionId: html, prompt: [{ type: "text", text: html }] } },
+    }),
     // 2: terminal escapes (clear screen, an OSC 52 clipboard write)
-    up(2, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "\u001b[2J\u001b]52;c;cGF3bmVk\u0007 clear screen and a clipboard write" } }),
+    up(2, {
+      sessionUpdate: "agent_message_chunk",
+      content: { type: "text", text: "\u001b[2J\u001b]52;c;cGF3bmVk\u0007 clear screen and a clipboard write" },
+    }),
     // 3: bidi override, zero-width characters
     up(3, { sessionUpdate: "tool_call", title: "invoice_\u202egnp.exe and \u200bzero\u2066width" }),
     // 4: a 500,000-character string (under the detail's 1 MiB: folded in the tree)
@@ -242,9 +292,18 @@ function hostileTrace() {
     // 6: 8,000 plan entries
     up(6, { sessionUpdate: "plan", entries: Array.from({ length: 8000 }, (_, i) => ({ content: `step ${i} ${html}` })) }),
     // 7: nested 3,000 deep
-    up(7, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "deep" } }, { _meta: JSON.parse("[".repeat(3000) + "]".repeat(3000)) }),
+    up(
+      7,
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "deep" } },
+      { _meta: JSON.parse("[".repeat(3000) + "]".repeat(3000)) },
+    ),
     // 8: the extension's format, 9 MiB
-    "12 ← " + JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "y".repeat(9 << 20) } } } }),
+    "12 ← " +
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: "session/update",
+        params: { sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "y".repeat(9 << 20) } } },
+      }),
     // 9: what the agent wrote that was not JSON
     `{"tMs":13,"dir":"recv","kind":"invalid","line":${JSON.stringify(html + "\u001b[31m")}}`,
     // 10: not a trace line
@@ -260,13 +319,17 @@ test("a hostile trace is shown as text and the page stays bounded", async () => 
   const { page, problems } = await open(url);
   await setFilters(page, { group: false });
   const count = () => page.evaluate(() => document.getElementsByTagName("*").length);
-  const injected = () => page.evaluate(() => ({ pwned: window.__pwned ?? null, tags: document.querySelectorAll(".tv img, .tv script, .tv iframe").length }));
+  const injected = () =>
+    page.evaluate(() => ({ pwned: window.__pwned ?? null, tags: document.querySelectorAll(".tv img, .tv script, .tv iframe").length }));
 
   const first = await shown(page, 1);
   assert.equal(first.label, `${html} ${html}`, "the method and the prompt are text");
   assert.match((await shown(page, 2)).label, /␛\[2J␛\]52;c;cGF3bmVk\\u0007 clear screen/);
   assert.match((await shown(page, 3)).label, /invoice_\\u202egnp\.exe and \\u200bzero\\u2066width/);
-  assert.match((await shown(page, 9)).label, /^✕ invalid message <img src=x onerror="window.__pwned=1"><script>window.__pwned=2<\/script>␛\[31m$/);
+  assert.match(
+    (await shown(page, 9)).label,
+    /^✕ invalid message <img src=x onerror="window.__pwned=1"><script>window.__pwned=2<\/script>␛\[31m$/,
+  );
   assert.match((await shown(page, 10)).label, /^not a trace line: <img src=x/);
 
   // Each of them in the detail pane, then another click still answers: the page is alive.

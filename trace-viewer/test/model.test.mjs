@@ -88,7 +88,7 @@ test("the start of an object: complete members only", () => {
     ["b", '"x\\"y"'],
     ["c", '{"d":[1,2]}'],
   ]);
-  assert.deepEqual(members('[1,2]'), []);
+  assert.deepEqual(members("[1,2]"), []);
   assert.deepEqual(members('{"a":12'), [], "a number running to the end may go on");
 });
 
