@@ -173,8 +173,7 @@ test("a recorded session: pairs, durations, the permission question, the error, 
     error: false,
     cancel: false,
   });
-  await (await rowOfLine(page, 39)).click();
-  await page.waitForSelector(".tv-detail .tv-facts");
+  await openDetail(page, 39);
   const facts = (await page.locator(".tv-detail .tv-facts").innerText()).replace(/\s+/g, " ");
   assert.match(facts, /answer answered at line 40 after 0\.78 ms/);
   assert.match(facts, /session demo-fece46da-1, turn 1/);
@@ -207,7 +206,7 @@ test("a recorded session: pairs, durations, the permission question, the error, 
     error: false,
     cancel: true,
   });
-  await (await rowOfLine(page, 79)).click();
+  await openDetail(page, 79);
   await page.locator(".tv-detail .tv-link").click();
   await page.waitForFunction(() => document.querySelector(".tv-row.tv-selected .tv-line")?.textContent === "47");
 
