@@ -51,7 +51,8 @@ fi
 say "typecheck"
 npx tsc -p . --noEmit
 say "format check (prettier; npm run format rewrites) and lint (eslint)"
-npx prettier --check .
+# The shared trace viewer (../trace-viewer/, bundled into the trace panel) with the same rules.
+npx prettier --check . "../trace-viewer/**/*.{js,mjs,ts}"
 npx eslint .
 say "unit tests"
 node esbuild.mjs --tests

@@ -1,5 +1,6 @@
 // Builds the extension (dist/extension.js, CommonJS for the extension host), the chat webview
-// (dist/webview.js + dist/webview.css) and copies the wasm protocol engine (acp-wasm/pkg/nodejs-client)
+// (dist/webview.js + dist/webview.css), the protocol trace panel (dist/trace.js + dist/trace.css,
+// from ../trace-viewer/) and copies the wasm protocol engine (acp-wasm/pkg/nodejs-client)
 // into dist/acp-wasm. With --tests, also bundles test/unit/*.test.ts to out/test/.
 import * as esbuild from "esbuild";
 import * as fs from "node:fs";
@@ -33,6 +34,17 @@ await esbuild.build({
   format: "iife",
 });
 fs.copyFileSync(path.join(root, "src/webview/webview.css"), path.join(dist, "webview.css"));
+
+// The protocol trace panel (host/tracePanel.ts): the viewer `acp trace` serves too
+// (../trace-viewer/), bundled with the page's glue.
+await esbuild.build({
+  ...common,
+  entryPoints: [path.join(root, "src/webview/traceMain.ts")],
+  outfile: path.join(dist, "trace.js"),
+  platform: "browser",
+  format: "iife",
+});
+fs.copyFileSync(path.join(root, "..", "trace-viewer", "viewer.css"), path.join(dist, "trace.css"));
 // VS Code's icon font (@vscode/codicons, CC-BY-4.0: see README), served from dist/ under the
 // webview's CSP (font-src and style-src are the extension's own files).
 const codicons = path.join(root, "node_modules", "@vscode", "codicons", "dist");

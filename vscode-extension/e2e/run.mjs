@@ -5,7 +5,8 @@
 // wasm engine inside the .vsix.
 //
 // Scenarios: allow (file written, answer shown, diff opens), deny, dismiss (Escape answers the
-// reject option), cancel mid-stream, cancel while the permission dialog is open, the agent
+// reject option), cancel mid-stream, cancel while the permission dialog is open, the protocol
+// trace panel (its pairs, errors and cancellations), the agent
 // killed mid-answer (its partial answer and the crash stay in the conversation, which goes on in
 // the restarted agent's new session), a sensitive write (acp-demo.txt linked into .git: the write modal, Review
 // changes, Refuse), the terminal approval modal (`acp.terminal.approval: ask`: Run, then a second
@@ -453,6 +454,10 @@ const acpTrace = async () =>
     "utf8",
   );
 
+/** The message of a raw-trace line going to the agent (`12.345 → {…}`; older traces had no
+ *  time), if it is one. */
+const sentText = (line) => /^(?:[0-9.]+ )?→ (.*)$/.exec(line)?.[1];
+
 const demoFile = path.join(workspace, DEMO_FILE);
 const results = [];
 async function scenario(name, fn) {
@@ -543,8 +548,9 @@ async function mcpServersReachTheAgent() {
   const lastNew = async () => {
     const news = (await acpTrace())
       .split("\n")
-      .filter((l) => l.startsWith("→ ") && l.includes('"method":"session/new"'))
-      .map((l) => JSON.parse(l.slice(2)));
+      .map(sentText)
+      .filter((l) => l !== undefined && l.includes('"method":"session/new"'))
+      .map((l) => JSON.parse(l));
     return news[news.length - 1]?.params?.mcpServers;
   };
   const canon = (v) =>
@@ -789,6 +795,103 @@ async function remoteAgentOverSse() {
   await screenshot("remote-sse-turn");
 }
 
+// "ACP: Show Protocol Trace": the shared trace viewer in a webview panel, on the session of the
+// scenario before (a turn cancelled while its permission question was open, after a read of a
+// missing file answered with an error).
+async function protocolTracePanel() {
+  const session = await transcript.getAttribute("data-session-id");
+  await runCommand("ACP: Show Protocol Trace");
+  // Closed again whatever happens: the chat's frame must be the only webview for the scenarios
+  // after this one.
+  try {
+    await tracePanelShows(session);
+  } finally {
+    await closeTracePanel();
+  }
+}
+
+async function tracePanelShows(session) {
+  const frame = await until(
+    "the protocol trace panel with its rows",
+    async () => {
+      for (const f of page.frames())
+        if (
+          (await f
+            .locator("#trace .tv-row[data-n]")
+            .count()
+            .catch(() => 0)) > 0
+        )
+          return f;
+    },
+    30_000,
+  );
+  await until(
+    "the session filter on the current session",
+    async () => (await frame.locator(".tv-f-session").inputValue()) === session,
+    10_000,
+  );
+  const settled = () => frame.locator(".tv").getAttribute("data-settled");
+  const filtered = async (action) => {
+    const before = await settled();
+    await action();
+    await until("the filtered rows", async () => (await settled()) !== before, 10_000);
+  };
+  const rows = async () =>
+    await frame
+      .locator(".tv-rows .tv-row")
+      .evaluateAll((rs) =>
+        rs.map((r) => [r.className, r.querySelector(".tv-lanes")?.textContent ?? "", r.querySelector(".tv-dur")?.textContent ?? ""]),
+      );
+  // The permission question and its answer: paired, `cancelled`, timed.
+  await filtered(() => frame.locator(".tv-f-method").selectOption("session/request_permission"));
+  const question = await rows();
+  if (question.length !== 2 || !question.every(([c, , took]) => c.includes("tv-cancel") && /\d (ms|s)$/.test(took)))
+    throw new Error(`the permission question and its answer: ${JSON.stringify(question)}`);
+  if (!question[1][1].includes("cancelled")) throw new Error(`the answer is not 'cancelled': ${JSON.stringify(question)}`);
+  // The read of the missing file: the request and its error, both marked.
+  await filtered(() => frame.locator(".tv-f-method").selectOption(""));
+  await filtered(() => frame.locator(".tv-f-errors").setChecked(true));
+  const errors = await rows();
+  if (errors.length < 2 || !errors.every(([c]) => c.includes("tv-error")) || !errors.some(([, label]) => label.includes("-32002")))
+    throw new Error(`errors only: ${JSON.stringify(errors)}`);
+  // The turn, cancelled, with its duration.
+  await filtered(() => frame.locator(".tv-f-errors").setChecked(false));
+  await filtered(() => frame.locator(".tv-f-method").selectOption("session/prompt"));
+  const turn = await rows();
+  if (!turn.some(([c, label, took]) => c.includes("tv-k-response") && label.includes("cancelled") && /\d (ms|s)$/.test(took)))
+    throw new Error(`the cancelled turn: ${JSON.stringify(turn)}`);
+  await frame.locator(".tv-rows .tv-row").first().click();
+  await frame.locator(".tv-detail .tv-json").waitFor({ timeout: 10_000 });
+  await screenshot("protocol-trace");
+  await frame.locator("button[data-tab=summary]").click();
+  await frame.locator(".tv-summary table").first().waitFor({ timeout: 10_000 });
+  if (!/session\/request_permission/.test(await frame.locator(".tv-summary").innerText()))
+    throw new Error("the summary has no permission requests");
+  await screenshot("protocol-trace-summary");
+}
+
+async function closeTracePanel() {
+  const tab = page.locator(".tabs-container .tab", { hasText: "ACP Protocol Trace" }).first();
+  if ((await tab.count()) === 0) return;
+  // A middle click closes an editor's tab (the close button is drawn differently across versions).
+  await tab.click({ button: "middle" });
+  await until(
+    "the trace panel closed",
+    async () => {
+      for (const f of page.frames())
+        if (
+          (await f
+            .locator("#trace")
+            .count()
+            .catch(() => 0)) > 0
+        )
+          return false;
+      return true;
+    },
+    10_000,
+  );
+}
+
 async function pickerShowsPresets() {
   await runCommand("ACP: Select Agent");
   const input = page.locator(".quick-input-widget input");
@@ -951,6 +1054,11 @@ try {
     if (fs.existsSync(demoFile)) throw new Error(`${DEMO_FILE} was written after the request was cancelled`);
     if (!(await chat.locator("#send").isEnabled())) throw new Error("the chat is still busy");
   });
+
+  await scenario(
+    "protocol trace: ACP: Show Protocol Trace shows the session's messages, paired, timed, errors and cancellations marked",
+    protocolTracePanel,
+  );
 
   // ---- issue 11: crash, MCP, reload, history, sign-in (scenarios of their own) ------------
 
@@ -1138,7 +1246,7 @@ try {
             .split("\n")
             .some(
               (l) =>
-                l.startsWith("→") &&
+                sentText(l) !== undefined &&
                 l.includes('"error"') &&
                 l.includes(`permission denied: the user did not allow running touch ${marker}`),
             ),

@@ -1,5 +1,5 @@
 // AcpContext: the extension's composition root. It owns every disposable (the log output
-// channel, the chat view, the diff provider, the status bar item, the raw trace, the terminals,
+// channel, the chat view, the diff provider, the status bar item, the trace and its panel, the terminals,
 // the commands), loads the wasm engine once, makes the bridges (permission, fs, terminal) with
 // their VS Code parts, and wires the host's parts to one another: the agent's lifecycle
 // (host/lifecycle.ts), the session controller (host/sessionController.ts), the webview router
@@ -23,6 +23,7 @@ import { SessionController, type SessionInfo } from "./host/sessionController";
 import { cfg, HostSettings } from "./host/settings";
 import { AgentStatus } from "./host/status";
 import { RawTrace } from "./host/trace";
+import { TracePanel } from "./host/tracePanel";
 import { WebviewRouter } from "./host/webviewRouter";
 import type { AgentConnection } from "./protocol/agent";
 import { loadEngine, type EngineModule } from "./protocol/engine";
@@ -109,6 +110,7 @@ export class AcpContext implements vscode.Disposable {
         .map(([k]) => k),
     );
     const trace = new RawTrace();
+    const tracePanel = this.own(new TracePanel(extension.extensionUri, trace.recorder));
     const engine = () => this.loadEngineOnce();
     this.agent = new AgentLifecycle({
       extension,
@@ -161,6 +163,7 @@ export class AcpContext implements vscode.Disposable {
       router: this.router,
       settings,
       trace,
+      tracePanel,
       log: this.log,
       engine,
       remoteTokens,

@@ -1,6 +1,7 @@
 // The acp.* commands (package.json's contributes.commands), registered, and the handlers that
 // are commands only: Select Agent (the configured agents and the ACP registry's presets), Forget
-// Remote Agent Token, Sign In, the session history, Toggle Raw Protocol Trace. The other
+// Remote Agent Token, Sign In, the session history, Toggle Raw Protocol Trace, Show Protocol
+// Trace (host/tracePanel.ts). The other
 // commands call the agent's lifecycle, the session controller or the webview router.
 // One reason to change: a command is added, or what one asks changes.
 
@@ -18,6 +19,7 @@ import type { AgentLifecycle } from "./lifecycle";
 import type { SessionController } from "./sessionController";
 import { cfg, type HostSettings } from "./settings";
 import type { RawTrace } from "./trace";
+import type { TracePanel } from "./tracePanel";
 import type { WebviewRouter } from "./webviewRouter";
 
 export interface CommandParts {
@@ -26,6 +28,7 @@ export interface CommandParts {
   router: WebviewRouter;
   settings: HostSettings;
   trace: RawTrace;
+  tracePanel: TracePanel;
   log: vscode.LogOutputChannel;
   engine(): EngineModule;
   remoteTokens: RemoteTokens;
@@ -55,6 +58,7 @@ export class Commands {
     reg("acp.showLog", () => log.show(true));
     reg("acp.forgetRemoteToken", () => this.forgetRemoteToken());
     reg("acp.toggleTrace", () => this.toggleTrace());
+    reg("acp.showTrace", () => this.p.tracePanel.show(sessions.session?.sessionId));
     reg("acp.selectAgent", () => this.selectAgent().catch(shown));
     return regs;
   }

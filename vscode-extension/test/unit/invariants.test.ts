@@ -28,7 +28,8 @@ function importGraph(dir: string): Map<string, string[]> {
     const deps: string[] = [];
     for (const m of fs.readFileSync(f, "utf8").matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+["'](\.[^"']+)["']/gms)) {
       const base = path.resolve(path.dirname(f), m[1]!);
-      const hit = [`${base}.ts`, path.join(base, "index.ts")].find((c) => fs.existsSync(c));
+      // A .js file outside src (the shared trace viewer, ../trace-viewer/) is a leaf.
+      const hit = [`${base}.ts`, path.join(base, "index.ts"), base].find((c) => fs.existsSync(c) && fs.statSync(c).isFile());
       assert.ok(hit, `${path.relative(root, f)}: cannot resolve ${m[1]}`);
       deps.push(hit);
     }
