@@ -70,14 +70,24 @@ async function open(url) {
   return { page, problems };
 }
 
+/** Two animation frames: what a scroll queued is drawn. */
+const drawn = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+/** The rows on screen all loaded (no placeholder). */
+const loaded = (page) => page.waitForFunction(() => [...document.querySelectorAll(".tv-rows .tv-row")].every((r) => r.dataset.n));
+
 /** The row of trace line `line`: on screen, or found scrolling from the top down, a half
  *  screen at a time. */
 async function rowOfLine(page, line) {
   const row = page.locator(".tv-rows .tv-row", { has: page.locator(".tv-line", { hasText: new RegExp(`^${line}$`) }) }).first();
-  await page.waitForFunction(() => [...document.querySelectorAll(".tv-rows .tv-row")].every((r) => r.dataset.n));
-  if ((await row.count()) === 0) await page.locator(".tv-scroll").evaluate((s) => (s.scrollTop = 0));
+  await drawn(page);
+  await loaded(page);
+  if ((await row.count()) === 0) {
+    await page.locator(".tv-scroll").evaluate((s) => (s.scrollTop = 0));
+    await drawn(page);
+  }
   for (let step = 0; step < 200; step++) {
-    await page.waitForFunction(() => [...document.querySelectorAll(".tv-rows .tv-row")].every((r) => r.dataset.n));
+    await loaded(page);
     if ((await row.count()) > 0) break;
     const moved = await page.locator(".tv-scroll").evaluate((s) => {
       const before = s.scrollTop;
@@ -85,7 +95,7 @@ async function rowOfLine(page, line) {
       return s.scrollTop !== before;
     });
     if (!moved) break;
-    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    await drawn(page);
   }
   await row.waitFor({ state: "visible" });
   return row;
@@ -130,7 +140,8 @@ async function setFilters(page, f) {
 }
 
 async function lines(page) {
-  await page.waitForFunction(() => [...document.querySelectorAll(".tv-rows .tv-row")].every((r) => r.dataset.n));
+  await drawn(page);
+  await loaded(page);
   return page.locator(".tv-rows .tv-row .tv-line").allInnerTexts();
 }
 
