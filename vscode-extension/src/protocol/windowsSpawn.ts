@@ -14,7 +14,12 @@ import * as path from "node:path";
 
 /** The acp-wasm exports the Windows rules come from. */
 export interface WindowsRules {
-  windowsFindProgram(command: string, path: string, pathext: string | undefined, isFile: (candidate: string) => boolean): string | undefined;
+  windowsFindProgram(
+    command: string,
+    path: string,
+    pathext: string | undefined,
+    isFile: (candidate: string) => boolean,
+  ): string | undefined;
   windowsPlanSpawn(factsJson: string, argsJson: string): string;
   windowsShimReadLimit(): number;
 }

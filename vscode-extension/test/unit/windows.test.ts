@@ -57,18 +57,25 @@ function stubFiles(files: Record<string, string>): FileFacts {
 const HOSTILE = ["--prompt", "a b", 'say "hi"', "x&calc.exe", "a|b", "%USERPROFILE%", "^caret", "tail\\"];
 const NPM = "C:\\Users\\u\\AppData\\Roaming\\npm";
 const NODE = "C:\\Program Files\\nodejs\\node.exe";
-const env = { Path: `C:\\Windows\\system32;${NPM};C:\\Program Files\\nodejs`, PATHEXT: ".COM;.EXE;.BAT;.CMD", ComSpec: "C:\\Windows\\system32\\cmd.exe" };
+const env = {
+  Path: `C:\\Windows\\system32;${NPM};C:\\Program Files\\nodejs`,
+  PATHEXT: ".COM;.EXE;.BAT;.CMD",
+  ComSpec: "C:\\Windows\\system32\\cmd.exe",
+};
 
 test("an npm .cmd shim runs node on its script: no shell, exactly the arguments given", { skip }, () => {
   const files = stubFiles({ [`${NPM}\\agent.cmd`]: SHIM, [NODE]: "" });
   const plan = planSpawn(testPolicy().windowsRules(), "agent", HOSTILE, env, "win32", files);
   // node found through PATH + PATHEXT (`node.EXE`: Windows names ignore case).
-  assert.deepEqual({ ...plan, command: plan.command.toLowerCase() }, {
-    command: NODE.toLowerCase(),
-    args: [`${NPM}\\node_modules\\agent\\dist\\index.js`, ...HOSTILE],
-    verbatim: false,
-    via: "npm_shim",
-  });
+  assert.deepEqual(
+    { ...plan, command: plan.command.toLowerCase() },
+    {
+      command: NODE.toLowerCase(),
+      args: [`${NPM}\\node_modules\\agent\\dist\\index.js`, ...HOSTILE],
+      verbatim: false,
+      via: "npm_shim",
+    },
+  );
 });
 
 test("a planted agent.cmd in the working directory is never what runs", { skip }, () => {
@@ -92,7 +99,10 @@ test("another batch file runs through cmd.exe with every argument quoted for it,
 
 test("refusals: found nowhere, a line break for cmd.exe, a PowerShell script", { skip }, () => {
   const rules = testPolicy().windowsRules();
-  assert.throws(() => planSpawn(rules, "nope", [], env, "win32", stubFiles({})), (e: Error) => e instanceof SpawnRefused && /cannot find "nope" in PATH/.test(e.message));
+  assert.throws(
+    () => planSpawn(rules, "nope", [], env, "win32", stubFiles({})),
+    (e: Error) => e instanceof SpawnRefused && /cannot find "nope" in PATH/.test(e.message),
+  );
   const bat = stubFiles({ "C:\\t\\a.cmd": "@echo %*\r\n" });
   assert.throws(() => planSpawn(rules, "C:\\t\\a.cmd", ["x\r\ny"], env, "win32", bat), /line break/);
   const ps = stubFiles({ "C:\\t\\a.ps1": "" });
@@ -100,7 +110,12 @@ test("refusals: found nowhere, a line break for cmd.exe, a PowerShell script", {
 });
 
 test("elsewhere than Windows a command runs as given", () => {
-  assert.deepEqual(planSpawn(undefined, "npx", ["-y", "a&b"], {}, "linux"), { command: "npx", args: ["-y", "a&b"], verbatim: false, via: "as_given" });
+  assert.deepEqual(planSpawn(undefined, "npx", ["-y", "a&b"], {}, "linux"), {
+    command: "npx",
+    args: ["-y", "a&b"],
+    verbatim: false,
+    via: "as_given",
+  });
 });
 
 test("Windows variable names ignore case; the allowlist has what Windows processes need", { skip }, () => {
