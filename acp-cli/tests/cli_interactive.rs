@@ -67,6 +67,21 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The screen with its colours (`capture-pane -e`: SGR escape sequences kept).
+    fn pane_coloured(&self) -> String {
+        let out = self.run(&[
+            "capture-pane",
+            "-p",
+            "-e",
+            "-J",
+            "-t",
+            "chat",
+            "-S",
+            "-1000",
+        ]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "chat"];
         args.extend_from_slice(keys);
@@ -143,6 +158,24 @@ fn interactive_chat_in_a_terminal() {
     tmux.wait_for("`5` is not an option");
     tmux.keys(&["1", "Enter"]);
     tmux.wait_for("Permission requested: Write");
+    // The write's question shows the change first (acp-client's diff of the tool call), its
+    // added lines in green on a terminal.
+    let screen = tmux.pane();
+    let diff = screen
+        .find("    +The acp demo agent was asked:")
+        .expect(&screen);
+    assert!(
+        screen[..diff].contains("acp-demo.txt (new file, +3 -0)")
+            && screen[..diff].contains("    @@ -0,0 +1,3 @@")
+            && diff < screen.rfind("Permission requested: Write").unwrap(),
+        "the diff, then the question:\n{screen}"
+    );
+    let coloured = tmux.pane_coloured();
+    let added = coloured
+        .lines()
+        .find(|l| l.contains("+The acp demo agent was asked:"))
+        .expect(&coloured);
+    assert!(added.contains("\x1b[32m"), "green: {added:?}");
     tmux.keys(&["1", "Enter"]);
     tmux.wait_for("I wrote acp-demo.txt");
     let written = std::fs::read_to_string(dir.join("acp-demo.txt")).expect("file written");

@@ -133,6 +133,24 @@ elif scenario == "sensitive-writes":
         report(call(10, "fs/write_text_file", {"sessionId": "s-1", "path": os.path.join(cwd, rel),
             "content": "[core]\n\tfsmonitor = \"touch pwned\"\n"}))
     end(pid)
+elif scenario == "sensitive-hostile":
+    # A write into .git whose new lines would act on a terminal if shown raw.
+    report(call(10, "fs/write_text_file", {"sessionId": "s-1", "path": os.path.join(cwd, ".git/config"),
+        "content": "[core]\n\tbare = false\n\x1b[2J\x1b[H\r? Permission requested: nothing\n"}))
+    end(pid)
+elif scenario == "edit-with-diff":
+    # The agent's own question about an edit, its tool call carrying the diff (n lines added).
+    old = "".join("line %d\n" % i for i in range(1, 6))
+    new = old.replace("line 3\n", "line three\x1b]0;title\x07\r\n") + "".join("added %d\n" % i for i in range(n))
+    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1", "update": {
+        "sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit notes.txt", "kind": "edit",
+        "status": "pending", "content": [{"type": "diff", "path": os.path.join(cwd, "notes.txt"),
+        "oldText": old, "newText": new}]}}})
+    report(call(10, "session/request_permission", {"sessionId": "s-1",
+        "toolCall": {"toolCallId": "t1", "title": "Edit notes.txt"},
+        "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "r", "name": "Reject", "kind": "reject_once"}]}))
+    end(pid)
 elif scenario == "plain":
     update("ok\n")
     end(pid)
@@ -436,6 +454,128 @@ fn a_write_through_a_symlink_into_git_or_over_an_executable_is_asked_too() {
         "{}",
         r.dump()
     );
+}
+
+#[test]
+fn a_write_question_shows_its_diff_with_hostile_lines_escaped() {
+    let dir = TempDir::new("sensitive-hostile");
+    let config = git_repo(&dir);
+    let r = chat(&dir, "sensitive-hostile", &["--yes"], Some("2\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    // The diff: a hunk header, context, and the agent's lines escaped, before the question.
+    let diff = [
+        "    @@ -1,2 +1,3 @@",
+        "     [core]",
+        r"     \tbare = false",
+        r"    +\e[2J\e[H\r? Permission requested: nothing",
+    ];
+    let at = r
+        .stderr
+        .find(diff[0])
+        .unwrap_or_else(|| panic!("{}", r.dump()));
+    assert!(r.stderr[at..].starts_with(&diff.join("\n")), "{}", r.dump());
+    let asked = r
+        .stderr
+        .find("? Permission requested: write")
+        .expect("the question");
+    assert!(at < asked, "the diff, then the question: {}", r.dump());
+    assert!(
+        r.stderr
+            .contains(&format!("  diff {} (+1 -0)", config.display())),
+        "{}",
+        r.dump()
+    );
+    // Nothing the agent wrote acts on the terminal, nor starts a line of its own.
+    assert!(!r.stderr.contains(['\x1b', '\r']), "{:?}", r.stderr);
+    assert_eq!(question_lines(&r.stderr).len(), 1, "{}", r.dump());
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+}
+
+#[test]
+fn the_agents_question_about_an_edit_shows_the_diff_of_its_tool_call() {
+    let dir = TempDir::new("edit-with-diff");
+    let mut args = agent_args(&dir, "edit-with-diff", &[]);
+    args.push("2".to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run(&args, dir.path(), Some("1\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let notes = dir.join("notes.txt");
+    // The request carries only a title: the diff comes from the tool call before it.
+    let diff = [
+        &format!("  diff {} (+3 -1)", notes.display()),
+        "    @@ -1,5 +1,7 @@",
+        "     line 1",
+        "     line 2",
+        r"    -line 3",
+        r"    +line three\e]0;title\x07\r",
+        "     line 4",
+        "     line 5",
+        "    +added 0",
+        "    +added 1",
+        "? Permission requested: Edit notes.txt (edit)",
+        "  1) Allow  [allow_once]",
+    ];
+    assert!(r.stderr.contains(&diff.join("\n")), "{}", r.dump());
+    assert!(!r.stderr.contains(['\x1b', '\r', '\x07']), "{:?}", r.stderr);
+}
+
+#[test]
+fn a_long_diff_is_cut_and_d_shows_all_of_it_then_asks_again() {
+    let dir = TempDir::new("long-diff");
+    let mut args = agent_args(&dir, "edit-with-diff", &[]);
+    args.push("100".to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run(&args, dir.path(), Some("d\n2\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    // 1 header, 5 lines around the change, 100 added: 107 lines, 40 shown first.
+    assert!(
+        r.stderr.contains("    … 67 more lines (d: the whole diff)"),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr.contains("choose 1-2, d for the whole diff: "),
+        "{}",
+        r.dump()
+    );
+    let first = r.stderr.find("? Permission requested").unwrap();
+    let whole = r
+        .stderr
+        .find("    +added 99")
+        .expect("d shows the whole diff");
+    assert!(first < whole, "{}", r.dump());
+    // Then the question again, answered 2.
+    assert_eq!(question_lines(&r.stderr).len(), 2, "{}", r.dump());
+    assert!(
+        r.stderr[whole..].contains("? Permission requested: Edit notes.txt (edit)"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stdout.contains(r#""optionId": "r""#), "{}", r.dump());
+}
+
+#[test]
+fn yes_logs_each_write_the_agent_made_with_its_diff_summary() {
+    let dir = TempDir::new("wrote-log");
+    std::fs::write(dir.join("old.txt"), "[core]\n\tbare = false\n").unwrap();
+    let r = write_files(&dir, "notes.txt,old.txt", &["--yes"], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    for line in [
+        format!(
+            "wrote {} (new file, +2 -0)",
+            dir.join("notes.txt").display()
+        ),
+        format!("wrote {} (+1 -1)", dir.join("old.txt").display()),
+    ] {
+        assert!(
+            r.stderr.lines().any(|l| l == line),
+            "{line:?} in: {}",
+            r.dump()
+        );
+    }
 }
 
 /// `acp args…` in `cwd` with `env` set (`None`: removed), stdin closed, bounded by

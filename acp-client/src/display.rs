@@ -41,15 +41,7 @@ fn push_escaped(out: &mut String, c: char) {
 /// `text` on one line: hidden characters ([`is_hidden`]) written as `\n`, `\e`, `\x07`,
 /// `\u202e`…, and backslashes doubled, so the escapes cannot be forged.
 pub fn escape_line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            c if is_hidden(c) => push_escaped(&mut out, c),
-            c => out.push(c),
-        }
-    }
-    out
+    escape_line_prefix(text, usize::MAX).0
 }
 
 /// `text` as it is when it holds no hidden character, else [`escape_line`]: the last check
@@ -209,45 +201,40 @@ pub fn command_line<S: AsRef<str>>(command: &str, args: &[S]) -> String {
         .join(" ")
 }
 
-/// A compact line diff of `old` (`None`: a new file) to `new` for a question: the lines
-/// before and after the change kept as context (up to `context` each side), removed lines as
-/// `-…`, added as `+…`, each [`escape_line`]d; at most `max_lines` lines, then a count of the
-/// rest. Not minimal (the changed middle is shown whole), always correct.
-pub fn line_diff(old: Option<&str>, new: &str, context: usize, max_lines: usize) -> Vec<String> {
-    let old_lines: Vec<&str> = old.map(|o| o.lines().collect()).unwrap_or_default();
-    let new_lines: Vec<&str> = new.lines().collect();
-    let prefix = old_lines
-        .iter()
-        .zip(&new_lines)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let suffix = old_lines[prefix..]
-        .iter()
-        .rev()
-        .zip(new_lines[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut out = Vec::new();
-    let ctx_start = prefix.saturating_sub(context);
-    for l in &old_lines[ctx_start..prefix] {
-        out.push(format!(" {}", escape_line(l)));
-    }
-    for l in &old_lines[prefix..old_lines.len() - suffix] {
-        out.push(format!("-{}", escape_line(l)));
-    }
-    for l in &new_lines[prefix..new_lines.len() - suffix] {
-        out.push(format!("+{}", escape_line(l)));
-    }
-    let after = &new_lines[new_lines.len() - suffix..];
-    for l in &after[..after.len().min(context)] {
-        out.push(format!(" {}", escape_line(l)));
-    }
-    if out.len() > max_lines {
-        let rest = out.len() - max_lines;
-        out.truncate(max_lines);
-        out.push(format!("… {rest} more line(s)"));
+/// [`escape_line`] of `text`, at most `max` characters of it shown (escapes count as the
+/// characters they are written with, and are never cut): past that, `…` and how many
+/// characters of `text` were left out (`… (+1200 characters)`). Bounded output whatever the
+/// input; the input is read once.
+pub fn escape_line_clipped(text: &str, max: usize) -> String {
+    let (mut out, stopped) = escape_line_prefix(text, max);
+    if let Some(at) = stopped {
+        let rest = text[at..].chars().count();
+        out.push_str(&format!("… (+{rest} characters)"));
     }
     out
+}
+
+/// The start of [`escape_line`] of `text` that fits in `max` characters (an escape is never
+/// cut), and the byte offset in `text` where it stopped, if it did.
+pub fn escape_line_prefix(text: &str, max: usize) -> (String, Option<usize>) {
+    let mut out = String::with_capacity(text.len().min(max) + 2);
+    let mut shown = 0;
+    let mut piece = String::new();
+    for (at, c) in text.char_indices() {
+        piece.clear();
+        match c {
+            '\\' => piece.push_str("\\\\"),
+            c if is_hidden(c) => push_escaped(&mut piece, c),
+            c => piece.push(c),
+        }
+        let width = piece.chars().count();
+        if shown + width > max {
+            return (out, Some(at));
+        }
+        out.push_str(&piece);
+        shown += width;
+    }
+    (out, None)
 }
 
 #[cfg(test)]
@@ -277,19 +264,16 @@ mod tests {
     }
 
     #[test]
-    fn diffs_show_the_change_with_context_on_escaped_lines() {
-        let old = "a\nb\nc\nd\ne\n";
-        let new = "a\nb\nC\x1b[2J\nd\ne\n";
-        assert_eq!(
-            line_diff(Some(old), new, 1, 10),
-            [" b", "-c", "+C\\e[2J", " d"]
-        );
-        assert_eq!(line_diff(None, "x\ny", 3, 1), ["+x", "… 1 more line(s)"]);
-        assert_eq!(
-            line_diff(Some("same"), "same", 2, 10),
-            [" same"],
-            "no change: context only"
-        );
+    fn clipped_lines_stop_at_their_bound_and_never_cut_an_escape() {
+        assert_eq!(escape_line_clipped("short", 10), "short");
+        assert_eq!(escape_line_clipped("abcdef", 3), "abc… (+3 characters)");
+        // `\e` takes two characters: it is not cut in half.
+        assert_eq!(escape_line_clipped("ab\x1bcd", 3), "ab… (+3 characters)");
+        assert_eq!(escape_line_clipped("a\\b", 2), "a… (+2 characters)");
+        let long = "\u{202e}".repeat(100_000);
+        let shown = escape_line_clipped(&long, 50);
+        assert!(!shown.chars().any(is_hidden), "{shown}");
+        assert!(shown.ends_with("… (+99992 characters)"), "{shown}");
     }
 
     #[test]

@@ -89,6 +89,9 @@
 //! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
 //! - [`env`](mod@env): the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
+//! - [`question`]: the permission question every face shows: title, options, and what it is
+//!   about (the tool call's kind and locations, the change as a unified diff, the command
+//!   line), every agent string escaped onto a bounded line, in bounded work for any input.
 //! - [`prompt`]: the content block each attachment (a mentioned file or symbol, the selection,
 //!   an image) is sent as, per the agent's `promptCapabilities`, or why it is refused.
 //! - [`registry`]: agents by name from the ACP registry format (a snapshot ships built in).
@@ -112,6 +115,7 @@ pub mod errors;
 pub mod mcp;
 pub mod permission;
 pub mod prompt;
+pub mod question;
 pub mod registry;
 pub mod remote;
 pub mod restart;

@@ -41,6 +41,28 @@ pub enum OptionKind {
 }
 
 impl OptionKind {
+    /// The kind named `name` on the wire (`allow_once`…); another name is [`OptionKind::Other`].
+    pub fn from_name(name: &str) -> OptionKind {
+        match name {
+            "allow_once" => OptionKind::AllowOnce,
+            "allow_always" => OptionKind::AllowAlways,
+            "reject_once" => OptionKind::RejectOnce,
+            "reject_always" => OptionKind::RejectAlways,
+            other => OptionKind::Other(other.to_string()),
+        }
+    }
+
+    /// Its name on the wire (`allow_once`…, or the unknown kind as sent).
+    pub fn name(&self) -> &str {
+        match self {
+            OptionKind::AllowOnce => "allow_once",
+            OptionKind::AllowAlways => "allow_always",
+            OptionKind::RejectOnce => "reject_once",
+            OptionKind::RejectAlways => "reject_always",
+            OptionKind::Other(k) => k,
+        }
+    }
+
     /// Words for the user ("allow once").
     pub fn label(&self) -> &str {
         match self {

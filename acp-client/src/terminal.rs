@@ -103,6 +103,14 @@ pub fn question(
     req: &CommandRequest,
     base: impl Fn(&str) -> Option<String>,
 ) -> Result<CommandQuestion, Invalid> {
+    question_with(req, &base)
+}
+
+/// [`question`], one copy for every caller's `base`.
+fn question_with(
+    req: &CommandRequest,
+    base: &dyn Fn(&str) -> Option<String>,
+) -> Result<CommandQuestion, Invalid> {
     if req.command.is_empty() {
         return Err(Invalid::EmptyCommand);
     }

@@ -21,12 +21,13 @@ fn replay(file: &str, decide: impl Fn(&Value) -> Value) {
     for case in &mut cases {
         let got = decide(case);
         if bless {
-            case["expect"] = got;
+            case["expect"] = compress(got);
         } else {
+            let expect = expand(&case["expect"]);
             assert_eq!(
-                got, case["expect"],
-                "{file}: case {:?}\n  got:    {got}\n  expect: {}",
-                case["name"], case["expect"]
+                got, expect,
+                "{file}: case {:?}\n  got:    {got}\n  expect: {expect}",
+                case["name"]
             );
         }
     }
@@ -369,4 +370,142 @@ fn windows_cases() {
             panic!("a windows.json case is find, plan or contains: {case}")
         }
     });
+}
+
+/// A row with its generators expanded (inputs and `expect`), so huge inputs and their long
+/// diffs are written small: `{"$lines": {"text": T, "count": N}}` is the text `T1\nT2\n…TN\n`,
+/// `{"$repeat": S, "times": N}` is S N times, and in an array `{"$each": {"text": T, "from":
+/// A, "count": N}}` stands for the N strings `TA`, `TA+1`….
+fn expand(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            if let Some(g) = o.get("$lines") {
+                let text = g["text"].as_str().expect("$lines text");
+                let count = g["count"].as_u64().expect("$lines count");
+                return Value::String((1..=count).map(|i| format!("{text}{i}\n")).collect());
+            }
+            if let Some(s) = o.get("$repeat") {
+                let times = o["times"].as_u64().expect("$repeat times");
+                return Value::String(s.as_str().expect("$repeat text").repeat(times as usize));
+            }
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), expand(v))).collect())
+        }
+        Value::Array(a) => {
+            let mut out = Vec::new();
+            for v in a {
+                match v.get("$each") {
+                    Some(g) => {
+                        let text = g["text"].as_str().expect("$each text");
+                        let from = g["from"].as_u64().expect("$each from");
+                        let count = g["count"].as_u64().expect("$each count");
+                        out.extend((from..from + count).map(|i| json!(format!("{text}{i}"))));
+                    }
+                    None => out.push(expand(v)),
+                }
+            }
+            Value::Array(out)
+        }
+        v => v.clone(),
+    }
+}
+
+/// The other way, for `ACP_BLESS`: runs of 20 or more strings `TA`, `TA+1`… in an array
+/// written as one `$each`.
+fn compress(v: Value) -> Value {
+    fn split(s: &str) -> Option<(&str, u64)> {
+        let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (text, n) = s.split_at(s.len() - digits);
+        if digits == 0 || n.starts_with('0') {
+            return None;
+        }
+        Some((text, n.parse().ok()?))
+    }
+    match v {
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, compress(v))).collect()),
+        Value::Array(a) => {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < a.len() {
+                let run = a[i].as_str().and_then(split).map(|(text, from)| {
+                    let len = a[i..]
+                        .iter()
+                        .zip(from..)
+                        .take_while(|(v, n)| v.as_str().and_then(split) == Some((text, *n)))
+                        .count();
+                    (text.to_string(), from, len)
+                });
+                match run {
+                    Some((text, from, len)) if len >= 20 => {
+                        out.push(json!({"$each": {"text": text, "from": from, "count": len}}));
+                        i += len;
+                    }
+                    _ => {
+                        out.push(compress(a[i].clone()));
+                        i += 1;
+                    }
+                }
+            }
+            Value::Array(out)
+        }
+        v => v,
+    }
+}
+
+#[test]
+fn question_cases() {
+    use acp_client::question::{self, WriteRequest};
+    use acp_client::writes::Sensitive;
+    replay("question.json", |case| {
+        let case = expand(case);
+        let q = if let Some(request) = case.get("request") {
+            question::permission(request, case.get("known"))
+        } else if let Some(w) = case.get("write") {
+            let reason: Sensitive = serde_json::from_value(w["reason"].clone()).expect("reason");
+            question::write(&WriteRequest {
+                path: w["path"].as_str().expect("path"),
+                asked_path: w.get("askedPath").and_then(Value::as_str),
+                reason,
+                exists: w["exists"].as_bool().expect("exists"),
+                executable: w["executable"].as_bool().expect("executable"),
+                old_text: w["oldText"].as_str(),
+                new_text: w["newText"].as_str().expect("newText"),
+            })
+        } else if let Some(c) = case.get("command") {
+            let request: CommandRequest =
+                serde_json::from_value(c["request"].clone()).expect("request");
+            let user: HashMap<String, String> =
+                serde_json::from_value(c["userEnv"].clone()).expect("userEnv");
+            let q = terminal::question(&request, |n| user.get(n).cloned()).expect("a question");
+            question::command(&q)
+        } else {
+            panic!("a row has `request`, `write` or `command`")
+        };
+        // Whatever the agent sent, nothing shown holds a hidden character.
+        let shown = serde_json::to_value(&q).unwrap();
+        // The wasm build's JSON writer writes what serde does.
+        let written: Value = serde_json::from_str(&q.to_json()).expect("valid JSON");
+        assert_eq!(written, shown, "{:?}: to_json", case["name"]);
+        let mut strings = Vec::new();
+        collect_strings(&shown, &mut strings);
+        for s in strings {
+            assert!(
+                !s.chars().any(acp_client::display::is_hidden),
+                "{:?}: {s:?}",
+                case["name"]
+            );
+        }
+        shown
+    });
+}
+
+fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|v| collect_strings(v, out)),
+        Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| k.as_str() != "optionId")
+            .for_each(|(_, v)| collect_strings(v, out)),
+        _ => {}
+    }
 }

@@ -935,6 +935,7 @@ async fn sensitive_writes_the_user_refuses_are_not_written() {
         .map(|(path, real, reason, old)| SensitiveWrite {
             path: real.clone(),
             reason: *reason,
+            exists: std::fs::symlink_metadata(real).is_ok(),
             old_text: old.map(str::to_owned),
             new_text: "pwned".into(),
             executable: path.ends_with("pre-commit") || path.ends_with("run.sh"),
@@ -994,4 +995,42 @@ async fn ordinary_writes_never_reach_the_approver() {
         assert_eq!(std::fs::read_to_string(fx.proj(file)).unwrap(), content);
     }
     assert_eq!(approver.questions(), Vec::new());
+}
+
+#[tokio::test]
+async fn a_reported_write_says_what_it_replaced_at_the_real_path() {
+    let (_approver, configure) = Approver::answering(true);
+    let fx = Fixture::with(configure);
+    sensitive_project(&fx);
+    std::os::unix::fs::symlink("src", fx.proj("code")).unwrap();
+    let report = |path: PathBuf, content: &str| {
+        let req = WriteTextFileRequest::new("s", path, content);
+        fx.svc.write_text_file_reporting(req)
+    };
+    // An ordinary file, through a link: the real path and the text it replaced.
+    let w = report(fx.proj("code/main.rs"), "fn main() { run() }\n")
+        .await
+        .unwrap();
+    let real = std::fs::canonicalize(fx.proj("src/main.rs")).unwrap();
+    assert_eq!(
+        (
+            w.path,
+            w.existed,
+            w.old_text.as_deref(),
+            w.new_text.as_str()
+        ),
+        (real, true, Some("fn main() {}\n"), "fn main() { run() }\n")
+    );
+    // A new file.
+    let w = report(fx.proj("src/new.rs"), "x\n").await.unwrap();
+    assert_eq!((w.existed, w.old_text), (false, None));
+    // A sensitive write the user allowed.
+    let w = report(fx.proj(".git/config"), "[core]\n\tbare = true\n")
+        .await
+        .unwrap();
+    assert_eq!(w.old_text.as_deref(), Some("[core]\n"));
+    assert_eq!(
+        std::fs::read_to_string(fx.proj(".git/config")).unwrap(),
+        "[core]\n\tbare = true\n"
+    );
 }

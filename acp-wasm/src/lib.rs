@@ -12,10 +12,11 @@
 //! * With the `client` feature (off by default; `scripts/build-wasm.sh` builds both flavours),
 //!   everything from `acp_client`: the client's decisions as plain functions ([`policy`]:
 //!   permission answers, sensitive writes, the `terminal/create` question, the environment
-//!   allowlist, auth choice, fs/terminal error codes, terminal limits), the crash budget
-//!   ([`restart`]), the conversation thread ([`thread`]) and the HTTP transport's wire
-//!   ([`http_sse`]: the SSE reader and the session routing of acp-core's `http_sse`). The
-//!   default build is the engine alone, within the 250 KB goal (docs/wasm.md).
+//!   allowlist, auth choice, fs/terminal error codes, terminal limits), the permission
+//!   question's model with its diff ([`question`]), the crash budget ([`restart`]), the
+//!   conversation thread ([`thread`]) and the HTTP transport's wire ([`http_sse`]: the SSE
+//!   reader and the session routing of acp-core's `http_sse`). The default build is the engine
+//!   alone, within the 250 KB goal (docs/wasm.md).
 
 mod errors;
 mod events;
@@ -23,6 +24,8 @@ mod events;
 pub mod http_sse;
 #[cfg(feature = "client")]
 pub mod policy;
+#[cfg(feature = "client")]
+pub mod question;
 #[cfg(feature = "client")]
 pub mod registry;
 #[cfg(feature = "client")]

@@ -200,7 +200,7 @@ const MODES: [AutoMode; 4] = [
     AutoMode::AllowAlways,
     AutoMode::Deny,
 ];
-const REASONS: [Sensitive; 8] = [
+pub(crate) const REASONS: [Sensitive; 8] = [
     Sensitive::Git,
     Sensitive::Editor,
     Sensitive::Shell,

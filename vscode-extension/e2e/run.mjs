@@ -940,6 +940,9 @@ try {
     const allow = await dialogButton("Allow this write");
     const text = await dialog.textContent();
     if (!text.includes(`Write ${demoFile}`)) throw new Error(`the dialog does not name the file: ${text}`);
+    // acp-client's question: the change itself, from the conversation's tool call (a new file).
+    for (const want of [`${demoFile} (new file, +3 -0)`, "@@ -0,0 +1,3 @@", "+The acp demo agent was asked:"])
+      if (!text.includes(want)) throw new Error(`the dialog does not show the diff (${JSON.stringify(want)}): ${text}`);
     if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Do not write" }).count()))
       throw new Error("the reject option is missing");
     await screenshot("permission-modal");
@@ -1094,9 +1097,10 @@ try {
         );
         const text = (await dialog.textContent()) ?? "";
         for (const want of [
-          `File: ${gitConfig}`,
-          `(the agent asked for ${demoFile}, which leads there)`,
-          "git runs what its directory configures",
+          `write ${gitConfig} (git runs what its directory configures`,
+          `the agent asked for ${demoFile}, which leads there`,
+          "-[core]",
+          "+The acp demo agent was asked:",
         ]) {
           if (!text.includes(want)) throw new Error(`the write modal lacks ${JSON.stringify(want)}: ${text}`);
         }

@@ -86,7 +86,7 @@ export class AcpContext implements vscode.Disposable {
       this.log,
       this.policy,
       (sessionId) => this.sessions.cancelTurn(sessionId),
-      (sessionId, toolCallId) => this.sessions.proposedEdits(sessionId, toolCallId),
+      (sessionId, toolCallId) => this.sessions.knownToolCall(sessionId, toolCallId),
     );
     const fsBridge = new FsBridge(
       new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true)),

@@ -19,6 +19,9 @@ pub struct SensitiveWrite {
     pub path: PathBuf,
     /// Why it needs a question; [`Sensitive::describe`] says it in words.
     pub reason: Sensitive,
+    /// The file exists now (when it does and `old_text` is `None`, its content could not be
+    /// read as text).
+    pub exists: bool,
     /// The file's current content, when it exists as a readable UTF-8 text file within
     /// [`FsConfig::max_read_bytes`](super::FsConfig::max_read_bytes) (for a diff); `None`
     /// otherwise (missing, binary, too large, not a regular file).

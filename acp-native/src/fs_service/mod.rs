@@ -212,6 +212,20 @@ impl FsConfig {
     }
 }
 
+/// A write as [`FsService::write_text_file_reporting`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// The real path written (absolute, symbolic links resolved).
+    pub path: PathBuf,
+    /// The file existed before.
+    pub existed: bool,
+    /// The text it replaced, when it existed as a readable UTF-8 text file within
+    /// [`FsConfig::max_read_bytes`]; `None` otherwise (see `existed`).
+    pub old_text: Option<String>,
+    /// The text written.
+    pub new_text: String,
+}
+
 /// The `fs/*` service. Cheap to share behind an `Arc`; every method takes `&self`.
 #[derive(Clone, Debug)]
 pub struct FsService {
@@ -272,7 +286,21 @@ impl FsService {
         req: WriteTextFileRequest,
     ) -> Result<WriteTextFileResponse, FsError> {
         let confined = self.config.writes == AccessScope::WithinRoots;
-        self.write(req, confined).await
+        self.write(req, confined, false).await?;
+        Ok(WriteTextFileResponse::new())
+    }
+
+    /// [`FsService::write_text_file`], also saying what was written and what it replaced
+    /// ([`Written`]), for a UI that reports each write (`acp chat` logs `wrote PATH (+N -M)`).
+    /// The text replaced is read from the file the write resolved to, before it is replaced,
+    /// within [`FsConfig::max_read_bytes`].
+    pub async fn write_text_file_reporting(
+        &self,
+        req: WriteTextFileRequest,
+    ) -> Result<Written, FsError> {
+        let confined = self.config.writes == AccessScope::WithinRoots;
+        let written = self.write(req, confined, true).await?;
+        Ok(written.expect("reported"))
     }
 
     /// `fs/write_text_file` ignoring the roots (the caller obtained permission for this write).
@@ -282,7 +310,8 @@ impl FsService {
         &self,
         req: WriteTextFileRequest,
     ) -> Result<WriteTextFileResponse, FsError> {
-        self.write(req, false).await
+        self.write(req, false, false).await?;
+        Ok(WriteTextFileResponse::new())
     }
 
     /// Where a write to `path` would land (symlinks and `..` resolved), after every check the
@@ -311,11 +340,13 @@ impl FsService {
         confined.then(|| self.config.roots.clone())
     }
 
+    /// The write; with `report`, what it replaced (read before it is replaced).
     async fn write(
         &self,
         mut req: WriteTextFileRequest,
         confined: bool,
-    ) -> Result<WriteTextFileResponse, FsError> {
+        report: bool,
+    ) -> Result<Option<Written>, FsError> {
         let path = req.path.clone();
         validate_request_path(&path)?;
         let content = std::mem::take(&mut req.content);
@@ -334,7 +365,21 @@ impl FsService {
         // The permissions the decision saw are the ones kept: a file made executable after it
         // was classified is not silently kept executable.
         let keep_mode = target.meta.map(|m| m.permissions());
+        let existed = target.meta.is_some();
+        let real = target.real_path();
+        let limit = self.config.max_read_bytes;
+        let mut replaced = None;
         let target = match approval::needs(&path, &target, &self.config.own_dirs)? {
+            Needs::Nothing if report && existed => {
+                let path = path.clone();
+                let (target, old) = blocking(&path.clone(), move || {
+                    let old = read_target(&path, &target, limit).ok();
+                    Ok((target, old))
+                })
+                .await?;
+                replaced = old;
+                target
+            }
             Needs::Nothing => target,
             Needs::Question {
                 real,
@@ -350,7 +395,6 @@ impl FsService {
                 let Some(approver) = self.config.sensitive_writes.clone() else {
                     return Err(refused(false));
                 };
-                let limit = self.config.max_read_bytes;
                 let (target, old_text) = {
                     let path = path.clone();
                     blocking(&path.clone(), move || {
@@ -359,9 +403,13 @@ impl FsService {
                     })
                     .await?
                 };
+                if report {
+                    replaced = old_text.clone();
+                }
                 let question = SensitiveWrite {
                     path: real.clone(),
                     reason,
+                    exists: existed,
                     old_text,
                     new_text: content.clone(),
                     executable,
@@ -372,8 +420,13 @@ impl FsService {
                 target
             }
         };
-        write::atomic_write(&path, target, keep_mode, content).await?;
-        Ok(WriteTextFileResponse::new())
+        let content = write::atomic_write(&path, target, keep_mode, content).await?;
+        Ok(report.then_some(Written {
+            path: real,
+            existed,
+            old_text: replaced,
+            new_text: content,
+        }))
     }
 }
 

@@ -65,7 +65,7 @@ pub(super) async fn atomic_write(
     target: Target,
     keep_mode: Option<u32>,
     content: String,
-) -> Result<(), FsError> {
+) -> Result<String, FsError> {
     let Some(name) = target.name else {
         return Err(FsError::IsADirectory {
             path: path.to_path_buf(),
@@ -81,7 +81,7 @@ pub(super) async fn atomic_write(
     let in_flight = WriteInFlight::start();
     tokio::task::spawn_blocking(move || {
         let _in_flight = in_flight;
-        job.run(content.as_bytes())
+        job.run(content.as_bytes()).map(|()| content)
     })
     .await
     .unwrap_or_else(|e| {

@@ -84,7 +84,48 @@ function restart(c) {
   }
 }
 
+/** A question.json row with its generators expanded (as cases.rs does): `{"$lines": {text,
+ *  count}}` is the text `T1\n…TN\n`, `{"$repeat": S, times}` S repeated, and in an array
+ *  `{"$each": {text, from, count}}` the strings `T<from>`…. */
+export function expand(v) {
+  if (Array.isArray(v)) {
+    return v.flatMap((x) =>
+      x !== null && typeof x === "object" && "$each" in x
+        ? Array.from({ length: x.$each.count }, (_, i) => `${x.$each.text}${x.$each.from + i}`)
+        : [expand(x)]);
+  }
+  if (v !== null && typeof v === "object") {
+    if ("$lines" in v) return Array.from({ length: v.$lines.count }, (_, i) => `${v.$lines.text}${i + 1}\n`).join("");
+    if ("$repeat" in v) return v.$repeat.repeat(v.times);
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, expand(x)]));
+  }
+  return v;
+}
+
+/** Replays one question row: the agent's request (with what the conversation knows), a
+ *  sensitive write, or a command. A command's question is not exported as such (the
+ *  extension's terminal modal shows terminalQuestion, terminal.json, with its own Run button):
+ *  its title, command line and warnings are checked against terminalQuestion's, its kind and
+ *  options (acp chat's "Run it" / "Do not run it") are taken from the row. */
+function questionRow(c) {
+  const row = expand(c);
+  if ("request" in row) {
+    return JSON.parse(acp.permissionQuestion(JSON.stringify(row.request), row.known === undefined ? null : JSON.stringify(row.known)));
+  }
+  if ("write" in row) {
+    const w = row.write;
+    return JSON.parse(acp.writeQuestion(w.path, w.askedPath ?? null, w.reason, w.exists, w.executable, w.oldText, w.newText));
+  }
+  if ("command" in row) {
+    const { question: q } = acp.terminalQuestion(JSON.stringify(row.command.request), JSON.stringify(row.command.userEnv));
+    assert.ok(q, `${c.name}: terminalQuestion asks`);
+    return { ...row.expect, title: q.title, command: q.commandLine, detail: q.warnings.map((w) => `⚠ ${w}`) };
+  }
+  throw new Error(`question.json: ${c.name}: a row has request, write or command`);
+}
+
 const REPLAYS = {
+  "question.json": (c) => questionRow(c),
   "permission.json": permission,
   "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts), JSON.stringify(c.ownDirs ?? [])),
   "terminal.json": (c) => acp.terminalQuestion(JSON.stringify(c.request), JSON.stringify(c.userEnv)),
@@ -133,7 +174,7 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
   test(`tests/client/${file}: every row, through the wasm build`, () => {
     const cases = table(file);
     for (const c of cases) {
-      assert.deepEqual(replay(c), c.expect, `${file}: ${c.name}`);
+      assert.deepEqual(replay(c), file === "question.json" ? expand(c.expect) : c.expect, `${file}: ${c.name}`);
     }
   });
 }
@@ -208,6 +249,14 @@ test("wrong arguments are a TypeError naming the argument", () => {
     ["reason", () => acp.describeWriteReason(undefined)],
     ["text", () => acp.escapeLine(undefined)],
     ["text", () => acp.escapeLine(["a"])],
+    ["paramsJson", () => acp.permissionQuestion("{", null)],
+    ["paramsJson", () => acp.permissionQuestion({ toolCall: {} }, null)],
+    // A lone surrogate is valid JSON text for JavaScript, not for acp-client (UTF-8).
+    ["paramsJson", () => acp.permissionQuestion('{"toolCall":{"title":"\\ud800"}}', null)],
+    ["knownJson", () => acp.permissionQuestion("{}", "[")],
+    ["path and newText", () => acp.writeQuestion(1, null, "git", true, false, null, "x")],
+    ["path and newText", () => acp.writeQuestion("/w/.git/config", null, "git", true, false, null, undefined)],
+    ["reason", () => acp.writeQuestion("/w/.git/config", null, "Git", true, false, null, "x")],
   ];
   for (const [what, call] of cases) {
     const e = throwsNamed(assert, call, "TypeError");

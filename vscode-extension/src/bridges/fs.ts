@@ -32,7 +32,7 @@ import type { Logger } from "../protocol/log";
 import type { EditReview } from "./edits";
 import type { ReadTextFileResponse } from "@agentclientprotocol/sdk";
 import { JsonRpc, RequestError } from "../protocol/errors";
-import type { ClientPolicy, FileFacts, WriteReason } from "../protocol/policy";
+import type { ClientPolicy, FileFacts, PermissionQuestion, WriteReason } from "../protocol/policy";
 
 export interface DocumentHost {
   /** The text of the editor buffer for this absolute path, if one is open. */
@@ -68,6 +68,9 @@ export interface SensitiveWrite {
   /** The current text (the open buffer, else the file), null for a new file. */
   oldText: string | null;
   newText: string;
+  /** What the modal shows: acp-client's question about this write (the real path, why, the
+   *  path the agent asked for, the diff). */
+  question: PermissionQuestion;
 }
 
 export type WriteDecision = "allow" | "review" | "refuse";
@@ -229,6 +232,7 @@ export class FsBridge {
       this.log.warn(`fs/write_text_file ${real} refused: ${why}; no one to ask`);
       throw refuse(false);
     }
+    const current = facts.exists ? await this.currentText(file, real) : null;
     const write: SensitiveWrite = {
       path: file,
       realPath: real,
@@ -236,8 +240,17 @@ export class FsBridge {
       why,
       shown: { path: this.policy.escapeLine(file), realPath: this.policy.escapeLine(real) },
       ...facts,
-      oldText: facts.exists ? await this.currentText(file, real) : null,
+      oldText: current?.text ?? null,
       newText,
+      question: this.policy.writeQuestion({
+        path: real,
+        askedPath: file,
+        reason: cls.reason,
+        exists: facts.exists,
+        executable: facts.executable,
+        oldText: current?.shown ? current.text : null,
+        newText,
+      }),
     };
     for (;;) {
       if (token.isCancellationRequested) throw refuse(true);
@@ -269,15 +282,23 @@ export class FsBridge {
     }
   }
 
-  private async currentText(file: string, real: string): Promise<string> {
+  /** The text a sensitive write replaces: the open buffer, else the file; `shown: false`
+   *  (and why, as the text) when it cannot be read as text (too large, not UTF-8: the question
+   *  then says its content cannot be shown, as acp chat's does). */
+  private async currentText(file: string, real: string): Promise<{ text: string; shown: boolean }> {
     const open = this.host.openDocumentText(file) ?? this.host.openDocumentText(real);
-    if (open !== undefined) return open;
+    if (open !== undefined) return { text: open, shown: true };
     try {
       const st = await fsp.stat(real);
-      if (st.size > MAX_REVIEW_BYTES) return `(not shown: the file is ${st.size} bytes)`;
-      return await fsp.readFile(real, "utf8");
+      if (st.size > MAX_REVIEW_BYTES) return { text: `(not shown: the file is ${st.size} bytes)`, shown: false };
+      const bytes = await fsp.readFile(real);
+      try {
+        return { text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes), shown: true };
+      } catch {
+        return { text: `(not shown: the file is not UTF-8 text, ${bytes.length} bytes)`, shown: false };
+      }
     } catch (e) {
-      return `(not shown: ${(e as Error).message})`;
+      return { text: `(not shown: ${(e as Error).message})`, shown: false };
     }
   }
 }

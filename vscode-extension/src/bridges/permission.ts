@@ -13,7 +13,11 @@
 //   `reject_always` is never chosen implicitly.
 // - session/cancel, the permission timeout, the agent dying and the window closing answer
 //   `cancelled`: the engine does that itself and this bridge's token fires, closing the prompt.
-// The dialog offers exactly the agent's options, in the agent's order.
+// The dialog offers exactly the agent's options, in the agent's order. Its text is acp-client's
+// question model (ClientPolicy.permissionQuestion; tests/client/question.json): the title, the
+// options' names, the tool's further lines and the change as a unified diff, every agent string
+// escaped onto a bounded line; a long diff is cut ("… N more lines") and Review changes opens
+// all of it. Nothing of that rule is written here: this file only lays the model out.
 //
 // Architecture Invariant: this file does not import `vscode`; VS Code UI plugs in as a
 // PermissionPrompter.
@@ -27,7 +31,7 @@ import type {
 import { type CancellationToken, whenCancelled } from "../protocol/cancellation";
 import { JsonRpc, RequestError } from "../protocol/errors";
 import type { Logger } from "../protocol/log";
-import type { ClientPolicy, PermissionDecision } from "../protocol/policy";
+import type { ClientPolicy, PermissionDecision, PermissionQuestion } from "../protocol/policy";
 
 export interface PromptItem {
   optionId: string;
@@ -90,42 +94,58 @@ export function validateRequest(params: unknown): RequestPermissionRequest {
   return p;
 }
 
-/** The prompt for a request. Every agent-supplied text goes through `escape` (acp-client's
- *  `escapeLine`: one line each, so a title with newlines cannot draw a fake question). `closeId`:
- *  the option a dismissal answers (the close affordance), from acp-client's `dismissedPermission`. */
-export function buildPromptModel(
-  req: RequestPermissionRequest,
-  escape: (text: string) => string,
+/** What the conversation knows of a tool call: acp-client's saved tool entry (`title`, `kind`,
+ *  `locations`, `content`, `rawInput`: the fields acp-client's question reads), as `acp chat`
+ *  passes its thread's. */
+export type KnownToolCall = { content?: unknown } & Record<string, unknown>;
+
+/** The diffs among a tool call's content items (the texts Review changes opens). */
+export function editsOf(content: unknown): ProposedEdit[] {
+  const edits: ProposedEdit[] = [];
+  for (const c of Array.isArray(content) ? (content as Array<Record<string, unknown>>) : [])
+    if (c?.type === "diff" && typeof c.path === "string" && typeof c.newText === "string")
+      edits.push({ path: c.path, oldText: typeof c.oldText === "string" ? c.oldText : null, newText: c.newText });
+  return edits;
+}
+
+/** The diffs a request's tool call carries itself. */
+export function requestEdits(req: RequestPermissionRequest): ProposedEdit[] {
+  return editsOf(req.toolCall.content);
+}
+
+/** The modal's detail: the question's further lines, then each diff's path and summary and the
+ *  lines the question shows, and `… N more lines` with `hint` (how this face shows the rest). */
+export function questionDetail(q: PermissionQuestion, hint = ""): string {
+  const lines = [...q.detail];
+  for (const d of q.diffs) {
+    if (lines.length > 0) lines.push("");
+    lines.push(`${d.path} (${d.summary})`, ...d.lines.slice(0, d.shown));
+    if (d.hidden > 0) lines.push(`… ${d.hidden} more lines${hint}`);
+  }
+  return lines.join("\n");
+}
+
+/** The prompt for acp-client's question `q` (every string in it already escaped, one line
+ *  each). `edits`: the texts Review changes opens; `closeId`: the option a dismissal answers
+ *  (the close affordance), from acp-client's `dismissedPermission`. */
+export function promptModel(
+  q: PermissionQuestion,
+  edits: ProposedEdit[] = [],
   closeId?: string,
   maxButtons = MAX_DIALOG_BUTTONS,
 ): PermissionPromptModel {
-  const tc = req.toolCall;
-  const title = escape(tc.title?.trim() || `tool call ${tc.toolCallId}`);
-  const lines: string[] = [];
-  if (tc.kind) lines.push(`Kind: ${escape(tc.kind)}`);
-  for (const loc of tc.locations ?? []) lines.push(`Location: ${escape(String(loc.path))}${loc.line ? `:${loc.line}` : ""}`);
-  for (const c of tc.content ?? []) {
-    if (c.type === "diff") lines.push(`Edits: ${escape(String(c.path))}`);
-    else if (c.type === "terminal") lines.push(`Terminal: ${escape(String(c.terminalId))}`);
-    else if (c.type === "content" && c.content.type === "text") lines.push(clip(escape(c.content.text), 300));
-  }
-  if (tc.rawInput !== undefined && tc.rawInput !== null) lines.push(`Input: ${clip(escape(safeJson(tc.rawInput)), 300)}`);
-  const diffs: ProposedEdit[] = [];
-  for (const c of tc.content ?? [])
-    if (c.type === "diff" && typeof c.path === "string" && typeof c.newText === "string")
-      diffs.push({ path: c.path, oldText: typeof c.oldText === "string" ? c.oldText : null, newText: c.newText });
-  const items = req.options.map((o) => ({
+  const items = q.options.map((o) => ({
     optionId: o.optionId,
-    label: escape(o.name.trim() || o.kind.replace(/_/g, " ")),
-    kind: o.kind,
+    label: o.name,
+    kind: o.kind as PermissionOption["kind"],
     isCloseAffordance: o.optionId === closeId,
   }));
   return {
-    message: `The agent wants to: ${title}`,
-    detail: lines.join("\n"),
+    message: `The agent wants to: ${q.title}`,
+    detail: questionDetail(q, edits.length > 0 ? " (Review changes shows the whole change)" : ""),
     items,
     useQuickPick: items.length > maxButtons,
-    diffs,
+    diffs: edits,
   };
 }
 
@@ -149,9 +169,9 @@ export class PermissionBridge {
     private readonly policy: ClientPolicy,
     /** Sends `session/cancel` for the session (once per turn), before a `cancelled` answer. */
     private readonly cancelTurn: (sessionId: string) => void,
-    /** The diffs the conversation holds for a tool call (a request's own `toolCall` is an
-     *  update that often carries only a title). */
-    private readonly diffsFor: (sessionId: string, toolCallId: string) => ProposedEdit[] = () => [],
+    /** The conversation's tool call (a request's own `toolCall` is an update that often
+     *  carries only a title: the diff came with the earlier `tool_call`), or null. */
+    private readonly toolCallFor: (sessionId: string, toolCallId: string) => KnownToolCall | null = () => null,
   ) {}
 
   async handle(params: unknown, token: CancellationToken): Promise<RequestPermissionResponse> {
@@ -161,10 +181,12 @@ export class PermissionBridge {
     const decided = this.policy.decidePermission(req.options, mode);
     if (decided.answer !== "ask") return this.answer(req, decided, `automatic (${mode})`);
     const dismissal = this.policy.dismissedPermission(req.options);
-    const model = buildPromptModel(req, (t) => this.policy.escapeLine(t), dismissal.answer === "select" ? dismissal.optionId : undefined);
-    if (model.diffs.length === 0) model.diffs = this.diffsFor(req.sessionId, req.toolCall.toolCallId);
-    if (model.diffs.length > 0 && !model.detail.includes("Edits: "))
-      model.detail = [...model.diffs.map((d) => `Edits: ${this.policy.escapeLine(d.path)}`), model.detail].filter(Boolean).join("\n");
+    // A request's toolCall is an update: what it leaves out (often the diff) is the
+    // conversation's tool call's, as acp-client's question takes it.
+    const known = this.toolCallFor(req.sessionId, req.toolCall.toolCallId);
+    const edits = req.toolCall.content != null ? requestEdits(req) : editsOf(known?.content);
+    const question = this.policy.permissionQuestion(req, known);
+    const model = promptModel(question, edits, dismissal.answer === "select" ? dismissal.optionId : undefined);
     const cancelled = whenCancelled(token).then(() => "cancelled" as const);
     const answer = await Promise.race([this.prompter.prompt(model, token).then((id) => ({ id })), cancelled]);
     if (answer === "cancelled" || token.isCancellationRequested) {
@@ -192,17 +214,5 @@ export class PermissionBridge {
     this.log.info(`permission answered cancelled (${reason}): ${why}; sending session/cancel first`);
     this.cancelTurn(req.sessionId);
     return { outcome: { outcome: "cancelled" } };
-  }
-}
-
-function clip(s: string, max: number): string {
-  return s.length <= max ? s : `${s.slice(0, max)}…`;
-}
-
-function safeJson(v: unknown): string {
-  try {
-    return JSON.stringify(v);
-  } catch {
-    return String(v);
   }
 }

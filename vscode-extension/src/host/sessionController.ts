@@ -13,7 +13,7 @@ import * as vscode from "vscode";
 import { promptParts, type ViewAttachment } from "../bridges/attachments";
 import { Conversation, timerScheduler } from "../bridges/conversation";
 import type { EditReview } from "../bridges/edits";
-import type { ProposedEdit } from "../bridges/permission";
+import type { KnownToolCall } from "../bridges/permission";
 import { sessionTerminalName } from "../bridges/sessionTerminals";
 import type { TerminalManager } from "../bridges/terminal";
 import type { AgentConnection } from "../protocol/agent";
@@ -377,13 +377,13 @@ export class SessionController implements SessionSide {
     this.p.agent.showBusy(busy);
   }
 
-  /** The diffs of the conversation's tool call `toolCallId` (for the permission question). */
-  proposedEdits(sessionId: string, toolCallId: string): ProposedEdit[] {
-    if (!this.conv || this.current?.sessionId !== sessionId) return [];
+  /** The conversation's tool call `toolCallId` as acp-client's thread keeps it (for the
+   *  permission question, which takes what the request leaves out from it), or null. */
+  knownToolCall(sessionId: string, toolCallId: string): KnownToolCall | null {
+    if (!this.conv || this.current?.sessionId !== sessionId) return null;
     const saved = this.conv.saved();
     const call = [...saved.entries].reverse().find((e) => e.type === "tool" && e.toolCallId === toolCallId);
-    if (call?.type !== "tool") return [];
-    return call.content.flatMap((c) => (c.type === "diff" ? [{ path: c.path, oldText: c.oldText ?? null, newText: c.newText }] : []));
+    return call?.type === "tool" ? (call as unknown as KnownToolCall) : null;
   }
 
   /** The files the agent wrote (Keep, Undo, Diff) to the chat. */

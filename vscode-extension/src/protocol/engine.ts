@@ -45,6 +45,8 @@ export const REQUIRED_EXPORTS = [
   "envAllowlist",
   "validEnvName",
   "escapeLine",
+  "permissionQuestion",
+  "writeQuestion",
   "failureError",
   "terminalLimits",
   "chooseAuth",

@@ -15,6 +15,7 @@ import type {
   PermissionDecision,
   PermissionMode,
   PermissionOptionInput,
+  PermissionQuestion,
   PromptAttachDecision,
   PromptAttachment,
   PromptLimits,
@@ -30,6 +31,9 @@ import { RequestError } from "./errors";
 import type { WindowsRules } from "./windowsSpawn";
 
 export type {
+  PermissionQuestion,
+  QuestionChoice,
+  QuestionDiff,
   FailureError,
   FailureName,
   FileFacts,
@@ -89,6 +93,29 @@ export class ClientPolicy {
 
   describeWriteReason(reason: WriteReason): string {
     return this.module().describeWriteReason(reason);
+  }
+
+  /** The question a face shows for the agent's `session/request_permission` (its params as
+   *  sent): title, options, the tool call's kind and locations and its diffs. `known`: the tool
+   *  call as the conversation knows it (what the request leaves out is taken from it), or null. */
+  permissionQuestion(params: unknown, known: unknown): PermissionQuestion {
+    const k = known === null || known === undefined ? null : wellFormedJson(known);
+    return JSON.parse(this.module().permissionQuestion(wellFormedJson(params), k)) as PermissionQuestion;
+  }
+
+  /** The question about a write that changes what runs: the real path, why, the diff.
+   *  `oldText`: null when the file does not exist or cannot be read as text. */
+  writeQuestion(w: {
+    path: string;
+    askedPath?: string | null;
+    reason: WriteReason;
+    exists: boolean;
+    executable: boolean;
+    oldText: string | null;
+    newText: string;
+  }): PermissionQuestion {
+    const json = this.module().writeQuestion(w.path, w.askedPath ?? null, w.reason, w.exists, w.executable, w.oldText, w.newText);
+    return JSON.parse(json) as PermissionQuestion;
   }
 
   /** The terminal/create question, or why the request is refused before anyone is asked. */
@@ -181,6 +208,14 @@ export class CrashBudget {
   get isTripped(): boolean {
     return this.budget.isTripped();
   }
+}
+
+/** `JSON.stringify(v)` with each lone surrogate written as U+FFFD. A JS string may hold one
+ *  (an agent's JSON can send `"\ud800"`); acp-client reads JSON text as UTF-8, which has none,
+ *  and would refuse the whole text (wasm-bindgen converts plain string arguments the same way). */
+export function wellFormedJson(v: unknown): string {
+  // JSON.stringify writes a lone surrogate, and only a lone one, as a `\udXXX` escape.
+  return JSON.stringify(v).replace(/(?<!\\)((?:\\\\)*)\\u[dD][89a-fA-F][0-9a-fA-F]{2}/g, "$1\\ufffd");
 }
 
 function optionsJson(options: readonly Option[]): string {

@@ -1,10 +1,10 @@
 // The VS Code face of permission prompts: a modal warning dialog whose buttons are the agent's
 // options, or a modal (ignoreFocusOut) QuickPick when there are more options than fit; the
-// terminal/create question (acp-client's text) and the sensitive-write question (path, why,
-// Review changes / Allow write / Refuse).
+// terminal/create question (acp-client's text) and the sensitive-write question (acp-client's
+// question: the real path, why, the diff; Review changes / Allow write / Refuse).
 
 import * as vscode from "vscode";
-import type { PermissionPromptModel, PermissionPrompter } from "../bridges/permission";
+import { questionDetail, type PermissionPromptModel, type PermissionPrompter } from "../bridges/permission";
 import type { CancellationToken } from "../protocol/cancellation";
 import type { TerminalApprovalRequest, TerminalApprover } from "../bridges/terminal";
 import type { SensitiveWrite, WriteApprover, WriteDecision } from "../bridges/fs";
@@ -125,17 +125,10 @@ interface WriteItem extends vscode.MessageItem {
   decision: WriteDecision;
 }
 
-/** The lines of the sensitive-write modal. */
+/** The lines of the sensitive-write modal: acp-client's question about the write (the real
+ *  path and why, the path the agent asked for, the diff). */
 export function writeQuestionDetail(w: SensitiveWrite): string {
-  const lines = [`File: ${w.shown.realPath}`];
-  if (w.realPath !== w.path) lines.push(`(the agent asked for ${w.shown.path}, which leads there)`);
-  lines.push(`Why this needs your permission: ${w.why}`);
-  lines.push(
-    w.exists
-      ? `The file exists${w.executable ? " and is executable: it stays executable if you allow this" : ""}.`
-      : "The file would be created.",
-  );
-  return lines.join("\n");
+  return [w.question.title, "", questionDetail(w.question, " (Review changes shows the whole change)")].join("\n");
 }
 
 /** The VS Code face of sensitive writes: a modal (Review changes / Allow write / Refuse; Escape

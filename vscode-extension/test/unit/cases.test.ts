@@ -16,11 +16,18 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FsBridge, type DocumentHost, type SensitiveWrite, type WriteApprover } from "../../src/bridges/fs";
-import { PermissionBridge, type PermissionPromptModel } from "../../src/bridges/permission";
+import { PermissionBridge, questionDetail, type KnownToolCall, type PermissionPromptModel } from "../../src/bridges/permission";
 import { TerminalManager, type TerminalApprovalRequest } from "../../src/bridges/terminal";
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
-import type { FailureName, PermissionDecision, PermissionMode } from "../../src/protocol/policy";
+import type {
+  FailureName,
+  PermissionDecision,
+  PermissionMode,
+  PermissionQuestion,
+  TerminalCommandRequest,
+  WriteReason,
+} from "../../src/protocol/policy";
 import type { PermissionOption } from "@agentclientprotocol/sdk";
 import { RequestError } from "../../src/protocol/errors";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
@@ -170,6 +177,96 @@ test("writes.json: POSIX rows through the FsBridge, on real files (the question'
     replayed++;
   }
   assert.ok(replayed >= 30, `${replayed} rows replayed through the bridge`);
+});
+
+// ---- question.json ----------------------------------------------------------------------------
+
+/** A row with its generators expanded, as acp-client/tests/cases.rs does (tests/client/README.md). */
+function expand(v: unknown): unknown {
+  if (Array.isArray(v)) {
+    return v.flatMap((x: unknown) => {
+      const each = (x as { $each?: { text: string; from: number; count: number } } | null)?.$each;
+      return each ? Array.from({ length: each.count }, (_, i) => `${each.text}${each.from + i}`) : [expand(x)];
+    });
+  }
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    const lines = o.$lines as { text: string; count: number } | undefined;
+    if (lines) return Array.from({ length: lines.count }, (_, i) => `${lines.text}${i + 1}\n`).join("");
+    if (typeof o.$repeat === "string") return o.$repeat.repeat(o.times as number);
+    return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, expand(x)]));
+  }
+  return v;
+}
+
+interface WriteRow {
+  path: string;
+  askedPath?: string;
+  reason: WriteReason;
+  exists: boolean;
+  executable: boolean;
+  oldText: string | null;
+  newText: string;
+}
+
+test("question.json: every row through ClientPolicy (requests, sensitive writes; commands through terminalQuestion)", { skip }, () => {
+  const policy = testPolicy();
+  let replayed = 0;
+  for (const c of table("question.json")) {
+    const row = expand(c) as {
+      request?: unknown;
+      known?: unknown;
+      write?: WriteRow;
+      command?: { request: TerminalCommandRequest; userEnv: Record<string, string> };
+    };
+    const expect = expand(c.expect) as PermissionQuestion;
+    let got: PermissionQuestion;
+    if (row.request !== undefined) got = policy.permissionQuestion(row.request, row.known ?? null);
+    else if (row.write) got = policy.writeQuestion(row.write);
+    else if (row.command) {
+      // A command: the terminal modal shows terminalQuestion (terminal.json) with its own Run
+      // button; its title, command line and warnings are this question's.
+      const t = policy.terminalQuestion(row.command.request, row.command.userEnv);
+      assert.ok("question" in t, c.name);
+      got = { ...expect, title: t.question.title, command: t.question.commandLine, detail: t.question.warnings.map((w) => `⚠ ${w}`) };
+    } else throw new Error(`${c.name}: a row has request, write or command`);
+    assert.deepEqual(got, expect, c.name);
+    replayed++;
+  }
+  assert.equal(replayed, table("question.json").length, "every row replayed");
+});
+
+test("question.json: the agent's requests through the PermissionBridge: the modal's title, buttons and text", { skip }, async () => {
+  let replayed = 0;
+  for (const c of table("question.json")) {
+    const row = expand(c) as { request?: { options: PermissionOption[] }; known?: KnownToolCall };
+    if (row.request === undefined) continue;
+    let shown: PermissionPromptModel | undefined;
+    const b = new PermissionBridge(
+      { prompt: async (m) => ((shown = m), undefined) },
+      () => ({ autoApprove: false }),
+      nullLogger,
+      testPolicy(),
+      () => {},
+      () => row.known ?? null,
+    );
+    await b.handle(row.request, new CancellationSource().token);
+    const q = expand(c.expect) as PermissionQuestion;
+    if (q.options.length === 0) {
+      assert.equal(shown, undefined, `${c.name}: no options, nothing to ask`);
+      continue;
+    }
+    const edits = q.diffs.length > 0 ? " (Review changes shows the whole change)" : "";
+    assert.equal(shown?.message, `The agent wants to: ${q.title}`, c.name);
+    assert.deepEqual(
+      shown?.items.map((i) => [i.optionId, i.label]),
+      q.options.map((o) => [o.optionId, o.name]),
+      c.name,
+    );
+    assert.equal(shown?.detail, questionDetail(q, edits), c.name);
+    replayed++;
+  }
+  assert.ok(replayed >= 8, `${replayed} rows replayed through the bridge`);
 });
 
 // ---- terminal.json ------------------------------------------------------------------------------

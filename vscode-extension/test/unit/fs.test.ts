@@ -203,6 +203,23 @@ test("a write to .git/config asks; Refuse answers permission denied and touches 
     [config, "git", true, false, "[core]\n\tbare = false\n", evil],
   );
   assert.match(w.why, /core\.fsmonitor/);
+  // The modal's question: acp-client's, with the diff.
+  assert.equal(w.question.title, `write ${config} (${w.why})`);
+  assert.deepEqual(w.question.diffs[0]!.lines, ["@@ -1,2 +1,2 @@", " [core]", "-\\tbare = false", "+\\tfsmonitor = touch /tmp/pwned"]);
+});
+
+test("a sensitive write over a file that is not UTF-8 text: the question says its content cannot be shown", { skip }, async () => {
+  const script = path.join(ws, "latin1.sh");
+  fs.writeFileSync(script, Buffer.from([0x23, 0x21, 0x2f, 0x62, 0x69, 0x6e, 0x2f, 0x73, 0x68, 0x0a, 0xe9, 0x0a]), { mode: 0o755 });
+  const approver = new ScriptedApprover(["refuse"]);
+  await assert.rejects(
+    bridge(new FakeHost([ws]), false, approver).writeTextFile({ sessionId: "s", path: script, content: "#!/bin/sh\nid\n" }),
+    /permission denied/,
+  );
+  const d = approver.asked[0]!.question.diffs[0]!;
+  assert.equal(d.summary, "replaces content that cannot be shown (binary or too large), +2 -0");
+  assert.deepEqual(d.lines, ["@@ -0,0 +1,2 @@", "+#!/bin/sh", "+id"]);
+  assert.match(approver.asked[0]!.oldText ?? "", /^\(not shown: the file is not UTF-8 text, 12 bytes\)$/);
 });
 
 test("a write under the client's own directories (the registry cache named through a link) asks", { skip }, async () => {

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   PermissionBridge,
-  buildPromptModel,
+  promptModel,
   outcomeForChoice,
   validateRequest,
   type PermissionPromptModel,
@@ -63,10 +63,12 @@ function bridge(p: PermissionPrompter, autoApprove = false) {
   return Object.assign(b, { cancels });
 }
 
-const escape = (t: string) => testPolicy().escapeLine(t);
+/** The prompt for a request, as the bridge builds it: acp-client's question, laid out. */
+const modelOf = (r: unknown, closeId?: string, known: unknown = null) =>
+  promptModel(testPolicy().permissionQuestion(r, known), [], closeId);
 
 test("the prompt is built from the agent's own options, in order, with the dismissal's option as close affordance", { skip }, () => {
-  const m = buildPromptModel(req(), escape, "no");
+  const m = modelOf(req(), "no");
   assert.deepEqual(
     m.items.map((i) => [i.optionId, i.label, i.isCloseAffordance]),
     [
@@ -75,39 +77,84 @@ test("the prompt is built from the agent's own options, in order, with the dismi
       ["no", "Reject", true],
     ],
   );
-  assert.match(m.message, /Write hello\.txt/);
-  assert.match(m.detail, /Kind: edit/);
-  assert.match(m.detail, /Location: \/w\/hello\.txt/);
+  assert.equal(m.message, "The agent wants to: Write hello.txt (edit)");
+  assert.equal(m.detail, "at /w/hello.txt");
   assert.equal(m.useQuickPick, false);
   assert.equal(
-    buildPromptModel(req([{ optionId: "m", name: " ", kind: "allow_sometimes" as PermissionOption["kind"] }]), escape).items[0]!.label,
-    "allow sometimes",
+    modelOf(req([{ optionId: "m", name: " ", kind: "allow_sometimes" as PermissionOption["kind"] }])).items[0]!.label,
+    "allow_sometimes",
   );
 });
 
 test("agent text in the prompt is on one line: a title or option name cannot draw a fake question", { skip }, () => {
-  const m = buildPromptModel(
+  const m = modelOf({
+    sessionId: "s",
+    toolCall: {
+      toolCallId: "t",
+      title: "Read notes.txt\n\nThe agent wants to: read README.md\u202e",
+      locations: [{ path: "/w/a\nLocation: /w/b" }],
+      content: [{ type: "content", content: { type: "text", text: "x\r\u001b[2Ky" } }],
+    },
+    options: [{ optionId: "a", name: "Allow\nonce", kind: "allow_once" }],
+  });
+  assert.equal(m.message, "The agent wants to: Read notes.txt\\n\\nThe agent wants to: read README.md\\u202e");
+  assert.deepEqual(m.detail.split("\n"), ["x\\r\\e[2Ky", "at /w/a\\nLocation: /w/b"]);
+  assert.equal(m.items[0]!.label, "Allow\\nonce");
+});
+
+test("an edit's prompt shows the diff: its first lines, then how many more and that Review shows them", { skip }, () => {
+  const old = Array.from({ length: 60 }, (_, i) => `line ${i + 1}\n`).join("");
+  const q = testPolicy().permissionQuestion(
     {
       sessionId: "s",
       toolCall: {
         toolCallId: "t",
-        title: "Read notes.txt\n\nThe agent wants to: read README.md\u202e",
-        locations: [{ path: "/w/a\nLocation: /w/b" }],
-        content: [{ type: "content", content: { type: "text", text: "x\r\u001b[2Ky" } }],
+        title: "Edit a.txt",
+        kind: "edit",
+        content: [{ type: "diff", path: "/w/a.txt", oldText: old, newText: old.replace("line 30\n", "line thirty\u001b[2J\n") }],
       },
-      options: [{ optionId: "a", name: "Allow\nonce", kind: "allow_once" }],
+      options: [{ optionId: "a", name: "Allow", kind: "allow_once" }],
     },
-    escape,
+    null,
   );
-  assert.equal(m.message, "The agent wants to: Read notes.txt\\n\\nThe agent wants to: read README.md\\u202e");
-  assert.deepEqual(m.detail.split("\n"), ["Location: /w/a\\nLocation: /w/b", "x\\r\\e[2Ky"]);
-  assert.equal(m.items[0]!.label, "Allow\\nonce");
+  const m = promptModel(q, [{ path: "/w/a.txt", oldText: old, newText: "x" }]);
+  assert.deepEqual(m.detail.split("\n"), [
+    "/w/a.txt (+1 -1)",
+    "@@ -27,7 +27,7 @@",
+    " line 27",
+    " line 28",
+    " line 29",
+    "-line 30",
+    "+line thirty\\e[2J",
+    " line 31",
+    " line 32",
+    " line 33",
+  ]);
+  // A long one is cut, and the modal says how to see it all.
+  const long = Array.from({ length: 100 }, (_, i) => `new ${i}\n`).join("");
+  const q2 = testPolicy().permissionQuestion(
+    { sessionId: "s", toolCall: { toolCallId: "t", content: [{ type: "diff", path: "/w/b", newText: long }] }, options: [] },
+    null,
+  );
+  const lines = promptModel(q2, [{ path: "/w/b", oldText: null, newText: long }]).detail.split("\n");
+  assert.equal(lines.length, 1 + 40 + 1);
+  assert.equal(lines.at(-1), "… 61 more lines (Review changes shows the whole change)");
+});
+
+test("a lone surrogate in the agent's request is shown as U+FFFD, not a failed question", { skip }, () => {
+  const m = modelOf({
+    sessionId: "s",
+    toolCall: { toolCallId: "t", title: "Edit \ud800 \\ud800 a.txt", kind: "edit" },
+    options: [{ optionId: "a", name: "Allow \udc00", kind: "allow_once" }],
+  });
+  assert.equal(m.message, "The agent wants to: Edit \ufffd \\\\ud800 a.txt (edit)");
+  assert.equal(m.items[0]!.label, "Allow \ufffd");
 });
 
 test("more options than dialog buttons switch to a QuickPick", { skip }, () => {
   const many: PermissionOption[] = Array.from({ length: 5 }, (_, i) => ({ optionId: `o${i}`, name: `O${i}`, kind: "allow_once" }));
-  assert.equal(buildPromptModel(req(many), escape).useQuickPick, true);
-  assert.equal(buildPromptModel(req(many.slice(0, 4)), escape).useQuickPick, false);
+  assert.equal(modelOf(req(many)).useQuickPick, true);
+  assert.equal(modelOf(req(many.slice(0, 4))).useQuickPick, false);
 });
 
 test("a choice the agent did not offer is refused", () => {

@@ -13,7 +13,7 @@ import { applyCompletion, completionContext, matchCommands, statusWords } from "
 import { promptParts, readForPrompt, validAttachment } from "../../src/bridges/attachments";
 import { EditReview, type EditTarget } from "../../src/bridges/edits";
 import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
-import { buildPromptModel, PermissionBridge, type PermissionPromptModel } from "../../src/bridges/permission";
+import { requestEdits, PermissionBridge, type PermissionPromptModel } from "../../src/bridges/permission";
 import { nullLogger } from "../../src/protocol/log";
 import type { PromptAttachment } from "../../src/protocol/policy";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
@@ -229,27 +229,46 @@ test("an edit's permission question carries its diffs: from the request, else th
       { optionId: "no", name: "No", kind: "reject_once" as const },
     ],
   };
-  const escape = (t: string) => testPolicy().escapeLine(t);
   const withDiff = {
     ...req,
     toolCall: { ...req.toolCall, content: [{ type: "diff" as const, path: "/w/a.txt", oldText: "o", newText: "n" }] },
   };
-  assert.deepEqual(buildPromptModel(withDiff, escape).diffs, [{ path: "/w/a.txt", oldText: "o", newText: "n" }]);
-  assert.deepEqual(buildPromptModel(req, escape).diffs, []);
+  assert.deepEqual(requestEdits(withDiff), [{ path: "/w/a.txt", oldText: "o", newText: "n" }]);
+  assert.deepEqual(requestEdits(req), []);
   let seen: PermissionPromptModel | undefined;
   const asked: string[] = [];
+  // The conversation's tool call, as acp-client's thread keeps it.
+  let known = {
+    type: "tool",
+    toolCallId: "w1",
+    title: "Write a.txt",
+    kind: "edit",
+    status: "pending",
+    content: [{ type: "diff", path: "/w/a.txt", oldText: null, newText: "n" }],
+    locations: [{ path: "/w/a.txt" }],
+  };
   const bridge = new PermissionBridge(
     { prompt: async (m) => ((seen = m), "allow") },
     () => ({ autoApprove: false }),
     nullLogger,
     testPolicy(),
     () => {},
-    (sid, id) => (asked.push(`${sid}/${id}`), [{ path: "/w/a.txt", oldText: null, newText: "n" }]),
+    (sid, id) => (asked.push(`${sid}/${id}`), known),
   );
   assert.deepEqual(await bridge.handle(req, { isCancellationRequested: false, onCancellationRequested: () => ({ dispose() {} }) }), {
     outcome: { outcome: "selected", optionId: "allow" },
   });
   assert.deepEqual(asked, ["s/w1"]);
   assert.deepEqual(seen?.diffs, [{ path: "/w/a.txt", oldText: null, newText: "n" }]);
-  assert.match(seen?.detail ?? "", /^Edits: \/w\/a\.txt/);
+  // The modal's text is acp-client's question, the diff from the conversation included.
+  assert.deepEqual(seen?.detail.split("\n"), ["/w/a.txt (new file, +1 -0)", "@@ -0,0 +1 @@", "+n", "\\ No newline at end of file"]);
+  assert.equal(seen?.message, "The agent wants to: Write a.txt (edit)");
+  // A request with no title nor kind: the conversation's, as acp chat shows it.
+  known = { ...known, title: "Create the file a.txt" };
+  await bridge.handle(
+    { ...req, toolCall: { toolCallId: "w1" } },
+    { isCancellationRequested: false, onCancellationRequested: () => ({ dispose() {} }) },
+  );
+  assert.equal(seen?.message, "The agent wants to: Create the file a.txt (edit)");
+  assert.deepEqual(seen?.diffs, [{ path: "/w/a.txt", oldText: null, newText: "n" }]);
 });

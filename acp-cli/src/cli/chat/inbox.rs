@@ -83,6 +83,7 @@ impl Inbox {
         match event {
             // (`_bytes` and `_taken` are given back once it is shown.)
             Event::Update(params, _bytes, _taken) => self.ui.session_update(params.as_deref()),
+            Event::Wrote(line) => self.ui.wrote(&line),
             Event::Permission(ask) => {
                 let title = ask.title(&self.ui);
                 self.ui
@@ -108,6 +109,7 @@ impl Inbox {
         while let Ok(event) = self.events.try_recv() {
             match event {
                 Event::Update(params, _bytes, _taken) => self.ui.session_update(params.as_deref()),
+                Event::Wrote(line) => self.ui.wrote(&line),
                 Event::Permission(ask) => {
                     let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
                 }

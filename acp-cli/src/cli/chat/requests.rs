@@ -2,12 +2,13 @@
 //! `session/request_permission`, turned into events for the UI loop (a bounded queue: see
 //! [`EVENT_QUEUE`], [`EVENT_BYTES`]; small `session/update`s put in it directly when there is
 //! room, [`QuickUpdates`]); the questions acp adds (a command, a write that changes what
-//! runs); the count of the agent's requests being served.
+//! runs), built by acp-client's question model; each write served, reported as `wrote PATH
+//! (+N -M)`; the count of the agent's requests being served.
 
 use std::sync::Arc;
 
-use acp_client::display::escape_line;
 use acp_client::permission;
+use acp_client::question::{self, Before, Question};
 use acp_core::{typed, ErrorCode, ErrorObject, RawValue};
 use acp_native::fs_service::{AccessScope, FsConfig, FsError, FsService};
 use acp_native::{Incoming, Router};
@@ -90,13 +91,16 @@ pub(super) enum Event {
     Update(Option<Box<RawValue>>, UpdateBytes, Taken),
     /// A `session/request_permission` waiting for an answer.
     Permission(Box<PermissionAsk>),
+    /// A write the agent made: acp-client's `wrote PATH (+N -M)` line.
+    Wrote(String),
 }
 
 pub(super) struct PermissionAsk {
     pub(super) request: s::RequestPermissionRequest,
-    /// Our own questions (a command, a sensitive write): the title and detail lines to show,
-    /// already escaped. `None`: the agent's request, titled from its tool call.
-    pub(super) shown: Option<(String, Vec<String>)>,
+    /// What is shown (acp-client's question model): our own questions (a command, a
+    /// sensitive write) have it from the start; the agent's requests get it when they are
+    /// shown (with what the conversation then knows of the tool call).
+    pub(super) question: Option<Question>,
     /// Only the user may approve it: `--yes` does not answer it (writes that change what
     /// runs); with no one to answer, it is refused.
     pub(super) user_only: bool,
@@ -108,11 +112,27 @@ pub(super) struct PermissionAsk {
 impl PermissionAsk {
     /// The one-line title of the question.
     pub(super) fn title(&self, ui: &Ui) -> String {
-        match &self.shown {
-            Some((title, _)) => title.clone(),
-            None => ui.question_title(&self.request.tool_call),
+        match &self.question {
+            Some(q) => q.title.clone(),
+            None => ui.permission_title(&self.request),
         }
     }
+}
+
+/// The options of one of acp's own questions, for the request it is answered through.
+fn wire_options(q: &Question) -> Vec<s::PermissionOption> {
+    q.options
+        .iter()
+        .map(|c| {
+            let kind = match c.kind {
+                permission::OptionKind::AllowOnce => s::PermissionOptionKind::AllowOnce,
+                permission::OptionKind::AllowAlways => s::PermissionOptionKind::AllowAlways,
+                permission::OptionKind::RejectAlways => s::PermissionOptionKind::RejectAlways,
+                _ => s::PermissionOptionKind::RejectOnce,
+            };
+            s::PermissionOption::new(c.option_id.clone(), c.name.clone(), kind)
+        })
+        .collect()
 }
 
 /// The agent's options as the shared policy reads them.
@@ -271,6 +291,7 @@ pub(super) fn client_router(
     ));
     let (fs_read, fs_write) = (fs.clone(), fs);
     let updates = events.clone();
+    let wrote = events.clone();
     let update_bytes = Arc::new(tokio::sync::Semaphore::new(EVENT_BYTES >> 10));
     let gate = terminal_gate(events.clone());
     let router = Router::new()
@@ -311,7 +332,7 @@ pub(super) fn client_router(
                 let (reply, answer) = oneshot::channel();
                 let ask = PermissionAsk {
                     request,
-                    shown: None,
+                    question: None,
                     user_only: false,
                     reply,
                     withdrawn: cx.cancel.clone(),
@@ -334,7 +355,20 @@ pub(super) fn client_router(
         })
         .route::<typed::WriteTextFile, _, _>(move |req, _cx| {
             let fs = fs_write.clone();
-            async move { fs.write_text_file(req).await.map_err(fs_error) }
+            let events = wrote.clone();
+            async move {
+                let w = fs.write_text_file_reporting(req).await.map_err(fs_error)?;
+                let before = match (&w.old_text, w.existed) {
+                    (Some(t), _) => Before::Text(t),
+                    (None, true) => Before::Unreadable,
+                    (None, false) => Before::Missing,
+                };
+                let path = w.path.display().to_string();
+                let line = question::wrote(&path, before, &w.new_text);
+                // Shown in order with the agent's updates (held while a question is open).
+                let _ = events.send(Event::Wrote(line)).await;
+                Ok(s::WriteTextFileResponse::new())
+            }
         });
     terminals.routes(router, gate)
 }
@@ -350,33 +384,26 @@ pub(super) fn terminal_gate(events: mpsc::Sender<Event>) -> Gate {
               question: acp_client::terminal::CommandQuestion,
               cancel: CancellationToken| {
             let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let q = question::command(&question);
             let request = s::RequestPermissionRequest::new(
                 req.session_id.clone(),
                 s::ToolCallUpdate::new(
                     format!("acp-terminal-{n}"),
                     s::ToolCallUpdateFields::new()
-                        .title(question.title.clone())
+                        .title(q.title.clone())
                         .kind(s::ToolKind::Execute)
                         .raw_input(serde_json::json!({
                             "command": req.command, "args": req.args, "cwd": req.cwd,
                         })),
                 ),
-                vec![
-                    s::PermissionOption::new("run", "Run it", s::PermissionOptionKind::AllowOnce),
-                    s::PermissionOption::new(
-                        "refuse",
-                        "Do not run it",
-                        s::PermissionOptionKind::RejectOnce,
-                    ),
-                ],
+                wire_options(&q),
             );
-            let detail = question.warnings.iter().map(|w| format!("⚠ {w}")).collect();
             let events = events.clone();
             Box::pin(async move {
                 let (reply, answer) = oneshot::channel();
                 let ask = PermissionAsk {
                     request,
-                    shown: Some((question.title, detail)),
+                    question: Some(q),
                     user_only: false,
                     reply,
                     withdrawn: cancel.clone(),
@@ -387,7 +414,7 @@ pub(super) fn terminal_gate(events: mpsc::Sender<Event>) -> Gate {
                 tokio::select! {
                     a = answer => matches!(
                         a,
-                        Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == "run"
+                        Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == question::RUN
                     ),
                     _ = cancel.cancelled() => false,
                 }
@@ -396,53 +423,42 @@ pub(super) fn terminal_gate(events: mpsc::Sender<Event>) -> Gate {
     )
 }
 
-/// Most diff lines a write question shows.
-pub(super) const WRITE_DIFF_LINES: usize = 40;
-
 /// A write that changes what runs (acp-client's `writes` rule: `.git/`, `.vscode/`, shell rc
-/// files, executables…) is a question showing the real path, why and the change. Only the
-/// user answers it (`--yes` does not); `--deny` and end of input refuse it.
+/// files, executables…) is a question (acp-client's `question::write`) showing the real path,
+/// why and the diff. Only the user answers it (`--yes` does not); `--deny` and end of input
+/// refuse it.
 pub(super) fn write_gate(events: mpsc::Sender<Event>) -> acp_native::fs_service::WriteApprover {
     let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
     Arc::new(move |w: acp_native::fs_service::SensitiveWrite| {
         let n = asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let path = w.path.display().to_string();
-        let title = format!("write {} ({})", escape_line(&path), w.reason.describe());
-        let mut detail = Vec::new();
-        if w.executable {
-            detail.push("⚠ the file is executable and stays executable".to_string());
-        }
-        detail.extend(acp_client::display::line_diff(
-            w.old_text.as_deref(),
-            &w.new_text,
-            2,
-            WRITE_DIFF_LINES,
-        ));
+        let q = question::write(&question::WriteRequest {
+            path: &path,
+            asked_path: None,
+            reason: w.reason,
+            exists: w.exists,
+            executable: w.executable,
+            old_text: w.old_text.as_deref(),
+            new_text: &w.new_text,
+        });
         let request = s::RequestPermissionRequest::new(
             // Not the agent's session id: the question is ours, about its request.
             "acp",
             s::ToolCallUpdate::new(
                 format!("acp-write-{n}"),
                 s::ToolCallUpdateFields::new()
-                    .title(title.clone())
+                    .title(q.title.clone())
                     .kind(s::ToolKind::Edit)
                     .locations(vec![s::ToolCallLocation::new(w.path.clone())]),
             ),
-            vec![
-                s::PermissionOption::new("write", "Write it", s::PermissionOptionKind::AllowOnce),
-                s::PermissionOption::new(
-                    "refuse",
-                    "Do not write it",
-                    s::PermissionOptionKind::RejectOnce,
-                ),
-            ],
+            wire_options(&q),
         );
         let events = events.clone();
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             let ask = PermissionAsk {
                 request,
-                shown: Some((title, detail)),
+                question: Some(q),
                 user_only: true,
                 reply,
                 withdrawn: CancellationToken::new(),
@@ -452,7 +468,7 @@ pub(super) fn write_gate(events: mpsc::Sender<Event>) -> acp_native::fs_service:
             }
             matches!(
                 answer.await,
-                Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == "write"
+                Ok(s::RequestPermissionOutcome::Selected(o)) if &*o.option_id.0 == question::WRITE
             )
         })
     })

@@ -99,16 +99,22 @@ impl Chat {
                         }
                     };
                     let ask = turn.open.as_ref().expect("guarded");
+                    let question = ask.question.as_ref().expect("shown questions have one");
                     let options = policy_options(&ask.request.options);
                     let decision = match &line {
                         None => {
                             self.ui.end_input_line();
                             permission::unanswerable()
                         }
+                        // `d`: the whole diff, then the question again.
+                        Some(l) if l.trim() == "d" && question.hidden_lines() > 0 => {
+                            self.ui.whole_diff(question);
+                            continue;
+                        }
                         Some(l) => match permission::chosen(&options, l) {
                             Some(d) => d,
                             None => {
-                                self.ui.permission_reask(options.len(), &escape_line(l));
+                                self.ui.permission_reask(question, &escape_line(l));
                                 continue;
                             }
                         },
@@ -258,6 +264,7 @@ impl Chat {
             };
             match event {
                 Event::Update(params, _bytes, _taken) => self.ui.session_update(params.as_deref()),
+                Event::Wrote(line) => self.ui.wrote(&line),
                 Event::Permission(ask) => {
                     let title = ask.title(&self.ui);
                     if ask.withdrawn.is_cancelled() {
@@ -267,13 +274,15 @@ impl Chat {
                         self.ui
                             .permission_outcome(&title, "cancelled (the turn was cancelled)");
                         let _ = ask.reply.send(s::RequestPermissionOutcome::Cancelled);
-                    } else if let Some(ask) = self.answers.auto_answer(*ask) {
-                        let (title, detail) = match &ask.shown {
-                            Some((t, d)) => (t.clone(), d.clone()),
-                            None => (title, Vec::new()),
+                    } else if let Some(mut ask) = self.answers.auto_answer(*ask) {
+                        // The agent's request: its question, with what the conversation now
+                        // knows of its tool call (the diff of the `tool_call` before it).
+                        let question = match ask.question.take() {
+                            Some(q) => q,
+                            None => self.ui.permission_question(&ask.request),
                         };
-                        self.ui
-                            .permission_dialog(&title, &detail, &ask.request.options);
+                        self.ui.permission_dialog(&question);
+                        ask.question = Some(question);
                         turn.open = Some(ask);
                     }
                 }

@@ -3,10 +3,11 @@
 //! drawn (each tool call's title, status and content, the plan, the status lines), so a
 //! repeated or partial update draws only what changed. Every agent string is escaped here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use acp_client::display::{escape_line, escape_text};
+use acp_client::question::Before;
 use acp_client::thread::{Applied, Block as Content, Entry, Thread, ToolCall, ToolContent};
 
 use super::screen::{styled, Block, Screen};
@@ -345,23 +346,9 @@ pub(super) fn content_text(block: &Content) -> std::borrow::Cow<'_, str> {
     format!("[{}{detail}]", block.kind).into()
 }
 
-/// `new file, 3 lines` or `+2 -1 lines`: counts of lines only in the new / old text.
+/// A change in one line (acp-client's `question::summary`, the rule of the permission
+/// question's diff): `+2 -1`, `new file, +3`, `no changes`….
 pub(super) fn diff_summary(old: Option<&str>, new: &str) -> String {
-    let Some(old) = old else {
-        return format!("new file, {} line(s)", new.lines().count());
-    };
-    let mut counts: HashMap<&str, i64> = HashMap::new();
-    for l in old.lines() {
-        *counts.entry(l).or_default() -= 1;
-    }
-    for l in new.lines() {
-        *counts.entry(l).or_default() += 1;
-    }
-    let added: i64 = counts.values().filter(|c| **c > 0).sum();
-    let removed: i64 = -counts.values().filter(|c| **c < 0).sum::<i64>();
-    if added == 0 && removed == 0 {
-        "no line changes".to_string()
-    } else {
-        format!("+{added} -{removed} lines")
-    }
+    let before = old.map_or(Before::Missing, Before::Text);
+    acp_client::question::summary(before, new)
 }

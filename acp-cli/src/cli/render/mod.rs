@@ -326,9 +326,9 @@ mod tests {
 
     #[test]
     fn diff_summaries() {
-        assert_eq!(diff_summary(None, "a\nb\n"), "new file, 2 line(s)");
-        assert_eq!(diff_summary(Some("a\nb\nc"), "a\nB\nc\nd"), "+2 -1 lines");
-        assert_eq!(diff_summary(Some("a"), "a"), "no line changes");
+        assert_eq!(diff_summary(None, "a\nb\n"), "new file, +2 -0");
+        assert_eq!(diff_summary(Some("a\nb\nc"), "a\nB\nc\nd"), "+3 -2");
+        assert_eq!(diff_summary(Some("a"), "a"), "no changes");
     }
 
     #[test]
