@@ -31,7 +31,7 @@ use crate::cli::render::Ui;
 pub(super) const HISTORY_SIZE: usize = 1000;
 
 /// acp's own slash commands, completed with the agent's.
-const OWN_COMMANDS: &[&str] = &[
+pub(super) const OWN_COMMANDS: &[&str] = &[
     "help",
     "mode",
     "config",
@@ -52,8 +52,10 @@ pub(super) enum Input {
     Line(String),
     /// Ctrl-C at a prompt (a signal otherwise).
     Interrupt,
-    /// Ctrl-D on an empty line, or the end of piped input.
+    /// Ctrl-D on an empty line at a prompt, or the end of piped input.
     Eof,
+    /// Ctrl-D at a question: that question is refused, the input stays open.
+    Dismiss,
 }
 
 /// What is being asked: prompts enter the history, answers to questions do not.
@@ -190,6 +192,8 @@ fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
                     Input::Line(line)
                 }
                 Err(ReadlineError::Interrupted) => Input::Interrupt,
+                // At a question, Ctrl-D refuses that question only; the chat goes on.
+                Err(ReadlineError::Eof) if ask == Ask::Answer => Input::Dismiss,
                 Err(ReadlineError::Eof) => Input::Eof,
                 Err(_) => Input::Eof,
             };
@@ -255,6 +259,12 @@ impl ChatHelper {
             .map(|c| (c.to_string(), String::new()))
             .collect();
         for (name, description, _) in self.ui.commands() {
+            // The agent's command named like one of acp's is `/agent-NAME`.
+            let name = if OWN_COMMANDS.contains(&name.as_str()) {
+                format!("agent-{name}")
+            } else {
+                name
+            };
             names.push((name, description));
         }
         let mut pairs: Vec<Pair> = names

@@ -348,7 +348,7 @@ impl Chat {
             let line = tokio::select! {
                 input = self.stdin.next(Ask::Prompt) => match input {
                     Input::Line(line) => Some(line),
-                    Input::Eof => None,
+                    Input::Eof | Input::Dismiss => None,
                     // Ctrl-C at the prompt: as the signal does.
                     Input::Interrupt => {
                         if interrupted_once {
@@ -401,15 +401,19 @@ impl Chat {
             if text == "/quit" || text == "/exit" {
                 break;
             }
+            let mut text = text.to_string();
             if let Some(rest) = text.strip_prefix('/') {
                 let (cmd, arg) = rest
                     .split_once(char::is_whitespace)
                     .map_or((rest, ""), |(c, a)| (c, a.trim()));
-                if self.slash(cmd, arg).await {
+                // `/agent-NAME`: the agent's own `/NAME` when acp has a command of that name.
+                if let Some(own) = commands::agent_alias(cmd, &self.ui.commands()) {
+                    text = format!("/{own}{}", rest[cmd.len()..].trim_end());
+                } else if self.slash(cmd, arg).await {
                     continue;
                 }
             }
-            let result = self.turn(text.to_string()).await;
+            let result = self.turn(text).await;
             self.record.save(&self.ui, &self.session);
             match result {
                 Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
