@@ -59,19 +59,17 @@ fn a_refused_command_is_one_readable_line_and_its_plan_step_is_not_done() {
     assert_eq!(r.code(), 0, "{}", r.dump());
     // The client's words on one line, not a JSON-RPC error object wrapped across lines.
     assert!(
-        r.stdout.lines().any(|l| l.trim_start().trim_start_matches('│').trim()
-            == "could not start: permission denied: the user did not allow running ls"),
+        r.stdout
+            .lines()
+            .any(|l| l.trim_start().trim_start_matches('│').trim()
+                == "could not start: permission denied: the user did not allow running ls"),
         "{}",
         r.dump()
     );
     assert!(!r.stdout.contains("\"code\""), "{}", r.dump());
     // The demo's plan never marks the refused steps done.
     assert!(!r.stdout.contains("[x] Run `ls`"), "{}", r.dump());
-    assert!(
-        !r.stdout.contains("[x] Write acp-demo.txt"),
-        "{}",
-        r.dump()
-    );
+    assert!(!r.stdout.contains("[x] Write acp-demo.txt"), "{}", r.dump());
     assert!(r.stdout.contains("[ ] Run `ls` (not done)"), "{}", r.dump());
 }
 

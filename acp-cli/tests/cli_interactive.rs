@@ -114,7 +114,15 @@ fn start_chat(tag: &str, dir: &TempDir) -> Tmux {
         acp()
     );
     let out = tmux.run(&[
-        "new-session", "-d", "-s", "chat", "-x", "150", "-y", "50", &command,
+        "new-session",
+        "-d",
+        "-s",
+        "chat",
+        "-x",
+        "150",
+        "-y",
+        "50",
+        &command,
     ]);
     assert!(out.status.success(), "tmux new-session failed: {out:?}");
     let out = tmux.run(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
@@ -125,7 +133,9 @@ fn start_chat(tag: &str, dir: &TempDir) -> Tmux {
 #[test]
 fn ctrl_d_at_a_question_refuses_that_question_only() {
     if let Err(why) = ensure_tmux() {
-        println!("SKIPPED ctrl_d_at_a_question_refuses_that_question_only: tmux is unavailable: {why}");
+        println!(
+            "SKIPPED ctrl_d_at_a_question_refuses_that_question_only: tmux is unavailable: {why}"
+        );
         return;
     }
     let dir = TempDir::new("tmux-ctrl-d");
@@ -142,11 +152,42 @@ fn ctrl_d_at_a_question_refuses_that_question_only() {
     assert!(!tmux.pane().contains("[turn ended: cancelled]"));
     assert!(!dir.join("acp-demo.txt").exists());
     // The chat is still there: another prompt is answered; Ctrl-D at the prompt quits.
-    tmux.wait("the next prompt", |s| s.trim_end().lines().last() == Some(">"));
+    tmux.wait("the next prompt", |s| {
+        s.trim_end().lines().last() == Some(">")
+    });
     tmux.keys(&["/echo still here", "Enter"]);
     tmux.wait_for("\nstill here");
     tmux.wait("the prompt after /echo", |s| s.trim_end().ends_with('>'));
     tmux.keys(&["C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
+#[test]
+fn a_notice_between_turns_is_printed_above_the_input_line() {
+    if let Err(why) = ensure_tmux() {
+        println!("SKIPPED a_notice_between_turns_is_printed_above_the_input_line: tmux is unavailable: {why}");
+        return;
+    }
+    let dir = TempDir::new("tmux-notice");
+    let tmux = start_chat("notice", &dir);
+    tmux.wait_for("type a prompt");
+    // `#later`: the demo agent renames the session a second after the turn.
+    tmux.keys(&["/echo #later", "Enter"]);
+    tmux.wait("the prompt after the turn", |s| {
+        s.trim_end().lines().last() == Some(">")
+    });
+    tmux.keys(&["typing"]);
+    tmux.wait_for("[title: renamed later (#later)]");
+    let screen = tmux.pane();
+    // The notice is on a line of its own; the input line, with what was typed, stays last.
+    assert!(!screen.contains("> [title"), "{screen}");
+    assert!(!screen.contains("typing[title"), "{screen}");
+    assert_eq!(
+        screen.trim_end().lines().last(),
+        Some("> typing"),
+        "{screen}"
+    );
+    tmux.keys(&["C-u", "C-d"]);
     tmux.wait_for("acp exited with 0");
 }
 

@@ -252,7 +252,10 @@ pub(super) fn is_own_command(name: &str) -> bool {
 
 /// `/agent-NAME` typed: the agent's command `NAME` it stands for, when the agent has one and
 /// acp has a command of that name too.
-pub(super) fn agent_alias(cmd: &str, agent_commands: &[(String, String, Option<String>)]) -> Option<String> {
+pub(super) fn agent_alias(
+    cmd: &str,
+    agent_commands: &[(String, String, Option<String>)],
+) -> Option<String> {
     let name = cmd.strip_prefix("agent-")?;
     (is_own_command(name) && agent_commands.iter().any(|(n, _, _)| n == name))
         .then(|| name.to_string())

@@ -156,6 +156,7 @@ fn history_path() -> Option<PathBuf> {
 }
 
 fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
+    let helper_ui = ui.clone();
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)?
         .history_ignore_dups(true)?
@@ -167,7 +168,7 @@ fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
         .behavior(Behavior::PreferTerm)
         .build();
     let mut editor: Editor<ChatHelper, FileHistory> = Editor::with_config(config)?;
-    editor.set_helper(Some(ChatHelper { ui }));
+    editor.set_helper(Some(ChatHelper { ui: helper_ui }));
     for key in [
         KeyEvent(KeyCode::Enter, Modifiers::ALT),
         KeyEvent::ctrl('J'),
@@ -179,11 +180,26 @@ fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
         // A missing or unreadable history is not an error: it starts empty.
         let _ = editor.load_history(path);
     }
+    // Notices that come while a line is edited are printed above it, not onto it.
+    let editing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        use rustyline::ExternalPrinter;
+        let mut printer = editor.create_external_printer()?;
+        ui.use_printer(
+            Box::new(move |text| {
+                let _ = printer.print(text);
+            }),
+            editing.clone(),
+        );
+    }
     let (requests, requests_rx) = std::sync::mpsc::channel::<(String, Ask)>();
     let (answers_tx, answers) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         while let Ok((prompt, ask)) = requests_rx.recv() {
-            let input = match editor.readline(&prompt) {
+            editing.store(true, std::sync::atomic::Ordering::SeqCst);
+            let read = editor.readline(&prompt);
+            editing.store(false, std::sync::atomic::Ordering::SeqCst);
+            let input = match read {
                 Ok(line) => {
                     let line = join_continued(&line);
                     if ask == Ask::Prompt && !line.trim().is_empty() {
