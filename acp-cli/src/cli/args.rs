@@ -116,6 +116,7 @@ Examples:
   acp chat -p hi --deny --json | jq -c .            one JSON line per session update
   acp chat --agent claude --env ANTHROPIC_API_KEY   an agent by name (acp agents lists them)
   acp chat --env GEMINI_API_KEY -- npx -y @google/gemini-cli --acp
+  acp chat -c                                       continue the last session of this directory
   acp chat --resume SESSION_ID                      continue a session saved here (acp sessions)
   acp chat --connect https://devbox/acp --token-file ~/.acp-token
 
@@ -262,6 +263,11 @@ pub struct ChatArgs {
     /// `--resume-unknown`.
     #[arg(long, value_name = "SESSION_ID")]
     pub resume: Option<String>,
+
+    /// Continue the most recent session saved for this directory (as `--resume` its id does;
+    /// `acp sessions` lists them, newest first). None saved here: refused (exit 2).
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["resume", "load"])]
+    pub continue_last: bool,
 
     /// With `--resume`: try an id that is not saved for this directory anyway (one the agent
     /// may keep from elsewhere); if the agent does not have it, the chat ends saying so.

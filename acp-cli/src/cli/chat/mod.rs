@@ -181,7 +181,27 @@ impl Chat {
         };
         // What the user asked for, as acp-client's session engine takes it: refused before any
         // agent starts when it cannot be carried out (an id not saved for this directory).
-        let (intent, recap) = match (&args.resume, &args.load) {
+        // `--continue`: the newest record of this directory, resumed as `--resume` does.
+        let mut resume = args.resume.clone();
+        if args.continue_last {
+            let newest = crate::cli::records::list(&cwd, |m| ui.warn(m))
+                .into_iter()
+                .next();
+            match newest {
+                Some(r) => resume = Some(r.session_id),
+                None => {
+                    return Err(Outcome::fail(
+                        exit::USAGE,
+                        format!(
+                            "--continue: no session is saved for {} (`acp chat` saves one after \
+                             its first turn; `acp sessions` lists them)",
+                            cwd.display()
+                        ),
+                    ))
+                }
+            }
+        }
+        let (intent, recap) = match (&resume, &args.load) {
             (Some(id), _) => Record::resume_intent(&ui, &cwd, id, args.resume_unknown),
             (None, Some(id)) => (
                 Intent::Load {
@@ -192,7 +212,7 @@ impl Chat {
             (None, None) => (Intent::New, None),
         };
         ui.start_session(intent, &cwd).map_err(|e| {
-            let hint = if args.resume.is_some() {
+            let hint = if resume.is_some() {
                 " (`acp sessions` lists them; --resume-unknown tries it with the agent anyway)"
             } else {
                 ""
@@ -434,6 +454,9 @@ impl Chat {
                     last = Outcome::code(o.code);
                 }
             }
+        }
+        if let Some(how) = self.record.resume_hint(&self.session) {
+            self.ui.notice(&how);
         }
         if interactive {
             Outcome::code(exit::OK)
