@@ -18,8 +18,6 @@ mod cli;
 mod demo_agent;
 mod utc;
 
-use clap::Parser;
-
 /// Runs the parsed command; returns the process exit code.
 async fn run(cli: cli::Cli) -> i32 {
     use cli::Command;
@@ -43,7 +41,7 @@ async fn run(cli: cli::Cli) -> i32 {
 }
 
 fn main() {
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_args();
     // `acp chat` is one conversation: its connection, its handlers and what it shows run on
     // one thread (nothing waits on another thread's wake-up for each update, and an agent's
     // flood costs one core); the servers and the demo agent take two.

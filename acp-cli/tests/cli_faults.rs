@@ -137,6 +137,22 @@ fn an_agent_writing_garbage_to_stdout_gets_a_warning_and_a_timeout() {
         "{}",
         r.dump()
     );
+    // A hint right after its first non-JSON line, not only when the wait ends.
+    let hint = r
+        .stderr
+        .find("is this an ACP agent? its output is not JSON-RPC; some agents need a flag such as --acp")
+        .unwrap_or_else(|| panic!("no hint\n{}", r.dump()));
+    assert!(
+        hint < r.stderr.find("did not answer `initialize`").unwrap(),
+        "{}",
+        r.dump()
+    );
+    assert_eq!(
+        r.stderr.matches("is this an ACP agent?").count(),
+        1,
+        "{}",
+        r.dump()
+    );
     assert!(r.elapsed < Duration::from_secs(30), "{}", r.dump());
 }
 

@@ -115,6 +115,97 @@ impl Drop for Tmux {
     }
 }
 
+/// `acp chat` with the demo agent in a new tmux session `chat` (the shell says acp's exit
+/// status when it ends).
+fn start_chat(tag: &str, dir: &TempDir) -> Tmux {
+    let tmux = Tmux {
+        socket: format!("acp-cli-test-{tag}-{}", std::process::id()),
+    };
+    let command = format!(
+        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat -- '{}' demo-agent --delay-ms 150; echo \"acp exited with $?\"",
+        dir.path().display(),
+        dir.join("state").display(),
+        acp(),
+        acp()
+    );
+    let out = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "chat",
+        "-x",
+        "150",
+        "-y",
+        "50",
+        &command,
+    ]);
+    assert!(out.status.success(), "tmux new-session failed: {out:?}");
+    let out = tmux.run(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
+    assert!(out.status.success(), "{out:?}");
+    tmux
+}
+
+#[test]
+fn ctrl_d_at_a_question_refuses_that_question_only() {
+    if let Err(why) = ensure_tmux() {
+        println!(
+            "SKIPPED ctrl_d_at_a_question_refuses_that_question_only: tmux is unavailable: {why}"
+        );
+        return;
+    }
+    let dir = TempDir::new("tmux-ctrl-d");
+    let tmux = start_chat("ctrl-d", &dir);
+    tmux.wait_for("type a prompt");
+    tmux.keys(&["hello", "Enter"]);
+    tmux.wait_for("Permission requested: run `ls`");
+    // Ctrl-D refuses the command (the agent's reject option); the turn goes on to the write.
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("Do not run it (Ctrl-D)");
+    tmux.wait_for("Permission requested: Write");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("OK, I did not write acp-demo.txt");
+    assert!(!tmux.pane().contains("[turn ended: cancelled]"));
+    assert!(!dir.join("acp-demo.txt").exists());
+    // The chat is still there: another prompt is answered; Ctrl-D at the prompt quits.
+    tmux.wait("the next prompt", |s| {
+        s.trim_end().lines().last() == Some(">")
+    });
+    tmux.keys(&["/echo still here", "Enter"]);
+    tmux.wait_for("\nstill here");
+    tmux.wait("the prompt after /echo", |s| s.trim_end().ends_with('>'));
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
+#[test]
+fn a_notice_between_turns_is_printed_above_the_input_line() {
+    if let Err(why) = ensure_tmux() {
+        println!("SKIPPED a_notice_between_turns_is_printed_above_the_input_line: tmux is unavailable: {why}");
+        return;
+    }
+    let dir = TempDir::new("tmux-notice");
+    let tmux = start_chat("notice", &dir);
+    tmux.wait_for("type a prompt");
+    // `#later`: the demo agent renames the session a second after the turn.
+    tmux.keys(&["/echo #later", "Enter"]);
+    tmux.wait("the prompt after the turn", |s| {
+        s.trim_end().lines().last() == Some(">")
+    });
+    tmux.keys(&["typing"]);
+    tmux.wait_for("[title: renamed later (#later)]");
+    let screen = tmux.pane();
+    // The notice is on a line of its own; the input line, with what was typed, stays last.
+    assert!(!screen.contains("> [title"), "{screen}");
+    assert!(!screen.contains("typing[title"), "{screen}");
+    assert_eq!(
+        screen.trim_end().lines().last(),
+        Some("> typing"),
+        "{screen}"
+    );
+    tmux.keys(&["C-u", "C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
 #[test]
 fn interactive_chat_in_a_terminal() {
     if let Err(why) = ensure_tmux() {

@@ -315,3 +315,68 @@ fn an_oversize_session_record_is_refused_with_bounded_memory() {
     assert!(err.contains(&PLANTED.to_string()), "{err}");
     eprintln!("acp chat --resume with a {PLANTED}-byte record: peak {peak} KiB");
 }
+
+/// `acp ARGS` in `dir` with `input` on stdin: (exit code, stdout, stderr).
+fn run_with_input(dir: &TempDir, args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    let mut child = acp_cmd(dir, args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start acp");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().expect("acp ran");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn continue_reopens_the_newest_session_here_and_sessions_show_turns() {
+    let dir = TempDir::new("continue");
+    let demo_state = dir.join("demo-state");
+    let demo_state = demo_state.to_str().unwrap();
+    let chat = |extra: &[&str], input: &str| {
+        let mut args = vec!["chat", "--deny"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", acp(), "demo-agent", "--state-dir", demo_state]);
+        run_with_input(&dir, &args, input)
+    };
+    // Nothing saved here yet: refused before any agent starts.
+    let (code, _, err) = chat(&["-c"], "");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--continue: no session is saved for"), "{err}");
+
+    // Leaving a chat says how to continue it.
+    let (code, _, err) = chat(&[], "the first chat\n");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("continue this session with: acp chat --resume demo-"),
+        "{err}"
+    );
+    let (code, _, err) = chat(&[], "the second chat\n");
+    assert_eq!(code, Some(0), "{err}");
+    let (_, out, err) = run(&dir, &["sessions"]);
+    assert!(out.contains("1 turn(s)  the second chat"), "{out}{err}");
+    assert!(out.contains("1 turn(s)  the first chat"), "{out}{err}");
+
+    // -c takes the newest back (the second) and the agent continues it.
+    let (code, out, err) = chat(&["-c"], "once more\n");
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        err.contains("the second chat — 1 earlier prompt(s)"),
+        "{err}"
+    );
+    assert!(!err.contains("does not have session"), "{err}");
+    let (_, out, _) = run(&dir, &["sessions"]);
+    assert!(out.contains("2 turn(s)  the second chat"), "{out}");
+    assert!(out.contains("1 turn(s)  the first chat"), "{out}");
+}

@@ -834,7 +834,7 @@ fn slash_commands_are_acps_or_the_agents() {
     );
     assert!(
         r.stderr
-            .contains("mode: auto; modes: auto (Auto), default (Ask first)"),
+            .contains("mode: auto; the agent's modes: auto (Auto), default (Ask first)"),
         "{}",
         r.dump()
     );

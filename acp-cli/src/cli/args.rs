@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use super::env::env_policy_with;
 
@@ -26,25 +26,40 @@ pub struct Cli {
 pub enum Command {
     /// Chat with an agent (default: the built-in demo agent).
     ///
-    /// The agent command goes after `--`, e.g. `acp chat -- gemini --experimental-acp`. It is
-    /// run without a shell, in --cwd, with this environment.
-    #[command(after_long_help = CHAT_EXIT_CODES)]
+    /// The agent command goes after `--`, e.g. `acp chat -- npx -y @google/gemini-cli --acp`.
+    /// It is run without a shell, in --cwd, with this environment.
+    #[command(after_long_help = CHAT_LONG_HELP)]
     Chat(ChatArgs),
-    /// List the agents `acp chat --agent NAME` knows (a built-in list in the ACP registry
-    /// format, plus a cached or given registry file).
+    /// List the agents `acp chat --agent NAME` knows.
+    ///
+    /// A built-in list in the ACP registry format, with the public registry's cached copy laid
+    /// over it, plus a given registry file.
+    #[command(after_long_help = AGENTS_EXAMPLES)]
     Agents(AgentsArgs),
-    /// List the sessions of a directory: the conversations `acp chat` saved there, and the
-    /// agent's own (`session/list`) when one is given and offers it.
+    /// List the sessions of a directory.
+    ///
+    /// The conversations `acp chat` saved there, and the agent's own (`session/list`) when one
+    /// is given and offers it.
+    #[command(after_long_help = SESSIONS_EXAMPLES)]
     Sessions(SessionsArgs),
-    /// Sign in to an agent with a method you choose (`acp chat` never starts an interactive
-    /// login by itself): lists the agent's `authMethods`, runs a `terminal` login in this
-    /// terminal (shown first, after a yes) or calls `authenticate`.
+    /// Sign in to an agent with a method you choose.
+    ///
+    /// `acp chat` never starts an interactive login by itself: this lists the agent's
+    /// `authMethods`, runs a `terminal` login in this terminal (shown first, after a yes) or
+    /// calls `authenticate`.
+    #[command(after_long_help = LOGIN_EXAMPLES)]
     Login(LoginArgs),
     /// Run the built-in demo agent on stdin/stdout (offline, deterministic).
+    ///
+    /// The default agent of `acp chat`; no model, no network. What it does in a turn and the
+    /// words that change it are listed below.
+    #[command(after_long_help = DEMO_AGENT_LONG_HELP)]
     DemoAgent(DemoAgentArgs),
-    /// Serve local agents to remote clients: `--ws` (a WebSocket bridge, one JSON-RPC message
-    /// per text frame) or `--http` (HTTP + SSE and WebSocket, the official transport's wire);
-    /// one agent process per connection, a token required.
+    /// Serve local agents to remote clients (a token required).
+    ///
+    /// `--ws` (a WebSocket bridge, one JSON-RPC message per text frame) or `--http` (HTTP + SSE
+    /// and WebSocket, the official transport's wire); one agent process per connection.
+    #[command(after_long_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
     /// Show a protocol trace (`acp chat --log-rpc FILE`, the VS Code extension's trace, an ACP
     /// SDK conductor's `--trace`) as a timeline in the browser, served on a loopback port;
@@ -52,7 +67,79 @@ pub enum Command {
     Trace(super::trace::TraceArgs),
 }
 
-const CHAT_EXIT_CODES: &str = "\
+/// The command line, with each option's `-h` help cut to its first phrase (the whole text
+/// stays for `--help`).
+pub fn command() -> clap::Command {
+    short_helps(Cli::command())
+}
+
+impl Cli {
+    /// Parses this process's arguments (exits with the usage on an error, as clap does).
+    pub fn parse_args() -> Cli {
+        let matches = command().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+fn short_helps(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|arg| {
+        let Some(help) = arg.get_help().map(|h| h.to_string()) else {
+            return arg;
+        };
+        if arg.get_long_help().is_some() {
+            return arg;
+        }
+        let short = first_phrase(&help);
+        if short == help {
+            return arg;
+        }
+        arg.long_help(help).help(short)
+    })
+    .mut_subcommands(short_helps)
+}
+
+/// The start of a help text, up to its first `. `, `: `, `; ` or ` (` (when what comes before
+/// is long enough to say something).
+fn first_phrase(help: &str) -> String {
+    let cut = [". ", ": ", "; ", " ("]
+        .iter()
+        .filter_map(|d| help.find(d))
+        // Not inside `code`.
+        .filter(|&i| i >= 16 && help[..i].matches('`').count() % 2 == 0)
+        .min();
+    match cut {
+        Some(i) => help[..i].to_string(),
+        None => help.to_string(),
+    }
+}
+
+const CHAT_LONG_HELP: &str = "\
+Examples:
+  acp chat                                          interactive, with the built-in demo agent
+  acp chat -p \"read notes.txt\" --yes                one turn; allow what the agent asks once
+  acp chat -p hi --deny --json | jq -c .            one JSON line per session update
+  acp chat --agent claude --env ANTHROPIC_API_KEY   an agent by name (acp agents lists them)
+  acp chat --env GEMINI_API_KEY -- npx -y @google/gemini-cli --acp
+  acp chat -c                                       continue the last session of this directory
+  acp chat --resume SESSION_ID                      continue a session saved here (acp sessions)
+  acp chat --connect https://devbox/acp --token-file ~/.acp-token
+
+At the prompt (a terminal):
+  /help              acp's commands and the agent's
+  /mode [ID]         show or set the session's mode
+  /model [VALUE]     show or set the model
+  /config [ID VALUE] show or set a config option
+  /sessions          the sessions saved in this directory
+  /cancel, /quit     (Ctrl-C cancels a running turn; /quit or Ctrl-D quits)
+  /agent-NAME        the agent's own /NAME when acp has a command of that name
+  /NAME ...          any other command the agent announced is sent to it
+
+Editing keys:
+  Enter sends; a line ending in \\ or Alt-Enter (Ctrl-J) continues on the next line
+  Up/Down recall earlier prompts; Tab completes slash commands
+  Ctrl-A/Ctrl-E start/end of line, Ctrl-W/Ctrl-U delete a word/to the start, Ctrl-L clears
+  Ctrl-C cancels a turn (twice quits); Ctrl-D at the prompt quits, at a question refuses it
+
 Exit codes:
   0    the turn ended with end_turn (or the interactive chat was quit)
   1    error: the agent could not start, crashed, broke the protocol or answered an error
@@ -65,6 +152,55 @@ Exit codes:
   129  the terminal hung up (SIGHUP): the agent and its commands were stopped
   130  quit with a second Ctrl-C
   143  terminated (SIGTERM): the agent and its commands were stopped";
+
+const AGENTS_EXAMPLES: &str = "\
+Examples:
+  acp agents                          the agents acp chat --agent NAME can run
+  acp agents --refresh                fetch the public registry now
+  acp agents --json | jq -r .id       one JSON object per line
+  acp agents --registry my-agent.json add an agent.json or a registry file";
+
+const SESSIONS_EXAMPLES: &str = "\
+Examples:
+  acp sessions                        the sessions acp chat saved in this directory
+  acp sessions --cwd ~/my-project     another directory's
+  acp sessions --agent gemini --env GEMINI_API_KEY   also the agent's own (session/list)
+  acp chat --resume SESSION_ID        continue one of them";
+
+const LOGIN_EXAMPLES: &str = "\
+Examples:
+  acp login --agent gemini                     list its sign-in methods and pick one
+  acp login --agent gemini --method oauth-personal
+  acp login -- npx -y @google/gemini-cli --acp an agent by its command";
+
+const DEMO_AGENT_LONG_HELP: &str = "\
+A turn: a plan, a thought, the answer streamed in chunks (it quotes your prompt), the files
+your prompt names read through the client, a command run in a client terminal (`ls`, after a
+permission question), then acp-demo.txt written in the session's directory (after a
+permission question, with a diff).
+
+What changes it (in a prompt):
+  `echo hi`      a command in backticks is what the terminal step runs (no shell)
+  a file name    a file of the session's directory named in the prompt is read
+  #refuse        the turn ends with stop reason refusal
+  #max-tokens    the turn ends with stop reason max_tokens
+  #crash         the agent exits mid-answer with code 70 (after a line on stderr)
+  #mcp           the answer is the names of the session's MCP servers
+  #later         the session is renamed a second after the turn
+  /echo TEXT     answers TEXT and nothing else
+  /help          lists its commands and these words
+
+Examples:
+  acp chat                                   talks to it (the default agent)
+  acp chat -p 'run `echo hi`' --yes          runs echo hi in a terminal, writes acp-demo.txt
+  acp demo-agent --state-dir ~/.cache/demo   sessions kept across restarts (load, resume, list)";
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  acp serve                                   a WebSocket bridge on 127.0.0.1 to the demo agent
+  acp serve --ws 8765 -- npx -y @google/gemini-cli --acp
+  acp serve --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem --token-file token
+  acp chat --connect https://HOST:8443/acp --token-file token   (the client side)";
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -132,6 +268,11 @@ pub struct ChatArgs {
     #[arg(long, value_name = "SESSION_ID")]
     pub resume: Option<String>,
 
+    /// Continue the most recent session saved for this directory (as `--resume` its id does;
+    /// `acp sessions` lists them, newest first). None saved here: refused (exit 2).
+    #[arg(short = 'c', long = "continue", conflicts_with_all = ["resume", "load"])]
+    pub continue_last: bool,
+
     /// With `--resume`: try an id that is not saved for this directory anyway (one the agent
     /// may keep from elsewhere); if the agent does not have it, the chat ends saying so.
     #[arg(long, requires = "resume")]
@@ -186,17 +327,17 @@ pub struct ChatArgs {
 
     /// Largest JSON-RPC message (one line) accepted from the agent, in bytes; a longer one is
     /// skipped (and answered with an error if it was a request). Default 64 MiB.
-    #[arg(long, value_name = "BYTES", default_value_t = acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES,
+    #[arg(long, value_name = "BYTES", default_value_t = acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES, hide_default_value = true,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..=(1u64 << 32)))]
     pub max_message_bytes: usize,
 
     /// Most terminals the agent may have open at once (more are refused). Default 16.
-    #[arg(long, value_name = "N", default_value_t = 16,
+    #[arg(long, value_name = "N", default_value_t = 16, hide_default_value = true,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=1024))]
     pub max_terminals: usize,
 
     /// Most requests from the agent handled at once (more are refused). Default 64.
-    #[arg(long, value_name = "N", default_value_t = 64,
+    #[arg(long, value_name = "N", default_value_t = 64, hide_default_value = true,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub max_concurrent_requests: usize,
 
@@ -336,12 +477,12 @@ pub struct ServeArgs {
     pub tls_key: Option<PathBuf>,
 
     /// With --http: the largest request body (and WebSocket message) accepted, in bytes;
-    /// larger ones are answered HTTP 413.
-    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    /// larger ones are answered HTTP 413. Default 16 MiB.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20, hide_default_value = true)]
     pub max_body: usize,
 
-    /// With --http: seconds an HTTP connection may go without a request or an open event
-    /// stream before it is closed (its agent stopped).
+    /// With --http: seconds an idle HTTP connection is kept (no request and no open event
+    /// stream), then closed and its agent stopped.
     #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = parse_seconds)]
     pub idle_timeout: Duration,
 

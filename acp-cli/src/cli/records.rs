@@ -35,17 +35,21 @@ pub struct Summary {
     pub agent: String,
     pub updated_at: u64,
     pub title: String,
+    /// Prompts sent in the conversation (0 in records written before it was kept).
+    #[serde(default)]
+    pub turns: usize,
 }
 
 impl Summary {
-    /// `id  when  agent  title`, every field as it can be shown (escaped; a URL without its
-    /// credentials).
+    /// `id  when  agent  N turn(s)  title`, every field as it can be shown (escaped; a URL
+    /// without its credentials).
     pub fn line(&self) -> String {
         format!(
-            "{}  {}  {}  {}",
+            "{}  {}  {}  {} turn(s)  {}",
             escape_line(&self.session_id),
             when(self.updated_at),
             escape_line(&redact_url(&self.agent)),
+            self.turns,
             ensure_line(&self.title)
         )
     }
@@ -65,6 +69,9 @@ pub struct Record {
     /// The title the agent gave, else the first prompt's first line (acp-client's
     /// `session::list_title`).
     pub title: String,
+    /// Prompts sent in the conversation.
+    #[serde(default)]
+    pub turns: usize,
     /// The thread's saved form (acp-client's `Thread::to_json`), kept as text.
     pub thread: Box<serde_json::value::RawValue>,
 }
@@ -125,6 +132,7 @@ pub fn save(
     agent: &str,
     session_id: &str,
     title: String,
+    turns: usize,
     thread_json: String,
 ) -> Result<(), String> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -144,6 +152,7 @@ pub fn save(
         agent: agent.to_string(),
         updated_at: now(),
         title,
+        turns,
         thread: serde_json::value::RawValue::from_string(thread_json).map_err(|e| e.to_string())?,
     };
     let path = dir.join(file_name(session_id));
@@ -237,7 +246,8 @@ pub fn list(cwd: &Path, mut warn: impl FnMut(&str)) -> Vec<Summary> {
     let Ok(dir) = std::fs::read_dir(root.join(dir_key(cwd))) else {
         return Vec::new();
     };
-    let mut records: Vec<Summary> = Vec::new();
+    // Newest first: by the record's time, then (within its second) by the file's.
+    let mut records: Vec<(Summary, Option<SystemTime>)> = Vec::new();
     for entry in dir.flatten() {
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -248,7 +258,8 @@ pub fn list(cwd: &Path, mut warn: impl FnMut(&str)) -> Vec<Summary> {
             Ok(Some(bytes)) => {
                 if let Ok(r) = serde_json::from_slice::<Summary>(&bytes) {
                     if r.format == RECORD_FORMAT && r.cwd == cwd {
-                        records.push(r);
+                        let modified = entry.metadata().and_then(|m| m.modified()).ok();
+                        records.push((r, modified));
                     }
                 }
             }
@@ -256,8 +267,8 @@ pub fn list(cwd: &Path, mut warn: impl FnMut(&str)) -> Vec<Summary> {
             Err(e) => warn(&e),
         }
     }
-    records.sort_by_key(|r| std::cmp::Reverse(r.updated_at));
-    records
+    records.sort_by_key(|(r, modified)| std::cmp::Reverse((r.updated_at, *modified)));
+    records.into_iter().map(|(r, _)| r).collect()
 }
 
 /// The record of `session_id` in `cwd` (its file, read within [`MAX_RECORD_BYTES`]):

@@ -25,6 +25,7 @@ pub async fn run(args: SessionsArgs) -> i32 {
             let line = serde_json::json!({
                 "source": "local", "sessionId": r.session_id, "cwd": r.cwd,
                 "agent": redact_url(&r.agent), "updatedAt": r.updated_at, "title": r.title,
+                "turns": r.turns,
             });
             outln!("{line}");
         }
@@ -55,7 +56,10 @@ pub async fn run(args: SessionsArgs) -> i32 {
         }
     }
     if !args.json && !records.is_empty() {
-        outln!("Continue one with: acp chat --resume SESSION_ID (and the same agent)");
+        outln!(
+            "Continue one with: acp chat --resume SESSION_ID, the newest with acp chat -c \
+             (and the same agent)"
+        );
     }
     exit::OK
 }

@@ -289,6 +289,21 @@ impl DemoAgent {
             // any more, or the client broke the turn. Report it as an error.
             Err(Stop::Failed(e)) => return Err(e.to_error_object()),
         };
+        if text.contains("#later") {
+            // For clients' tests of what arrives between turns: a new title, a second after
+            // the turn ended.
+            let client = cx.client();
+            let id = p.session_id.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let update = s::SessionUpdate::SessionInfoUpdate(
+                    s::SessionInfoUpdate::new().title("renamed later (#later)"),
+                );
+                let _ = client
+                    .session_update(s::SessionNotification::new(id, update))
+                    .await;
+            });
+        }
         Ok(s::PromptResponse::new(stop_reason))
     }
 }

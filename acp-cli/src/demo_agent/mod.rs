@@ -31,7 +31,9 @@
 //! backticks (`` `echo hi` ``) is what the terminal step runs (split on whitespace, no shell);
 //! otherwise it runs `ls`. A prompt containing `#mcp` is answered with the names of the MCP
 //! servers the session was given (`session/new`, `load`, `resume`), and nothing else; one
-//! containing `#crash` exits mid-answer with code 70 after a line on stderr.
+//! containing `#crash` exits mid-answer with code 70 after a line on stderr; after a turn whose
+//! prompt contains `#later`, it renames the session a second later (a `session_info_update`
+//! arriving between turns).
 //!
 //! Options for clients' tests: `--state-dir DIR` keeps every session on disk ([`store`]), so
 //! `session/load`, `session/resume` and `session/list` (advertised then) work across agent

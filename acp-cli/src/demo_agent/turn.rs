@@ -139,8 +139,16 @@ impl Turn<'_> {
             plan[next].status = Status::InProgress;
             self.send_plan(&plan).await?;
             self.step().await?;
-            self.run_command(&command).await?;
-            plan[next].status = Status::Completed;
+            let ran = self.run_command(&command).await?;
+            // A refused or failed command is not a step done.
+            plan[next] = if ran {
+                plan_entry(plan[next].content.clone(), Status::Completed)
+            } else {
+                plan_entry(
+                    format!("{} (not done)", plan[next].content),
+                    Status::Pending,
+                )
+            };
             next += 1;
         }
 
@@ -150,7 +158,12 @@ impl Turn<'_> {
             self.send_plan(&plan).await?;
             self.step().await?;
             let written = self.write_file(text).await?;
-            plan[next].status = Status::Completed;
+            if written {
+                plan[next].status = Status::Completed;
+            } else {
+                plan[next].content = format!("{} (not done)", plan[next].content);
+                plan[next].status = Status::Pending;
+            }
             self.send_plan(&plan).await?;
             let end = if written {
                 format!("\nI wrote {DEMO_FILE} in {}.", self.cwd.display())
@@ -264,12 +277,13 @@ impl Turn<'_> {
             // The client refused (outside its roots, not UTF-8...): report it and go on.
             Err(e) => s::ToolCallUpdateFields::new()
                 .status(s::ToolCallStatus::Failed)
-                .content(vec![format!("could not read: {e}").into()]),
+                .content(vec![format!("could not read: {}", client_words(&e)).into()]),
         };
         self.tool_update(&id, fields).await
     }
 
-    async fn run_command(&self, command: &[String]) -> Result<(), Stop> {
+    /// Runs `command` in a client terminal; returns whether it ran and exited with 0.
+    async fn run_command(&self, command: &[String]) -> Result<bool, Stop> {
         let id = self.tool_id("run");
         let title = format!("Run `{}`", command.join(" "));
         self.tool_call(
@@ -287,10 +301,12 @@ impl Turn<'_> {
             Ok(t) => t,
             Err(e) if e.is_closed() => return Err(e.into()),
             Err(e) => {
+                let why = client_words(&e);
                 let fields = s::ToolCallUpdateFields::new()
                     .status(s::ToolCallStatus::Failed)
-                    .content(vec![format!("could not start: {e}").into()]);
-                return self.tool_update(&id, fields).await;
+                    .content(vec![format!("could not start: {why}").into()]);
+                self.tool_update(&id, fields).await?;
+                return Ok(false);
             }
         };
         // Show the live terminal in the tool call, then wait for it (or for a cancel).
@@ -334,7 +350,8 @@ impl Turn<'_> {
                 .content(vec![text.into()])
                 .raw_output(serde_json::json!({ "exitCode": exit.exit_status.exit_code })),
         )
-        .await
+        .await?;
+        Ok(ok)
     }
 
     /// Asks permission, then writes [`DEMO_FILE`]. Returns whether it was written.
@@ -420,7 +437,7 @@ impl Turn<'_> {
             Err(e) if e.is_closed() => return Err(e.into()),
             Err(e) => s::ToolCallUpdateFields::new()
                 .status(s::ToolCallStatus::Failed)
-                .content(vec![format!("could not write: {e}").into()]),
+                .content(vec![format!("could not write: {}", client_words(&e)).into()]),
         };
         let ok = matches!(fields.status, Some(s::ToolCallStatus::Completed));
         self.tool_update(&id, fields).await?;
@@ -455,4 +472,11 @@ fn plan_entry(content: impl Into<String>, status: Status) -> PlanEntry {
         content: content.into(),
         status,
     }
+}
+
+/// What the client said when it refused a call, on one line (its message, not the JSON-RPC
+/// error object).
+fn client_words(e: &RpcError) -> String {
+    let message = e.to_error_object().message;
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }

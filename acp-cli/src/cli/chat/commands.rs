@@ -20,8 +20,9 @@ impl Chat {
         let agent_commands = self.ui.commands();
         match cmd {
             "help" => {
+                // acp's own words are shown as they are; only the agent's are escaped.
                 let mut lines = vec![
-                    "acp's commands: /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
+                    "acp's commands: /help, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
                         .to_string(),
                 ];
                 #[cfg(feature = "unstable")]
@@ -29,22 +30,33 @@ impl Chat {
                     "draft (unstable) ACP: /status (session/status), /title TEXT (session/set_title)"
                         .to_string(),
                 );
-                lines.extend([
+                lines.push(
                     "Tab completes a command; a line ending in \\ (or Alt-Enter) continues on the next; \
-                     Up/Down recall earlier prompts; Ctrl-C cancels a turn"
+                     Up/Down recall earlier prompts; Ctrl-C cancels a turn; Ctrl-D at a question refuses it"
                         .to_string(),
-                ]);
+                );
                 if agent_commands.is_empty() {
                     lines.push("the agent announced no commands".into());
                 } else {
                     lines.push("the agent's commands:".into());
                     for (name, description, hint) in &agent_commands {
-                        let hint = hint.as_ref().map(|h| format!(" <{h}>")).unwrap_or_default();
-                        lines.push(format!("  /{name}{hint}  {description}"));
+                        let hint = hint
+                            .as_ref()
+                            .map(|h| format!(" <{}>", escape_line(h)))
+                            .unwrap_or_default();
+                        let (name, description) = (escape_line(name), escape_line(description));
+                        // One of acp's names: the agent's is reached as `/agent-NAME`.
+                        if is_own_command(&name) {
+                            lines.push(format!(
+                                "  /agent-{name}{hint}  {description} (the agent's /{name})"
+                            ));
+                        } else {
+                            lines.push(format!("  /{name}{hint}  {description}"));
+                        }
                     }
                 }
                 for l in lines {
-                    self.ui.notice(&escape_line(&l));
+                    self.ui.notice(&l);
                 }
                 true
             }
@@ -56,14 +68,14 @@ impl Chat {
                         .map(|(id, name)| format!("{id} ({name})"))
                         .collect();
                     self.ui.notice(&escape_line(&match current {
-                        Some(c) => format!("mode: {c}; modes: {}", list.join(", ")),
-                        None => "the agent has no session modes".to_string(),
+                        Some(c) => format!("mode: {c}; the agent's modes: {}", list.join(", ")),
+                        None => "the agent has no modes".to_string(),
                     }));
                     return true;
                 }
                 if !modes.iter().any(|(id, _)| id == arg) {
                     self.ui.warn(&escape_line(&format!(
-                        "no mode `{arg}`; modes: {}",
+                        "no mode `{arg}`; the agent's modes: {}",
                         modes
                             .iter()
                             .map(|m| m.0.as_str())
@@ -95,12 +107,26 @@ impl Chat {
                         .iter()
                         .find(|o| o["id"] == "model" || o["category"] == "model");
                     match model {
-                        Some(o) => (
-                            o["id"].as_str().unwrap_or("model").to_string(),
-                            arg.to_string(),
-                        ),
+                        Some(o) => {
+                            let values: Vec<&str> = o["options"]
+                                .as_array()
+                                .map(|a| a.iter().filter_map(|c| c["value"].as_str()).collect())
+                                .unwrap_or_default();
+                            // Worded as /mode words it: the value, then the agent's choices.
+                            if !arg.is_empty() && !values.is_empty() && !values.contains(&arg) {
+                                self.ui.warn(&escape_line(&format!(
+                                    "no model `{arg}`; the agent's models: {}",
+                                    values.join(", ")
+                                )));
+                                return true;
+                            }
+                            (
+                                o["id"].as_str().unwrap_or("model").to_string(),
+                                arg.to_string(),
+                            )
+                        }
                         None => {
-                            self.ui.warn("the agent has no model option");
+                            self.ui.warn("the agent has no models");
                             return true;
                         }
                     }
@@ -216,4 +242,21 @@ impl Chat {
             }
         }
     }
+}
+
+/// Whether `name` is one of acp's own slash commands (the agent's command of that name is
+/// reached as `/agent-NAME`).
+pub(super) fn is_own_command(name: &str) -> bool {
+    super::input::OWN_COMMANDS.contains(&name)
+}
+
+/// `/agent-NAME` typed: the agent's command `NAME` it stands for, when the agent has one and
+/// acp has a command of that name too.
+pub(super) fn agent_alias(
+    cmd: &str,
+    agent_commands: &[(String, String, Option<String>)],
+) -> Option<String> {
+    let name = cmd.strip_prefix("agent-")?;
+    (is_own_command(name) && agent_commands.iter().any(|(n, _, _)| n == name))
+        .then(|| name.to_string())
 }

@@ -24,6 +24,8 @@ pub(super) struct Inbox {
     pub(super) gate: Arc<UpdateGate>,
     /// The last non-JSON line the agent printed (for error messages).
     last_garbage: Option<String>,
+    /// Whether the "is this an ACP agent?" hint was given.
+    hinted: bool,
 }
 
 impl Inbox {
@@ -41,6 +43,7 @@ impl Inbox {
             watch,
             gate,
             last_garbage: None,
+            hinted: false,
         }
     }
 
@@ -51,6 +54,14 @@ impl Inbox {
                 self.ui.warn(&format!(
                     "the agent wrote a line that is not JSON to stdout (ignored): {line}"
                 ));
+                // After its first such line, a hint instead of a silent wait for the timeout.
+                if !self.hinted {
+                    self.hinted = true;
+                    self.ui.warn(
+                        "is this an ACP agent? its output is not JSON-RPC; \
+                         some agents need a flag such as --acp",
+                    );
+                }
                 self.last_garbage = Some(line);
             }
             Warning::Oversize { limit, start } => {

@@ -31,7 +31,7 @@ use crate::cli::render::Ui;
 pub(super) const HISTORY_SIZE: usize = 1000;
 
 /// acp's own slash commands, completed with the agent's.
-const OWN_COMMANDS: &[&str] = &[
+pub(super) const OWN_COMMANDS: &[&str] = &[
     "help",
     "mode",
     "config",
@@ -52,8 +52,10 @@ pub(super) enum Input {
     Line(String),
     /// Ctrl-C at a prompt (a signal otherwise).
     Interrupt,
-    /// Ctrl-D on an empty line, or the end of piped input.
+    /// Ctrl-D on an empty line at a prompt, or the end of piped input.
     Eof,
+    /// Ctrl-D at a question: that question is refused, the input stays open.
+    Dismiss,
 }
 
 /// What is being asked: prompts enter the history, answers to questions do not.
@@ -154,6 +156,7 @@ fn history_path() -> Option<PathBuf> {
 }
 
 fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
+    let helper_ui = ui.clone();
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)?
         .history_ignore_dups(true)?
@@ -165,7 +168,7 @@ fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
         .behavior(Behavior::PreferTerm)
         .build();
     let mut editor: Editor<ChatHelper, FileHistory> = Editor::with_config(config)?;
-    editor.set_helper(Some(ChatHelper { ui }));
+    editor.set_helper(Some(ChatHelper { ui: helper_ui }));
     for key in [
         KeyEvent(KeyCode::Enter, Modifiers::ALT),
         KeyEvent::ctrl('J'),
@@ -177,11 +180,26 @@ fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
         // A missing or unreadable history is not an error: it starts empty.
         let _ = editor.load_history(path);
     }
+    // Notices that come while a line is edited are printed above it, not onto it.
+    let editing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        use rustyline::ExternalPrinter;
+        let mut printer = editor.create_external_printer()?;
+        ui.use_printer(
+            Box::new(move |text| {
+                let _ = printer.print(text);
+            }),
+            editing.clone(),
+        );
+    }
     let (requests, requests_rx) = std::sync::mpsc::channel::<(String, Ask)>();
     let (answers_tx, answers) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         while let Ok((prompt, ask)) = requests_rx.recv() {
-            let input = match editor.readline(&prompt) {
+            editing.store(true, std::sync::atomic::Ordering::SeqCst);
+            let read = editor.readline(&prompt);
+            editing.store(false, std::sync::atomic::Ordering::SeqCst);
+            let input = match read {
                 Ok(line) => {
                     let line = join_continued(&line);
                     if ask == Ask::Prompt && !line.trim().is_empty() {
@@ -190,6 +208,8 @@ fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
                     Input::Line(line)
                 }
                 Err(ReadlineError::Interrupted) => Input::Interrupt,
+                // At a question, Ctrl-D refuses that question only; the chat goes on.
+                Err(ReadlineError::Eof) if ask == Ask::Answer => Input::Dismiss,
                 Err(ReadlineError::Eof) => Input::Eof,
                 Err(_) => Input::Eof,
             };
@@ -255,6 +275,12 @@ impl ChatHelper {
             .map(|c| (c.to_string(), String::new()))
             .collect();
         for (name, description, _) in self.ui.commands() {
+            // The agent's command named like one of acp's is `/agent-NAME`.
+            let name = if OWN_COMMANDS.contains(&name.as_str()) {
+                format!("agent-{name}")
+            } else {
+                name
+            };
             names.push((name, description));
         }
         let mut pairs: Vec<Pair> = names

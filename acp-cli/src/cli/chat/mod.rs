@@ -181,7 +181,27 @@ impl Chat {
         };
         // What the user asked for, as acp-client's session engine takes it: refused before any
         // agent starts when it cannot be carried out (an id not saved for this directory).
-        let (intent, recap) = match (&args.resume, &args.load) {
+        // `--continue`: the newest record of this directory, resumed as `--resume` does.
+        let mut resume = args.resume.clone();
+        if args.continue_last {
+            let newest = crate::cli::records::list(&cwd, |m| ui.warn(m))
+                .into_iter()
+                .next();
+            match newest {
+                Some(r) => resume = Some(r.session_id),
+                None => {
+                    return Err(Outcome::fail(
+                        exit::USAGE,
+                        format!(
+                            "--continue: no session is saved for {} (`acp chat` saves one after \
+                             its first turn; `acp sessions` lists them)",
+                            cwd.display()
+                        ),
+                    ))
+                }
+            }
+        }
+        let (intent, recap) = match (&resume, &args.load) {
             (Some(id), _) => Record::resume_intent(&ui, &cwd, id, args.resume_unknown),
             (None, Some(id)) => (
                 Intent::Load {
@@ -192,7 +212,7 @@ impl Chat {
             (None, None) => (Intent::New, None),
         };
         ui.start_session(intent, &cwd).map_err(|e| {
-            let hint = if args.resume.is_some() {
+            let hint = if resume.is_some() {
                 " (`acp sessions` lists them; --resume-unknown tries it with the agent anyway)"
             } else {
                 ""
@@ -348,7 +368,7 @@ impl Chat {
             let line = tokio::select! {
                 input = self.stdin.next(Ask::Prompt) => match input {
                     Input::Line(line) => Some(line),
-                    Input::Eof => None,
+                    Input::Eof | Input::Dismiss => None,
                     // Ctrl-C at the prompt: as the signal does.
                     Input::Interrupt => {
                         if interrupted_once {
@@ -401,15 +421,19 @@ impl Chat {
             if text == "/quit" || text == "/exit" {
                 break;
             }
+            let mut text = text.to_string();
             if let Some(rest) = text.strip_prefix('/') {
                 let (cmd, arg) = rest
                     .split_once(char::is_whitespace)
                     .map_or((rest, ""), |(c, a)| (c, a.trim()));
-                if self.slash(cmd, arg).await {
+                // `/agent-NAME`: the agent's own `/NAME` when acp has a command of that name.
+                if let Some(own) = commands::agent_alias(cmd, &self.ui.commands()) {
+                    text = format!("/{own}{}", rest[cmd.len()..].trim_end());
+                } else if self.slash(cmd, arg).await {
                     continue;
                 }
             }
-            let result = self.turn(text.to_string()).await;
+            let result = self.turn(text).await;
             self.record.save(&self.ui, &self.session);
             match result {
                 Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
@@ -430,6 +454,9 @@ impl Chat {
                     last = Outcome::code(o.code);
                 }
             }
+        }
+        if let Some(how) = self.record.resume_hint(&self.session) {
+            self.ui.notice(&how);
         }
         if interactive {
             Outcome::code(exit::OK)

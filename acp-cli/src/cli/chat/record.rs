@@ -21,6 +21,8 @@ pub(super) struct Record {
     agent_label: String,
     /// Saving the session record failed once (said once).
     warned: bool,
+    /// A record of this session was saved (so `--resume` can take it back).
+    saved: bool,
 }
 
 impl Record {
@@ -28,6 +30,7 @@ impl Record {
         Record {
             agent_label,
             warned: false,
+            saved: false,
         }
     }
 
@@ -82,17 +85,54 @@ impl Record {
             return;
         }
         let (title, thread) = ui.thread_record();
-        if let Err(e) = records::save(
+        let turns = ui.prompts();
+        let saved = records::save(
             &session.cwd,
             &self.agent_label,
             &session.id.0,
             title,
+            turns,
             thread,
-        ) {
+        );
+        self.saved |= saved.is_ok();
+        if let Err(e) = saved {
             if !self.warned {
                 self.warned = true;
                 ui.warn(&format!("cannot save the session record: {e}"));
             }
         }
+    }
+
+    /// The command that continues this session, said when the chat ends (once a record of it
+    /// was saved): `acp chat --resume ID`, with `--cwd` when it is not the current directory.
+    pub(super) fn resume_hint(&self, session: &Session) -> Option<String> {
+        if !self.saved {
+            return None;
+        }
+        let here = std::env::current_dir()
+            .ok()
+            .and_then(|d| d.canonicalize().ok());
+        let cwd = if here.as_deref() == Some(session.cwd.as_path()) {
+            String::new()
+        } else {
+            format!("--cwd {} ", shell_word(&session.cwd.to_string_lossy()))
+        };
+        Some(format!(
+            "continue this session with: acp chat {cwd}--resume {} (or acp chat {cwd}-c), with the same agent",
+            shell_word(&session.id.0)
+        ))
+    }
+}
+
+/// `word` as a shell reads it: as is when it is plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }

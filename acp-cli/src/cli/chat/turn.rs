@@ -89,9 +89,10 @@ impl Chat {
                 }
                 input = self.stdin.next(Ask::Answer), if turn.open.is_some() => {
                     last_activity = Instant::now();
+                    let dismissed = input == Input::Dismiss;
                     let line = match input {
                         Input::Line(l) => Some(l),
-                        Input::Eof => None,
+                        Input::Eof | Input::Dismiss => None,
                         // Ctrl-C at the question: as the signal does.
                         Input::Interrupt => {
                             self.interrupt(&conn, &mut turn).await?;
@@ -102,6 +103,10 @@ impl Chat {
                     let question = ask.question.as_ref().expect("shown questions have one");
                     let options = policy_options(&ask.request.options);
                     let decision = match &line {
+                        // Ctrl-D at the question on a terminal: this question is refused
+                        // (reject once), the turn goes on.
+                        // (The line editor ended the line.)
+                        None if dismissed => permission::dismissed(&options),
                         None => {
                             self.ui.end_input_line();
                             permission::unanswerable()
@@ -121,6 +126,7 @@ impl Chat {
                     };
                     let ask = turn.open.take().expect("guarded");
                     let how = match &line {
+                        None if dismissed => "Ctrl-D".to_string(),
                         None => "end of input".to_string(),
                         Some(l) => format!("option {}", l.trim()),
                     };

@@ -163,6 +163,16 @@ impl Ui {
         self.lock().screen.use_line_editor();
     }
 
+    /// The line editor's external printer: while `editing` is set (a line is being read), what
+    /// is written goes through it, above the input line.
+    pub fn use_printer(
+        &self,
+        printer: screen::Printer,
+        editing: Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        self.lock().screen.set_printer(printer, editing);
+    }
+
     /// The prompt the line editor should show for the next input, if one was asked for.
     pub fn take_prompt(&self) -> Option<String> {
         self.lock().screen.take_prompt()

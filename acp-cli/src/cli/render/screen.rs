@@ -10,6 +10,8 @@
 //! is then a few large writes instead of one write per update.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_client::display::escape_text;
@@ -69,7 +71,13 @@ pub(super) struct Screen {
     /// instead of being written to stderr.
     line_editor: bool,
     prompt: Option<String>,
+    /// The line editor's external printer, and whether it is reading a line now: what is
+    /// written meanwhile goes through it, above the input line, never onto it.
+    printer: Option<(Printer, Arc<AtomicBool>)>,
 }
+
+/// Prints whole lines above the line being edited (rustyline's external printer).
+pub(crate) type Printer = Box<dyn FnMut(String) + Send>;
 
 impl Screen {
     /// The real stdout and stderr. `json`: stdout carries JSON lines (never styled).
@@ -88,6 +96,20 @@ impl Screen {
             last_output: Instant::now(),
             line_editor: false,
             prompt: None,
+            printer: None,
+        }
+    }
+
+    /// The line editor's printer, used while `editing` is set (see [`Screen::printer`]).
+    pub(super) fn set_printer(&mut self, printer: Printer, editing: Arc<AtomicBool>) {
+        self.printer = Some((printer, editing));
+    }
+
+    /// The line editor's printer, when a line is being edited now.
+    fn editing_printer(&mut self) -> Option<&mut Printer> {
+        match &mut self.printer {
+            Some((printer, editing)) if editing.load(Ordering::SeqCst) => Some(printer),
+            _ => None,
         }
     }
 
@@ -167,6 +189,16 @@ impl Screen {
         if self.out.is_empty() {
             return;
         }
+        if self.shared_screen && self.editing_printer().is_some() {
+            let text = String::from_utf8_lossy(&self.out).into_owned();
+            if let Some(printer) = self.editing_printer() {
+                // Above the input line (the editor ends the text's line and redraws it).
+                printer(text);
+                self.out.clear();
+                self.last_output = Instant::now();
+                return;
+            }
+        }
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(&self.out);
         let _ = out.flush();
@@ -178,6 +210,12 @@ impl Screen {
         self.clear_spinner();
         // In order with the conversation (one screen when both are the terminal).
         self.flush();
+        if let Some(printer) = self.editing_printer() {
+            // A notice while the user types: above the input line, never onto it.
+            printer(text.to_string());
+            self.last_output = Instant::now();
+            return;
+        }
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(text.as_bytes());
         let _ = err.flush();
