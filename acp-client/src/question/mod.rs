@@ -6,7 +6,7 @@
 //! - [`permission`]: the agent's `session/request_permission` (its params as sent), completed
 //!   by what the conversation already knows of the tool call (a request's `toolCall` is an
 //!   update: it often carries only a title, the diff came with the earlier `tool_call`);
-//! - [`write`]: a write that changes what runs (acp-client's [`writes`](crate::writes) rule),
+//! - [`write()`]: a write that changes what runs (acp-client's [`writes`](crate::writes) rule),
 //!   which the client asks about itself: the real path, why, the diff;
 //! - [`command`]: a `terminal/create` ([`terminal::question`](crate::terminal::question)).
 //!
@@ -58,7 +58,7 @@ pub const MAX_LOCATIONS: usize = 16;
 /// Text blocks of the tool call's content shown (one line each).
 pub const MAX_TEXTS: usize = 4;
 
-/// The option id of "Write it" in [`write`]'s question (the other is [`REFUSE`]).
+/// The option id of "Write it" in [`write()`]'s question (the other is [`REFUSE`]).
 pub const WRITE: &str = "write";
 /// The option id of "Run it" in [`command`]'s question.
 pub const RUN: &str = "run";
