@@ -392,6 +392,27 @@ impl Thread {
         applied
     }
 
+    /// Folds an update read with [`ReadUpdate::read`] as [`Thread::apply_read`] does, for a
+    /// view that draws from [`Thread::take_delta`]: no [`Applied`] is built (a chunk's block
+    /// is moved into its entry, not copied for the caller).
+    pub fn fold_read(&mut self, read: ReadUpdate) {
+        if self.session_id.is_none() {
+            self.session_id = read.session_id;
+        }
+        let (kind, c) = match read.update {
+            Update::UserMessageChunk(c) => (ChunkKind::User, c),
+            Update::AgentMessageChunk(c) => (ChunkKind::Agent, c),
+            Update::AgentThoughtChunk(c) => (ChunkKind::Thought, c),
+            other => {
+                self.apply_other(other);
+                self.enforce_limit();
+                return;
+            }
+        };
+        self.chunk(kind, *c);
+        self.enforce_limit();
+    }
+
     /// How the replay of a `session/load` sent now is taken, decided once, when it is sent:
     /// shown ([`ReplayView::Show`]) while the thread holds no conversation (a session opened
     /// from the history, `acp chat --load`: the replay is the conversation); folded without
@@ -443,10 +464,28 @@ impl Thread {
     }
 
     fn apply(&mut self, update: Update) -> Applied {
+        let (kind, c) = match update {
+            Update::UserMessageChunk(c) => (ChunkKind::User, c),
+            Update::AgentMessageChunk(c) => (ChunkKind::Agent, c),
+            Update::AgentThoughtChunk(c) => (ChunkKind::Thought, c),
+            other => return self.apply_other(other),
+        };
+        // The block as received, for the caller (the entry takes the original).
+        let block = Box::new(c.content.clone());
+        let (entry, started) = self.chunk(kind, *c);
+        Applied::Chunk {
+            entry,
+            started,
+            block,
+        }
+    }
+
+    /// An update that is not a message, thought or prompt chunk.
+    fn apply_other(&mut self, update: Update) -> Applied {
         match update {
-            Update::UserMessageChunk(c) => self.chunk(ChunkKind::User, *c),
-            Update::AgentMessageChunk(c) => self.chunk(ChunkKind::Agent, *c),
-            Update::AgentThoughtChunk(c) => self.chunk(ChunkKind::Thought, *c),
+            chunk @ (Update::UserMessageChunk(_)
+            | Update::AgentMessageChunk(_)
+            | Update::AgentThoughtChunk(_)) => self.apply(chunk),
             Update::ToolCall(t) => self.apply_tool(*t),
             Update::Plan(WirePlan { entries }) => {
                 self.plan = entries.items;
@@ -497,7 +536,8 @@ impl Thread {
         }
     }
 
-    fn chunk(&mut self, kind: ChunkKind, c: Chunk) -> Applied {
+    /// Folds a chunk: appended to the last entry or a new one; its number, and whether it is new.
+    fn chunk(&mut self, kind: ChunkKind, c: Chunk) -> (u64, bool) {
         let block = c.content;
         // Appended to the last entry when it is the same kind of message (and the same
         // message, when the agent numbers them); anything in between starts a new one.
@@ -512,7 +552,6 @@ impl Thread {
                 }
                 _ => false,
             });
-        let shown = Box::new(block.clone());
         self.bytes += block.bytes();
         if let (true, Some(n)) = (continues, last) {
             if let Some(
@@ -530,11 +569,7 @@ impl Thread {
                 }
             }
             self.changed.insert(n);
-            return Applied::Chunk {
-                entry: n,
-                started: false,
-                block: shown,
-            };
+            return (n, false);
         }
         self.bytes -= block.bytes();
         let (message_id, content) = (c.message_id, vec![block]);
@@ -552,12 +587,7 @@ impl Thread {
                 content,
             },
         };
-        let n = self.push(entry);
-        Applied::Chunk {
-            entry: n,
-            started: true,
-            block: shown,
-        }
+        (self.push(entry), true)
     }
 
     fn apply_tool(&mut self, t: WireTool) -> Applied {
