@@ -4,7 +4,7 @@
 #     pkg/node/            wasm-bindgen --target nodejs (CommonJS; what node loads)
 #     pkg/web/             wasm-bindgen --target web    (ES module; call the default export init() first)
 #   client (cargo feature `client`: the engine plus everything from acp-client: the decisions,
-#   Thread, CrashBudget, chooseAuth...; its own size budget, see docs/wasm.md):
+#   Session, Thread, chooseAuth...; its own size budget, see docs/wasm.md):
 #     pkg/nodejs-client/   --target nodejs (what the VS Code extension loads)
 #     pkg/web-client/      --target web    (what the browser example loads)
 #   pkg/package.json  (from acp-wasm/js/package.json; "." -> node/ or web/, "./client" ->
@@ -61,7 +61,7 @@ WASM_OPT_FEATURES=(--enable-mutable-globals --enable-sign-ext --enable-reference
 has_client_exports() {
   node -e '
     const names = WebAssembly.Module.exports(new WebAssembly.Module(require("fs").readFileSync(process.argv[1]))).map((e) => e.name);
-    const client = ["chooseAuth", "failureError", "decidePermission", "thread_new", "crashbudget_new"];
+    const client = ["chooseAuth", "failureError", "decidePermission", "thread_new", "session_new"];
     // wasm-bindgen names raw exports with a hash suffix (chooseAuth_9213b50a29a58067).
     const found = client.filter((n) => names.some((e) => e === n || e.startsWith(n + "_")));
     if (found.length && found.length !== client.length) { console.error("partial: " + found.join(",")); process.exit(2); }
