@@ -110,10 +110,14 @@ export interface ThreadTurnUsage {
 }
 
 /** Changes since the last `takeDelta()` (JSON text): each changed entry once, as
- *  `[number, entry]`; entries before `firstEntry` are gone (dropped for the byte limit);
- *  `meta` when any of the thread's other fields changed. */
+ *  `[number, entry]`; `appended`, text added to the end of block `block` (the last, a text
+ *  block) of an entry the view has and that did not change otherwise, as `[number, block,
+ *  text]` (a streamed message comes this way: its new text only); entries before
+ *  `firstEntry` are gone (dropped for the byte limit); `meta` when any of the thread's other
+ *  fields changed. */
 export interface ThreadDelta {
   entries: Array<[number, ThreadEntry]>;
+  appended?: Array<[number, number, string]>;
   firstEntry: number;
   meta?: ThreadMeta;
 }

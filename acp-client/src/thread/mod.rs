@@ -18,6 +18,7 @@
 //! thread keeps at most [`Limits::max_bytes`] of content: past it the oldest entries are
 //! dropped (counted in `droppedEntries`), and one entry larger than the limit keeps its end.
 
+mod delta; // what changed since the last delta, for views that redraw
 mod limit; // the byte limit: dropping and trimming old entries
 mod model; // the saved model: entries, blocks, tool calls, plan, commands, usage
 mod read; // one update read in one pass when its tag comes first
@@ -30,6 +31,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+pub use delta::{Delta, Meta};
 use model::is_zero;
 pub use model::*;
 pub use wire::ReadUpdate;
@@ -138,6 +140,9 @@ pub struct Thread {
     tools: HashMap<String, u64>,
     #[serde(skip)]
     changed: BTreeSet<u64>,
+    /// Text appended to one entry the view has, since the last delta (`delta.rs`).
+    #[serde(skip)]
+    grown: Option<delta::Grown>,
     #[serde(skip)]
     meta_changed: bool,
 }
@@ -201,57 +206,6 @@ pub enum ReplayView {
     Fold,
 }
 
-/// Changes since the last [`Thread::take_delta`]: each changed entry once, with its number,
-/// and the thread's other fields when any of them changed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Delta<'a> {
-    /// Each entry changed since the last delta, once, with its number, in number order.
-    pub entries: Vec<(u64, &'a Entry)>,
-    /// Entries before this number are gone (dropped for the memory limit).
-    pub first_entry: u64,
-    /// The fields other than the entries, when any of them changed (or entries were dropped);
-    /// `None` otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta<'a>>,
-}
-
-/// The thread without its entries.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Meta<'a> {
-    /// [`Thread::title`].
-    pub title: &'a Option<String>,
-    /// [`Thread::plan`].
-    pub plan: &'a [PlanEntry],
-    /// [`Thread::plan_more`].
-    pub plan_more: u64,
-    /// [`Thread::current_mode`].
-    pub current_mode: &'a Option<String>,
-    /// [`Thread::modes`].
-    pub modes: &'a [Mode],
-    /// [`Thread::config_options`].
-    pub config_options: &'a Option<RawJson>,
-    /// [`Thread::commands`].
-    pub commands: &'a [Command],
-    /// [`Thread::commands_more`].
-    pub commands_more: u64,
-    /// [`Thread::usage`].
-    pub usage: &'a Option<Usage>,
-    /// [`Thread::turn`].
-    pub turn: Turn,
-    /// [`Thread::last_stop`].
-    pub last_stop: &'a Option<String>,
-    /// [`Thread::turn_usage`].
-    #[cfg(feature = "unstable")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub turn_usage: &'a Option<TurnUsage>,
-    /// [`Thread::session_status`].
-    #[cfg(feature = "unstable")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_status: &'a Option<String>,
-}
-
 /// A `session/update` that cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BadUpdate(pub String);
@@ -296,6 +250,7 @@ impl Thread {
             bytes: 0,
             tools: HashMap::new(),
             changed: BTreeSet::new(),
+            grown: None,
             meta_changed: false,
         }
     }
@@ -560,15 +515,25 @@ impl Thread {
                 | Entry::Thought { content, .. },
             ) = self.entry_mut(n)
             {
-                match (content.last_mut(), block.is_text()) {
+                let grew = match (content.last_mut(), block.is_text()) {
                     (Some(prev), true) if prev.is_text() => {
                         let text = prev.text.get_or_insert_with(String::new);
+                        let from = text.len();
                         text.push_str(block.text.as_deref().unwrap_or(""));
+                        Some((content.len() - 1, from))
                     }
-                    _ => content.push(block),
+                    _ => {
+                        content.push(block);
+                        None
+                    }
+                };
+                match grew {
+                    Some((b, from)) => self.grew(n, b, from),
+                    None => {
+                        self.changed.insert(n);
+                    }
                 }
             }
-            self.changed.insert(n);
             return (n, false);
         }
         self.bytes -= block.bytes();
@@ -752,50 +717,6 @@ impl Thread {
         self.current_mode = current_mode;
         self.config_options = config_options;
         self.meta_changed = true;
-    }
-
-    /// Changes since the last call, coalesced; clears them.
-    pub fn take_delta(&mut self) -> Delta<'_> {
-        let changed = std::mem::take(&mut self.changed);
-        let meta = std::mem::take(&mut self.meta_changed);
-        let first = self.dropped_entries;
-        Delta {
-            entries: changed
-                .into_iter()
-                .filter_map(|n| {
-                    let i = usize::try_from(n.checked_sub(first)?).ok()?;
-                    self.entries.get(i).map(|e| (n, e))
-                })
-                .collect(),
-            first_entry: first,
-            meta: meta.then(|| self.meta()),
-        }
-    }
-
-    /// Whether [`Thread::take_delta`] has anything.
-    pub fn has_changes(&self) -> bool {
-        !self.changed.is_empty() || self.meta_changed
-    }
-
-    /// The thread's fields other than the entries.
-    pub fn meta(&self) -> Meta<'_> {
-        Meta {
-            title: &self.title,
-            plan: &self.plan,
-            plan_more: self.plan_more,
-            current_mode: &self.current_mode,
-            modes: &self.modes,
-            config_options: &self.config_options,
-            commands: &self.commands,
-            commands_more: self.commands_more,
-            usage: &self.usage,
-            turn: self.turn,
-            last_stop: &self.last_stop,
-            #[cfg(feature = "unstable")]
-            turn_usage: &self.turn_usage,
-            #[cfg(feature = "unstable")]
-            session_status: &self.session_status,
-        }
     }
 }
 

@@ -86,9 +86,11 @@ test("thread.json: every row through Conversation, and its deltas rebuild the sa
     cases: Array<{ name: string; steps: Array<Record<string, unknown>>; expect: { applied: unknown[]; thread: SavedThread } }>;
   };
   assert.ok(table.cases.length >= 8);
-  for (const c of table.cases) {
+  // Deltas at the end only, and after every step (a message that grew comes as its new text).
+  for (const [c, everyStep] of table.cases.flatMap((c) => [[c, false] as const, [c, true] as const])) {
     const s = setup();
     c.steps.forEach((step, i) => {
+      if (everyStep && i > 0) s.conv.flush();
       const expectError = (c.expect.applied[i] as { error?: boolean } | null)?.error === true;
       if ("update" in step) {
         if (expectError)
@@ -132,6 +134,16 @@ test("a flood of chunks is one delivery of one entry, when the timer fires", { s
   assert.equal(text.slice(0, 12), "012345678901");
   s.sched.fire();
   assert.equal(s.deltas.length, 2, "no change, no delivery");
+  // More of the same message: its new text only, and the view's message is whole.
+  for (let i = 0; i < 10_000; i++) s.conv.applyUpdate(chunk(`${i % 10}`));
+  s.sched.fire();
+  assert.equal(s.deltas.length, 3);
+  assert.deepEqual(s.deltas[2]!.entries, []);
+  assert.deepEqual(
+    s.deltas[2]!.appended?.map(([n, b, t]) => [n, b, t.length]),
+    [[1, 0, 10_000]],
+  );
+  assert.equal(textOf(s.view.entries.get(1))!.length, 20_000);
   s.conv.dispose();
 });
 
