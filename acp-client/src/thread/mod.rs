@@ -7,7 +7,8 @@
 //! [`Thread::end_turn`], [`Thread::fail_turn`]) and render from it: a streaming renderer
 //! reads the [`Applied`] an update returns (what was appended to which entry); a view that
 //! redraws pulls coalesced changes with [`Thread::take_delta`] (each changed entry once, however
-//! many chunks changed it). `tests/client/thread.json` is the case table.
+//! many chunks changed it; a message that only grew, as its new text). `tests/client/thread.json`
+//! is the case table.
 //!
 //! A `session/load`'s replay is shown when the thread holds no conversation yet, and folded
 //! without being shown when it does ([`Thread::replay_view`], [`Thread::apply_replayed_json`]):
