@@ -22,6 +22,7 @@ import { sessionTerminalName } from "../bridges/sessionTerminals";
 import type { TerminalManager } from "../bridges/terminal";
 import type { AgentConnection } from "../protocol/agent";
 import type { EngineModule, WasmSession } from "../protocol/engine";
+import { RpcError } from "../protocol/client";
 import type { Logger } from "../protocol/log";
 import type { ClientPolicy } from "../protocol/policy";
 import type { SessionDecisions } from "../sessions/decisions";
@@ -62,6 +63,15 @@ const NEW: SessionIntent = { open: "new" };
 function continueIntent(sessionId: string, savedJson: string | undefined, o: { tryUnknown?: boolean; orNew?: boolean }): string {
   const rest = JSON.stringify({ open: "continue", sessionId, tryUnknown: !!o.tryUnknown, orNew: !!o.orNew });
   return savedJson === undefined ? rest : `${rest.slice(0, -1)},"saved":${savedJson}}`;
+}
+
+/** `conn`'s process or connection has ended (its exit told to the lifecycle, which saw it
+ *  first), or a second has passed. */
+function agentEnd(conn: AgentConnection): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([conn.exited.then(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)))]).finally(
+    () => clearTimeout(timer),
+  );
 }
 
 export class SessionController implements SessionSide {
@@ -313,8 +323,9 @@ export class SessionController implements SessionSide {
     this.turnCancelled = false;
     let blocks: ContentBlock[] = [{ type: "text", text }];
     let conv: Conversation | undefined;
+    let conn: AgentConnection | undefined;
     try {
-      let conn: AgentConnection, session: SessionInfo;
+      let session: SessionInfo;
       try {
         ({ conn, session } = await this.ensureSession());
         const parts = await promptParts(text, attachments, conn.init.agentCapabilities?.promptCapabilities, this.p.policy, (p) =>
@@ -329,10 +340,16 @@ export class SessionController implements SessionSide {
       }
       conv = this.conversation();
       conv.beginTurn(blocks);
-      const res = await conn.prompt(session.sessionId, blocks);
+      const res = await conn!.prompt(session.sessionId, blocks);
       conv.endTurn(res.stopReason);
     } catch (e) {
       const message = this.p.decisions.errorWords(e);
+      if (conv?.turnRunning && conn && e instanceof RpcError && e.kind === "closed") {
+        // The connection closed under the turn: the agent's end follows the end of its output,
+        // and the session engine fails the turn with why (its exit, its stderr), which says
+        // more than "closed". Awaited briefly: an agent stopped by the user fails it below.
+        await agentEnd(conn);
+      }
       if (!conv) {
         // No session: the prompt and why it was not sent stay in the conversation.
         conv = this.conversation();
