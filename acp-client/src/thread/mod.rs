@@ -20,6 +20,7 @@
 //! dropped (counted in `droppedEntries`), and one entry larger than the limit keeps its end.
 
 mod delta; // what changed since the last delta, for views that redraw
+mod fast; // a text chunk as the SDKs write it, matched byte for byte
 mod limit; // the byte limit: dropping and trimming old entries
 mod model; // the saved model: entries, blocks, tool calls, plan, commands, usage
 mod read; // one update read in one pass when its tag comes first
