@@ -415,6 +415,35 @@ pub(crate) enum Classified<'a> {
     Invalid { id: Id, reason: String },
 }
 
+impl<'a> Classified<'a> {
+    /// A notification as the official SDKs write one (TypeScript's `JSON.stringify` and serde
+    /// both write these members in this order, without spaces):
+    /// `{"jsonrpc":"2.0","method":"M","params":P}`, `M` without escapes and `P` an object or an
+    /// array, matched byte for byte and classified as [`Envelope::classify`] classifies it (the
+    /// params are still read as JSON); `None` for anything else, which the envelope reader takes.
+    /// Most of what an agent sends is this (`session/update`), and matching it costs about half
+    /// of reading the envelope.
+    pub(crate) fn plain_notification(text: &'a str) -> Option<Classified<'a>> {
+        let rest = text.strip_prefix(r#"{"jsonrpc":"2.0","method":""#)?;
+        let end = rest.find('"')?;
+        let method = &rest[..end];
+        if method.bytes().any(|b| b == b'\\' || b < 0x20) {
+            return None;
+        }
+        let params = rest[end..]
+            .strip_prefix(r#"","params":"#)?
+            .strip_suffix('}')?;
+        if !matches!(params.as_bytes().first(), Some(b'{' | b'[')) {
+            return None;
+        }
+        let params: &RawValue = serde_json::from_str(params).ok()?;
+        Some(Classified::Notification {
+            method: method.to_string(),
+            params: Some(params),
+        })
+    }
+}
+
 fn first_byte(raw: &RawValue) -> u8 {
     raw.get().as_bytes().first().copied().unwrap_or(b' ')
 }
@@ -684,7 +713,42 @@ pub(crate) fn write_result_response<R: Serialize + ?Sized>(
 
 #[cfg(test)]
 mod tests {
-    use super::count_open_brackets_swar;
+    use super::{count_open_brackets_swar, Classified, Envelope};
+
+    #[test]
+    fn a_plain_notification_is_classified_as_the_envelope_reader_classifies_it() {
+        let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"a":[1,"}"]}}}"#;
+        let mut variants = vec![
+            line.to_string(),
+            r#"{"jsonrpc":"2.0","method":"m","params":[]}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"m","params":{} }"#.into(),
+            r#"{"jsonrpc":"2.0","method":"m","params":null}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"m","params":{}}}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"m\"","params":{}}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"m","params":{},"id":1}"#.into(),
+        ];
+        for (at, _) in line.char_indices() {
+            variants.push(line[..at].to_string());
+            let next = line[at..].chars().next().map_or(0, char::len_utf8);
+            for b in ["\"", "\\", "}", "{", "]", ",", " ", "a", "\u{1}", "é"] {
+                variants.push(format!("{}{b}{}", &line[..at], &line[at + next..]));
+            }
+        }
+        let mut matched = 0;
+        for text in &variants {
+            let general = Envelope::parse(text).map(Envelope::classify);
+            if let Some(plain) = Classified::plain_notification(text) {
+                matched += 1;
+                assert_eq!(
+                    format!("{plain:?}"),
+                    format!("{:?}", general.expect("the envelope reader reads it too")),
+                    "{text}"
+                );
+            }
+        }
+        // The line itself, its params changed inside strings, `[]` and the space before `}`.
+        assert!(matched >= 10, "{matched}");
+    }
 
     #[test]
     fn the_word_count_of_brackets_is_the_plain_count() {
@@ -693,7 +757,16 @@ mod tests {
         let mut lines: Vec<Vec<u8>> = Vec::new();
         for len in 0..40 {
             for at in 0..len {
-                for b in [b'[', b'{', b'[' ^ 1, b'{' ^ 0x80, 0x5b ^ 0x40, 0x7b ^ 0x04, 0, 0xff] {
+                for b in [
+                    b'[',
+                    b'{',
+                    b'[' ^ 1,
+                    b'{' ^ 0x80,
+                    0x5b ^ 0x40,
+                    0x7b ^ 0x04,
+                    0,
+                    0xff,
+                ] {
                     let mut line = vec![b'a'; len];
                     line[at] = b;
                     lines.push(line);
