@@ -3,10 +3,10 @@
 // side in the same run, each measurement in its own process, contestants alternating:
 //
 //   extension  the VS Code extension's client (extension-client.ts: AgentConnection, AcpClient
-//              on acp-wasm's client build, acp-client's Thread in wasm folding every update,
+//              on acp-wasm's client build, the session opened by acp-client's session engine,
+//              every update folded into it inside wasm by the connection (pollEventsFor),
 //              coalesced deltas pulled every 50 ms (the extension's default) into the
-//              webview's model; the final text is
-//              the view's)
+//              webview's model; the final text is the view's)
 //   ts-sdk     the official TypeScript SDK's client (@agentclientprotocol/sdk: client() over
 //              ndJsonStream on the child's stdio, zod-checked messages) folding the same
 //              updates in JS (`text += chunk`)
@@ -15,8 +15,9 @@
 // Ratios are of medians measured side by side; nothing here is a pass/fail assertion.
 //
 //   node thread-flood.mjs [--n 100000] [--rounds 5]
-//   node thread-flood.mjs breakdown [--n 100000]   per-update cost of the extension's pieces, in
-//                                                  this process (engine, JSON, Thread.applyUpdate)
+//   node thread-flood.mjs breakdown [--n 100000] [--runs 5] [--deltas 8]
+//                  per-update cost of the extension's pieces, in this process (feed,
+//                  pollEventsFor, takeDelta, the view), medians of --runs passes
 // Needs: npm ci here (the SDK), vscode-extension's npm ci (esbuild), acp-wasm/pkg/nodejs-client
 // (scripts/build-wasm.sh).
 
@@ -134,7 +135,7 @@ async function drive() {
   console.log("");
   console.log("| client | time to the final text | updates/s | CPU time (client process) | TS SDK ÷ this (time) |");
   console.log("|---|---:|---:|---:|---:|");
-  console.log(`| extension (AcpClient + acp-client Thread in wasm, coalesced deltas) | ${fmt(ext)} | ${rate(ext)} | ${fmt(extCpu)} | ${(sdk / ext).toFixed(2)}× |`);
+  console.log(`| extension (the session engine in wasm, updates folded inside wasm, coalesced deltas) | ${fmt(ext)} | ${rate(ext)} | ${fmt(extCpu)} | ${(sdk / ext).toFixed(2)}× |`);
   console.log(`| official TS SDK 2.4 client, folding in JS | ${fmt(sdk)} | ${rate(sdk)} | ${fmt(sdkCpu)} | 1.00× |`);
   console.log("");
   console.log(`ratio (TS SDK time ÷ extension time): ${(sdk / ext).toFixed(2)}×; CPU: ${(sdkCpu / extCpu).toFixed(2)}×`);
