@@ -76,11 +76,18 @@ fn a_refused_command_is_one_readable_line_and_its_plan_step_is_not_done() {
 #[test]
 fn slash_help_shows_a_plain_backslash_and_the_agents_own_help() {
     let dir = TempDir::new("help");
-    let r = run(
-        &["chat"],
-        dir.path(),
-        Some("/help\n/agent-help\n/mode nope\n/model nope\n"),
-    );
+    // The demo agent announces its commands after answering session/new: /help is typed once
+    // they are shown, so it lists them whatever the machine's load.
+    let mut running = Running::start_interactive(&["chat"], dir.path());
+    running.wait_for_stderr("[commands:", EVENTUALLY);
+    {
+        use std::io::Write;
+        let mut input = running.stdin.take().expect("stdin");
+        input
+            .write_all(b"/help\n/agent-help\n/mode nope\n/model nope\n")
+            .expect("write stdin");
+    }
+    let r = running.finish(EVENTUALLY);
     assert_eq!(r.code(), 0, "{}", r.dump());
     assert!(
         r.stderr.contains("a line ending in \\ (or Alt-Enter)"),
