@@ -843,23 +843,42 @@ async function tracePanelShows(session) {
         rs.map((r) => [r.className, r.querySelector(".tv-lanes")?.textContent ?? "", r.querySelector(".tv-dur")?.textContent ?? ""]),
       );
   // The permission question and its answer: paired, `cancelled`, timed.
+  // Each check waits for the rows it expects (a filter's render can settle more than once, as the
+  // live trace pages in), and names the rows it last saw when they never come.
+  const rowsWhere = async (what, ok) => {
+    let last = [];
+    try {
+      return await until(
+        what,
+        async () => {
+          last = await rows();
+          return ok(last) ? last : undefined;
+        },
+        10_000,
+      );
+    } catch {
+      throw new Error(`${what}: ${JSON.stringify(last)}`);
+    }
+  };
   await filtered(() => frame.locator(".tv-f-method").selectOption("session/request_permission"));
-  const question = await rows();
-  if (question.length !== 2 || !question.every(([c, , took]) => c.includes("tv-cancel") && /\d (ms|s)$/.test(took)))
-    throw new Error(`the permission question and its answer: ${JSON.stringify(question)}`);
+  const question = await rowsWhere(
+    "the permission question and its answer",
+    (q) => q.length === 2 && q.every(([c, , took]) => c.includes("tv-cancel") && /\d (ms|s)$/.test(took)),
+  );
   if (!question[1][1].includes("cancelled")) throw new Error(`the answer is not 'cancelled': ${JSON.stringify(question)}`);
   // The read of the missing file: the request and its error, both marked.
   await filtered(() => frame.locator(".tv-f-method").selectOption(""));
   await filtered(() => frame.locator(".tv-f-errors").setChecked(true));
-  const errors = await rows();
-  if (errors.length < 2 || !errors.every(([c]) => c.includes("tv-error")) || !errors.some(([, label]) => label.includes("-32002")))
-    throw new Error(`errors only: ${JSON.stringify(errors)}`);
+  await rowsWhere(
+    "errors only",
+    (e) => e.length >= 2 && e.every(([c]) => c.includes("tv-error")) && e.some(([, label]) => label.includes("-32002")),
+  );
   // The turn, cancelled, with its duration.
   await filtered(() => frame.locator(".tv-f-errors").setChecked(false));
   await filtered(() => frame.locator(".tv-f-method").selectOption("session/prompt"));
-  const turn = await rows();
-  if (!turn.some(([c, label, took]) => c.includes("tv-k-response") && label.includes("cancelled") && /\d (ms|s)$/.test(took)))
-    throw new Error(`the cancelled turn: ${JSON.stringify(turn)}`);
+  await rowsWhere("the cancelled turn", (t) =>
+    t.some(([c, label, took]) => c.includes("tv-k-response") && label.includes("cancelled") && /\d (ms|s)$/.test(took)),
+  );
   await frame.locator(".tv-rows .tv-row").first().click();
   await frame.locator(".tv-detail .tv-json").waitFor({ timeout: 10_000 });
   await screenshot("protocol-trace");
