@@ -375,6 +375,8 @@ pub fn find<'a>(registry: &'a Registry, name: &str) -> Result<&'a Agent, String>
         return Ok(a);
     }
     let lower = name.to_ascii_lowercase();
+    // The name asked for, as the errors show it.
+    let asked = crate::display::escape_line(name);
     let named: Vec<&Agent> = registry
         .agents
         .iter()
@@ -395,7 +397,7 @@ pub fn find<'a>(registry: &'a Registry, name: &str) -> Result<&'a Agent, String>
             let ids: Vec<String> = many.iter().map(|a| shown(a)).collect();
             return Err(format!(
                 "more than one agent is called `{}`: {}; name one by its id",
-                crate::display::escape_line(name),
+                asked,
                 ids.join(", ")
             ));
         }
@@ -413,7 +415,7 @@ pub fn find<'a>(registry: &'a Registry, name: &str) -> Result<&'a Agent, String>
     if !starting.is_empty() {
         return Err(format!(
             "no agent is called `{}`; did you mean {}?",
-            crate::display::escape_line(name),
+            asked,
             starting.join(" or ")
         ));
     }
@@ -424,7 +426,7 @@ pub fn find<'a>(registry: &'a Registry, name: &str) -> Result<&'a Agent, String>
         .collect();
     Err(format!(
         "no agent is called `{}`; known agents: {}",
-        crate::display::escape_line(name),
+        asked,
         ids.join(", ")
     ))
 }
