@@ -4,7 +4,7 @@
 #     pkg/node/            wasm-bindgen --target nodejs (CommonJS; what node loads)
 #     pkg/web/             wasm-bindgen --target web    (ES module; call the default export init() first)
 #   client (cargo feature `client`: the engine plus everything from acp-client: the decisions,
-#   Thread, CrashBudget, chooseAuth...; its own size budget, see docs/wasm.md):
+#   Session, Thread, chooseAuth...; its own size budget, see docs/wasm.md):
 #     pkg/nodejs-client/   --target nodejs (what the VS Code extension loads)
 #     pkg/web-client/      --target web    (what the browser example loads)
 #   pkg/package.json  (from acp-wasm/js/package.json; "." -> node/ or web/, "./client" ->
@@ -47,9 +47,10 @@ PKG="${ACP_WASM_OUT:-$ACP_ROOT/acp-wasm/pkg}" # ACP_WASM_OUT: elsewhere, for siz
 RAW="$ACP_WASM_TARGET_DIR/wasm32-unknown-unknown/$PROFILE/acp_wasm.wasm"
 # The size goal of the default flavour, and the client flavour's budget: 525,884 B measured on
 # 2026-11-23 plus about 15 % (605,000 B), raised to 624,196 B measured on 2026-11-28 (the
-# question model and the Windows rules) plus about 4 % (docs/wasm.md).
+# question model and the Windows rules) plus about 4 % (650,000 B), then for the session engine
+# (docs/wasm.md, "The session engine and the fold inside wasm").
 LIMIT_default="${ACP_WASM_SIZE_LIMIT:-250000}"
-LIMIT_client="${ACP_WASM_CLIENT_SIZE_LIMIT:-650000}"
+LIMIT_client="${ACP_WASM_CLIENT_SIZE_LIMIT:-690000}"
 say "mode=$ACP_WASM_MODE profile=$PROFILE target-dir=$ACP_WASM_TARGET_DIR flavours=$FLAVOURS"
 
 # Features the Rust wasm32-unknown-unknown target enables by default (rustc >= 1.82/1.87);
@@ -61,7 +62,7 @@ WASM_OPT_FEATURES=(--enable-mutable-globals --enable-sign-ext --enable-reference
 has_client_exports() {
   node -e '
     const names = WebAssembly.Module.exports(new WebAssembly.Module(require("fs").readFileSync(process.argv[1]))).map((e) => e.name);
-    const client = ["chooseAuth", "failureError", "decidePermission", "thread_new", "crashbudget_new"];
+    const client = ["chooseAuth", "failureError", "decidePermission", "thread_new", "session_new"];
     // wasm-bindgen names raw exports with a hash suffix (chooseAuth_9213b50a29a58067).
     const found = client.filter((n) => names.some((e) => e === n || e.startsWith(n + "_")));
     if (found.length && found.length !== client.length) { console.error("partial: " + found.join(",")); process.exit(2); }

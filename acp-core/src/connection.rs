@@ -1164,7 +1164,13 @@ impl<T> Connection<T> {
         // UTF-8 is checked once for the whole line, so serde reads it as `str` and does not
         // re-check every string and raw value; invalid UTF-8 is left to serde for its message.
         let parsed = match std::str::from_utf8(line) {
-            Ok(text) => serde_json::from_str::<Envelope<'_>>(text),
+            Ok(text) => {
+                if let Some(plain) = Classified::plain_notification(text) {
+                    self.handle_message(plain, None, now);
+                    return;
+                }
+                serde_json::from_str::<Envelope<'_>>(text)
+            }
             Err(_) => serde_json::from_slice::<Envelope<'_>>(line),
         };
         match parsed {

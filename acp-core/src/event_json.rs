@@ -117,7 +117,7 @@ impl<T> Event<T> {
 
     /// About how many bytes [`Event::write_json`] writes (exact up to the short fields), so a
     /// large message's text is allocated once instead of grown by doubling.
-    fn json_len_hint(&self) -> usize {
+    pub fn json_len_hint(&self) -> usize {
         let (method, raw) = match self {
             Event::Request { method, params, .. } | Event::Notification { method, params } => {
                 (method.len(), params.as_deref())

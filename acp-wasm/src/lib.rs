@@ -13,10 +13,12 @@
 //!   everything from `acp_client`: the client's decisions as plain functions ([`policy`]:
 //!   permission answers, sensitive writes, the `terminal/create` question, the environment
 //!   allowlist, auth choice, fs/terminal error codes, terminal limits), the permission
-//!   question's model with its diff ([`question`]), the crash budget ([`restart`]), the
-//!   conversation thread ([`thread`]) and the HTTP transport's wire ([`http_sse`]: the SSE
-//!   reader and the session routing of acp-core's `http_sse`). The default build is the engine
-//!   alone, within the 250 KB goal (docs/wasm.md).
+//!   question's model with its diff ([`question`]), the session engine ([`session_engine`]:
+//!   one session's lifecycle, its crash budget and its conversation, and
+//!   `AcpConnection.pollEventsFor`, which folds `session/update`s into it inside wasm), the
+//!   conversation thread alone ([`thread`]) and the HTTP transport's wire ([`http_sse`]: the
+//!   SSE reader and the session routing of acp-core's `http_sse`). The default build is the
+//!   engine alone, within the 250 KB goal (docs/wasm.md).
 
 mod errors;
 mod events;
@@ -31,9 +33,9 @@ pub mod registry;
 #[cfg(feature = "client")]
 pub mod remote;
 #[cfg(feature = "client")]
-pub mod restart;
-#[cfg(feature = "client")]
 pub mod session;
+#[cfg(feature = "client")]
+pub mod session_engine;
 #[cfg(feature = "client")]
 pub mod thread;
 #[cfg(feature = "client")]

@@ -17,7 +17,7 @@
 //! must have. Enum names (`mode`, `reason`, option kinds, `failure`) are matched against
 //! acp-client's own serde names. The first decisions' results are written by serde and handed
 //! over as plain objects (one `JSON.parse`); the later ones (`chooseAuth`, `failureError`,
-//! `terminalLimits`, like [`crate::thread`] and [`crate::restart`]) return serde's JSON text
+//! `terminalLimits`, like [`crate::thread`] and [`crate::session_engine`]) return serde's JSON text
 //! itself, for the caller to parse or pass on.
 
 use acp_client::auth::{self, AuthMethod};

@@ -7,12 +7,16 @@
 //! the matching `Thread` method and returns what it returns; structured values cross as JSON
 //! text both ways (serde's text of acp-client's types, for the caller's one `JSON.parse`).
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use acp_client::session;
 use acp_client::thread::{self as model, Block, Limits, Mode, NoticeLevel, RawJson};
 use serde_json::value::RawValue;
 use wasm_bindgen::prelude::*;
 
 use crate::errors::type_error;
-use crate::policy::{by_name, wire_name};
+use crate::policy::by_name;
 use crate::{integer, string_arg};
 
 #[allow(dead_code)] // read through the custom section
@@ -76,11 +80,6 @@ export type ThreadApplied =
   | { applied: "plan" | "commands" | "mode" | "config_options" | "info" | "usage" }
   | { applied: "ignored"; kind: string };
 
-/** How the replay of a `session/load` sent now is taken (`replayView()`): "show" (the
- *  replay is the conversation: `applyUpdate`) or "fold" (the conversation is shown already:
- *  `applyReplayedUpdate`). */
-export type ReplayView = "show" | "fold";
-
 /** The thread without its entries. */
 export interface ThreadMeta {
   title: string | null;
@@ -111,10 +110,14 @@ export interface ThreadTurnUsage {
 }
 
 /** Changes since the last `takeDelta()` (JSON text): each changed entry once, as
- *  `[number, entry]`; entries before `firstEntry` are gone (dropped for the byte limit);
- *  `meta` when any of the thread's other fields changed. */
+ *  `[number, entry]`; `appended`, text added to the end of block `block` (the last, a text
+ *  block) of an entry the view has and that did not change otherwise, as `[number, block,
+ *  text]` (a streamed message comes this way: its new text only); entries before
+ *  `firstEntry` are gone (dropped for the byte limit); `meta` when any of the thread's other
+ *  fields changed. */
 export interface ThreadDelta {
   entries: Array<[number, ThreadEntry]>;
+  appended?: Array<[number, number, string]>;
   firstEntry: number;
   meta?: ThreadMeta;
 }
@@ -149,12 +152,43 @@ const LEVELS: [NoticeLevel; 3] = [NoticeLevel::Info, NoticeLevel::Warning, Notic
 
 /// The conversation of one session: feed it what arrives (`applyUpdate`, `beginTurn`,
 /// `endTurn`, `failTurn`, `notice`, `setSession`), render from `takeDelta()` (each changed
-/// entry once) or from what `applyUpdate` returns, save it with `toJson()`.
+/// entry once) or from what `applyUpdate` returns, save it with `toJson()`. A thread of its own
+/// (`new Thread()`, `Thread.fromJson`), or the conversation of a session engine
+/// (`Session.thread()`, which shares it: the session folds the agent's updates into it).
 ///
 /// The object owns wasm memory: call `free()` when done; any method called afterwards throws.
 #[wasm_bindgen]
 pub struct Thread {
-    inner: model::Thread,
+    inner: Inner,
+}
+
+enum Inner {
+    Own(Box<model::Thread>),
+    /// A session engine's conversation (shared with its `Session`).
+    Of(Rc<RefCell<session::Session>>),
+}
+
+impl Thread {
+    /// The conversation of `session`.
+    pub(crate) fn of(session: Rc<RefCell<session::Session>>) -> Thread {
+        Thread {
+            inner: Inner::Of(session),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&model::Thread) -> R) -> R {
+        match &self.inner {
+            Inner::Own(t) => f(t),
+            Inner::Of(s) => f(s.borrow().thread()),
+        }
+    }
+
+    fn with_mut<R>(&mut self, f: impl FnOnce(&mut model::Thread) -> R) -> R {
+        match &mut self.inner {
+            Inner::Own(t) => f(t),
+            Inner::Of(s) => f(s.borrow_mut().thread_mut()),
+        }
+    }
 }
 
 /// `maxBytes`: `undefined`/`null` for acp-client's default (32 MiB), else a non-negative
@@ -181,7 +215,7 @@ fn optional_string(value: &JsValue, what: &str) -> Result<Option<String>, JsValu
     }
 }
 
-fn error(message: &str) -> JsValue {
+pub(crate) fn error(message: &str) -> JsValue {
     js_sys::Error::new(message).into()
 }
 
@@ -195,7 +229,7 @@ impl Thread {
         max_bytes: JsValue,
     ) -> Result<Thread, JsValue> {
         Ok(Thread {
-            inner: model::Thread::new(limits(&max_bytes)?),
+            inner: Inner::Own(Box::new(model::Thread::new(limits(&max_bytes)?))),
         })
     }
 
@@ -211,7 +245,9 @@ impl Thread {
         let text = string_arg(&text, "text")?;
         let limits = limits(&max_bytes)?;
         model::Thread::from_json(&text, limits)
-            .map(|inner| Thread { inner })
+            .map(|t| Thread {
+                inner: Inner::Own(Box::new(t)),
+            })
             .map_err(|e| error(&e))
     }
 
@@ -225,35 +261,9 @@ impl Thread {
     ) -> Result<String, JsValue> {
         let params = string_arg(&params_json, "paramsJson")?;
         let applied = self
-            .inner
-            .apply_json(&params)
+            .with_mut(|t| t.apply_json(&params))
             .map_err(|e| error(&e.to_string()))?;
         Ok(serde_json::to_string(&applied).unwrap_or_default())
-    }
-
-    /// How the replay of a `session/load` sent now is to be taken, decided when it is sent:
-    /// "show" while the thread holds no conversation (its notices aside), else "fold".
-    #[wasm_bindgen(js_name = replayView, unchecked_return_type = "ReplayView")]
-    pub fn replay_view(&self) -> String {
-        wire_name(&self.inner.replay_view())
-    }
-
-    /// Folds one update of a replay not shown (`replayView()` was "fold"): the session's state
-    /// (mode, config options, commands, plan, usage, title) is taken; messages, thoughts and
-    /// prompts are not added again, a tool call only updates one that is unfinished here.
-    /// Returns the JSON text of what it did (`ThreadApplied`), or `undefined` when it was
-    /// skipped (nothing changed). An update that cannot be read throws as `applyUpdate` does.
-    #[wasm_bindgen(js_name = applyReplayedUpdate)]
-    pub fn apply_replayed_update(
-        &mut self,
-        #[wasm_bindgen(js_name = paramsJson, unchecked_param_type = "string")] params_json: JsValue,
-    ) -> Result<Option<String>, JsValue> {
-        let params = string_arg(&params_json, "paramsJson")?;
-        let applied = self
-            .inner
-            .apply_replayed_json(&params)
-            .map_err(|e| error(&e.to_string()))?;
-        Ok(applied.map(|a| serde_json::to_string(&a).unwrap_or_default()))
     }
 
     /// The user's prompt (JSON text of its content blocks) starts a turn; returns the number
@@ -270,7 +280,7 @@ impl Thread {
             .ok_or_else(|| {
                 type_error("promptBlocksJson must be the JSON text of an array of content blocks ({type: string, text?: string, …})")
             })?;
-        Ok(self.inner.begin_turn(blocks) as f64)
+        Ok(self.with_mut(|t| t.begin_turn(blocks)) as f64)
     }
 
     /// The turn ended with `stopReason` (`end_turn`, `cancelled`…); any other reason than
@@ -281,7 +291,7 @@ impl Thread {
         #[wasm_bindgen(js_name = stopReason, unchecked_param_type = "string")] stop_reason: JsValue,
     ) -> Result<(), JsValue> {
         let reason = string_arg(&stop_reason, "stopReason")?;
-        self.inner.end_turn(&reason);
+        self.with_mut(|t| t.end_turn(&reason));
         Ok(())
     }
 
@@ -293,7 +303,7 @@ impl Thread {
         #[wasm_bindgen(unchecked_param_type = "string")] message: JsValue,
     ) -> Result<(), JsValue> {
         let message = string_arg(&message, "message")?;
-        self.inner.fail_turn(&message);
+        self.with_mut(|t| t.fail_turn(&message));
         Ok(())
     }
 
@@ -308,7 +318,7 @@ impl Thread {
             .and_then(|l| by_name(LEVELS, &l))
             .ok_or_else(|| type_error("level must be one of \"info\", \"warning\", \"error\""))?;
         let text = string_arg(&text, "text")?;
-        Ok(self.inner.notice(level, &text) as f64)
+        Ok(self.with_mut(|t| t.notice(level, &text)) as f64)
     }
 
     /// What `session/new` / `session/load` answered: the session id, its modes (JSON text of
@@ -342,8 +352,7 @@ impl Thread {
                 )
             })?)),
         };
-        self.inner
-            .set_session(&session_id, modes, current_mode, config_options);
+        self.with_mut(|t| t.set_session(&session_id, modes, current_mode, config_options));
         Ok(())
     }
 
@@ -351,25 +360,25 @@ impl Thread {
     /// however many chunks changed it), and clears them.
     #[wasm_bindgen(js_name = takeDelta)]
     pub fn take_delta(&mut self) -> String {
-        serde_json::to_string(&self.inner.take_delta()).unwrap_or_default()
+        self.with_mut(|t| serde_json::to_string(&t.take_delta()).unwrap_or_default())
     }
 
     /// Whether `takeDelta()` has anything.
     #[wasm_bindgen(js_name = hasChanges)]
     pub fn has_changes(&self) -> bool {
-        self.inner.has_changes()
+        self.with(model::Thread::has_changes)
     }
 
     /// The saved form (JSON text of `SavedThread`).
     #[wasm_bindgen(js_name = toJson)]
     pub fn to_json(&self) -> String {
-        self.inner.to_json()
+        self.with(model::Thread::to_json)
     }
 
     /// The number the next entry will get (entries so far, dropped ones included).
     #[wasm_bindgen(js_name = entryCount)]
     pub fn entry_count(&self) -> f64 {
-        self.inner.entry_count() as f64
+        self.with(model::Thread::entry_count) as f64
     }
 
     /// Entry `n` (JSON text of `ThreadEntry`), or `undefined` when there is none or it was
@@ -383,19 +392,17 @@ impl Thread {
             .as_f64()
             .ok_or_else(|| type_error("n must be a non-negative integer"))
             .and_then(|n| integer(n, "n"))?;
-        Ok(self
-            .inner
-            .entry(n)
-            .map(|e| serde_json::to_string(e).unwrap_or_default()))
+        Ok(self.with(|t| {
+            t.entry(n)
+                .map(|e| serde_json::to_string(e).unwrap_or_default())
+        }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::{by_name, LEVELS, TS_TYPES};
-    use acp_client::thread::{
-        Applied, Block, Entry, NoticeLevel, ReplayView, ToolCall, ToolContent,
-    };
+    use acp_client::thread::{Applied, Block, Entry, NoticeLevel, ToolCall, ToolContent};
 
     fn in_ts(name: &str) {
         assert!(
@@ -516,14 +523,6 @@ mod tests {
         assert_eq!(applied.len(), count(&applied[0]));
         for a in &applied {
             in_ts(&tag(a, "applied"));
-        }
-        let views = [ReplayView::Show, ReplayView::Fold];
-        let view = |v: &ReplayView| match v {
-            ReplayView::Show | ReplayView::Fold => 2,
-        };
-        assert_eq!(views.len(), view(&views[0]));
-        for v in &views {
-            in_ts(&super::wire_name(v));
         }
     }
 }

@@ -1,8 +1,10 @@
 // The extension-side contestant of thread-flood.mjs: the VS Code extension's own client code
 // (vscode-extension/src: AgentConnection spawning the agent, AcpClient on acp-wasm's client
-// build, ClientRouter, and Conversation: acp-client's Thread in wasm, its deltas pulled at most
-// every 16 ms by the timer and applied to the webview's ThreadModel, as the chat does). Bundled
-// by thread-flood.mjs with the extension's esbuild; prints one JSON line.
+// build, the session opened by acp-client's session engine (sessions/opener.ts, acp-wasm's
+// Session), every session/update folded into it inside wasm by the connection
+// (AcpClient.foldInto: pollEventsFor), and Conversation over the session's thread: its deltas
+// pulled at most every 50 ms by the timer and applied to the webview's ThreadModel, as the chat
+// does). Bundled by thread-flood.mjs with the extension's esbuild; prints one JSON line.
 //
 //   node out/extension-client.cjs AGENT_SCRIPT N
 
@@ -14,6 +16,8 @@ import { AgentConnection } from "../../vscode-extension/src/protocol/agent";
 import { loadEngine } from "../../vscode-extension/src/protocol/engine";
 import { nullLogger, nullTrace } from "../../vscode-extension/src/protocol/log";
 import { ClientPolicy } from "../../vscode-extension/src/protocol/policy";
+import { SessionDecisions } from "../../vscode-extension/src/sessions/decisions";
+import { openSession } from "../../vscode-extension/src/sessions/opener";
 import { ThreadModel, messageSource } from "../../vscode-extension/src/webview/threadModel";
 
 const CHUNK_TEXT = "Here is the next piece of the answer, streamed. ";
@@ -26,14 +30,18 @@ async function main() {
   // The webview's side: each delta parsed once and applied to the entries shown.
   const view = new ThreadModel();
   let deltas = 0;
+  // The chat's conversation: a session engine's (SessionController.show does the same).
+  const session = new engine.Session('{"open":"new"}', process.cwd());
   const conv = new Conversation(
-    policy.newThread(),
+    session.thread(),
     (json) => {
       deltas++;
       view.apply(JSON.parse(json));
     },
     timerScheduler,
     50, // acp.chat.updateIntervalMs's default
+    undefined,
+    (json) => session.update(json),
   );
   const permission = new PermissionBridge({ prompt: async () => undefined }, () => ({ autoApprove: false }), nullLogger, policy, () => {});
   const conn = await AgentConnection.start(
@@ -43,14 +51,21 @@ async function main() {
       engineOptions: {},
       capabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
       clientInfo: { name: "bench", version: "0" },
+      // Updates never reach the router: the connection folds them into the session in wasm.
       handler: new ClientRouter({ permission, onSessionUpdate: (_sessionId, params) => conv.applyUpdate(params), log: nullLogger }),
       log: nullLogger,
       trace: nullTrace,
       onStderr: (s) => process.stderr.write(s),
     },
   );
-  const { sessionId } = await conn.newSession(process.cwd());
-  conv.setSession(sessionId, null, null);
+  const { sessionId } = await openSession(conn, session, {
+    cwd: process.cwd(),
+    mcpSetting: {},
+    decisions: new SessionDecisions(() => engine),
+    onFolded: () => conv.changed(),
+    notice: (level, text) => conv.notice(level, text),
+  });
+  conv.flush();
   const prompt = [{ type: "text" as const, text: "go" }];
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
@@ -67,6 +82,7 @@ async function main() {
   }
   await conn.stop(1000);
   conv.dispose();
+  session.free();
   process.stdout.write(JSON.stringify({ ok: true, secs, cpu_secs: (cpu.user + cpu.system) / 1e6, chars: text.length, deltas }) + "\n");
 }
 

@@ -3,10 +3,10 @@
 // side in the same run, each measurement in its own process, contestants alternating:
 //
 //   extension  the VS Code extension's client (extension-client.ts: AgentConnection, AcpClient
-//              on acp-wasm's client build, acp-client's Thread in wasm folding every update,
+//              on acp-wasm's client build, the session opened by acp-client's session engine,
+//              every update folded into it inside wasm by the connection (pollEventsFor),
 //              coalesced deltas pulled every 50 ms (the extension's default) into the
-//              webview's model; the final text is
-//              the view's)
+//              webview's model; the final text is the view's)
 //   ts-sdk     the official TypeScript SDK's client (@agentclientprotocol/sdk: client() over
 //              ndJsonStream on the child's stdio, zod-checked messages) folding the same
 //              updates in JS (`text += chunk`)
@@ -15,8 +15,9 @@
 // Ratios are of medians measured side by side; nothing here is a pass/fail assertion.
 //
 //   node thread-flood.mjs [--n 100000] [--rounds 5]
-//   node thread-flood.mjs breakdown [--n 100000]   per-update cost of the extension's pieces, in
-//                                                  this process (engine, JSON, Thread.applyUpdate)
+//   node thread-flood.mjs breakdown [--n 100000] [--runs 5] [--deltas 8]
+//                  per-update cost of the extension's pieces, in this process (feed,
+//                  pollEventsFor, takeDelta, the view), medians of --runs passes
 // Needs: npm ci here (the SDK), vscode-extension's npm ci (esbuild), acp-wasm/pkg/nodejs-client
 // (scripts/build-wasm.sh).
 
@@ -134,54 +135,115 @@ async function drive() {
   console.log("");
   console.log("| client | time to the final text | updates/s | CPU time (client process) | TS SDK ÷ this (time) |");
   console.log("|---|---:|---:|---:|---:|");
-  console.log(`| extension (AcpClient + acp-client Thread in wasm, coalesced deltas) | ${fmt(ext)} | ${rate(ext)} | ${fmt(extCpu)} | ${(sdk / ext).toFixed(2)}× |`);
+  console.log(`| extension (the session engine in wasm, updates folded inside wasm, coalesced deltas) | ${fmt(ext)} | ${rate(ext)} | ${fmt(extCpu)} | ${(sdk / ext).toFixed(2)}× |`);
   console.log(`| official TS SDK 2.4 client, folding in JS | ${fmt(sdk)} | ${rate(sdk)} | ${fmt(sdkCpu)} | 1.00× |`);
   console.log("");
   console.log(`ratio (TS SDK time ÷ extension time): ${(sdk / ext).toFixed(2)}×; CPU: ${(sdkCpu / extCpu).toFixed(2)}×`);
   fs.writeFileSync(path.join(here, "out", "thread-flood.json"), JSON.stringify({ n, rounds, results }, null, 1));
 }
 
-/** Per-update cost of each piece the extension's client runs, measured alone in this process. */
+/** Per-update cost of each piece the extension's client runs, measured alone in this process:
+ *  the same lines fed in 64 KiB chunks to an AcpConnection whose session is open, the deltas
+ *  taken as often as the end-to-end run takes them. */
 function breakdown() {
   const argv = process.argv.slice(3);
-  const i = argv.indexOf("--n");
-  const n = i >= 0 ? Number(argv[i + 1]) : 100000;
-  const wasm = createRequire(import.meta.url)(path.join(root, "acp-wasm", "pkg", "nodejs-client", "acp_wasm.js"));
+  const opt = (name, dflt) => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? Number(argv[i + 1]) : dflt;
+  };
+  const n = opt("--n", 100000);
+  const deltas = opt("--deltas", 8);
+  const runs = opt("--runs", 5);
+  const wasm = createRequire(import.meta.url)(path.join(process.env.ACP_WASM_PKG || path.join(root, "acp-wasm", "pkg", "nodejs-client"), "acp_wasm.js"));
+  const { ThreadModel, messageSource } = createRequire(import.meta.url)(bundleThreadModel());
   const params = JSON.stringify({
     sessionId: "sess_0123456789abcdef",
     update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: CHUNK_TEXT } },
   });
   const lines = Buffer.from(`{"jsonrpc":"2.0","method":"session/update","params":${params}}\n`.repeat(n));
-  const us = (t0) => Number(process.hrtime.bigint() - t0) / 1000 / n;
-  const rows = [];
-  const conn = new wasm.AcpConnection("client");
-  let events = [];
-  let t0 = process.hrtime.bigint();
-  for (let o = 0; o < lines.length; o += 65536) {
-    conn.feed(lines.subarray(o, o + 65536), 0);
-    for (const ev of conn.pollEvents()) events.push(ev);
-  }
-  rows.push(["engine: feed (64 KiB chunks) + pollEvents (events parsed in JS)", us(t0)]);
-  t0 = process.hrtime.bigint();
-  const texts = events.map((ev) => JSON.stringify(ev.params));
-  rows.push(["JSON.stringify of the params (AcpClient, once per update)", us(t0)]);
-  events = [];
-  const thread = new wasm.Thread();
-  t0 = process.hrtime.bigint();
-  for (const t of texts) thread.applyUpdate(t);
-  rows.push(["acp-client Thread.applyUpdate (wasm, text in, Applied JSON out)", us(t0)]);
-  t0 = process.hrtime.bigint();
+  const now = () => process.hrtime.bigint();
+  // One pass over the lines with a fresh connection and session: ns spent in each piece.
+  const pass = () => {
+    const conn = new wasm.AcpConnection("client");
+    const session = new wasm.Session('{"open":"new"}', process.cwd());
+    session.initialized(JSON.stringify({ protocolVersion: 1, agentCapabilities: {} }));
+    session.opened(JSON.stringify({ sessionId: "sess_0123456789abcdef" }));
+    const thread = session.thread();
+    thread.takeDelta();
+    const view = new ThreadModel();
+    let feedNs = 0n;
+    let pollNs = 0n;
+    let deltaNs = 0n;
+    let viewNs = 0n;
+    let other = 0;
+    const every = Math.ceil(lines.length / deltas);
+    let nextDelta = every;
+    const takeDelta = () => {
+      let t = now();
+      const json = thread.takeDelta();
+      deltaNs += now() - t;
+      t = now();
+      view.apply(JSON.parse(json));
+      viewNs += now() - t;
+    };
+    for (let o = 0; o < lines.length; o += 65536) {
+      let t = now();
+      conn.feed(lines.subarray(o, o + 65536), 0);
+      feedNs += now() - t;
+      t = now();
+      for (let evs = conn.pollEventsFor(session); evs.length; evs = conn.pollEventsFor(session)) other += evs.length;
+      pollNs += now() - t;
+      if (o + 65536 >= nextDelta) {
+        takeDelta();
+        nextDelta += every;
+      }
+    }
+    takeDelta();
+    const shown = [...view.entries.values()].map((e) => messageSource(e.content)).join("");
+    if (other !== 0 || shown.length !== CHUNK_TEXT.length * n) throw new Error("breakdown: wrong result");
+    thread.free();
+    session.free();
+    conn.free();
+    return [feedNs, pollNs, deltaNs, viewNs].map(Number);
+  };
+  const passes = [];
+  for (let r = 0; r < runs; r++) passes.push(pass());
+  const med = (i) => median(passes.map((p) => p[i]));
+  const us = (ns) => Number(ns) / 1000 / n;
+  const rows = [
+    ["engine: `feed` (64 KiB chunks; acp-core reads each line)", us(med(0))],
+    ["`pollEventsFor`: each session/update read and folded by the session inside wasm (nothing crosses)", us(med(1))],
+    [`\`takeDelta\` (${deltas} deltas over the run, as end to end)`, us(med(2))],
+    ["the view: `JSON.parse` of each delta + `ThreadModel.apply`", us(med(3))],
+  ];
+  let t0 = now();
   let text = "";
   for (const l of lines.toString("utf8").split("\n")) if (l) text += JSON.parse(l).params.update.content.text;
-  rows.push(["(for scale) JSON.parse of each line + JS string append, no SDK", us(t0)]);
-  console.log(`breakdown: ${n} updates, µs per update (node ${process.version}, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")})`);
+  rows.push(["(for scale) JSON.parse of each line + JS string append, no SDK", us(now() - t0)]);
+  console.log(`breakdown: ${n} updates, µs per update, medians of ${runs} passes (node ${process.version}, load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")})`);
   console.log("");
   console.log("| piece | µs per update |");
   console.log("|---|---:|");
   for (const [what, v] of rows) console.log(`| ${what} | ${v.toFixed(2)} |`);
-  if (text.length !== CHUNK_TEXT.length * n || thread.entryCount() !== 1) throw new Error("breakdown: wrong result");
-  thread.free();
-  conn.free();
+  console.log(`| total of the extension's pieces | ${rows.slice(0, 4).reduce((a, [, v]) => a + v, 0).toFixed(2)} |`);
+  if (text.length !== CHUNK_TEXT.length * n) throw new Error("breakdown: wrong result");
+}
+
+/** The webview's model (vscode-extension/src/webview/threadModel.ts) as CommonJS, for `breakdown`. */
+function bundleThreadModel() {
+  const ext = path.join(root, "vscode-extension");
+  const esbuild = createRequire(path.join(ext, "package.json"))("esbuild");
+  const out = path.join(here, "out", "thread-model.cjs");
+  esbuild.buildSync({
+    entryPoints: [path.join(ext, "src", "webview", "threadModel.ts")],
+    outfile: out,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "es2022",
+    logLevel: "warning",
+  });
+  return out;
 }
 
 const [mode, arg] = process.argv.slice(2);

@@ -99,7 +99,7 @@ export class AcpContext implements vscode.Disposable {
       this.log,
       this.edits,
     );
-    this.own({ dispose: () => this.sessions.shown?.dispose() });
+    this.own({ dispose: () => this.sessions.dispose() });
     // Remote agents' tokens (SecretStorage, per origin).
     const remoteTokens = new RemoteTokens(extension.secrets);
     // This workspace's saved conversations (sessions/store.ts).

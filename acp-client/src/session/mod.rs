@@ -179,6 +179,15 @@ fn ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }
 
+/// Where an update goes: shown (folded by the caller, with or without its [`Applied`]), or
+/// taken otherwise. (Returned on the stack and matched at once: boxing the update would cost
+/// an allocation per update.)
+#[allow(clippy::large_enum_variant)]
+enum Route {
+    Show(ReadUpdate),
+    Taken(Routed),
+}
+
 /// Where the session is.
 #[derive(Clone, Debug, PartialEq)]
 enum Phase {
@@ -339,42 +348,58 @@ impl Session {
 
     /// A `session/update` (its params' JSON text), in wire order.
     pub fn update(&mut self, params: &str) -> Result<Routed, BadUpdate> {
+        Ok(match self.route(params)? {
+            Route::Show(read) => Routed::Shown {
+                applied: self.thread.apply_read(read),
+            },
+            Route::Taken(routed) => routed,
+        })
+    }
+
+    /// [`Session::update`] for a face that draws from the thread's deltas
+    /// ([`Thread::take_delta`]): routed the same, an update shown is folded without building
+    /// what it did ([`Thread::fold_read`]).
+    pub fn fold_update(&mut self, params: &str) -> Result<(), BadUpdate> {
+        if let Route::Show(read) = self.route(params)? {
+            self.thread.fold_read(read);
+        }
+        Ok(())
+    }
+
+    /// Where an update goes: one to show is handed back to be folded, the others are taken here.
+    fn route(&mut self, params: &str) -> Result<Route, BadUpdate> {
         let read = ReadUpdate::read(params)?;
         let ours =
             |id: &Option<String>| read.session_id().is_some() && read.session_id() == id.as_deref();
         match &self.phase {
             Phase::Opening(Open::New) => {
                 let Some(sid) = read.session_id().map(str::to_string) else {
-                    return Ok(Routed::Ignored);
+                    return Ok(Route::Taken(Routed::Ignored));
                 };
                 if self.held.len() >= MAX_HELD_UPDATES
                     || self.held_bytes + params.len() > MAX_HELD_BYTES
                 {
                     self.dropped += 1;
-                    return Ok(Routed::Ignored);
+                    return Ok(Route::Taken(Routed::Ignored));
                 }
                 self.held_bytes += params.len();
                 self.held.push_back((sid, read));
-                Ok(Routed::Held)
+                Ok(Route::Taken(Routed::Held))
             }
             Phase::Opening(Open::Load { .. }) if ours(&self.session_id) => {
                 self.replayed += 1;
                 Ok(match self.replay_view {
-                    ReplayView::Show => Routed::Shown {
-                        applied: self.thread.apply_read(read),
-                    },
+                    ReplayView::Show => Route::Show(read),
                     ReplayView::Fold => {
                         self.thread.apply_replayed_read(read);
-                        Routed::Folded
+                        Route::Taken(Routed::Folded)
                     }
                 })
             }
             Phase::Opening(Open::Resume { .. }) | Phase::Open if ours(&self.session_id) => {
-                Ok(Routed::Shown {
-                    applied: self.thread.apply_read(read),
-                })
+                Ok(Route::Show(read))
             }
-            _ => Ok(Routed::Ignored),
+            _ => Ok(Route::Taken(Routed::Ignored)),
         }
     }
 

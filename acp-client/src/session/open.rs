@@ -2,6 +2,7 @@
 //! answer says it can do, and whether a conversation is on screen already.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::Intent;
 use crate::thread::{Mode, RawJson};
@@ -21,58 +22,61 @@ pub struct AgentFacts {
 
 impl AgentFacts {
     /// Reads them from `initialize`'s result (JSON text); fields it lacks count as not offered.
+    /// (Read through a `serde_json::Value`, which every face links already: derived readers of
+    /// these few fields cost the wasm client flavour several KB, docs/wasm.md.)
     pub fn read(result: &str) -> Result<AgentFacts, String> {
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Init {
-            #[serde(default)]
-            agent_capabilities: Option<Caps>,
-            #[serde(default)]
-            agent_info: Option<Info>,
+        let bad = |why: &str| format!("unreadable initialize answer: {why}");
+        let init: Value = serde_json::from_str(result).map_err(|e| bad(&e.to_string()))?;
+        if !init.is_object() {
+            return Err(bad("not an object"));
         }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Caps {
-            #[serde(default)]
-            load_session: Option<bool>,
-            #[serde(default)]
-            session_capabilities: Option<SessionCaps>,
-        }
-        #[derive(Deserialize, Default)]
-        struct SessionCaps {
-            #[serde(default)]
-            resume: Option<serde::de::IgnoredAny>,
-        }
-        #[derive(Deserialize)]
-        struct Info {
-            #[serde(default)]
-            name: Option<String>,
-            #[serde(default)]
-            title: Option<String>,
-            #[serde(default)]
-            version: Option<String>,
-        }
-        let init: Init = serde_json::from_str(result)
-            .map_err(|e| format!("unreadable initialize answer: {e}"))?;
-        let caps = init.agent_capabilities.unwrap_or_default();
-        let name = init
-            .agent_info
-            .and_then(|i| {
-                let name = i.title.filter(|t| !t.trim().is_empty()).or(i.name)?;
-                Some(match i.version {
-                    Some(v) if !v.is_empty() => format!("{name} {v}"),
-                    _ => name,
-                })
-            })
-            .map(|n| crate::display::escape_line(&n))
-            .unwrap_or_else(|| "the agent".to_string());
+        let caps = object(&init, "agentCapabilities").map_err(|e| bad(&e))?;
+        let load = match caps.and_then(|c| c.get("loadSession")) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(bad("loadSession is not a boolean")),
+        };
+        let session_caps = match caps {
+            Some(c) => object(c, "sessionCapabilities").map_err(|e| bad(&e))?,
+            None => None,
+        };
+        let resume = session_caps
+            .and_then(|s| s.get("resume"))
+            .is_some_and(|r| !r.is_null());
+        let name = match object(&init, "agentInfo").map_err(|e| bad(&e))? {
+            Some(info) => {
+                let text = |key: &str| match info.get(key) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(Value::String(s)) => Ok(Some(s.clone())),
+                    Some(_) => Err(bad(&format!("agentInfo.{key} is not a string"))),
+                };
+                let (name, title, version) = (text("name")?, text("title")?, text("version")?);
+                title
+                    .filter(|t| !t.trim().is_empty())
+                    .or(name)
+                    .map(|name| match version {
+                        Some(v) if !v.is_empty() => format!("{name} {v}"),
+                        _ => name,
+                    })
+            }
+            None => None,
+        };
         Ok(AgentFacts {
-            name,
-            load: caps.load_session == Some(true),
-            resume: caps
-                .session_capabilities
-                .is_some_and(|s| s.resume.is_some()),
+            name: name
+                .map(|n| crate::display::escape_line(&n))
+                .unwrap_or_else(|| "the agent".to_string()),
+            load,
+            resume,
         })
+    }
+}
+
+/// `v[key]` when it is an object; `None` when absent or `null`; another type is an error.
+fn object<'a>(v: &'a Value, key: &str) -> Result<Option<&'a Value>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(o @ Value::Object(_)) => Ok(Some(o)),
+        Some(_) => Err(format!("{key} is not an object")),
     }
 }
 
@@ -167,38 +171,48 @@ pub(super) struct Answer {
 
 impl Answer {
     pub(super) fn read(result: &str) -> Result<Answer, String> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Result {
-            #[serde(default)]
-            session_id: Option<String>,
-            #[serde(default)]
-            modes: Option<Modes>,
-            #[serde(default)]
-            config_options: Option<RawJson>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Modes {
-            current_mode_id: String,
-            #[serde(default)]
-            available_modes: Vec<Mode>,
-        }
+        let bad = |why: &str| format!("unreadable answer: {why}");
         // Agents answer `null` for an empty result (`session/resume`, `session/load`).
-        let r: Option<Result> =
-            serde_json::from_str(result).map_err(|e| format!("unreadable answer: {e}"))?;
-        let Some(r) = r else {
+        let r: Value = serde_json::from_str(result).map_err(|e| bad(&e.to_string()))?;
+        if r.is_null() {
             return Ok(Answer::default());
+        }
+        if !r.is_object() {
+            return Err(bad("not an object"));
+        }
+        let session_id = match r.get("sessionId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err(bad("sessionId is not a string")),
         };
-        let (modes, current_mode) = match r.modes {
-            Some(m) => (m.available_modes, Some(m.current_mode_id)),
+        let (modes, current_mode) = match object(&r, "modes").map_err(|e| bad(&e))? {
             None => (Vec::new(), None),
+            Some(m) => {
+                let current = m
+                    .get("currentModeId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("modes.currentModeId is missing"))?;
+                let modes: Vec<Mode> = match m.get("availableModes") {
+                    None | Some(Value::Null) => Vec::new(),
+                    // Read as text: the one reader of modes every face has (the saved form's).
+                    Some(list) => serde_json::from_str(&list.to_string())
+                        .map_err(|e| bad(&format!("modes.availableModes: {e}")))?,
+                };
+                (modes, Some(current.to_string()))
+            }
+        };
+        let config_options = match r.get("configOptions") {
+            None | Some(Value::Null) => None,
+            Some(c) => Some(RawJson(
+                serde_json::value::RawValue::from_string(c.to_string())
+                    .map_err(|e| bad(&e.to_string()))?,
+            )),
         };
         Ok(Answer {
-            session_id: r.session_id,
+            session_id,
             modes,
             current_mode,
-            config_options: r.config_options,
+            config_options,
         })
     }
 }

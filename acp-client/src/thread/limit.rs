@@ -28,6 +28,9 @@ impl Thread {
         if bytes > max {
             if let Some(e) = self.entries.last_mut() {
                 trim_front(e, max / 2);
+                // Its start is gone: the view gets it whole.
+                let last = self.next_number() - 1;
+                self.changed.insert(last);
             }
             bytes = self.entries.iter().map(Entry::bytes).sum();
         }

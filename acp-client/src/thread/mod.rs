@@ -7,7 +7,8 @@
 //! [`Thread::end_turn`], [`Thread::fail_turn`]) and render from it: a streaming renderer
 //! reads the [`Applied`] an update returns (what was appended to which entry); a view that
 //! redraws pulls coalesced changes with [`Thread::take_delta`] (each changed entry once, however
-//! many chunks changed it). `tests/client/thread.json` is the case table.
+//! many chunks changed it; a message that only grew, as its new text). `tests/client/thread.json`
+//! is the case table.
 //!
 //! A `session/load`'s replay is shown when the thread holds no conversation yet, and folded
 //! without being shown when it does ([`Thread::replay_view`], [`Thread::apply_replayed_json`]):
@@ -18,6 +19,8 @@
 //! thread keeps at most [`Limits::max_bytes`] of content: past it the oldest entries are
 //! dropped (counted in `droppedEntries`), and one entry larger than the limit keeps its end.
 
+mod delta; // what changed since the last delta, for views that redraw
+mod fast; // a text chunk as the SDKs write it, matched byte for byte
 mod limit; // the byte limit: dropping and trimming old entries
 mod model; // the saved model: entries, blocks, tool calls, plan, commands, usage
 mod read; // one update read in one pass when its tag comes first
@@ -30,6 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+pub use delta::{Delta, Meta};
 use model::is_zero;
 pub use model::*;
 pub use wire::ReadUpdate;
@@ -138,6 +142,9 @@ pub struct Thread {
     tools: HashMap<String, u64>,
     #[serde(skip)]
     changed: BTreeSet<u64>,
+    /// Text appended to one entry the view has, since the last delta (`delta.rs`).
+    #[serde(skip)]
+    grown: Option<delta::Grown>,
     #[serde(skip)]
     meta_changed: bool,
 }
@@ -201,57 +208,6 @@ pub enum ReplayView {
     Fold,
 }
 
-/// Changes since the last [`Thread::take_delta`]: each changed entry once, with its number,
-/// and the thread's other fields when any of them changed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Delta<'a> {
-    /// Each entry changed since the last delta, once, with its number, in number order.
-    pub entries: Vec<(u64, &'a Entry)>,
-    /// Entries before this number are gone (dropped for the memory limit).
-    pub first_entry: u64,
-    /// The fields other than the entries, when any of them changed (or entries were dropped);
-    /// `None` otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta<'a>>,
-}
-
-/// The thread without its entries.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Meta<'a> {
-    /// [`Thread::title`].
-    pub title: &'a Option<String>,
-    /// [`Thread::plan`].
-    pub plan: &'a [PlanEntry],
-    /// [`Thread::plan_more`].
-    pub plan_more: u64,
-    /// [`Thread::current_mode`].
-    pub current_mode: &'a Option<String>,
-    /// [`Thread::modes`].
-    pub modes: &'a [Mode],
-    /// [`Thread::config_options`].
-    pub config_options: &'a Option<RawJson>,
-    /// [`Thread::commands`].
-    pub commands: &'a [Command],
-    /// [`Thread::commands_more`].
-    pub commands_more: u64,
-    /// [`Thread::usage`].
-    pub usage: &'a Option<Usage>,
-    /// [`Thread::turn`].
-    pub turn: Turn,
-    /// [`Thread::last_stop`].
-    pub last_stop: &'a Option<String>,
-    /// [`Thread::turn_usage`].
-    #[cfg(feature = "unstable")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub turn_usage: &'a Option<TurnUsage>,
-    /// [`Thread::session_status`].
-    #[cfg(feature = "unstable")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_status: &'a Option<String>,
-}
-
 /// A `session/update` that cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BadUpdate(pub String);
@@ -296,6 +252,7 @@ impl Thread {
             bytes: 0,
             tools: HashMap::new(),
             changed: BTreeSet::new(),
+            grown: None,
             meta_changed: false,
         }
     }
@@ -392,6 +349,27 @@ impl Thread {
         applied
     }
 
+    /// Folds an update read with [`ReadUpdate::read`] as [`Thread::apply_read`] does, for a
+    /// view that draws from [`Thread::take_delta`]: no [`Applied`] is built (a chunk's block
+    /// is moved into its entry, not copied for the caller).
+    pub fn fold_read(&mut self, read: ReadUpdate) {
+        if self.session_id.is_none() {
+            self.session_id = read.session_id;
+        }
+        let (kind, c) = match read.update {
+            Update::UserMessageChunk(c) => (ChunkKind::User, c),
+            Update::AgentMessageChunk(c) => (ChunkKind::Agent, c),
+            Update::AgentThoughtChunk(c) => (ChunkKind::Thought, c),
+            other => {
+                self.apply_other(other);
+                self.enforce_limit();
+                return;
+            }
+        };
+        self.chunk(kind, *c);
+        self.enforce_limit();
+    }
+
     /// How the replay of a `session/load` sent now is taken, decided once, when it is sent:
     /// shown ([`ReplayView::Show`]) while the thread holds no conversation (a session opened
     /// from the history, `acp chat --load`: the replay is the conversation); folded without
@@ -443,10 +421,28 @@ impl Thread {
     }
 
     fn apply(&mut self, update: Update) -> Applied {
+        let (kind, c) = match update {
+            Update::UserMessageChunk(c) => (ChunkKind::User, c),
+            Update::AgentMessageChunk(c) => (ChunkKind::Agent, c),
+            Update::AgentThoughtChunk(c) => (ChunkKind::Thought, c),
+            other => return self.apply_other(other),
+        };
+        // The block as received, for the caller (the entry takes the original).
+        let block = Box::new(c.content.clone());
+        let (entry, started) = self.chunk(kind, *c);
+        Applied::Chunk {
+            entry,
+            started,
+            block,
+        }
+    }
+
+    /// An update that is not a message, thought or prompt chunk.
+    fn apply_other(&mut self, update: Update) -> Applied {
         match update {
-            Update::UserMessageChunk(c) => self.chunk(ChunkKind::User, *c),
-            Update::AgentMessageChunk(c) => self.chunk(ChunkKind::Agent, *c),
-            Update::AgentThoughtChunk(c) => self.chunk(ChunkKind::Thought, *c),
+            chunk @ (Update::UserMessageChunk(_)
+            | Update::AgentMessageChunk(_)
+            | Update::AgentThoughtChunk(_)) => self.apply(chunk),
             Update::ToolCall(t) => self.apply_tool(*t),
             Update::Plan(WirePlan { entries }) => {
                 self.plan = entries.items;
@@ -497,7 +493,8 @@ impl Thread {
         }
     }
 
-    fn chunk(&mut self, kind: ChunkKind, c: Chunk) -> Applied {
+    /// Folds a chunk: appended to the last entry or a new one; its number, and whether it is new.
+    fn chunk(&mut self, kind: ChunkKind, c: Chunk) -> (u64, bool) {
         let block = c.content;
         // Appended to the last entry when it is the same kind of message (and the same
         // message, when the agent numbers them); anything in between starts a new one.
@@ -512,7 +509,6 @@ impl Thread {
                 }
                 _ => false,
             });
-        let shown = Box::new(block.clone());
         self.bytes += block.bytes();
         if let (true, Some(n)) = (continues, last) {
             if let Some(
@@ -521,20 +517,26 @@ impl Thread {
                 | Entry::Thought { content, .. },
             ) = self.entry_mut(n)
             {
-                match (content.last_mut(), block.is_text()) {
+                let grew = match (content.last_mut(), block.is_text()) {
                     (Some(prev), true) if prev.is_text() => {
                         let text = prev.text.get_or_insert_with(String::new);
+                        let from = text.len();
                         text.push_str(block.text.as_deref().unwrap_or(""));
+                        Some((content.len() - 1, from))
                     }
-                    _ => content.push(block),
+                    _ => {
+                        content.push(block);
+                        None
+                    }
+                };
+                match grew {
+                    Some((b, from)) => self.grew(n, b, from),
+                    None => {
+                        self.changed.insert(n);
+                    }
                 }
             }
-            self.changed.insert(n);
-            return Applied::Chunk {
-                entry: n,
-                started: false,
-                block: shown,
-            };
+            return (n, false);
         }
         self.bytes -= block.bytes();
         let (message_id, content) = (c.message_id, vec![block]);
@@ -552,12 +554,7 @@ impl Thread {
                 content,
             },
         };
-        let n = self.push(entry);
-        Applied::Chunk {
-            entry: n,
-            started: true,
-            block: shown,
-        }
+        (self.push(entry), true)
     }
 
     fn apply_tool(&mut self, t: WireTool) -> Applied {
@@ -722,50 +719,6 @@ impl Thread {
         self.current_mode = current_mode;
         self.config_options = config_options;
         self.meta_changed = true;
-    }
-
-    /// Changes since the last call, coalesced; clears them.
-    pub fn take_delta(&mut self) -> Delta<'_> {
-        let changed = std::mem::take(&mut self.changed);
-        let meta = std::mem::take(&mut self.meta_changed);
-        let first = self.dropped_entries;
-        Delta {
-            entries: changed
-                .into_iter()
-                .filter_map(|n| {
-                    let i = usize::try_from(n.checked_sub(first)?).ok()?;
-                    self.entries.get(i).map(|e| (n, e))
-                })
-                .collect(),
-            first_entry: first,
-            meta: meta.then(|| self.meta()),
-        }
-    }
-
-    /// Whether [`Thread::take_delta`] has anything.
-    pub fn has_changes(&self) -> bool {
-        !self.changed.is_empty() || self.meta_changed
-    }
-
-    /// The thread's fields other than the entries.
-    pub fn meta(&self) -> Meta<'_> {
-        Meta {
-            title: &self.title,
-            plan: &self.plan,
-            plan_more: self.plan_more,
-            current_mode: &self.current_mode,
-            modes: &self.modes,
-            config_options: &self.config_options,
-            commands: &self.commands,
-            commands_more: self.commands_more,
-            usage: &self.usage,
-            turn: self.turn,
-            last_stop: &self.last_stop,
-            #[cfg(feature = "unstable")]
-            turn_usage: &self.turn_usage,
-            #[cfg(feature = "unstable")]
-            session_status: &self.session_status,
-        }
     }
 }
 

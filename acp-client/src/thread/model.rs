@@ -264,6 +264,16 @@ pub enum NoticeLevel {
 }
 
 impl Entry {
+    /// The blocks of a message or thought (`None` for the other entries).
+    pub fn blocks(&self) -> Option<&[Block]> {
+        match self {
+            Entry::User { content, .. }
+            | Entry::Agent { content, .. }
+            | Entry::Thought { content, .. } => Some(content),
+            _ => None,
+        }
+    }
+
     pub(super) fn bytes(&self) -> usize {
         match self {
             Entry::User { content, .. }

@@ -232,9 +232,18 @@ impl std::fmt::Debug for ReadUpdate {
 }
 
 impl ReadUpdate {
-    /// Reads `params` (JSON text): in one pass when the update's tag comes first (as agents
-    /// write it), else its tag first, then its variant.
+    /// Reads `params` (JSON text): a text chunk as the SDKs write it matched byte for byte
+    /// (`fast.rs`), else in one pass when the update's tag comes first (as agents write it),
+    /// else its tag first, then its variant.
     pub fn read(params: &str) -> Result<ReadUpdate, super::BadUpdate> {
+        match super::fast::read_plain_text_chunk(params) {
+            Some(read) => Ok(read),
+            None => Self::read_readers(params),
+        }
+    }
+
+    /// `read` without the byte-for-byte match.
+    pub(super) fn read_readers(params: &str) -> Result<ReadUpdate, super::BadUpdate> {
         if let Some((session_id, update)) = super::read::one_pass(params) {
             return Ok(ReadUpdate { session_id, update });
         }

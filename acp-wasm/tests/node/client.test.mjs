@@ -1,5 +1,6 @@
 // The client flavour (pkg/nodejs-client, cargo feature `client`) beyond the case tables
-// (policy.test.mjs replays those): the Thread and CrashBudget classes, chooseAuth,
+// (policy.test.mjs replays those): the Thread and Session classes (and the connection folding
+// updates into a session inside wasm, pollEventsFor), chooseAuth,
 // failureError and terminalLimits as an application uses them, their argument checks, and the
 // split between the flavours (the default build has none of this; the client build is the
 // engine too).
@@ -9,13 +10,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { acp, client, pkgDir, throwsNamed } from "./helpers.mjs";
 
-const { Thread, CrashBudget } = client;
+const { Thread } = client;
 
 const chunk = (text, extra = {}) =>
   JSON.stringify({ sessionId: "s", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text }, ...extra } });
 
 test("the default flavour is the engine alone; the client flavour is the engine plus acp-client", () => {
-  const clientOnly = ["Thread", "CrashBudget", "chooseAuth", "failureError", "terminalLimits", "decidePermission",
+  const clientOnly = ["Thread", "Session", "chooseAuth", "failureError", "terminalLimits", "decidePermission",
     "dismissedPermission", "unanswerablePermission", "chosenPermission", "classifyWrite", "describeWriteReason",
     "terminalQuestion", "terminalInvalidMessage", "envAllowlist", "validEnvName", "escapeLine", "attachToPrompt", "promptLimits",
     "mcpServers", "stopWords", "rpcWords", "SseDecoder", "httpOutgoing", "httpAnswer"];
@@ -57,10 +58,10 @@ test("Thread: a streamed answer is one entry; takeDelta coalesces per entry", ()
   assert.equal(delta.meta.turn, "running");
   assert.equal(t.hasChanges(), false);
   assert.deepEqual(JSON.parse(t.takeDelta()), { entries: [], firstEntry: 0 });
-  // Only what changed since: entry 1 again, once.
+  // Only what changed since: entry 1's new text, once.
   t.applyUpdate(chunk("!"));
   t.applyUpdate(chunk("!"));
-  assert.deepEqual(JSON.parse(t.takeDelta()).entries, [[1, { type: "agent", content: [{ type: "text", text: "Hello, world!!" }] }]]);
+  assert.deepEqual(JSON.parse(t.takeDelta()), { entries: [], appended: [[1, 0, "!!"]], firstEntry: 0 });
   t.endTurn("end_turn");
   const end = JSON.parse(t.takeDelta());
   assert.deepEqual([end.entries, end.meta.turn, end.meta.lastStop], [[], "idle", "end_turn"]);
@@ -149,43 +150,51 @@ test("Thread: maxBytes drops the oldest entries; entry numbers stay valid", () =
   big.free();
 });
 
-test("Thread: a session/load replay is shown into an empty thread, folded into one that holds the conversation", () => {
+test("Session: a session/load replay is shown into an empty conversation, folded into one it holds (the engine's rule)", () => {
   const upd = (update) => JSON.stringify({ sessionId: "s", update });
-  const fresh = new Thread();
-  fresh.notice("info", "connecting");
-  assert.equal(fresh.replayView(), "show", "a notice alone is not a conversation");
-  fresh.free();
-  const t = new Thread();
+  const loads = JSON.stringify({ protocolVersion: 1, agentCapabilities: { loadSession: true } });
+  const s = new client.Session(JSON.stringify({ open: "new" }), "/p");
+  // The session's conversation: shared, the session folds into it.
+  const t = s.thread();
+  s.initialized(loads);
+  s.opened(JSON.stringify({ sessionId: "s" }));
   t.beginTurn(JSON.stringify([{ type: "text", text: "hi" }]));
-  t.applyUpdate(chunk("hello"));
-  t.applyUpdate(upd({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "in_progress" }));
+  s.update(chunk("hello"));
+  s.update(upd({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "in_progress" }));
   t.endTurn("end_turn");
+  // The agent ends; restarted, it loads the session and replays it.
+  assert.equal(JSON.parse(s.agentEnded(0, "exited with code 1")).next, "restart");
+  assert.deepEqual(JSON.parse(s.initialized(loads)), { send: "load", sessionId: "s" });
   t.takeDelta();
-  assert.equal(t.replayView(), "fold");
-  const entries = t.entryCount();
-  // The agent's replay of the same conversation: nothing of it is added again...
-  assert.equal(t.applyReplayedUpdate(upd({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "hi" } })), undefined);
-  assert.equal(t.applyReplayedUpdate(chunk("hello")), undefined);
-  assert.equal(t.applyReplayedUpdate(upd({ sessionUpdate: "tool_call", toolCallId: "t9", title: "Old", status: "completed" })), undefined);
+  const entries = JSON.parse(t.toJson()).entries.length;
+  const folded = (u) => assert.deepEqual(JSON.parse(s.update(u)), { routed: "folded" });
+  // Nothing of the conversation is added again...
+  folded(upd({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "hi" } }));
+  folded(chunk("hello"));
+  folded(upd({ sessionUpdate: "tool_call", toolCallId: "t9", title: "Old", status: "completed" }));
   // ...a tool call unfinished here takes the replayed state, and the session's state is taken.
-  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "completed" }))),
-    { applied: "tool", entry: 2, started: false });
-  const commands = { sessionUpdate: "available_commands_update", availableCommands: [{ name: "web", description: "Search" }] };
-  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd(commands))), { applied: "commands" });
-  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd({ sessionUpdate: "current_mode_update", currentModeId: "code" }))), { applied: "mode" });
-  assert.deepEqual(JSON.parse(t.applyReplayedUpdate(upd({ sessionUpdate: "plan", entries: [{ content: "a", priority: "high", status: "pending" }] }))),
-    { applied: "plan" });
-  assert.equal(t.entryCount(), entries);
+  folded(upd({ sessionUpdate: "tool_call", toolCallId: "t1", title: "Run", status: "completed" }));
+  folded(upd({ sessionUpdate: "available_commands_update", availableCommands: [{ name: "web", description: "Search" }] }));
+  folded(upd({ sessionUpdate: "plan", entries: [{ content: "a", priority: "high", status: "pending" }] }));
+  assert.equal(JSON.parse(t.toJson()).entries.length, entries);
   const delta = JSON.parse(t.takeDelta());
-  assert.deepEqual(delta.entries.map(([n, e]) => [n, e.type, e.status]), [[2, "tool", "completed"]]);
+  assert.deepEqual(delta.entries.map(([, e]) => [e.type, e.status]), [["tool", "completed"]]);
   assert.deepEqual(delta.meta.commands, [{ name: "web", description: "Search" }]);
-  assert.equal(delta.meta.currentMode, "code");
   assert.deepEqual(delta.meta.plan, [{ content: "a", priority: "high", status: "pending" }]);
-  const err = throwsNamed(assert, () => t.applyReplayedUpdate('{"sessionId":"s"}'), "Error");
+  const err = throwsNamed(assert, () => s.update('{"sessionId":"s"}'), "Error");
   assert.match(err.message, /^unreadable session\/update/);
   assert.equal(t.hasChanges(), false, "an unreadable update changes nothing");
-  throwsNamed(assert, () => t.applyReplayedUpdate(7), "TypeError");
+  throwsNamed(assert, () => s.update(7), "TypeError");
+  const opened = JSON.parse(s.opened("null"));
+  assert.equal(opened.memory, "replayed");
+  assert.match(opened.notices[0].text, /6 replayed update\(s\) not shown again/);
+  // The view is the session's: freeing it leaves the session's conversation.
   t.free();
+  const again = s.thread();
+  assert.equal(JSON.parse(again.toJson()).entries.length, entries + 1);
+  again.free();
+  s.free();
+  assert.throws(() => s.title);
 });
 
 test("Thread: every method throws after free()", () => {
@@ -193,30 +202,9 @@ test("Thread: every method throws after free()", () => {
   t.free();
   for (const call of [() => t.applyUpdate(chunk("x")), () => t.beginTurn("[]"), () => t.endTurn("end_turn"),
     () => t.failTurn("x"), () => t.notice("info", "x"), () => t.setSession("s", null, null, null), () => t.takeDelta(),
-    () => t.hasChanges(), () => t.toJson(), () => t.entryCount(), () => t.entryJson(0), () => t.replayView(),
-    () => t.applyReplayedUpdate(chunk("x"))]) {
+    () => t.hasChanges(), () => t.toJson(), () => t.entryCount(), () => t.entryJson(0)]) {
     assert.throws(call, Error);
   }
-});
-
-test("CrashBudget: the default policy, the breaker, reset", () => {
-  const b = new CrashBudget();
-  const d = (ms) => JSON.parse(b.recordCrash(ms));
-  assert.deepEqual(d(0), { decision: "restart", afterMs: 500, attempt: 1 });
-  assert.deepEqual(d(1000.9), { decision: "restart", afterMs: 1000, attempt: 2 });
-  assert.equal(b.isTripped(), false);
-  d(2000);
-  d(3000);
-  assert.deepEqual(d(4000), { decision: "give_up", reason: "agent crashed 5 times in 2 minutes; not restarting" });
-  assert.equal(b.isTripped(), true);
-  assert.equal(d(10_000_000).decision, "give_up", "stays open");
-  b.reset();
-  assert.equal(b.isTripped(), false);
-  assert.deepEqual(d(10_000_001), { decision: "restart", afterMs: 500, attempt: 1 });
-  b.free();
-  const never = new CrashBudget(JSON.stringify({ maxRestartsInWindow: 0, windowMs: 1000, initialBackoffMs: 1, maxBackoffMs: 1, multiplier: 2 }));
-  assert.deepEqual(JSON.parse(never.recordCrash(5)), { decision: "give_up", reason: "agent crashed and restarts are disabled; not restarting" });
-  never.free();
 });
 
 test("chooseAuth, failureError and terminalLimits answer JSON text from acp-client", () => {
@@ -257,12 +245,15 @@ test("wrong arguments are a TypeError naming the argument", () => {
     ["configOptionsJson", () => t.setSession("s", null, null, {})],
     ["n", () => t.entryJson(-1)],
     ["n", () => t.entryJson("1")],
-    ["policyJson", () => new CrashBudget("{}")],
-    ["policyJson", () => new CrashBudget('{"maxRestartsInWindow":-1,"windowMs":1,"initialBackoffMs":1,"maxBackoffMs":1,"multiplier":2}')],
-    ["policyJson", () => new CrashBudget({ maxRestartsInWindow: 1 })],
-    ["nowMs", () => new CrashBudget().recordCrash(-5)],
-    ["nowMs", () => new CrashBudget().recordCrash("5")],
-    ["nowMs", () => new CrashBudget().recordCrash(Infinity)],
+    ["intentJson", () => new client.Session("{}", "/p")],
+    ["intentJson", () => new client.Session('{"open":"load"}', "/p")],
+    ["intentJson", () => new client.Session({ open: "new" }, "/p")],
+    ["cwd", () => new client.Session('{"open":"new"}', 5)],
+    ["optionsJson", () => new client.Session('{"open":"new"}', "/p", '{"nope":1}')],
+    ["optionsJson", () => new client.Session('{"open":"new"}', "/p", '{"policy":{"maxRestartsInWindow":-1,"windowMs":1,"initialBackoffMs":1,"maxBackoffMs":1,"multiplier":2}}')],
+    ["nowMs", () => new client.Session('{"open":"new"}', "/p").agentEnded(-5, "x")],
+    ["nowMs", () => new client.Session('{"open":"new"}', "/p").agentEnded(Infinity, "x")],
+    ["code", () => new client.Session('{"open":"new"}', "/p").openFailed(1.5, "x")],
     ["methodsJson", () => client.chooseAuth("{}", "[]", null)],
     ["methodsJson", () => client.chooseAuth('[{"name":"no id"}]', "[]", null)],
     ["methodsJson", () => client.chooseAuth([], "[]", null)],
@@ -300,11 +291,19 @@ test("the client flavour's .d.ts declares the new classes, functions and their t
       "toJson(): string;",
       "entryCount(): number;",
       "entryJson(n: number): string | undefined;",
-      "export class CrashBudget",
-      "constructor(policyJson?: string);",
-      "recordCrash(nowMs: number): string;",
-      "reset(): void;",
-      "isTripped(): boolean;",
+      "export class Session",
+      "constructor(intentJson: string, cwd: string, optionsJson?: string);",
+      "initialized(resultJson: string): string;",
+      "update(paramsJson: string): string;",
+      "opened(resultJson: string): string;",
+      "openFailed(code: number, message: string): string;",
+      "agentEnded(nowMs: number, why: string): string;",
+      "thread(): Thread;",
+      "pollEventsFor(session: Session): AcpEvent[];",
+      "export type SessionIntent =",
+      "export type SessionRouted =",
+      "export interface SessionOpened",
+      "export type SessionAfterEnd =",
       "export function chooseAuth(methodsJson: string, setVarsJson: string, requested: string | null): string;",
       "export function failureError(failure: FailureName): string;",
       "export function terminalLimits(): string;",
@@ -313,7 +312,6 @@ test("the client flavour's .d.ts declares the new classes, functions and their t
       "export interface ThreadDelta",
       "export type ThreadEntry =",
       "export interface SavedThread",
-      "export type RestartDecision =",
       "export interface RestartPolicy",
       "export type AuthChoice =",
       "export interface FailureError",
@@ -366,4 +364,124 @@ test("SseDecoder: events in any pieces, bytes or text, an event over the limit b
   }
   assert.throws(() => client.httpOutgoing(1), (e) => e instanceof TypeError && /^line must be a string/.test(e.message));
   assert.throws(() => client.httpAnswer(null), (e) => e instanceof TypeError && /^text must be a string/.test(e.message));
+});
+
+// ---- the session engine (acp_client::session) and folding inside wasm --------------------
+
+const update = (sessionId, update) => JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { sessionId, update } }) + "\n";
+const say = (sessionId, text) => update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text } });
+const answer = (id, result) => JSON.stringify({ jsonrpc: "2.0", id, result }) + "\n";
+const loadsOnly = { protocolVersion: 1, agentCapabilities: { loadSession: true }, agentInfo: { name: "demo", version: "1" } };
+
+/** Every event of `conn` for `session`, pollEventsFor until it answers `[]`, with `onResponse`
+ *  called at the response's place (as a face feeds `opened`). */
+function pollAll(conn, session, onResponse = () => {}) {
+  const out = [];
+  for (let batch = conn.pollEventsFor(session); batch.length > 0; batch = conn.pollEventsFor(session)) {
+    for (const ev of batch) {
+      out.push(ev);
+      if (ev.type === "response") onResponse(ev);
+    }
+    // A batch ends at its first response: nothing after one is in the same batch.
+    const at = batch.findIndex((e) => e.type === "response" || e.type === "requestFailed");
+    assert.ok(at === -1 || at === batch.length - 1 || batch[at].type === "requestFailed", "a batch ends at a response");
+  }
+  return out;
+}
+
+test("Session: a new session's updates fold inside wasm; JS gets the other events and the deltas", () => {
+  const s = new client.Session(JSON.stringify({ open: "new" }), "/p");
+  const conn = new client.AcpConnection("client");
+  assert.deepEqual(JSON.parse(s.initialized(JSON.stringify(loadsOnly))), { send: "new" });
+  const id = conn.sendRequest("session/new", { cwd: "/p", mcpServers: [] }, 0);
+  conn.pollTransmit();
+  // The agent sends an update before it answers (held), then the answer, then the turn's text.
+  conn.feedString(say("s1", "early ") + answer(id, { sessionId: "s1" }) + say("s1", "Hello") + say("s1", ", world") +
+    say("other", "not ours") + JSON.stringify({ jsonrpc: "2.0", method: "_x/ping" }) + "\n", 0);
+  let opened;
+  const events = pollAll(conn, s, (ev) => (opened = JSON.parse(s.opened(JSON.stringify(ev.result)))));
+  assert.deepEqual(events.map((e) => e.type + (e.method ? ` ${e.method}` : "")), ["response session/new", "notification _x/ping"]);
+  assert.equal(opened.sessionId, "s1");
+  assert.equal(opened.memory, "fresh");
+  assert.equal(s.isOpen, true);
+  assert.equal(s.sessionId, "s1");
+  const t = s.thread();
+  const delta = JSON.parse(t.takeDelta());
+  const agent = delta.entries.filter(([, e]) => e.type === "agent").map(([, e]) => e.content[0].text);
+  // The held update is folded when the answer comes, before the notice the answer adds.
+  assert.deepEqual(agent, ["early ", "Hello, world"]);
+  assert.ok(delta.entries.some(([, e]) => e.type === "notice" && e.text.startsWith("connected to demo 1; session s1")));
+  assert.equal(t.hasChanges(), false);
+  t.free();
+  conn.free();
+  s.free();
+});
+
+test("pollEventsFor keeps wire order across a session/load's answer: the replay is folded, what follows is shown", () => {
+  const saved = JSON.stringify({ format: 1, sessionId: "s1", entries: [
+    { type: "user", content: [{ type: "text", text: "fix the build" }] },
+    { type: "agent", content: [{ type: "text", text: "Done." }] },
+  ] });
+  const s = new client.Session(JSON.stringify({ open: "continue", sessionId: "s1", saved: JSON.parse(saved) }), "/p");
+  assert.equal(s.title, "fix the build");
+  assert.deepEqual(JSON.parse(s.initialized(JSON.stringify(loadsOnly))), { send: "load", sessionId: "s1" });
+  const conn = new client.AcpConnection("client");
+  const id = conn.sendRequest("session/load", { sessionId: "s1", cwd: "/p", mcpServers: [] }, 0);
+  conn.pollTransmit();
+  // The replay, the answer and a new update all arrive in one chunk: one pollEventsFor call
+  // could fold them all before JS sees the answer; it stops at the answer instead.
+  conn.feedString(update("s1", { sessionUpdate: "user_message_chunk", content: { type: "text", text: "fix the build" } }) +
+    say("s1", "Done.") + answer(id, null) + say("s1", "And more."), 0);
+  let opened;
+  pollAll(conn, s, (ev) => (opened = JSON.parse(s.opened(JSON.stringify(ev.result)))));
+  assert.equal(opened.memory, "replayed");
+  assert.match(opened.notices[0].text, /2 replayed update\(s\) not shown again/);
+  const t = s.thread();
+  const entries = JSON.parse(t.toJson()).entries;
+  t.free();
+  const texts = entries.filter((e) => e.type !== "notice").map((e) => `${e.type}: ${e.content[0].text}`);
+  assert.deepEqual(texts, ["user: fix the build", "agent: Done.", "agent: And more."]);
+  conn.free();
+  s.free();
+});
+
+test("Session: refused intents, a crash told truthfully, argument checks", () => {
+  const refused = throwsNamed(assert, () => new client.Session(JSON.stringify({ open: "continue", sessionId: "nope" }), "/p"), "SessionRefused");
+  assert.match(refused.message, /no session nope is saved/);
+  assert.throws(() => new client.Session("{}", "/p"), TypeError);
+  assert.throws(() => new client.Session(JSON.stringify({ open: "new" }), 5), TypeError);
+  assert.throws(() => new client.Session(JSON.stringify({ open: "new" }), "/p", JSON.stringify({ nope: 1 })), TypeError);
+  // An agent that keeps nothing: it can neither resume nor load; after a crash the
+  // conversation goes on in a new session and the user is told the agent does not remember it.
+  const s = new client.Session(JSON.stringify({ open: "new" }), "/p");
+  const plain = JSON.stringify({ protocolVersion: 1, agentInfo: { name: "forgetful", version: "1" } });
+  s.initialized(plain);
+  s.opened(JSON.stringify({ sessionId: "s1" }));
+  const t = s.thread();
+  t.beginTurn(JSON.stringify([{ type: "text", text: "remember this" }]));
+  t.free();
+  s.update(JSON.stringify({ sessionId: "s1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "ok" } } }));
+  const after = JSON.parse(s.agentEnded(1000, "exited with code 70"));
+  assert.equal(after.next, "restart");
+  assert.equal(after.afterMs, 500);
+  assert.deepEqual(JSON.parse(s.initialized(plain)), { send: "new" });
+  const opened = JSON.parse(s.opened(JSON.stringify({ sessionId: "s2" })));
+  assert.equal(opened.memory, "lost");
+  assert.match(opened.notices[0].text, /does not remember/);
+  assert.throws(() => s.agentEnded(-1, "x"), TypeError);
+  assert.throws(() => s.openFailed(1.5, "x"), TypeError);
+  assert.throws(() => s.update("{"), /unreadable session\/update/);
+  s.free();
+  assert.throws(() => s.title);
+});
+
+test("Session: a conversation shown goes on in a new session, said so", () => {
+  const shown = { format: 1, entries: [{ type: "user", content: [{ type: "text", text: "earlier" }] }] };
+  const s = new client.Session(JSON.stringify({ open: "new" }), "/p", JSON.stringify({ shown }));
+  assert.equal(s.title, "earlier");
+  assert.deepEqual(JSON.parse(s.initialized(JSON.stringify(loadsOnly))), { send: "new" });
+  const opened = JSON.parse(s.opened(JSON.stringify({ sessionId: "s9" })));
+  assert.equal(opened.memory, "lost");
+  assert.match(opened.notices[0].text, /the conversation above is the copy saved here/);
+  s.free();
 });

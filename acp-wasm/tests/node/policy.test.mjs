@@ -70,18 +70,72 @@ function thread(c) {
   }
 }
 
-/** Replays one restart row: one decision per crash, null per reset. */
-function restart(c) {
-  const budget = c.policy === null ? new acp.CrashBudget() : new acp.CrashBudget(JSON.stringify(c.policy));
-  try {
-    return c.steps.map((step) => {
-      if ("crashAtMs" in step) return JSON.parse(budget.recordCrash(step.crashAtMs));
-      if ("reset" in step) return budget.reset() ?? null;
-      throw new Error(`unknown step in ${JSON.stringify(c.name)}: ${JSON.stringify(step)}`);
-    });
-  } finally {
-    budget.free();
-  }
+/** Replays one session row as cases.rs does: what each step answered, then the session's id,
+ *  whether it is open and its list title; `{refused}` when the intent is refused. The
+ *  `update` steps go through `update` (the routing and what it did); each row is replayed
+ *  again with its updates arriving on a connection, folded inside wasm by
+ *  `AcpConnection.pollEventsFor`, which must leave the same conversation. */
+function session(c) {
+  const run = (fold) => {
+    const conn = new acp.AcpConnection("client");
+    let s;
+    try {
+      s = new acp.Session(canonical(c.intent), "/p", c.policy ? JSON.stringify({ policy: c.policy }) : undefined);
+    } catch (e) {
+      conn.free();
+      if (!(e instanceof Error) || e.name !== "SessionRefused") throw e;
+      return { refused: e.message };
+    }
+    const error = (f) => {
+      try {
+        return f();
+      } catch (e) {
+        if (!(e instanceof Error) || e instanceof WebAssembly.RuntimeError) throw e;
+        return { error: e.message };
+      }
+    };
+    const thread = s.thread();
+    try {
+      const steps = c.steps.map((step) => {
+        const [kind, input] = Object.entries(step)[0];
+        switch (kind) {
+          case "initialized":
+            return error(() => JSON.parse(s.initialized(canonical(input))));
+          case "update":
+            if (fold) {
+              conn.feedString(`{"jsonrpc":"2.0","method":"session/update","params":${canonical(input)}}\n`, 0);
+              // An update the session cannot read comes back as its notification event.
+              const events = conn.pollEventsFor(s);
+              return events.length ? { error: "returned" } : null;
+            }
+            return error(() => JSON.parse(s.update(canonical(input))));
+          case "opened":
+            return error(() => JSON.parse(s.opened(canonical(input))));
+          case "openFailed":
+            return JSON.parse(s.openFailed(input.code, input.message));
+          case "agentEnded":
+            return JSON.parse(s.agentEnded(input.atMs, input.why));
+          case "beginTurn":
+            return thread.beginTurn(JSON.stringify([{ type: "text", text: input }]));
+          case "endTurn":
+            return thread.endTurn(input) ?? null;
+          default:
+            throw new Error(`unknown step in ${JSON.stringify(c.name)}: ${kind}`);
+        }
+      });
+      return { steps, sessionId: s.sessionId ?? null, open: s.isOpen, title: s.title, thread: thread.toJson() };
+    } finally {
+      thread.free();
+      s.free();
+      conn.free();
+    }
+  };
+  const told = run(false);
+  if ("refused" in told) return told;
+  const quiet = run(true);
+  assert.equal(quiet.thread, told.thread, `session.json: ${c.name}: foldUpdate keeps the same conversation`);
+  const { thread: _, ...rest } = told;
+  return rest;
 }
 
 /** A question.json row with its generators expanded (as cases.rs does): `{"$lines": {text,
@@ -126,12 +180,12 @@ function questionRow(c) {
 
 const REPLAYS = {
   "question.json": (c) => questionRow(c),
+  "session.json": session,
   "permission.json": permission,
   "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts), JSON.stringify(c.ownDirs ?? [])),
   "terminal.json": (c) => acp.terminalQuestion(JSON.stringify(c.request), JSON.stringify(c.userEnv)),
   "auth.json": (c) => JSON.parse(acp.chooseAuth(JSON.stringify(c.methods), JSON.stringify(c.env), c.requested)),
   "errors.json": (c) => JSON.parse(acp.failureError(c.failure)),
-  "restart.json": restart,
   "thread.json": thread,
   "prompt.json": (c) => JSON.parse(acp.attachToPrompt(JSON.stringify(c.caps), JSON.stringify(c.attachment))),
   "mcp.json": mcp,
@@ -183,7 +237,7 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
 // without a replay fails the suite: a new table is replayed here, or named here, never skipped
 // silently.
 const NOT_EXPORTED = {
-  "session.json": "acp_client::session (the session engine) is not exported yet: its binding and the extension's use of it are issue 21's extension part (acp-client/tests/cases.rs replays it natively)",
+  "restart.json": "acp_client::restart (the crash budget) is the session engine's: Session.agentEnded decides restarts, and session.json's rows replay it with their policies",
   "registry.json": "acp_client::registry (agents by name) is exported as agentPresets only: registry.test.mjs, and the extension's cases.test.ts replays the rows about one agent",
 };
 

@@ -1,17 +1,19 @@
 // One conversation as the chat shows it: acp-client's thread model (acp-wasm's `Thread`, the
-// same folding `acp chat` renders from) fed with what arrives, and its changes handed to the
-// view coalesced. Nothing here folds an update: each `session/update`'s params go to
-// `Thread.applyUpdate` (those of a session/load replay of the conversation shown, to
-// `Thread.applyReplayedUpdate`); prompts, stop reasons, errors and notices to `beginTurn`, `endTurn`,
-// `failTurn`, `notice`. The view is sent `Thread.takeDelta()` (each changed entry once,
-// whatever the number of updates that changed it) at most once per interval, and at once at a
-// turn's boundaries, as the JSON text the thread wrote (the webview parses it once). The delta
-// that ends a turn goes with acp-client's words for its stop reason (acp-wasm's `stopWords`,
-// given as `stopWords`): the webview shows them and has no words of its own.
+// same folding `acp chat` renders from; the chat's is a session engine's conversation,
+// `Session.thread()`) and its changes handed to the view coalesced. Nothing here folds an
+// update: the agent's `session/update`s are folded inside wasm by the connection
+// (`AcpClient.foldInto`: `changed()` says there is something to draw), or given to
+// `applyUpdate`, which hands them to `fold` (the session engine's `update`, which routes them;
+// by default the thread's own `applyUpdate`); prompts, stop reasons, errors and notices go to
+// `beginTurn`, `endTurn`, `failTurn`, `notice`. The view is sent `takeDelta()` (each changed
+// entry once, whatever the number of updates that changed it) at most once per interval, and
+// at once at a turn's boundaries, as the JSON text the engine wrote (the webview parses it
+// once). The delta that ends a turn goes with acp-client's words for its stop reason (acp-wasm's
+// `stopWords`, given as `stopWords`): the webview shows them and has no words of its own.
 //
 // Architecture Invariant: this file does not import `vscode`; time comes from a Scheduler.
 
-import type { ContentBlock, SessionConfigOption, SessionModeState } from "@agentclientprotocol/sdk";
+import type { ContentBlock } from "@agentclientprotocol/sdk";
 import type { NoticeLevel, SavedThread, ThreadEntry } from "acp-wasm-client";
 import type { WasmThread } from "../protocol/engine";
 
@@ -43,6 +45,9 @@ export class Conversation {
     private readonly intervalMs = 50,
     /** acp-client's words for a stop reason (acp-wasm's `stopWords`); none: no words are sent. */
     private readonly stopWords?: (stopReason: string) => string,
+    /** Folds one `session/update`'s params (JSON text): the session engine's `update` for a
+     *  session's conversation; the thread's own `applyUpdate` by default. */
+    private readonly fold: (paramsJson: string) => unknown = (json) => thread.applyUpdate(json),
   ) {}
 
   /** A turn started (`beginTurn`) and has not ended or failed yet. */
@@ -50,27 +55,22 @@ export class Conversation {
     return this.turnOpen;
   }
 
-  /** Folds one `session/update`'s params (or their JSON text). Throws the thread's
-   *  "unreadable session/update: …" for params it cannot read; nothing changes then. */
+  /** Folds one `session/update`'s params (or their JSON text) with `fold`. Throws the
+   *  engine's "unreadable session/update: …" for params it cannot read; nothing changes then. */
   applyUpdate(params: unknown): void {
-    this.thread.applyUpdate(typeof params === "string" ? params : JSON.stringify(params));
+    this.fold(typeof params === "string" ? params : JSON.stringify(params));
     this.later();
   }
 
-  /** How the replay of a `session/load` sent now is to be taken (acp-client's rule,
-   *  `Thread.replayView`): "show" while this holds no conversation (notices aside): the replay
-   *  is the conversation, `applyUpdate`; else "fold": `applyReplayed`. */
-  replayView(): "show" | "fold" {
-    return this.thread.replayView() === "show" ? "show" : "fold";
+  /** The model changed outside (updates folded inside wasm, the engine's notices): delivered
+   *  within the interval. */
+  changed(): void {
+    if (this.thread.hasChanges()) this.later();
   }
 
-  /** Folds one update of a replay not shown (`replayView()` was "fold"): the session's
-   *  commands, plan, mode, usage, config options and title are taken, nothing of the
-   *  conversation is added again (a tool call unfinished here takes its replayed state).
-   *  Throws like `applyUpdate` for params it cannot read. */
-  applyReplayed(params: unknown): void {
-    const applied = this.thread.applyReplayedUpdate(typeof params === "string" ? params : JSON.stringify(params));
-    if (applied !== undefined) this.later();
+  /** The turn was ended outside (the engine failed it when the agent ended). */
+  turnOver(): void {
+    this.turnOpen = false;
   }
 
   /** The user's prompt starts a turn; returns its entry number. */
@@ -101,17 +101,6 @@ export class Conversation {
     const n = this.thread.notice(level, text);
     this.flush();
     return n;
-  }
-
-  /** What `session/new` answered: the session, its modes and config options. */
-  setSession(sessionId: string, modes: SessionModeState | null | undefined, configOptions: SessionConfigOption[] | null | undefined): void {
-    this.thread.setSession(
-      sessionId,
-      modes ? JSON.stringify(modes.availableModes ?? []) : null,
-      modes?.currentModeId ?? null,
-      configOptions ? JSON.stringify(configOptions) : null,
-    );
-    this.flush();
   }
 
   /** The agent confirmed a mode (`session/set_mode` answered): shown as its own update would be. */

@@ -12,7 +12,6 @@ import type { EngineModule } from "../protocol/engine";
 import type { RemoteTokens } from "../remoteTokens";
 import type { SessionDecisions } from "../sessions/decisions";
 import { pickSession } from "../sessions/history";
-import { canList } from "../sessions/reopen";
 import { entriesFrom, type SessionStore } from "../sessions/store";
 import { CHAT_VIEW_ID } from "../ui/chatView";
 import type { AgentLifecycle } from "./lifecycle";
@@ -174,7 +173,7 @@ export class Commands {
     const { sessions } = this.p;
     const agentList: Array<{ sessionId: string; title?: string | null; updatedAt?: string | null }> = [];
     const conn = this.p.agent.conn;
-    if (conn && canList(conn.init)) {
+    if (conn?.canList) {
       try {
         const r = await conn.listSessions(this.p.settings.workspaceCwd());
         agentList.push(...(r.sessions ?? []));

@@ -1,9 +1,11 @@
 // The agent's lifecycle: the selected agent started (the variables a sign-in kept, a remote
 // agent's token, the engine's options and the client's capabilities), a failed start told in
 // the chat and a notification (Retry; Enter Token when a remote agent refused the token), a
-// crash or a dropped connection restarted after acp-client's backoff within its crash budget
-// (the conversation goes on, its session reopened when the agent can), stop, restart, and the
-// stop when the extension is deactivated. The state it is in is shown by status.ts.
+// crash or a dropped connection (a remote agent's too, and a remote agent not reachable again)
+// told to acp-client's session engine, which decides whether to restart it and after what
+// backoff (its crash budget) and re-establishes the session in the same conversation when the
+// agent starts again; stop, restart, and the stop when the extension is deactivated. The state
+// it is in is shown by status.ts.
 // One reason to change: when and how the agent is started, restarted or stopped.
 
 import * as vscode from "vscode";
@@ -14,7 +16,8 @@ import { AgentConnection, AgentStartError, describeExit } from "../protocol/agen
 import type { IncomingHandler } from "../protocol/client";
 import type { EngineModule } from "../protocol/engine";
 import type { TraceSink } from "../protocol/log";
-import type { ClientPolicy, CrashBudget } from "../protocol/policy";
+import type { SessionAfterEnd } from "acp-wasm-client";
+import type { ClientPolicy } from "../protocol/policy";
 import type { AgentSpec } from "../protocol/process";
 import type { ExitInfo } from "../protocol/transport";
 import type { RemoteTokens } from "../remoteTokens";
@@ -25,11 +28,12 @@ import type { AgentState, AgentStatus } from "./status";
 export interface SessionSide {
   /** The conversation shown: a failed start, a crash and a restart are told in it. */
   conversation(): Conversation;
-  /** The agent stopped or exited: the session with it is over. Returns that session's id. */
-  agentGone(): string | undefined;
-  /** The agent is restarted after a crash: `sessionId` is reopened in it (unless a reopen is
-   *  planned already). */
-  reopenAfterCrash(sessionId: string | undefined): void;
+  /** The agent was stopped: the session with it is over. */
+  agentGone(): void;
+  /** The agent's process or connection ended by itself (`why`, one line), or could not be
+   *  reached again: the session engine decides what follows (a restart after a backoff, in
+   *  which the session is re-established, or none) and tells the user in the conversation. */
+  agentEnded(why: string): SessionAfterEnd;
   /** A restart the user asked for: the next session starts a new conversation. */
   startOver(): void;
   newSession(): Promise<unknown>;
@@ -42,7 +46,7 @@ export interface LifecycleParts {
   status: AgentStatus;
   log: vscode.LogOutputChannel;
   trace: TraceSink;
-  /** acp-client's decisions (the crash budget). */
+  /** acp-client's decisions. */
   policy: ClientPolicy;
   engine(): EngineModule;
   remoteTokens: RemoteTokens;
@@ -60,8 +64,6 @@ export class AgentLifecycle {
   private running: AgentConnection | undefined;
   private starting: Promise<AgentConnection> | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
-  /** acp-client's crash budget (from the engine, made on the first crash). */
-  private budget: CrashBudget | undefined;
   /** The agent is being started again after a crash or a dropped connection. */
   private reconnecting = false;
   private disposed = false;
@@ -205,54 +207,49 @@ export class AgentLifecycle {
     const { log } = this.p;
     this.p.terminals.disposeAll();
     this.running = undefined;
-    const crashedSession = this.sessions.agentGone();
     if (conn.isStopping || this.disposed) {
+      this.sessions.agentGone();
       this.setState("stopped", "stopped");
       return;
     }
     const tail = conn.transport.stderrTail.text().trim();
     const what = `${conn.spec.name} ${describeExit(exit)}`;
     log.error(`${what}${tail ? `\nstderr (last lines):\n${tail}` : ""}`);
-    // The crash stays in the conversation: a running turn fails with it (its partial answer
-    // kept), else it is a notice.
-    const conv = this.sessions.conversation();
-    const shown = `${what}${tail ? `\nstderr (last lines):\n${lastLines(tail, 5)}` : ""}`;
-    if (conv.turnRunning) conv.failTurn(shown);
-    else conv.notice("error", shown);
-    this.budget ??= this.p.policy.crashBudget();
-    const decision = this.budget.recordCrash(performance.now());
-    if (decision.decision === "restart") {
-      const secs = Math.round(decision.afterMs / 100) / 10;
-      log.warn(`restarting ${conn.spec.name} in ${decision.afterMs} ms (attempt ${decision.attempt} of the crash budget)`);
-      this.setState("crashed", `crashed; restarting in ${secs}s`);
-      conv.notice(
-        "info",
-        `Restarting ${conn.spec.name} in ${secs}s (attempt ${decision.attempt}); the conversation is kept and goes on (in the same session when the agent can reopen it).`,
-      );
-      this.sessions.reopenAfterCrash(crashedSession);
+    // The engine fails a running turn with why (its partial answer kept), says whether and when
+    // the agent starts again, and re-establishes the session then.
+    const after = this.sessions.agentEnded(`${describeExit(exit)}${tail ? ` (stderr: ${lastLines(tail, 1)})` : ""}`);
+    const stderr = tail ? ` — stderr: ${lastLines(tail, 3).slice(-400)}` : "";
+    if (after.next === "restart") {
+      this.restartAfter(conn.spec.name, after);
       void vscode.window
-        .showWarningMessage(`ACP: ${what}${tail ? ` — stderr: ${lastLines(tail, 3).slice(-400)}` : ""}. Restarting it.`, "Show Log")
+        .showWarningMessage(`ACP: ${what}${stderr}. Restarting it.`, "Show Log")
         .then((pick) => pick === "Show Log" && log.show(true));
-      this.restartAfter(decision.afterMs);
     } else {
-      this.setState("failed", "crashed too often; stopped");
-      conv.notice("error", `${decision.reason}. Run "ACP: Restart Agent" to try again.`);
-      void vscode.window
-        .showErrorMessage(
-          `ACP: ${what}; ${decision.reason}.${tail ? ` stderr: ${lastLines(tail, 3).slice(-400)}` : ""}`,
-          "Restart",
-          "Show Log",
-        )
-        .then((pick) => {
-          if (pick === "Restart") void this.restart();
-          else if (pick === "Show Log") log.show(true);
-        });
+      this.gaveUp(`ACP: ${what}${stderr}`, after);
     }
   }
 
-  /** Starts the agent again after `ms`, in the same conversation (its session reopened when
-   *  the agent can). */
-  private restartAfter(ms: number): void {
+  /** What the engine said after the agent ended, in one line. */
+  private static told(after: SessionAfterEnd): string {
+    return after.notices.map((n) => n.text).join(" ");
+  }
+
+  /** The engine gave up (its crash budget is spent): said in a notification with Restart. */
+  private gaveUp(what: string, after: SessionAfterEnd): void {
+    this.setState("failed", "ended too often; stopped");
+    this.p.log.error(AgentLifecycle.told(after));
+    void vscode.window.showErrorMessage(`${what}. ${AgentLifecycle.told(after)}`, "Restart", "Show Log").then((pick) => {
+      if (pick === "Restart") void this.restart();
+      else if (pick === "Show Log") this.p.log.show(true);
+    });
+  }
+
+  /** Starts the agent again after the engine's backoff, in the same conversation (the engine
+   *  re-establishes its session). */
+  private restartAfter(name: string, after: Extract<SessionAfterEnd, { next: "restart" }>): void {
+    const ms = after.afterMs;
+    this.p.log.warn(`restarting ${name} in ${ms} ms: ${AgentLifecycle.told(after)}`);
+    this.setState("crashed", `ended; restarting in ${Math.round(ms / 100) / 10}s`);
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
       this.reconnecting = true;
@@ -267,24 +264,14 @@ export class AgentLifecycle {
   }
 
   /** A remote agent not reachable again after its connection dropped (its server restarting,
-   *  the network away): another attempt, within the same crash budget. */
+   *  the network away) ended again: the engine decides, within the same crash budget. */
   private retryUnreachable(e: unknown): void {
     const kind = AgentConnection.remoteFailure(e)?.kind;
-    if (this.disposed || !this.budget || !kind || !UNREACHABLE.includes(kind)) return;
+    if (this.disposed || !kind || !UNREACHABLE.includes(kind)) return;
     const name = this.p.settings.selectedAgentName() ?? "the agent";
-    const decision = this.budget.recordCrash(performance.now());
-    const conv = this.sessions.conversation();
-    if (decision.decision !== "restart") {
-      this.setState("failed", `${name} unreachable; stopped`);
-      conv.notice("error", `${decision.reason}. Run "ACP: Restart Agent" to try again.`);
-      void this.startFailureNotification(`${name} cannot be reached again (${decision.reason})`, "");
-      return;
-    }
-    const secs = Math.round(decision.afterMs / 100) / 10;
-    this.p.log.warn(`connecting to ${name} again in ${decision.afterMs} ms (attempt ${decision.attempt} of the crash budget)`);
-    this.setState("crashed", `unreachable; trying again in ${secs}s`);
-    conv.notice("info", `Connecting to ${name} again in ${secs}s (attempt ${decision.attempt}).`);
-    this.restartAfter(decision.afterMs);
+    const after = this.sessions.agentEnded(`cannot be reached: ${(e as Error).message}`);
+    if (after.next === "restart") this.restartAfter(name, after);
+    else this.gaveUp(`ACP: ${name} cannot be reached again`, after);
   }
 
   async stop(): Promise<void> {
@@ -302,8 +289,7 @@ export class AgentLifecycle {
   }
 
   async restart(): Promise<void> {
-    this.budget?.reset();
-    // A restart the user asked for starts a new conversation.
+    // A restart the user asked for starts a new conversation (with a new crash budget).
     this.sessions.startOver();
     await this.stop();
     await this.sessions.newSession().catch(() => undefined);

@@ -1,13 +1,17 @@
 // The session controller: the session with the running agent and the conversation the chat
-// shows (acp-client's Thread, through bridges/conversation.ts). It opens sessions (new, or a
-// saved one resumed or loaded: sessions/opener.ts; again after a crash, in the same
-// conversation), folds a session/load's replay (quietly when that conversation is shown
-// already), keeps the updates that come before their session is set up, runs prompt turns
-// (busy, cancel, the agent's writes listed after each), saves the conversation shown (debounced)
-// and shows the last one again after a window reload, and opens one from the history.
-// One reason to change: what a session or a turn does with the conversation shown.
+// shows, both acp-client's session engine (acp-wasm's `Session`: which request opens a
+// session, a load's replay folded or shown, updates held until the session is known, the
+// restart after a crash and how the session is re-established, what the user is told; its
+// conversation drawn through bridges/conversation.ts). It gives the engine what it decides
+// from (the intent: a new conversation, a saved one reopened after a reload or from the
+// history; the agent's answers, in wire order, through sessions/opener.ts and the connection
+// folding updates inside wasm; the agent's end) and carries out what it says; runs prompt
+// turns (busy, cancel, the agent's writes listed after each), saves the conversation shown
+// (debounced) and shows the last one again after a window reload, and opens one from the
+// history. One reason to change: what a session or a turn does with the conversation shown.
 
 import type { ContentBlock } from "@agentclientprotocol/sdk";
+import type { SessionAfterEnd } from "acp-wasm-client";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { promptParts, type ViewAttachment } from "../bridges/attachments";
@@ -17,13 +21,13 @@ import type { KnownToolCall } from "../bridges/permission";
 import { sessionTerminalName } from "../bridges/sessionTerminals";
 import type { TerminalManager } from "../bridges/terminal";
 import type { AgentConnection } from "../protocol/agent";
-import type { EngineModule, WasmThread } from "../protocol/engine";
+import type { EngineModule, WasmSession } from "../protocol/engine";
+import { RpcError } from "../protocol/client";
 import type { Logger } from "../protocol/log";
 import type { ClientPolicy } from "../protocol/policy";
 import type { SessionDecisions } from "../sessions/decisions";
-import { openSession, RestartNeeded, type Opened, type SignIn } from "../sessions/opener";
-import { reopenHow } from "../sessions/reopen";
-import { titleOf, type HistoryEntry, type SessionStore } from "../sessions/store";
+import { CannotOpen, openSession, RestartNeeded, type SessionIntent, type SignIn } from "../sessions/opener";
+import type { HistoryEntry, SessionStore } from "../sessions/store";
 import type { HostToWebview } from "../webview/messages";
 import type { AgentLifecycle, SessionSide } from "./lifecycle";
 import { cfg, type HostSettings } from "./settings";
@@ -53,27 +57,36 @@ export interface SessionParts {
 }
 
 const LAST_SESSION_KEY = "acp.lastSession";
+const NEW: SessionIntent = { open: "new" };
+
+/** A saved conversation's intent as JSON text, its saved form (`savedJson`) put in as it is. */
+function continueIntent(sessionId: string, savedJson: string | undefined, o: { tryUnknown?: boolean; orNew?: boolean }): string {
+  const rest = JSON.stringify({ open: "continue", sessionId, tryUnknown: !!o.tryUnknown, orNew: !!o.orNew });
+  return savedJson === undefined ? rest : `${rest.slice(0, -1)},"saved":${savedJson}}`;
+}
+
+/** `conn`'s process or connection has ended (its exit told to the lifecycle, which saw it
+ *  first), or a second has passed. */
+function agentEnd(conn: AgentConnection): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([conn.exited.then(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)))]).finally(
+    () => clearTimeout(timer),
+  );
+}
 
 export class SessionController implements SessionSide {
   private current: SessionInfo | null = null;
   private running = false;
   /** session/cancel was sent for the current turn (a `cancelled` permission answer sends it once). */
   private turnCancelled = false;
+  /** The session engine of the conversation shown (its conversation is `conv`'s model). */
+  private engine: WasmSession | undefined;
   /** The conversation the chat shows (a session's, or the notices before any session). */
   private conv: Conversation | undefined;
-  /** Updates for a session not set up yet (see onSessionUpdate). */
-  private early: Array<{ sessionId: string; params: unknown }> = [];
-  /** A saved session to continue when the next session opens (reload, crash, history). */
-  private reopen: string | undefined;
-  /** The conversation shown (a saved one, read-only) goes on in the next new session. */
-  private keepShown = false;
-  /** `session/load` of a conversation shown already (its saved form, or the same session
-   *  after a crash or a dropped connection): its replay is folded without being shown
-   *  (acp-client's rule, `Conversation.replayView`/`applyReplayed`): the session's commands,
-   *  plan, mode and usage are taken, its messages not added again. */
-  private quietReplay: string | undefined;
-  /** `session/load` of a session not saved here: its replay is the conversation shown. */
-  private foldReplay: string | undefined;
+  /** The engine shown is the one the next session opens (a saved conversation to reopen, a
+   *  restart after a crash, a conversation continued in a new session); otherwise the next
+   *  session starts a new conversation. */
+  private keep = false;
   private saveTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly p: SessionParts) {}
@@ -95,34 +108,41 @@ export class SessionController implements SessionSide {
 
   // ---- what the lifecycle asks (SessionSide) ---------------------------------------------
 
-  agentGone(): string | undefined {
-    const id = this.current?.sessionId;
+  agentGone(): void {
     this.current = null;
-    return id;
   }
 
-  reopenAfterCrash(sessionId: string | undefined): void {
-    this.reopen ??= sessionId;
+  agentEnded(why: string): SessionAfterEnd {
+    this.current = null;
+    const conv = this.conversation();
+    // The engine fails a running turn with `why` and says what follows; all in the conversation.
+    const after = JSON.parse(this.engine!.agentEnded(performance.now(), why)) as SessionAfterEnd;
+    conv.turnOver();
+    conv.flush();
+    // The same conversation goes on with the restarted agent (the engine re-establishes it).
+    if (after.next === "restart") this.keep = true;
+    return after;
   }
 
   startOver(): void {
-    this.reopen = undefined;
-    this.keepShown = false;
+    this.keep = false;
   }
 
   // ---- the conversation shown --------------------------------------------------------------
 
   /** The conversation shown, made empty when there is none yet. */
   conversation(): Conversation {
-    if (!this.conv) this.conv = this.showing(this.p.policy.newThread());
-    return this.conv;
+    return this.conv ?? this.show(JSON.stringify(NEW));
   }
 
-  /** A conversation of `thread` whose changes go to the chat and are saved while it is the one
-   *  shown. */
-  private showing(thread: WasmThread): Conversation {
+  /** A session engine for `intentJson` (with `optionsJson`) becomes the conversation shown: the
+   *  view starts over from it. Throws the engine's `SessionRefused`. */
+  private show(intentJson: string, optionsJson?: string): Conversation {
+    const engine = new (this.p.engine().Session)(intentJson, this.p.settings.workspaceCwd(), optionsJson);
+    this.dispose();
+    this.engine = engine;
     const conv: Conversation = new Conversation(
-      thread,
+      engine.thread(),
       (json, stopWords) => {
         if (this.conv !== conv) return;
         this.p.post({ type: "delta", json, stopWords });
@@ -131,15 +151,30 @@ export class SessionController implements SessionSide {
       timerScheduler,
       cfg().get<number>("chat.updateIntervalMs", 50),
       (stop) => this.p.decisions.stopWords(stop),
+      // The engine routes what is folded outside the connection (a mode the agent confirmed).
+      (json) => engine.update(json),
     );
+    this.conv = conv;
+    conv.discardChanges();
+    this.p.post({ type: "conversation", sessionId: null, agent: null, reset: true, saved: conv.savedJson() });
     return conv;
   }
 
-  /** The conversation's title (the agent's, else its first prompt), if it has one yet. */
+  /** The conversation shown and its engine are released (the running agent folds into it no
+   *  more). */
+  dispose(): void {
+    if (this.engine) this.p.agent.conn?.foldInto(undefined);
+    this.conv?.dispose();
+    this.engine?.free();
+    this.conv = undefined;
+    this.engine = undefined;
+  }
+
+  /** The conversation's title (the agent's, else its first prompt: acp-client's list title),
+   *  if it has one yet. */
   private conversationTitle(): string | undefined {
-    if (!this.conv) return undefined;
-    const title = titleOf(this.conv.savedJson());
-    return title === "(no prompt yet)" || title === "(unreadable)" ? undefined : title;
+    const title = this.engine?.title;
+    return title === undefined || title === "(no prompt yet)" ? undefined : title;
   }
 
   /** The terminal panel's name for `sessionId`: the agent's, and the conversation's title. */
@@ -168,79 +203,63 @@ export class SessionController implements SessionSide {
 
   // ---- sessions ----------------------------------------------------------------------------
 
-  /** A new session. After a crash it goes on in the same conversation (what was said stays);
-   *  otherwise the chat starts a new conversation. */
+  /** Opens a session. After a crash, or with a conversation to reopen or continue, it goes on in
+   *  the conversation shown (its engine re-establishes or opens it); otherwise the chat starts
+   *  a new conversation. */
   async newSession(o: { afterCrash?: boolean; signedIn?: boolean } = {}): Promise<SessionInfo> {
     const conn = await this.p.agent.ensureAgent();
     if (this.running && this.current) conn.cancel(this.current.sessionId);
     // The conversation shown is saved as it is now, before another takes its place.
     this.saveNow();
-    // A saved session (reload, crash, history) is reopened when the agent can; its
-    // conversation stays shown either way.
-    const reopen = this.reopen;
-    const keep = !!o.afterCrash || reopen !== undefined || this.keepShown;
-    this.reopen = undefined;
-    this.keepShown = false;
-    const haveSaved = keep && !!this.conv && this.conv.replayView() === "fold";
-    let res: Opened;
+    const reuse = (!!o.afterCrash || this.keep) && !!this.conv;
+    this.keep = false;
+    const conv = reuse ? this.conv! : this.show(JSON.stringify(NEW));
+    const engine = this.engine!;
+    // A conversation shown already (saved, or continued) that this open reopens.
+    const reopening = reuse && !o.afterCrash;
+    let sessionId: string;
     try {
-      res = await openSession(conn, {
+      const opened = await openSession(conn, engine, {
         cwd: this.p.settings.workspaceCwd(),
-        reopen,
         mcpSetting: cfg().get("mcpServers", {}),
         decisions: this.p.decisions,
         signIn: this.p.signIn,
-        preferLoad: !haveSaved,
-        beforeLoad: (id) => {
-          if (haveSaved) this.quietReplay = id;
-          else this.foldReplay = id;
-        },
+        onFolded: () => conv.changed(),
+        notice: (level, text) => conv.notice(level, text),
       });
+      sessionId = opened.sessionId;
     } catch (e) {
-      this.quietReplay = this.foldReplay = undefined;
-      this.reopen = reopen;
-      this.keepShown = keep;
+      conv.flush();
+      if (this.conv !== conv) throw e; // another conversation was shown meanwhile
       if (e instanceof RestartNeeded && !o.signedIn) {
-        // A sign-in kept a variable: the agent starts again with it.
+        // A sign-in kept a variable: the agent starts again with it, the same engine opens.
+        this.keep = true;
         await this.p.agent.stop();
         return this.newSession({ ...o, signedIn: true });
       }
-      const words = this.p.decisions.errorWords(e);
-      this.conversation().notice("error", `Could not open a session: ${words}`);
+      const words = e instanceof CannotOpen ? e.message : this.p.decisions.errorWords(e);
+      if (e instanceof CannotOpen && reopening) {
+        // The conversation stays shown, read-only; the next prompt continues it in a new session.
+        this.show(JSON.stringify(NEW), `{"shown":${conv.savedJson()}}`).notice(
+          "warning",
+          `${words}. This conversation is read-only here: your next prompt continues it in a new session.`,
+        );
+      } else {
+        conv.notice("error", `Could not open a session: ${words}`);
+      }
+      // The next attempt opens the engine shown (its intent, or a restart's re-establishing).
+      this.keep = true;
       throw new Error(words);
     }
-    if (this.current && this.current.sessionId !== res.sessionId) this.p.terminals.endSession(this.current.sessionId);
-    this.current = { sessionId: res.sessionId, agent: conn.agentTitle };
-    if (!keep) {
-      this.conv?.dispose();
-      this.conv = undefined;
-    }
-    const conv = this.conversation();
-    this.p.post({ type: "conversation", sessionId: res.sessionId, agent: conn.agentTitle, reset: !keep });
-    conv.setSession(res.sessionId, res.modes, res.configOptions);
-    for (const n of res.notices) conv.notice(n.level, n.text);
-    conv.notice(
-      "info",
-      res.how === "new"
-        ? `New session with ${conn.agentTitle}`
-        : `Session ${res.how === "resume" ? "resumed" : "loaded"} with ${conn.agentTitle}`,
-    );
-    if (res.how === "load" && this.quietReplay === res.sessionId) {
-      // The conversation shown is the saved one: its replay was folded quietly as it came.
-      this.early = this.early.filter((u) => u.sessionId !== res.sessionId);
-    }
-    this.quietReplay = this.foldReplay = undefined;
+    if (this.current && this.current.sessionId !== sessionId) this.p.terminals.endSession(this.current.sessionId);
+    this.current = { sessionId, agent: conn.agentTitle };
+    this.p.post({ type: "conversation", sessionId, agent: conn.agentTitle, reset: false });
+    conv.flush();
     this.saveSoon();
     this.postCapabilities();
     if (!o.afterCrash) {
       this.p.edits.keepAll();
       this.postEdits();
-    }
-    const early = this.early;
-    this.early = [];
-    for (const u of early) {
-      if (u.sessionId === res.sessionId) this.onSessionUpdate(u.sessionId, u.params);
-      else this.p.log.warn(`session/update for unknown session ${u.sessionId} dropped`);
     }
     return this.current;
   }
@@ -251,29 +270,11 @@ export class SessionController implements SessionSide {
     return { conn, session };
   }
 
-  /** One update of a replay of the conversation shown (session/load): not shown again. */
-  private foldQuietly(conv: Conversation, params: unknown): void {
-    try {
-      conv.applyReplayed(params);
-    } catch (e) {
-      this.p.log.warn(`${(e as Error).message}: dropped`);
-    }
-  }
-
-  /** A `session/update` from the agent. */
+  /** A `session/update` the connection did not fold inside wasm (one the engine cannot read, or
+   *  one from a connection with no engine attached): to the engine, which routes it. */
   onSessionUpdate(sessionId: string, params: unknown): void {
-    if (sessionId === this.quietReplay) {
-      // A replay of the conversation shown (session/load).
-      if (this.conv) this.foldQuietly(this.conv, params);
-      return;
-    }
-    // (A session/load's replay arrives before its answer set the session up.)
-    const current = sessionId === this.current?.sessionId || sessionId === this.foldReplay;
-    if (!current || !this.conv) {
-      // An agent may send updates (its commands, say) right after answering session/new, before
-      // the answer's continuation has set the session up: kept (bounded) until it is.
-      if (this.early.length < 256) this.early.push({ sessionId, params });
-      else this.p.log.warn(`session/update for unknown session ${sessionId} dropped`);
+    if (!this.conv) {
+      this.p.log.warn(`session/update for session ${sessionId} with no conversation shown: dropped`);
       return;
     }
     try {
@@ -322,8 +323,9 @@ export class SessionController implements SessionSide {
     this.turnCancelled = false;
     let blocks: ContentBlock[] = [{ type: "text", text }];
     let conv: Conversation | undefined;
+    let conn: AgentConnection | undefined;
     try {
-      let conn: AgentConnection, session: SessionInfo;
+      let session: SessionInfo;
       try {
         ({ conn, session } = await this.ensureSession());
         const parts = await promptParts(text, attachments, conn.init.agentCapabilities?.promptCapabilities, this.p.policy, (p) =>
@@ -338,10 +340,16 @@ export class SessionController implements SessionSide {
       }
       conv = this.conversation();
       conv.beginTurn(blocks);
-      const res = await conn.prompt(session.sessionId, blocks);
+      const res = await conn!.prompt(session.sessionId, blocks);
       conv.endTurn(res.stopReason);
     } catch (e) {
       const message = this.p.decisions.errorWords(e);
+      if (conv?.turnRunning && conn && e instanceof RpcError && e.kind === "closed") {
+        // The connection closed under the turn: the agent's end follows the end of its output,
+        // and the session engine fails the turn with why (its exit, its stderr), which says
+        // more than "closed". Awaited briefly: an agent stopped by the user fails it below.
+        await agentEnd(conn);
+      }
       if (!conv) {
         // No session: the prompt and why it was not sent stay in the conversation.
         conv = this.conversation();
@@ -414,17 +422,21 @@ export class SessionController implements SessionSide {
   saveNow(): void {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
-    if (!this.current || !this.conv) return;
+    if (!this.current || !this.conv || !this.engine) return;
     try {
       const agent = this.p.agent.conn?.spec.name ?? this.p.settings.selectedAgentName();
-      this.p.store.save({ sessionId: this.current.sessionId, agent: agent ?? "", agentTitle: this.current.agent }, this.conv.savedJson());
+      this.p.store.save(
+        { sessionId: this.current.sessionId, agent: agent ?? "", agentTitle: this.current.agent, title: this.engine.title },
+        this.conv.savedJson(),
+      );
       void this.p.extension.workspaceState.update(LAST_SESSION_KEY, this.current.sessionId);
     } catch (e) {
       this.p.log.warn(`cannot save the conversation: ${(e as Error).message}`);
     }
   }
 
-  /** After a window reload: the last conversation is shown again and its session reopened. */
+  /** After a window reload: the last conversation is shown again and its session reopened
+   *  (resumed, or loaded with its replay folded; else continued in a new session, said so). */
   restoreLast(): void {
     const { store, log } = this.p;
     const last = this.p.extension.workspaceState.get<string>(LAST_SESSION_KEY);
@@ -435,26 +447,17 @@ export class SessionController implements SessionSide {
     for (const p of store.problems.splice(0)) log.warn(p);
     if (!json) return;
     try {
-      this.showSaved(json);
-      this.reopen = rec.sessionId;
+      this.show(continueIntent(rec.sessionId, json, { orNew: true }));
+      this.keep = true;
       log.info(`restored the conversation of session ${rec.sessionId} (${rec.title})`);
     } catch (e) {
       log.warn(`the saved conversation of ${rec.sessionId} is unreadable: ${(e as Error).message}`);
     }
   }
 
-  /** Shows a saved thread (its saved form) as the conversation; an empty one if undefined. */
-  private showSaved(json: string | undefined): void {
-    const thread = json === undefined ? this.p.policy.newThread() : this.p.engine().Thread.fromJson(json);
-    this.conv?.dispose();
-    const conv = this.showing(thread);
-    this.conv = conv;
-    conv.discardChanges();
-    this.p.post({ type: "conversation", sessionId: null, agent: null, reset: true, saved: conv.savedJson() });
-  }
-
-  /** Reopens a session from the history: resumed or loaded when its agent is the one running
-   *  and can, else shown read-only (the next prompt continues it in a new session). */
+  /** Reopens a session from the history with its agent (resumed or loaded, as the engine
+   *  decides; one the agent cannot reopen, or another agent's, is shown read-only and the next
+   *  prompt continues it in a new session). */
   async openSaved(e: HistoryEntry): Promise<void> {
     if (e.sessionId === this.current?.sessionId) return;
     if (this.running) {
@@ -468,22 +471,26 @@ export class SessionController implements SessionSide {
       void vscode.window.showErrorMessage(`ACP: the saved conversation "${e.title}" cannot be read (see the log).`);
       return;
     }
-    this.showSaved(json);
     if (this.current) this.p.terminals.endSession(this.current.sessionId);
     this.current = null;
     const conn = await this.p.agent.ensureAgent();
-    const sameAgent = e.agent === conn.spec.name;
-    if (sameAgent && reopenHow(conn.init) !== "readonly") {
-      this.reopen = e.sessionId;
-      await this.newSession();
+    try {
+      if (e.agent === conn.spec.name) {
+        // Not saved here (from the agent's own list): tried with the agent, which has it.
+        this.show(continueIntent(e.sessionId, json, { tryUnknown: !e.saved }));
+        this.keep = true;
+        await this.newSession().catch(() => undefined); // a failure is told in the conversation
+        return;
+      }
+      this.show(JSON.stringify(NEW), json === undefined ? undefined : `{"shown":${json}}`);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`ACP: "${e.title}" cannot be shown: ${(err as Error).message}`);
       return;
     }
-    this.keepShown = true;
+    this.keep = true;
     this.conversation().notice(
       "info",
-      sameAgent
-        ? `${conn.agentTitle} cannot reopen sessions: this conversation is read-only. Your next prompt continues it in a new session.`
-        : `This conversation was with ${e.agentTitle || e.agent}: it is read-only here. Your next prompt continues it in a new session with ${conn.agentTitle}.`,
+      `This conversation was with ${e.agentTitle || e.agent}: it is read-only here. Your next prompt continues it in a new session with ${conn.agentTitle}.`,
     );
   }
 }

@@ -9,13 +9,12 @@ import type {
   ContentBlock,
   InitializeResponse,
   ListSessionsResponse,
-  LoadSessionResponse,
   NewSessionResponse,
   PromptResponse,
-  ResumeSessionResponse,
 } from "@agentclientprotocol/sdk";
-import { AcpClient, type Clock, type IncomingHandler, realClock } from "./client";
-import type { ConnectionOptions, EngineModule } from "./engine";
+import type { SessionOpen } from "acp-wasm-client";
+import { AcpClient, type Answer, type Clock, type IncomingHandler, realClock } from "./client";
+import type { ConnectionOptions, EngineModule, WasmSession } from "./engine";
 import { invalidEnvNames } from "./env";
 import { ClientPolicy } from "./policy";
 import { SpawnRefused } from "./windowsSpawn";
@@ -207,18 +206,27 @@ export class AgentConnection {
     return i ? `${i.title ?? i.name} ${i.version}` : this.spec.name;
   }
 
+  /** The request the session engine named to open a session (`Session.initialized`,
+   *  `openFailed`'s retry); `atAnswer` gets its answer at its place in wire order (what the
+   *  engine's `opened` must be fed at: the end of a `session/load`'s replay). */
+  open(open: SessionOpen, cwd: string, mcpServers: unknown[], atAnswer: (answer: Answer) => void): Promise<unknown> {
+    const params = open.send === "new" ? { cwd, mcpServers } : { sessionId: open.sessionId, cwd, mcpServers };
+    return this.client.request(`session/${open.send}`, params, undefined, atAnswer);
+  }
+
+  /** Every `session/update` from now on is folded into `session` inside wasm (`onFolded`: the
+   *  view has changes to draw); `undefined`: none is. */
+  foldInto(session: WasmSession | undefined, onFolded?: () => void): void {
+    this.client.foldInto(session, onFolded);
+  }
+
   newSession(cwd: string, mcpServers: unknown[] = []): Promise<NewSessionResponse> {
     return this.client.request<NewSessionResponse>("session/new", { cwd, mcpServers });
   }
 
-  /** `session/load`: the agent replays the conversation as `session/update`s, then answers. */
-  loadSession(sessionId: string, cwd: string, mcpServers: unknown[] = []): Promise<LoadSessionResponse> {
-    return this.client.request<LoadSessionResponse>("session/load", { sessionId, cwd, mcpServers });
-  }
-
-  /** `session/resume`: the session goes on without a replay. */
-  resumeSession(sessionId: string, cwd: string, mcpServers: unknown[] = []): Promise<ResumeSessionResponse> {
-    return this.client.request<ResumeSessionResponse>("session/resume", { sessionId, cwd, mcpServers });
+  /** The agent offers `session/list` (`sessionCapabilities.list`). */
+  get canList(): boolean {
+    return this.init.agentCapabilities?.sessionCapabilities?.list != null;
   }
 
   /** `session/list` (one page). */

@@ -7,11 +7,18 @@
 // with a cancellation token that fires when the engine answers the request itself (timeout,
 // session/cancel, close) or the agent sends $/cancel_request.
 //
+// With a session engine attached (`foldInto`), the events are drained with
+// `pollEventsFor(session)`: every `session/update` is folded into the session inside wasm,
+// with the params the engine already holds (nothing of it crosses into JavaScript), and the
+// rest comes here. It stops after each response, so a request's `atAnswer` (the session's
+// `opened` for the request that opens it) runs at the answer's place in wire order, before
+// the updates that followed it are folded.
+//
 // Architecture Invariant: this file does not import `vscode`.
 
 import { CancellationSource, type CancellationToken } from "./cancellation";
 import type { RequestFailureKind } from "acp-wasm-client";
-import type { AcpEvent, EngineConnection, JsonRpcError } from "./engine";
+import type { AcpEvent, EngineConnection, JsonRpcError, WasmSession } from "./engine";
 import { JsonRpc, RequestError } from "./errors";
 import { type Logger, type TraceSink, nullTrace, truncateJson, truncateText } from "./log";
 
@@ -53,11 +60,16 @@ export class RpcError extends Error {
   }
 }
 
+/** How a request ended, as `atAnswer` gets it. */
+export type Answer = { result: unknown } | { error: RpcError };
+
 interface PendingOutgoing {
   method: string;
   started: number;
   resolve(value: unknown): void;
   reject(err: unknown): void;
+  /** Called at the answer's place in wire order, before any later event is handled. */
+  atAnswer?: (answer: Answer) => void;
 }
 
 interface PendingIncoming {
@@ -79,6 +91,9 @@ export class AcpClient {
   private eofSeen = false;
   private closedReason: string | undefined;
   private resolveClosed!: (reason: string) => void;
+  /** The session engine `session/update`s are folded into, inside wasm (`foldInto`). */
+  private session: WasmSession | undefined;
+  private onFolded: (() => void) | undefined;
   /** Resolves with the engine's reason once the connection is closed. */
   readonly closed: Promise<string>;
 
@@ -123,7 +138,17 @@ export class AcpClient {
     this.pump();
   }
 
-  request<T = unknown>(method: string, params: unknown, timeoutMs?: number): Promise<T> {
+  /** From now on, every `session/update` is folded into `session` inside wasm (none reaches the
+   *  handler); `onFolded` is called after each batch of events (the view checks whether the
+   *  session's conversation changed). `undefined` detaches it (the handler gets them again). */
+  foldInto(session: WasmSession | undefined, onFolded?: () => void): void {
+    this.session = session;
+    this.onFolded = session ? onFolded : undefined;
+  }
+
+  /** `atAnswer` is called with the answer at its place in wire order (synchronously, before
+   *  any event after it is handled and before the promise settles). */
+  request<T = unknown>(method: string, params: unknown, timeoutMs?: number, atAnswer?: (answer: Answer) => void): Promise<T> {
     if (this.freed) return Promise.reject(new RpcError(method, "closed", { code: -32603, message: "connection disposed" }));
     let id: number;
     const json = params === undefined || params === null ? undefined : jsonText(params);
@@ -139,7 +164,7 @@ export class AcpClient {
     }
     const started = this.clock.now();
     const promise = new Promise<T>((resolve, reject) => {
-      this.outgoing.set(id, { method, started, resolve: resolve as (v: unknown) => void, reject });
+      this.outgoing.set(id, { method, started, resolve: resolve as (v: unknown) => void, reject, atAnswer });
     });
     this.log.info(`→ #${id} ${method} ${json !== undefined ? truncateText(json) : truncateJson(params)}`);
     this.pump();
@@ -199,11 +224,19 @@ export class AcpClient {
         // One crossing for the whole queue (acp-wasm/API.md "Fast paths"): the same events, in
         // the same order, as a pollEvent() loop. Events that dispatching queues (a handler that
         // calls notify/request re-enters pump, which sets pumpAgain) come in the next round.
-        for (const ev of this.engine.pollEvents()) {
-          // A handler disposed the client: the engine is gone, the rest is not delivered.
-          if (this.freed) return;
-          this.dispatch(ev);
+        // With a session attached, its updates are folded inside wasm and each batch ends at a
+        // response: drained until empty.
+        for (;;) {
+          const session = this.session;
+          const events = session ? this.engine.pollEventsFor(session) : this.engine.pollEvents();
+          for (const ev of events) {
+            // A handler disposed the client: the engine is gone, the rest is not delivered.
+            if (this.freed) return;
+            this.dispatch(ev);
+          }
+          if (!session || events.length === 0 || this.freed) break;
         }
+        if (this.session) this.onFolded?.();
       } while (this.pumpAgain && !this.freed);
       this.armTimer();
     } finally {
@@ -263,6 +296,7 @@ export class AcpClient {
         const p = this.outgoing.get(ev.requestId);
         this.outgoing.delete(ev.requestId);
         this.log.info(`← #${ev.requestId} ${ev.method} ok in ${ms(now, p?.started)} ${truncateJson(ev.result)}`);
+        this.settle(p, { result: ev.result });
         p?.resolve(ev.result);
         break;
       }
@@ -272,7 +306,9 @@ export class AcpClient {
         this.log.warn(
           `← #${ev.requestId} ${ev.method} failed (${ev.kind}) in ${ms(now, p?.started)}: ${ev.error.code} ${ev.error.message}`,
         );
-        p?.reject(new RpcError(ev.method, ev.kind, ev.error));
+        const err = new RpcError(ev.method, ev.kind, ev.error);
+        this.settle(p, { error: err });
+        p?.reject(err);
         break;
       }
       case "autoAnswered": {
@@ -301,6 +337,15 @@ export class AcpClient {
         break;
       default:
         this.log.warn(`unknown engine event ${truncateJson(ev)}`);
+    }
+  }
+
+  /** A request's `atAnswer`, which must not break the pump. */
+  private settle(p: PendingOutgoing | undefined, answer: Answer): void {
+    try {
+      p?.atAnswer?.(answer);
+    } catch (e) {
+      this.log.error(`answer handler for ${p?.method} threw: ${(e as Error).stack ?? e}`);
     }
   }
 

@@ -13,15 +13,17 @@ import type * as Wasm from "acp-wasm-client";
 
 export type { AcpEvent, ConnectionOptions, JsonRpcError, Role } from "acp-wasm-client";
 
-/** The package's exports: `AcpConnection`, `Thread`, `CrashBudget`, acp-client's functions and
- *  acp-core's HTTP transport wire (`SseDecoder`, `httpOutgoing`, `httpAnswer`). */
+/** The package's exports: `AcpConnection`, `Session` (acp-client's session engine), `Thread`,
+ *  acp-client's functions and acp-core's HTTP transport wire (`SseDecoder`, `httpOutgoing`,
+ *  `httpAnswer`). */
 export type EngineModule = typeof Wasm;
 /** One `AcpConnection` (acp-wasm/API.md). */
 export type EngineConnection = Wasm.AcpConnection;
 /** acp-client's conversation model (acp-client/src/thread/), living in wasm memory. */
 export type WasmThread = Wasm.Thread;
-/** acp-client's crash budget (acp-client/src/restart.rs). */
-export type WasmCrashBudget = Wasm.CrashBudget;
+/** acp-client's session engine (acp-client/src/session/): one session's lifecycle and its
+ *  conversation, living in wasm memory. */
+export type WasmSession = Wasm.Session;
 
 /** acp-core's SSE reader (acp_core::http_sse::SseDecoder). */
 export type WasmSseDecoder = Wasm.SseDecoder;
@@ -29,8 +31,8 @@ export type WasmSseDecoder = Wasm.SseDecoder;
 /** The exports the extension needs; a package without one of them is an older build. */
 export const REQUIRED_EXPORTS = [
   "AcpConnection",
+  "Session",
   "Thread",
-  "CrashBudget",
   "SseDecoder",
   "httpOutgoing",
   "httpAnswer",

@@ -1,9 +1,10 @@
 // The client's decisions, from acp-client through the wasm engine (acp-wasm/API.md, "The
 // client's decisions"): which permission option an automatic or dismissed answer picks, which
 // file writes need the user's question, the terminal/create question, the environment
-// allowlist, the error each fs/terminal failure answers, the terminal limits, the crash budget
-// and the conversation thread. The extension keeps no copy of these rules; this file only
-// turns values into the JSON text the exports take and their JSON answers back into values.
+// allowlist, the error each fs/terminal failure answers, the terminal limits and the
+// conversation thread (the session's lifecycle, the crash budget included, is the session
+// engine's: host/sessionController.ts). The extension keeps no copy of these rules; this file
+// only turns values into the JSON text the exports take and their JSON answers back into values.
 // tests/client/*.json are replayed through it (test/unit/cases.test.ts).
 //
 // Architecture Invariant: this file does not import `vscode`.
@@ -20,13 +21,12 @@ import type {
   PromptAttachment,
   PromptLimits,
   TerminalCommandRequest,
-  RestartDecision,
   TerminalLimits,
   TerminalQuestion,
   WriteClass,
   WriteReason,
 } from "acp-wasm-client";
-import type { EngineModule, WasmCrashBudget, WasmThread } from "./engine";
+import type { EngineModule, WasmThread } from "./engine";
 import { RequestError } from "./errors";
 import type { WindowsRules } from "./windowsSpawn";
 
@@ -42,7 +42,6 @@ export type {
   PromptAttachDecision,
   PromptAttachment,
   PromptLimits,
-  RestartDecision,
   TerminalCommandRequest,
   TerminalEnvChange,
   TerminalInvalid,
@@ -179,34 +178,10 @@ export class ClientPolicy {
     return JSON.parse(this.module().promptLimits()) as PromptLimits;
   }
 
-  /** A crash budget with acp-client's default policy. */
-  crashBudget(): CrashBudget {
-    return new CrashBudget(new (this.module().CrashBudget)());
-  }
-
   /** An empty conversation thread (acp-client's default byte limit unless `maxBytes`). */
   newThread(maxBytes?: number): WasmThread {
     const T = this.module().Thread;
     return maxBytes === undefined ? new T() : new T(maxBytes);
-  }
-}
-
-/** acp-client's crash budget, typed: crashes in, restart decisions out. */
-export class CrashBudget {
-  constructor(private readonly budget: WasmCrashBudget) {}
-
-  /** Records a crash at `nowMs` (any monotonic origin) and decides. */
-  recordCrash(nowMs: number): RestartDecision {
-    return JSON.parse(this.budget.recordCrash(nowMs)) as RestartDecision;
-  }
-
-  /** Forgets every crash and closes the breaker (the user restarted the agent). */
-  reset(): void {
-    this.budget.reset();
-  }
-
-  get isTripped(): boolean {
-    return this.budget.isTripped();
   }
 }
 

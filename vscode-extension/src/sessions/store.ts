@@ -24,7 +24,8 @@ export interface SessionRecord {
   agent: string;
   /** The agent's title and version (initialize's agentInfo), for the list. */
   agentTitle: string;
-  /** The agent's `session_info_update` title, else the first prompt's first line. */
+  /** The list title: the agent's `session_info_update` title, else the first prompt's first line
+   *  (acp-client's `list_title`, through the session engine). */
   title: string;
   createdAt: number;
   updatedAt: number;
@@ -35,30 +36,6 @@ export interface SessionRecord {
 interface IndexFile {
   format: number;
   sessions: SessionRecord[];
-}
-
-/** The title of a saved thread: the agent's, else the first prompt's first line (80 chars). */
-export function titleOf(savedJson: string): string {
-  let saved: { title?: unknown; entries?: Array<{ type?: string; content?: Array<{ type?: string; text?: unknown }> }> };
-  try {
-    saved = JSON.parse(savedJson) as typeof saved;
-  } catch {
-    return "(unreadable)";
-  }
-  if (typeof saved.title === "string" && saved.title.trim()) return oneLine(saved.title);
-  for (const e of saved.entries ?? []) {
-    if (e.type !== "user") continue;
-    const text = (e.content ?? []).find((b) => typeof b.text === "string")?.text;
-    if (typeof text === "string" && text.trim()) return oneLine(text);
-  }
-  return "(no prompt yet)";
-}
-
-function oneLine(text: string): string {
-  const line = text.split("\n").find((l) => l.trim()) ?? "";
-  // eslint-disable-next-line no-control-regex
-  const clean = line.trim().replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/g, " ");
-  return clean.length > 80 ? `${clean.slice(0, 79)}…` : clean;
 }
 
 /** A session id as a file name (sha-256: any id, no path games). */
@@ -95,8 +72,9 @@ export class SessionStore {
     }
   }
 
-  /** Saves (or updates) a conversation. */
-  save(r: { sessionId: string; agent: string; agentTitle: string }, savedJson: string): SessionRecord {
+  /** Saves (or updates) a conversation; `title` is its list title (the session engine's, acp-client's
+   *  `list_title`, the same as `acp sessions` shows). */
+  save(r: { sessionId: string; agent: string; agentTitle: string; title: string }, savedJson: string): SessionRecord {
     fs.mkdirSync(this.dir, { recursive: true });
     writeAtomic(path.join(this.dir, fileOf(r.sessionId)), savedJson);
     const index = this.load();
@@ -106,7 +84,7 @@ export class SessionStore {
       sessionId: r.sessionId,
       agent: r.agent,
       agentTitle: r.agentTitle,
-      title: titleOf(savedJson),
+      title: r.title,
       createdAt: old?.createdAt ?? now,
       updatedAt: Math.max(now, (old?.updatedAt ?? 0) + 1),
       bytes: Buffer.byteLength(savedJson),

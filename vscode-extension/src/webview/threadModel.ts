@@ -1,8 +1,8 @@
 // What the chat view keeps of the conversation, and what each change asks it to redraw. The
 // conversation is acp-client's thread model (folded in wasm on the host side); this applies its
-// deltas to the entries shown, by number, and says which DOM work follows: an entry to add, to
-// update (a message only grows: its new text is appended to the streaming markdown, unless the
-// thread trimmed it), entries dropped for the thread's byte limit, new session fields, the end
+// deltas to the entries shown, by number (a message that only grew comes as its new text), and
+// says which DOM work follows: an entry to add, to update (a message only grows: its new text
+// is appended to the streaming markdown, unless the thread trimmed it), entries dropped for the thread's byte limit, new session fields, the end
 // of a turn. No folding of updates happens here.
 //
 // Pure (no DOM) so it is tested under node.
@@ -35,6 +35,15 @@ export class ThreadModel {
     for (const [n, entry] of delta.entries) {
       ops.push({ op: this.entries.has(n) ? "update" : "add", n, entry });
       this.entries.set(n, entry);
+    }
+    // A message that only grew: its new text added to its block.
+    for (const [n, b, text] of delta.appended ?? []) {
+      const entry = this.entries.get(n);
+      if (entry?.type !== "user" && entry?.type !== "agent" && entry?.type !== "thought") continue;
+      const block = entry.content[b];
+      if (block?.type !== "text") continue; // not what the host has: it sends all again when the view reloads
+      block.text = (block.text ?? "") + text;
+      ops.push({ op: "update", n, entry });
     }
     if (delta.meta) {
       ops.push({ op: "meta", meta: delta.meta });

@@ -3,10 +3,11 @@
 // the decision's face, through the bridge that applies it: PermissionBridge for automatic and
 // dismissed answers, FsBridge for writes (real files in a temporary workspace), TerminalManager
 // for terminal/create questions and refusals. acp-client/tests/cases.rs replays the same rows
-// natively, acp-wasm/tests/node/policy.test.mjs through the bare package. errors.json and
-// restart.json go through ClientPolicy.failureError and the crash budget the extension's
-// supervisor uses; thread.json through the extension's Conversation (conversation.test.ts);
-// registry.json's rows about one agent through the agent picker's presets (agentPresets,
+// natively, acp-wasm/tests/node/policy.test.mjs through the bare package. errors.json goes
+// through ClientPolicy.failureError; thread.json through the extension's Conversation (conversation.test.ts);
+// session.json through the session engine the session controller drives (restart.json, its
+// crash budget, is replayed natively and through it: the extension has no other restart
+// decision); registry.json's rows about one agent through the agent picker's presets (agentPresets,
 // presetChoices); http_routing.json through the HTTP + SSE transport's reading of what it
 // sends and receives (remoteSse.ts's outgoing and answer, acp-core's http_sse in the engine);
 // remote.json through the rule AgentConnection.tokenRefusal applies before a token is sent.
@@ -333,22 +334,67 @@ test("errors.json: every row through ClientPolicy.failureError and .failure (dat
   }
 });
 
-// ---- restart.json -----------------------------------------------------------------------------
+// ---- session.json -----------------------------------------------------------------------------
 
-test("restart.json: rows with the default policy through the extension's crash budget", { skip }, () => {
-  let replayed = 0;
-  for (const c of table("restart.json")) {
-    if (c.policy !== null) continue; // the extension uses acp-client's default policy only
-    const budget = testPolicy().crashBudget();
-    const got: unknown[] = [];
-    for (const step of c.steps as Array<{ crashAtMs?: number; reset?: true }>) {
-      if (step.reset) budget.reset();
-      else got.push(budget.recordCrash(step.crashAtMs!));
-    }
-    assert.deepEqual(got, c.expect, c.name);
-    replayed++;
+/** JSON text as serde_json writes a `Value` (what acp-client/tests/cases.rs feeds): keys sorted. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(",")}}`;
   }
-  assert.ok(replayed >= 1, `${replayed} rows replayed`);
+  return JSON.stringify(v);
+}
+
+test("session.json: every row through the extension's session engine (what the session controller drives)", { skip }, () => {
+  const { engine } = tryEngine();
+  for (const c of table("session.json")) {
+    let s: InstanceType<NonNullable<typeof engine>["Session"]>;
+    try {
+      s = new engine!.Session(canonical(c.intent), "/p", c.policy ? JSON.stringify({ policy: c.policy }) : undefined);
+    } catch (e) {
+      assert.equal((e as Error).name, "SessionRefused", c.name);
+      assert.deepEqual({ refused: (e as Error).message }, c.expect, c.name);
+      continue;
+    }
+    const thread = s.thread();
+    const attempt = (f: () => unknown) => {
+      try {
+        return f();
+      } catch (e) {
+        return { error: (e as Error).message };
+      }
+    };
+    const steps = (c.steps as Array<Record<string, unknown>>).map((step) => {
+      const [kind, input] = Object.entries(step)[0]!;
+      const i = input as { code: number; message: string; atMs: number; why: string };
+      switch (kind) {
+        case "initialized":
+          return attempt(() => JSON.parse(s.initialized(canonical(input))) as unknown);
+        case "update":
+          return attempt(() => JSON.parse(s.update(canonical(input))) as unknown);
+        case "opened":
+          return attempt(() => JSON.parse(s.opened(canonical(input))) as unknown);
+        case "openFailed":
+          return JSON.parse(s.openFailed(i.code, i.message)) as unknown;
+        case "agentEnded":
+          return JSON.parse(s.agentEnded(i.atMs, i.why)) as unknown;
+        case "beginTurn":
+          return thread.beginTurn(JSON.stringify([{ type: "text", text: input }]));
+        case "endTurn":
+          thread.endTurn(input as string);
+          return null;
+        default:
+          throw new Error(`${c.name}: unknown step ${kind}`);
+      }
+    });
+    assert.deepEqual({ steps, sessionId: s.sessionId ?? null, open: s.isOpen, title: s.title }, c.expect, c.name);
+    thread.free();
+    s.free();
+  }
 });
 
 // ---- registry.json ----------------------------------------------------------------------------

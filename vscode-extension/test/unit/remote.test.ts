@@ -1,8 +1,9 @@
 // Remote agents over WebSocket (src/protocol/remote.ts): AgentConnection over a RemoteAgent
-// against a real `acp serve --http -- acp demo-agent` (initialize, session/new, a turn whose
-// permission question and file write are served here), and each failure in words: a wrong
-// token (401), a wrong path (404), nothing listening, an untrusted certificate, a dropped
-// connection. The frame <-> line bridge itself against an in-process `ws` server.
+// against a real `acp serve --http -- acp demo-agent` (initialize, a session opened by the
+// session engine, a turn whose updates are folded inside wasm and whose permission question
+// and file write are served here), and each failure in words: a wrong token (401), a wrong
+// path (404), nothing listening, an untrusted certificate, a dropped connection. The frame <->
+// line bridge itself against an in-process `ws` server.
 //
 // The `acp` binary: $ACP_BIN (scripts/test-vscode.sh sets it; then it must exist), else the
 // repository's target/release/acp or target/debug/acp; without one these tests are skipped.
@@ -27,6 +28,8 @@ import { RemoteError, type ExitInfo } from "../../src/protocol/transport";
 import { answer, outgoing, SseDecoder, SseRemoteAgent } from "../../src/protocol/remoteSse";
 import { parseAgentSettings } from "../../src/agents";
 import { messageSource } from "../../src/webview/threadModel";
+import { SessionDecisions } from "../../src/sessions/decisions";
+import { openSession } from "../../src/sessions/opener";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
 
 const { engine, skip: skipEngine } = tryEngine();
@@ -101,7 +104,18 @@ function freePort(): Promise<number> {
 
 function setup() {
   const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "acp-remote-ws-")));
-  const conv = new Conversation(testPolicy().newThread(), () => {});
+  // The chat's conversation: a session engine's, the agent's updates folded into it inside wasm.
+  const session = new E.Session('{"open":"new"}', ws);
+  const conv = new Conversation(
+    session.thread(),
+    () => {},
+    undefined,
+    undefined,
+    undefined,
+    (json) => session.update(json),
+  );
+  /** session/updates that reached JavaScript (the router): none once the session is open. */
+  let handled = 0;
   const writes: string[] = [];
   const questions: string[] = [];
   const host: DocumentHost = {
@@ -126,9 +140,20 @@ function setup() {
       () => {},
     ),
     fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
-    onSessionUpdate: (_sessionId, params) => conv.applyUpdate(params),
+    onSessionUpdate: (_sessionId, params) => {
+      handled++;
+      conv.applyUpdate(params);
+    },
     log: nullLogger,
   });
+  const open = (conn: AgentConnection) =>
+    openSession(conn, session, {
+      cwd: ws,
+      mcpSetting: {},
+      decisions: new SessionDecisions(() => E),
+      onFolded: () => conv.changed(),
+      notice: (level, text) => conv.notice(level, text),
+    });
   const start = (url: string, token: string | undefined, caFile?: string, allowInsecure?: boolean) =>
     AgentConnection.start(
       { name: "remote", command: "", args: [], url, caFile },
@@ -150,7 +175,7 @@ function setup() {
       .saved()
       .entries.map((e) => (e.type === "agent" ? messageSource(e.content) : ""))
       .join("");
-  return { ws, start, text, writes, questions };
+  return { ws, start, open, text, writes, questions, handled: () => handled };
 }
 
 /** The RemoteError an AgentConnection.start failed with. */
@@ -168,25 +193,30 @@ async function startFailure(p: Promise<AgentConnection>): Promise<RemoteError> {
 }
 
 for (const scheme of ["ws", "http"] as const) {
-  test(`remote (${scheme}): initialize, session/new and a turn; the agent's write is asked and served here`, { skip }, async () => {
-    const server = await serve();
-    const s = setup();
-    const conn = await s.start(`${scheme}://${server.addr}/acp`, TOKEN);
-    try {
-      assert.match(conn.agentTitle, /demo/i);
-      const sess = await conn.newSession(s.ws);
-      const res = await conn.prompt(sess.sessionId, [{ type: "text", text: "hello over the network" }]);
-      assert.equal(res.stopReason, "end_turn");
-      assert.match(s.text(), /hello over the network/);
-      // The remote agent's fs/write_text_file came here: asked, then written in our workspace.
-      assert.equal(s.questions.length, 1);
-      assert.deepEqual(s.writes, [path.join(s.ws, "acp-demo.txt")]);
-      assert.match(s.text(), /I wrote acp-demo\.txt/);
-    } finally {
-      await conn.stop(1000);
-      server.stop();
-    }
-  });
+  test(
+    `remote (${scheme}): initialize, a session the engine opens and a turn; the agent's write is asked and served here`,
+    { skip },
+    async () => {
+      const server = await serve();
+      const s = setup();
+      const conn = await s.start(`${scheme}://${server.addr}/acp`, TOKEN);
+      try {
+        assert.match(conn.agentTitle, /demo/i);
+        const sess = await s.open(conn);
+        const res = await conn.prompt(sess.sessionId, [{ type: "text", text: "hello over the network" }]);
+        assert.equal(res.stopReason, "end_turn");
+        assert.equal(s.handled(), 0, "no session/update crossed into JavaScript");
+        assert.match(s.text(), /hello over the network/);
+        // The remote agent's fs/write_text_file came here: asked, then written in our workspace.
+        assert.equal(s.questions.length, 1);
+        assert.deepEqual(s.writes, [path.join(s.ws, "acp-demo.txt")]);
+        assert.match(s.text(), /I wrote acp-demo\.txt/);
+      } finally {
+        await conn.stop(1000);
+        server.stop();
+      }
+    },
+  );
 
   test(`remote (${scheme}): a wrong token is a clear 401 and no connection`, { skip }, async () => {
     const server = await serve();

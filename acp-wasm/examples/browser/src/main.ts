@@ -314,6 +314,13 @@ function render() {
     if (n < delta.firstEntry) { view.remove(); views.delete(n); } // dropped for the memory limit
   }
   for (const [n, entry] of delta.entries) renderEntry(n, entry);
+  // A message that only grew: its new text, at the end of its last block.
+  for (const [n, , text] of delta.appended ?? []) {
+    const view = views.get(n);
+    if (!view) continue;
+    view.append(text);
+    if (chunks.has(n)) view.dataset.chunks = String(chunks.get(n));
+  }
   if (delta.meta) renderMeta(delta.meta);
   transcript.scrollTop = transcript.scrollHeight;
 }
