@@ -269,6 +269,10 @@ function renderInfo(m: ThreadMeta) {
     if (m.commandsMore) line.appendChild(document.createTextNode(`(+${m.commandsMore})`));
     infoEl.appendChild(line);
   }
+  // A "/" typed before the agent's commands arrived (they come after session/new's answer, or
+  // change later): the open completion follows the new list instead of staying empty.
+  if (document.activeElement === input && completionContext(input.value, input.selectionStart ?? input.value.length)?.trigger === "/")
+    updateCompletions();
   // The context usage is in the header (headerUsage).
 }
 
