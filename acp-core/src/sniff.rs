@@ -47,6 +47,29 @@ pub fn oversize_error(limit: usize) -> ErrorObject {
     .with_data(serde_json::json!({ "maxMessageBytes": limit }))
 }
 
+/// What a bridge passes on in place of a message over its `limit` that it dropped, when that
+/// message's first bytes show it was a response ([`Sniffed::response_id`]): an error response
+/// for its id (`InternalError`, "the response was larger than {whose} {limit}-byte limit and
+/// was dropped"), so the call waiting for it fails at once saying why. `None` for anything
+/// else.
+pub fn oversize_response_stand_in(sniffed: &Sniffed, limit: usize, whose: &str) -> Option<String> {
+    let id = sniffed.response_id()?;
+    let error = ErrorObject::new(
+        ErrorCode::InternalError,
+        format!("the response was larger than {whose} {limit}-byte limit and was dropped"),
+    );
+    Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())
+}
+
+/// The answer to a request over `limit` that was skipped ([`Sniffed::request_id`]): an
+/// [`oversize_error`] response for its id, so its sender stops waiting. `None` when the
+/// message was no request (or its id was not within the prefix).
+pub fn oversize_request_answer(sniffed: &Sniffed, limit: usize) -> Option<String> {
+    let id = sniffed.request_id()?;
+    let error = oversize_error(limit);
+    Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())
+}
+
 /// Scans at most `prefix` (which may end mid-value) for top-level keys. It stops, keeping
 /// what it read so far, at the first key or value that does not end within the prefix, and
 /// reads nothing from anything but an object.

@@ -15,7 +15,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_core::{ErrorCode, ErrorObject, RawValue, Role};
+use acp_core::{ErrorObject, RawValue, Role};
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, ToSocketAddrs};
@@ -223,22 +223,7 @@ where
     ws_bridge_limited(ws, acp_core::framing::DEFAULT_MAX_MESSAGE_BYTES)
 }
 
-/// What a bridge passes on in place of a message over its `limit` that it dropped, when that
-/// message's first bytes ([`acp_core::sniff`]) show it was a response: an error response for
-/// its id (`InternalError`, "the response was larger than {whose} {limit}-byte limit and was
-/// dropped"), so the call waiting for it fails at once saying why. `None` for anything else.
-pub(crate) fn oversize_response_stand_in(
-    sniffed: &acp_core::sniff::Sniffed,
-    limit: usize,
-    whose: &str,
-) -> Option<String> {
-    let id = sniffed.response_id()?;
-    let error = ErrorObject::new(
-        ErrorCode::InternalError,
-        format!("the response was larger than {whose} {limit}-byte limit and was dropped"),
-    );
-    Some(serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())
-}
+pub(crate) use acp_core::sniff::oversize_response_stand_in;
 
 /// The bridge's side of the frame pump: only a ping flood is reported (logged and sent on
 /// the bridge's receiver); a response over the limit is answered with an error for its id.

@@ -5,7 +5,7 @@
 //! ([`http_outgoing`]) and the session an answer names ([`http_answer`]).
 //! `tests/client/http_routing.json` is the case table. Mechanical like the rest of the wrapper.
 
-use acp_core::http_sse::{self, Answer, Outgoing, SseItem};
+use acp_core::http_sse::{self, Answer, Outgoing, SkippedEvent, SseItem};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -31,6 +31,17 @@ export interface HttpAnswer {
   id: string;
   session: string | null;
 }
+
+/** An event `SseDecoder.feed` skipped because its data was over the limit (never held):
+ *  its size, and what acp-core says to do with it, as on stdio: `standIn`, an error response
+ *  to give the engine in its place (it was the response to one of our requests: that call
+ *  fails at once saying why); `answer`, an error answer to send the agent (it was a request:
+ *  the agent stops waiting); neither: it is dropped (log it). */
+export interface SkippedSseEvent {
+  size: number;
+  standIn?: string;
+  answer?: string;
+}
 "#;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -44,6 +55,7 @@ const TS_SECTION: &'static str = TS_TYPES;
 #[wasm_bindgen]
 pub struct SseDecoder {
     inner: http_sse::SseDecoder,
+    max: usize,
 }
 
 #[wasm_bindgen]
@@ -61,22 +73,25 @@ impl SseDecoder {
             .ok_or_else(|| type_error("maxEventBytes must be a positive number"))?;
         Ok(SseDecoder {
             inner: http_sse::SseDecoder::new(max as usize),
+            max: max as usize,
         })
     }
 
     /// Decodes the next piece of the body (a `Uint8Array`, or text, read as UTF-8): the
     /// events it completed, in order: each one's data (its `data:` lines joined by `\n`), or
-    /// for an event over the limit, which was skipped, the size of its data in bytes.
-    #[wasm_bindgen(unchecked_return_type = "Array<string | number>")]
+    /// for an event over the limit, which was skipped, a `SkippedSseEvent` (its size, and the
+    /// stand-in response or the answer acp-core's rule gives it).
+    #[wasm_bindgen(unchecked_return_type = "Array<string | SkippedSseEvent>")]
     pub fn feed(
         &mut self,
         #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] chunk: JsValue,
     ) -> Result<js_sys::Array, JsValue> {
         let out = js_sys::Array::new();
+        let max = self.max;
         let mut sink = |item: SseItem| {
             out.push(&match item {
                 SseItem::Data(text) => JsValue::from_str(&text),
-                SseItem::Oversize { size, .. } => JsValue::from_f64(size as f64),
+                SseItem::Oversize { prefix, size } => skipped(&prefix, size, max),
             });
         };
         if let Some(text) = chunk.as_string() {
@@ -88,6 +103,19 @@ impl SseDecoder {
         }
         Ok(out)
     }
+}
+
+/// A `SkippedSseEvent` for an event over `max` bytes.
+fn skipped(prefix: &[u8], size: usize, max: usize) -> JsValue {
+    let o = js_sys::Object::new();
+    let set = |k: &str, v: JsValue| js_sys::Reflect::set(&o, &JsValue::from_str(k), &v).map(|_| ());
+    let _ = set("size", JsValue::from_f64(size as f64));
+    let _ = match SkippedEvent::of(prefix, max) {
+        SkippedEvent::StandIn(text) => set("standIn", JsValue::from_str(&text)),
+        SkippedEvent::Answer(text) => set("answer", JsValue::from_str(&text)),
+        SkippedEvent::Dropped => Ok(()),
+    };
+    o.into()
 }
 
 /// What the client side of the HTTP transport reads of a message it sends (acp-core's

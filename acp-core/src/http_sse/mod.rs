@@ -73,7 +73,7 @@ pub use routing::{
     is_connection_scoped, route_of_agent_message, session_id_of, session_of, Answer, Outgoing,
     Route,
 };
-pub use sse::{sse_event, SseDecoder, SseItem, SSE_OVERSIZE_PREFIX_BYTES};
+pub use sse::{sse_event, SkippedEvent, SseDecoder, SseItem, SSE_OVERSIZE_PREFIX_BYTES};
 
 /// The ACP endpoint's path.
 pub const ENDPOINT_PATH: &str = "/acp";

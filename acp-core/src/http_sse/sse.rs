@@ -31,6 +31,38 @@ pub enum SseItem {
     },
 }
 
+/// What a client does with an event its [`SseDecoder`] skipped for its size
+/// ([`SseItem::Oversize`]), as acp-core does with an oversize line on stdio.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkippedEvent {
+    /// It was a response to one of the client's requests: this error response for its id
+    /// goes to the engine in its place, so that call fails at once saying why.
+    StandIn(String),
+    /// It was a request from the agent: this error answer (acp-core's oversize error, with
+    /// its id) is sent back, so the agent stops waiting.
+    Answer(String),
+    /// Anything else (a notification, or no id within its first bytes): dropped, and only
+    /// logged (stdio would answer it for id `null`, which a server has nowhere to route).
+    Dropped,
+}
+
+impl SkippedEvent {
+    /// What to do with an event whose data was over `limit` bytes, from its first bytes
+    /// (`prefix`, [`SseItem::Oversize`]'s).
+    pub fn of(prefix: &[u8], limit: usize) -> SkippedEvent {
+        let sniffed = crate::sniff::sniff(prefix);
+        if let Some(stand_in) =
+            crate::sniff::oversize_response_stand_in(&sniffed, limit, "the client's")
+        {
+            SkippedEvent::StandIn(stand_in)
+        } else if let Some(answer) = crate::sniff::oversize_request_answer(&sniffed, limit) {
+            SkippedEvent::Answer(answer)
+        } else {
+            SkippedEvent::Dropped
+        }
+    }
+}
+
 /// How much of an oversize event's data an [`SseDecoder`] keeps: as much as acp-core keeps
 /// of an oversize NDJSON line.
 pub const SSE_OVERSIZE_PREFIX_BYTES: usize = crate::framing::SNIFF_PREFIX_BYTES;
@@ -388,5 +420,55 @@ mod tests {
             assert_eq!(out, vec![SseItem::Data(data.into())]);
         }
         assert_eq!(sse_event("{}"), "data: {}\n\n");
+    }
+
+    #[test]
+    fn a_skipped_event_is_a_stand_in_for_a_response_an_answer_for_a_request_else_dropped() {
+        let limit = 64;
+        let skipped = |data: &str| {
+            let event = sse_event(data);
+            let items = decode_in_pieces(event.as_bytes(), 3, limit);
+            let [SseItem::Oversize { prefix, size }] = &items[..] else {
+                panic!("not skipped: {items:?}");
+            };
+            assert_eq!(*size, data.len());
+            SkippedEvent::of(prefix, limit)
+        };
+        let response = &format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"big":"{}"}}}}"#,
+            "x".repeat(80)
+        );
+        let SkippedEvent::StandIn(stand_in) = skipped(response) else {
+            panic!("a response is replaced")
+        };
+        let v: serde_json::Value = serde_json::from_str(&stand_in).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["error"]["code"], -32603);
+        assert_eq!(
+            v["error"]["message"],
+            "the response was larger than the client's 64-byte limit and was dropped"
+        );
+        let request = &format!(
+            r#"{{"jsonrpc":"2.0","id":"r1","method":"fs/write_text_file","params":{{"content":"{}"}}}}"#,
+            "x".repeat(80)
+        );
+        let SkippedEvent::Answer(answer) = skipped(request) else {
+            panic!("a request is answered")
+        };
+        let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(v["id"], "r1");
+        assert_eq!(v["error"]["code"], -32600);
+        assert_eq!(v["error"]["data"]["maxMessageBytes"], 64);
+        let notification = &format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"x":"{}"}}}}"#,
+            "x".repeat(80)
+        );
+        assert_eq!(skipped(notification), SkippedEvent::Dropped);
+        // An id that is not within the first bytes cannot be answered.
+        let late_id = format!(
+            r#"{{"jsonrpc":"2.0","result":"{}","id":1}}"#,
+            "x".repeat(5000)
+        );
+        assert_eq!(skipped(&late_id), SkippedEvent::Dropped);
     }
 }

@@ -349,11 +349,31 @@ test("SseDecoder: events in any pieces, bytes or text, an event over the limit b
   for (let cut = 0; cut <= bytes.length; cut++) {
     const d = new client.SseDecoder(40);
     try {
-      assert.deepEqual([...d.feed(bytes.subarray(0, cut)), ...d.feed(bytes.subarray(cut))], ['{"a":1}', 50, '{"b":\n2}', "é"], `cut at ${cut}`);
+      assert.deepEqual([...d.feed(bytes.subarray(0, cut)), ...d.feed(bytes.subarray(cut))], ['{"a":1}', { size: 50 }, '{"b":\n2}', "é"], `cut at ${cut}`);
     } finally {
       d.free();
     }
   }
+  // What to do with a skipped event is acp-core's rule (as on stdio): a response is replaced by
+  // an error for its id, a request is answered with the oversize error, the rest is dropped.
+  const small = new client.SseDecoder(64);
+  const big = "x".repeat(80);
+  const [response, request, note] = small.feed(
+    `data: {"jsonrpc":"2.0","id":7,"result":{"big":"${big}"}}\n\n` +
+      `data: {"jsonrpc":"2.0","id":"r1","method":"fs/write_text_file","params":{"content":"${big}"}}\n\n` +
+      `data: {"jsonrpc":"2.0","method":"session/update","params":{"x":"${big}"}}\n\n`,
+  );
+  small.free();
+  assert.equal(response.size, 124);
+  assert.equal(response.answer, undefined);
+  assert.deepEqual(JSON.parse(response.standIn), {
+    jsonrpc: "2.0", id: 7,
+    error: { code: -32603, message: "the response was larger than the client's 64-byte limit and was dropped" },
+  });
+  assert.equal(request.standIn, undefined);
+  assert.deepEqual(JSON.parse(request.answer).error.data, { maxMessageBytes: 64 });
+  assert.equal(JSON.parse(request.answer).id, "r1");
+  assert.deepEqual(note, { size: 141 });
   const d = new client.SseDecoder(1024);
   assert.deepEqual(d.feed("data: x\n"), []);
   assert.deepEqual(d.feed("\n"), ["x"]);

@@ -27,6 +27,8 @@ export type WasmSession = Wasm.Session;
 
 /** acp-core's SSE reader (acp_core::http_sse::SseDecoder). */
 export type WasmSseDecoder = Wasm.SseDecoder;
+/** An event the SSE reader skipped for its size, with acp-core's rule for it. */
+export type SkippedSseEvent = Wasm.SkippedSseEvent;
 
 /** The exports the extension needs; a package without one of them is an older build. */
 export const REQUIRED_EXPORTS = [

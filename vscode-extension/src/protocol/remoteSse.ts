@@ -24,7 +24,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { HttpAnswer, HttpOutgoing } from "acp-wasm-client";
-import { loadedEngine, type EngineModule, type WasmSseDecoder } from "./engine";
+import { loadedEngine, type EngineModule, type SkippedSseEvent, type WasmSseDecoder } from "./engine";
 import { checkRemoteUrl, describeConnectError, describeHttpRefusal, type RemoteOptions } from "./remote";
 import { RemoteError, TailBuffer, type ExitInfo } from "./transport";
 import type { AgentTransport, TransportEvents } from "./transport";
@@ -61,7 +61,8 @@ export function answer(text: string, engine: EngineModule = loadedEngine()): { i
 
 /** Server-sent events, read by acp-core's `SseDecoder` in the wasm engine: each complete
  *  event's data (its `data:` lines joined by `\n`), or for an event whose data is over
- *  `maxEventBytes` (skipped without being held) its size in bytes. Owns wasm memory: `free()`. */
+ *  `maxEventBytes` (skipped without being held) a `SkippedSseEvent`: its size and acp-core's
+ *  rule for it (a stand-in error response, or an answer to send). Owns wasm memory: `free()`. */
 export class SseDecoder {
   private readonly inner: WasmSseDecoder;
 
@@ -70,7 +71,7 @@ export class SseDecoder {
   }
 
   /** Feeds the next piece of a stream's body (bytes, or text read as UTF-8). */
-  feed(chunk: Uint8Array | string): Array<string | number> {
+  feed(chunk: Uint8Array | string): Array<string | SkippedSseEvent> {
     return this.inner.feed(chunk);
   }
 
@@ -296,7 +297,10 @@ export class SseRemoteAgent implements AgentTransport {
     res.on("data", (chunk: Buffer) => {
       if (freed) return;
       for (const ev of decoder.feed(chunk)) {
-        if (typeof ev === "number") continue; // over the limit: dropped (the engine would refuse it)
+        if (typeof ev !== "string") {
+          this.skipped(ev, during);
+          continue;
+        }
         if (ev.trim()) {
           this.noteAnswer(ev);
           this.deliver(ev);
@@ -314,6 +318,23 @@ export class SseRemoteAgent implements AgentTransport {
     res.on("end", () => ended("the server closed it"));
     res.on("error", (e) => ended(e.message));
     res.on("aborted", () => ended("aborted"));
+  }
+
+  /** An event over the limit was skipped (never held), as acp-core skips an oversize line on
+   *  stdio: the response it was is replaced by an error for its id (that call fails at once,
+   *  saying why), the request it was is answered with the oversize error; either way the log
+   *  says so. */
+  private skipped(ev: SkippedSseEvent, during: string): void {
+    const limit = this.o.maxMessageBytes ?? 64 * 1024 * 1024;
+    const what =
+      ev.standIn !== undefined
+        ? "a response (its call fails)"
+        : ev.answer !== undefined
+          ? "a request (answered with an error)"
+          : "a message";
+    this.events.onStderr(`${during}: ${what} of ${ev.size} bytes, over the ${limit}-byte limit, was skipped\n`);
+    if (ev.standIn !== undefined) this.deliver(ev.standIn);
+    else if (ev.answer !== undefined) this.send(outgoing(ev.answer, this.engine));
   }
 
   /** A successful answer to our session/new or session/fork: its session's stream, at once. */

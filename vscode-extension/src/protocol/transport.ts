@@ -14,7 +14,7 @@ export interface TransportEvents {
   onStdout(bytes: Uint8Array): void;
   /** No more bytes will come. */
   onStdoutEnd(): void;
-  /** A process's stderr (a remote agent has none). */
+  /** A process's stderr; a remote agent's transport reports here what it skipped (a message over the limit). */
   onStderr(text: string): void;
   /** The transport ended (once). */
   onExit(info: ExitInfo): void;

@@ -394,7 +394,7 @@ test("SSE decoding: events split at every offset, CRLF and CR line ends, comment
     const got = [...d.feed(stream.slice(0, cut)), ...d.feed(stream.slice(cut))];
     // The event over the limit is reported by the size of its data in bytes (acp-core's
     // SseDecoder; the TypeScript decoder it replaced counted the characters of its lines, 56).
-    assert.deepEqual(got, ['{"a":1}', '{"b":\n2}', 50, "last"], `cut at ${cut}`);
+    assert.deepEqual(got, ['{"a":1}', '{"b":\n2}', { size: 50 }, "last"], `cut at ${cut}`);
     d.free();
   }
 });
@@ -541,6 +541,80 @@ test("SSE wire: the token on every request, the connection's stream first, sessi
   );
   assert.equal(seen.at(-1)!.method, "DELETE");
   for (const s of streams) s.end();
+  server.close();
+});
+
+test("SSE wire: an event over the limit is skipped as on stdio: a response fails its call, a request is answered, the log says so", async (t) => {
+  if (skipEngine) return t.skip(skipEngine);
+  const posts: string[] = [];
+  let onPost: (() => void) | undefined;
+  let stream: http.ServerResponse | undefined;
+  let streamOpen!: () => void;
+  const opened = new Promise<void>((r) => (streamOpen = r));
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      if (req.method === "POST" && body.includes('"initialize"')) {
+        res.writeHead(200, { "content-type": "application/json", "acp-connection-id": "c-1" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } }));
+      } else if (req.method === "GET") {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(":\n\n");
+        stream = res;
+        streamOpen();
+      } else {
+        if (req.method === "POST") posts.push(body);
+        onPost?.();
+        res.writeHead(req.method === "DELETE" ? 200 : 202).end();
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const lines: string[] = [];
+  const logged: string[] = [];
+  let onLine: (() => void) | undefined;
+  const agent = new SseRemoteAgent(
+    `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`,
+    { maxMessageBytes: 100 },
+    {
+      onStdout: (b) => (lines.push(new TextDecoder().decode(b)), onLine?.()),
+      onStdoutEnd() {},
+      onStderr: (text) => logged.push(text),
+      onExit() {},
+    },
+  );
+  const untilLines = (n: number) => new Promise<void>((r) => (lines.length >= n ? r() : (onLine = () => lines.length >= n && r())));
+  const enc = (o: object) => new TextEncoder().encode(`${JSON.stringify(o)}\n`);
+  agent.write(enc({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } }));
+  await untilLines(1);
+  await opened;
+  const big = "x".repeat(500);
+  const answered = new Promise<void>((r) => (onPost = () => posts.some((p) => p.includes("big-1")) && r()));
+  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: big } })}\n\n`);
+  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: "big-1", method: "fs/write_text_file", params: { content: big } })}\n\n`);
+  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { text: big } })}\n\n`);
+  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", method: "after" })}\n\n`);
+  await untilLines(3);
+  await answered;
+  // The response's place is taken by an error for its id (the engine fails that call at once);
+  // the notification is dropped; what follows still arrives.
+  assert.deepEqual(JSON.parse(lines[1]!), {
+    jsonrpc: "2.0",
+    id: 1,
+    error: { code: -32603, message: "the response was larger than the client's 100-byte limit and was dropped" },
+  });
+  assert.deepEqual(JSON.parse(lines[2]!), { jsonrpc: "2.0", method: "after" });
+  const answer = JSON.parse(posts.find((p) => p.includes("big-1"))!);
+  assert.equal(answer.id, "big-1");
+  assert.equal(answer.error.code, -32600);
+  assert.deepEqual(answer.error.data, { maxMessageBytes: 100 });
+  assert.equal(logged.length, 3);
+  assert.match(logged[0]!, /a response \(its call fails\) of 545 bytes, over the 100-byte limit, was skipped/);
+  assert.match(logged[1]!, /a request \(answered with an error\)/);
+  assert.match(logged[2]!, /the connection's stream: a message of \d+ bytes/);
+  await agent.stop(1000);
+  stream!.end();
   server.close();
 });
 

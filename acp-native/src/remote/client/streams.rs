@@ -8,7 +8,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
-use acp_core::http_sse::{Answer, SseDecoder, SseItem};
+use acp_core::http_sse::{Answer, SkippedEvent, SseDecoder, SseItem};
 use http_body_util::BodyExt;
 use hyper::body::{Bytes, Incoming};
 use hyper::Method;
@@ -106,25 +106,24 @@ impl HttpBridge {
     /// nowhere to route).
     async fn skip_oversize(&self, prefix: &[u8], size: usize) -> Option<String> {
         let limit = self.max_message_bytes;
-        let sniffed = acp_core::sniff::sniff(prefix);
-        if let Some(stand_in) =
-            crate::transport::oversize_response_stand_in(&sniffed, limit, "the client's")
-        {
-            tracing::warn!(id = ?sniffed.id, size, limit, url = %self.link.url, "a response from the server over the limit was skipped: its call fails");
-            return Some(stand_in);
-        }
-        if let Some(id) = sniffed.request_id() {
-            tracing::warn!(%id, size, limit, url = %self.link.url, "a request from the server over the limit was skipped and answered with an error");
-            let error = acp_core::sniff::oversize_error(limit);
-            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-            let lane = self.answers.get().and_then(mpsc::WeakSender::upgrade);
-            if let Some(lane) = lane {
-                let _ = lane.send(Posted::new(answer.to_string().as_bytes())).await;
+        match SkippedEvent::of(prefix, limit) {
+            SkippedEvent::StandIn(stand_in) => {
+                tracing::warn!(size, limit, url = %self.link.url, "a response from the server over the limit was skipped: its call fails");
+                Some(stand_in)
             }
-            return None;
+            SkippedEvent::Answer(answer) => {
+                tracing::warn!(size, limit, url = %self.link.url, "a request from the server over the limit was skipped and answered with an error");
+                let lane = self.answers.get().and_then(mpsc::WeakSender::upgrade);
+                if let Some(lane) = lane {
+                    let _ = lane.send(Posted::new(answer.as_bytes())).await;
+                }
+                None
+            }
+            SkippedEvent::Dropped => {
+                tracing::warn!(size, limit, url = %self.link.url, "a message from the server over the limit was skipped");
+                None
+            }
         }
-        tracing::warn!(size, limit, url = %self.link.url, "a message from the server over the limit was skipped");
-        None
     }
 
     /// An answer to our `session/new` / `session/fork` opens the new session's stream.
