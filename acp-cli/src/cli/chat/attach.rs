@@ -159,42 +159,6 @@ pub(super) fn block(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mentions_are_words_starting_with_an_at() {
-        assert_eq!(
-            mentions("see @src/a.rs, and @b.txt! not a@b.com @"),
-            ["src/a.rs", "b.txt"]
-        );
-    }
-
-    #[test]
-    fn files_outside_the_directory_are_refused() {
-        let dir = std::env::temp_dir().join(format!("acp-attach-{}", std::process::id()));
-        let inside = dir.join("w");
-        std::fs::create_dir_all(&inside).unwrap();
-        std::fs::write(dir.join("secret"), "s").unwrap();
-        std::fs::write(inside.join("a.txt"), "a").unwrap();
-        std::os::unix::fs::symlink(dir.join("secret"), inside.join("link")).unwrap();
-        assert!(resolve(&inside, "a.txt").is_ok());
-        assert!(resolve(&inside, "a.txt.").is_ok());
-        for named in ["../secret", "link"] {
-            let e = resolve(&inside, named).unwrap_err();
-            assert!(e.contains("is outside the session directory"), "{e}");
-        }
-        assert_eq!(resolve(&inside, "nope").unwrap_err(), "nope: no such file");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn uris_encode_what_is_not_plain() {
-        assert_eq!(file_uri(Path::new("/w/a b%.txt")), "file:///w/a%20b%25.txt");
-    }
-}
-
 impl super::Chat {
     /// `/attach [FILE]`: FILE is sent with the next prompt (checked now: it must be a readable
     /// file in the session directory); without FILE, what is attached.
@@ -274,5 +238,41 @@ impl super::Chat {
         }
         self.attached.clear();
         Some(blocks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_words_starting_with_an_at() {
+        assert_eq!(
+            mentions("see @src/a.rs, and @b.txt! not a@b.com @"),
+            ["src/a.rs", "b.txt"]
+        );
+    }
+
+    #[test]
+    fn files_outside_the_directory_are_refused() {
+        let dir = std::env::temp_dir().join(format!("acp-attach-{}", std::process::id()));
+        let inside = dir.join("w");
+        std::fs::create_dir_all(&inside).unwrap();
+        std::fs::write(dir.join("secret"), "s").unwrap();
+        std::fs::write(inside.join("a.txt"), "a").unwrap();
+        std::os::unix::fs::symlink(dir.join("secret"), inside.join("link")).unwrap();
+        assert!(resolve(&inside, "a.txt").is_ok());
+        assert!(resolve(&inside, "a.txt.").is_ok());
+        for named in ["../secret", "link"] {
+            let e = resolve(&inside, named).unwrap_err();
+            assert!(e.contains("is outside the session directory"), "{e}");
+        }
+        assert_eq!(resolve(&inside, "nope").unwrap_err(), "nope: no such file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn uris_encode_what_is_not_plain() {
+        assert_eq!(file_uri(Path::new("/w/a b%.txt")), "file:///w/a%20b%25.txt");
     }
 }
