@@ -139,7 +139,10 @@ impl Stdin {
     /// terminal: piped lines wait in their reader). Cancel-safe: the reading thread keeps
     /// what it read.
     pub(super) async fn typed(&mut self) -> String {
-        if !self.is_terminal || self.typeahead_failed {
+        // The line editor still reads a question's answer (the question was withdrawn while
+        // it waited): the terminal is its own until it answers.
+        let editing = matches!(self.reader, Some(Reader::Editor { pending: true, .. }));
+        if !self.is_terminal || self.typeahead_failed || editing {
             return std::future::pending().await;
         }
         if self.typeahead.is_none() {
