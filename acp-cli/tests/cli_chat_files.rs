@@ -2,7 +2,8 @@
 //! `@path` completed with Tab and sent as the agent's capabilities allow, `/attach` (a text
 //! file, an image, a path outside the session directory refused), `/diff` and `/undo` of the
 //! agent's writes (a created file removed, a changed file put back, refused after a change
-//! made outside), and a prompt typed during a turn queued, dropped by Ctrl-C, sent after it.
+//! made outside), and a prompt typed during a turn queued, dropped by Ctrl-C, sent after it,
+//! and a line half typed when a turn ends found on the input line.
 //!
 //! The demo agent names what it is sent (`[resource file:///… (N characters)]`, `[image
 //! image/png, N bytes]`) and writes `acp-demo.txt` every turn (`--yes` allows it). A turn is
@@ -186,10 +187,28 @@ fn a_prompt_typed_during_a_turn_is_queued_and_sent_after_it() {
     assert!(!screen.contains("You said: \"queued one\""), "{screen}");
     assert!(!screen.contains("cancelling the turn"), "{screen}");
 
-    // With nothing queued, Ctrl-C cancels the turn as before.
+    // A line still being typed when the turn ends is not lost: the line editor has it.
     tmux.keys(&["hold again `cat gate`", "Enter"]);
     tmux.wait("the second hold", |s| {
         s.matches("Run `cat gate` · in_progress").count() == 2
+    });
+    tmux.keys(&["half a line"]);
+    tmux.wait_for("half a line");
+    open_gate(&gate);
+    tmux.wait("the half line on the input line", |s| {
+        s.trim_end().lines().last() == Some("> half a line")
+    });
+    tmux.keys(&[" done", "Enter"]);
+    tmux.wait_for("You said: \"half a line done\"");
+    tmux.wait("the turn's end", |s| {
+        s.matches("I wrote acp-demo.txt").count() == 4
+    });
+    tmux.wait_prompt();
+
+    // With nothing queued, Ctrl-C cancels the turn as before.
+    tmux.keys(&["hold once more `cat gate`", "Enter"]);
+    tmux.wait("the third hold", |s| {
+        s.matches("Run `cat gate` · in_progress").count() == 3
     });
     tmux.keys(&["C-c"]);
     tmux.wait_for("cancelling the turn");
