@@ -275,4 +275,65 @@ mod tests {
     fn uris_encode_what_is_not_plain() {
         assert_eq!(file_uri(Path::new("/w/a b%.txt")), "file:///w/a%20b%25.txt");
     }
+
+    #[test]
+    fn blocks_follow_acp_clients_decision_and_bad_files_are_errors() {
+        let dir = std::env::temp_dir().join(format!("acp-attach-blocks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let at = |name: &str| Attached {
+            named: name.to_string(),
+            path: dir.join(name),
+        };
+        let all = PromptCapabilities {
+            image: true,
+            audio: false,
+            embedded_context: true,
+        };
+        let kind = |r: &Result<(s::ContentBlock, Option<String>), String>| match r {
+            Ok((b, _)) => serde_json::to_value(b).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        std::fs::write(dir.join("a.txt"), "text\n").unwrap();
+        assert_eq!(kind(&block(all, &at("a.txt"))), "resource");
+        // Without embeddedContext: a link, and the user is told why.
+        let r = block(PromptCapabilities::default(), &at("a.txt"));
+        assert_eq!(kind(&r), "resource_link");
+        assert!(r
+            .unwrap()
+            .1
+            .unwrap()
+            .contains("does not take embedded files"));
+        // Over the embed limit: a link.
+        std::fs::write(
+            dir.join("big.txt"),
+            "x".repeat(MAX_EMBED_BYTES as usize + 1),
+        )
+        .unwrap();
+        let r = block(all, &at("big.txt"));
+        assert_eq!(kind(&r), "resource_link");
+        assert!(r
+            .unwrap()
+            .1
+            .unwrap()
+            .contains("larger than a prompt embeds"));
+        // Images: sent when the agent takes them, refused otherwise or over 5 MiB (not read).
+        std::fs::write(dir.join("p.png"), b"\x89PNG\r\n\x1a\n0000").unwrap();
+        assert_eq!(kind(&block(all, &at("p.png"))), "image");
+        assert!(kind(&block(PromptCapabilities::default(), &at("p.png")))
+            .contains("this agent does not accept images"));
+        let huge = std::fs::File::create(dir.join("huge.png")).unwrap();
+        use std::io::Write;
+        (&huge).write_all(b"\x89PNG\r\n\x1a\n").unwrap();
+        huge.set_len(MAX_IMAGE_BYTES + 1).unwrap();
+        assert_eq!(
+            kind(&block(all, &at("huge.png"))),
+            "error: huge.png not sent: 5242881 bytes, more than 5242880 (5 MiB)"
+        );
+        // Gone since it was attached.
+        assert!(kind(&block(all, &at("gone.txt"))).starts_with("error: cannot read gone.txt: "));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
