@@ -188,20 +188,20 @@ fn a_notice_between_turns_is_printed_above_the_input_line() {
     tmux.wait_for("type a prompt");
     // `#later`: the demo agent renames the session a second after the turn.
     tmux.keys(&["/echo #later", "Enter"]);
+    // The turn's answer, then the prompt after it (not the prompt before the turn).
     tmux.wait("the prompt after the turn", |s| {
-        s.trim_end().lines().last() == Some(">")
+        s.contains("\n#later\n") && s.trim_end().lines().last() == Some(">")
     });
     tmux.keys(&["typing"]);
-    tmux.wait_for("[title: renamed later (#later)]");
+    // The notice is on a line of its own; the input line, with what was typed, stays last
+    // (waited for: the line editor prints the notice, then draws the input line again).
+    tmux.wait("the title above the input line", |s| {
+        s.contains("[title: renamed later (#later)]")
+            && s.trim_end().lines().last() == Some("> typing")
+    });
     let screen = tmux.pane();
-    // The notice is on a line of its own; the input line, with what was typed, stays last.
     assert!(!screen.contains("> [title"), "{screen}");
     assert!(!screen.contains("typing[title"), "{screen}");
-    assert_eq!(
-        screen.trim_end().lines().last(),
-        Some("> typing"),
-        "{screen}"
-    );
     tmux.keys(&["C-u", "C-d"]);
     tmux.wait_for("acp exited with 0");
 }

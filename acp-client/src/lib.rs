@@ -86,6 +86,9 @@
 //!   (a command line quoted so what is shown is exactly what runs, control and bidi characters
 //!   escaped), multi-line text with its lines kept and nothing a terminal would act on, and a
 //!   URL without its credentials.
+//! - [`edits`]: the record of a turn's edits (each file's text before the agent's first write
+//!   and after its last) and the undo decision: put back, remove a created file, or refuse when
+//!   the file changed since.
 //! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
 //! - [`env`](mod@env): the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
@@ -110,6 +113,7 @@
 
 pub mod auth;
 pub mod display;
+pub mod edits;
 pub mod env;
 pub mod errors;
 pub mod mcp;

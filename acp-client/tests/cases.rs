@@ -509,3 +509,31 @@ fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
         _ => {}
     }
 }
+
+#[test]
+fn edit_cases() {
+    use acp_client::edits::{EditRecord, Prior};
+    replay("edits.json", |case| {
+        let mut record = EditRecord::new();
+        for w in case["writes"].as_array().expect("writes") {
+            let before: Prior = serde_json::from_value(w["before"].clone()).expect("before");
+            record.record(
+                w["path"].as_str().expect("path"),
+                before,
+                w["after"].as_str().expect("after"),
+            );
+        }
+        let u = &case["undo"];
+        let path = u["path"].as_str().expect("undo.path");
+        let step = record.undo(
+            path,
+            u["now"].as_str(),
+            u["force"].as_bool().expect("force"),
+        );
+        let mut got = json!(step);
+        if let acp_client::edits::UndoStep::Refuse { reason } = step {
+            got["message"] = json!(reason.describe(path));
+        }
+        got
+    });
+}

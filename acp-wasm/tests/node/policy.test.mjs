@@ -239,6 +239,7 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
 const NOT_EXPORTED = {
   "restart.json": "acp_client::restart (the crash budget) is the session engine's: Session.agentEnded decides restarts, and session.json's rows replay it with their policies",
   "registry.json": "acp_client::registry (agents by name) is exported as agentPresets only: registry.test.mjs, and the extension's cases.test.ts replays the rows about one agent",
+  "edits.json": "acp_client::edits (the turn's edit record and the undo decision) is acp chat's /undo so far; the extension's EditReview (bridges/edits.ts) still decides its Undo itself until it is exported",
 };
 
 test("every case table in tests/client is replayed here (or named as not exported)", (t) => {

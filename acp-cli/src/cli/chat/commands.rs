@@ -24,6 +24,9 @@ impl Chat {
                 let mut lines = vec![
                     "acp's commands: /help, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
                         .to_string(),
+                    "files: /attach FILE (sent with the next prompt), @PATH in a prompt (Tab completes it); \
+                     the last turn's writes: /diff [FILE] shows them, /undo [FILE] reverts them"
+                        .to_string(),
                 ];
                 #[cfg(feature = "unstable")]
                 lines.push(
@@ -32,7 +35,8 @@ impl Chat {
                 );
                 lines.push(
                     "Tab completes a command; a line ending in \\ (or Alt-Enter) continues on the next; \
-                     Up/Down recall earlier prompts; Ctrl-C cancels a turn; Ctrl-D at a question refuses it"
+                     Up/Down recall earlier prompts; a prompt typed during a turn is queued (Ctrl-C drops the queue, \
+                     then cancels the turn); Ctrl-D at a question refuses it"
                         .to_string(),
                 );
                 if agent_commands.is_empty() {
@@ -184,6 +188,18 @@ impl Chat {
                     Ok(_) => self.ui.notice(&escape_line(&format!("{id} = {value}"))),
                     Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
                 }
+                true
+            }
+            "attach" => {
+                self.attach_command(arg);
+                true
+            }
+            "diff" => {
+                self.show_edits(arg);
+                true
+            }
+            "undo" => {
+                self.undo_edits(arg);
                 true
             }
             // Typed at the prompt, so no turn is running (Ctrl-C cancels one while it runs).

@@ -11,6 +11,7 @@
 //! (`~/.local/state/acp/history`), the newest [`HISTORY_SIZE`], readable by the user only.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use rustyline::completion::{Completer, Pair};
@@ -25,6 +26,7 @@ use rustyline::{
 };
 use tokio::sync::mpsc;
 
+use super::typeahead::TypeAhead;
 use crate::cli::render::Ui;
 
 /// Prompts kept in the history file.
@@ -33,6 +35,9 @@ pub(super) const HISTORY_SIZE: usize = 1000;
 /// acp's own slash commands, completed with the agent's.
 pub(super) const OWN_COMMANDS: &[&str] = &[
     "help",
+    "attach",
+    "diff",
+    "undo",
     "mode",
     "config",
     "model",
@@ -58,6 +63,14 @@ pub(super) enum Input {
     Dismiss,
 }
 
+/// What the terminal gave during a turn.
+pub(super) enum DuringTurn {
+    /// The answer to the open question.
+    Answer(Input),
+    /// A line typed while no question was open: a prompt for later.
+    Typed(String),
+}
+
 /// What is being asked: prompts enter the history, answers to questions do not.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Ask {
@@ -69,7 +82,18 @@ pub(super) struct Stdin {
     pub(super) is_terminal: bool,
     reader: Option<Reader>,
     ui: Ui,
+    /// The session's directory: `@path` completes from it.
+    cwd: PathBuf,
+    /// Lines typed during a turn ([`TypeAhead`]), while it reads.
+    typeahead: Option<TypeAhead>,
+    /// The terminal could not be read during a turn: no more attempts.
+    typeahead_failed: bool,
+    /// Prompts typed during a turn, sent one by one when it ends (at most [`MAX_QUEUED`]).
+    queue: VecDeque<String>,
 }
+
+/// Prompts queued at most while a turn runs.
+pub(super) const MAX_QUEUED: usize = 16;
 
 enum Reader {
     /// Piped input, read ahead on a thread.
@@ -84,7 +108,7 @@ enum Reader {
 }
 
 impl Stdin {
-    pub(super) fn new(ui: Ui) -> Stdin {
+    pub(super) fn new(ui: Ui, cwd: PathBuf) -> Stdin {
         use std::io::IsTerminal;
         let is_terminal = std::io::stdin().is_terminal();
         if is_terminal {
@@ -94,16 +118,103 @@ impl Stdin {
             is_terminal,
             reader: None,
             ui,
+            cwd,
+            typeahead: None,
+            typeahead_failed: false,
+            queue: VecDeque::new(),
         }
+    }
+
+    /// During a turn: the answer to the open question (`question_open`), else a line typed
+    /// meanwhile.
+    pub(super) async fn during_turn(&mut self, question_open: bool) -> DuringTurn {
+        if question_open {
+            DuringTurn::Answer(self.next(Ask::Answer).await)
+        } else {
+            DuringTurn::Typed(self.typed().await)
+        }
+    }
+
+    /// A line typed on the terminal while a turn runs (never ready when stdin is not a
+    /// terminal: piped lines wait in their reader). Cancel-safe: the reading thread keeps
+    /// what it read.
+    pub(super) async fn typed(&mut self) -> String {
+        // The line editor still reads a question's answer (the question was withdrawn while
+        // it waited): the terminal is its own until it answers.
+        let editing = matches!(self.reader, Some(Reader::Editor { pending: true, .. }));
+        if !self.is_terminal || self.typeahead_failed || editing {
+            return std::future::pending().await;
+        }
+        if self.typeahead.is_none() {
+            match TypeAhead::start() {
+                Ok(t) => self.typeahead = Some(t),
+                Err(e) => {
+                    self.typeahead_failed = true;
+                    self.ui
+                        .warn(&format!("cannot read what is typed during a turn: {e}"));
+                    return std::future::pending().await;
+                }
+            }
+        }
+        match self.typeahead.as_mut().expect("started").next().await {
+            Some(line) => line,
+            None => {
+                // The terminal hung up or failed: the thread ended.
+                self.typeahead_failed = true;
+                std::future::pending().await
+            }
+        }
+    }
+
+    /// Stops reading the terminal for the turn; the lines it read are queued.
+    pub(super) fn stop_typing(&mut self) {
+        if let Some(t) = self.typeahead.take() {
+            for line in t.stop() {
+                self.enqueue(line);
+            }
+        }
+    }
+
+    /// Queues a prompt typed during a turn (empty lines are not prompts), and says so.
+    pub(super) fn enqueue(&mut self, line: String) {
+        if line.trim().is_empty() {
+            return;
+        }
+        let shown = acp_client::display::escape_line(line.trim());
+        if self.queue.len() >= MAX_QUEUED {
+            self.ui.warn(&format!(
+                "not queued (already {MAX_QUEUED} prompts wait for the turn to end): {shown}"
+            ));
+            return;
+        }
+        self.queue.push_back(line);
+        self.ui.notice(&format!(
+            "queued: {shown} (sent when the turn ends; Ctrl-C drops the queue)"
+        ));
+    }
+
+    /// The next queued prompt.
+    pub(super) fn dequeue(&mut self) -> Option<String> {
+        self.queue.pop_front()
+    }
+
+    /// Drops every queued prompt; how many there were.
+    pub(super) fn drop_queue(&mut self) -> usize {
+        let n = self.queue.len();
+        self.queue.clear();
+        n
     }
 
     /// The next input; `ask` says whether it is a prompt or an answer to a question.
     pub(super) async fn next(&mut self, ask: Ask) -> Input {
+        // The line editor reads the terminal now: lines read during the turn are queued.
+        self.stop_typing();
         let is_terminal = self.is_terminal;
         let ui = self.ui.clone();
+        let cwd = self.cwd.clone();
         let reader = self.reader.get_or_insert_with(|| {
             if is_terminal {
-                match start_editor(ui.clone()) {
+                match start_editor(ui.clone(), cwd) {
                     Ok(reader) => return reader,
                     Err(e) => ui.warn(&format!("no line editor ({e}); reading plain lines")),
                 }
@@ -155,7 +266,7 @@ fn history_path() -> Option<PathBuf> {
     Some(base.join("acp").join("history"))
 }
 
-fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
+fn start_editor(ui: Ui, cwd: PathBuf) -> rustyline::Result<Reader> {
     let helper_ui = ui.clone();
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)?
@@ -168,7 +279,7 @@ fn start_editor(ui: Ui) -> rustyline::Result<Reader> {
         .behavior(Behavior::PreferTerm)
         .build();
     let mut editor: Editor<ChatHelper, FileHistory> = Editor::with_config(config)?;
-    editor.set_helper(Some(ChatHelper { ui: helper_ui }));
+    editor.set_helper(Some(ChatHelper { ui: helper_ui, cwd }));
     for key in [
         KeyEvent(KeyCode::Enter, Modifiers::ALT),
         KeyEvent::ctrl('J'),
@@ -263,9 +374,57 @@ pub(super) fn join_continued(text: &str) -> String {
         .join("\n")
 }
 
-/// Completion of slash commands (acp's and the agent's) and multi-line continuation.
+/// Completion of slash commands (acp's and the agent's) and `@path` mentions, and multi-line
+/// continuation.
 struct ChatHelper {
     ui: Ui,
+    cwd: PathBuf,
+}
+
+/// Entries of one directory a `@path` completion lists at most.
+const MENTION_CANDIDATES: usize = 500;
+
+/// Completions of `@word` (`word`: the path typed so far, relative to `cwd`): the entries of
+/// its directory whose names start with its last part, a directory with a `/` after it (to go
+/// on), a file with a space. Hidden entries only when the part starts with a dot. Sorted, at
+/// most [`MENTION_CANDIDATES`]; paths that leave `cwd` (`..`, absolute) complete nothing.
+pub(super) fn mention_candidates(cwd: &std::path::Path, word: &str) -> Vec<Pair> {
+    let (dir, part) = match word.rfind('/') {
+        Some(i) => (&word[..=i], &word[i + 1..]),
+        None => ("", word),
+    };
+    if dir.starts_with('/') || dir.split('/').any(|c| c == "..") {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(cwd.join(dir)) else {
+        return Vec::new();
+    };
+    let mut pairs: Vec<Pair> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            if !name.starts_with(part) || (name.starts_with('.') && !part.starts_with('.')) {
+                return None;
+            }
+            if name.contains(char::is_whitespace) {
+                // A mention ends at whitespace: such a name cannot be mentioned.
+                return None;
+            }
+            let is_dir = e.file_type().ok()?.is_dir()
+                || (e.file_type().ok()?.is_symlink() && e.path().is_dir());
+            Some(Pair {
+                display: if is_dir {
+                    format!("{name}/")
+                } else {
+                    name.clone()
+                },
+                replacement: format!("@{dir}{name}{}", if is_dir { "/" } else { " " }),
+            })
+        })
+        .take(MENTION_CANDIDATES)
+        .collect();
+    pairs.sort_by(|a, b| a.replacement.cmp(&b.replacement));
+    pairs
 }
 
 impl ChatHelper {
@@ -313,8 +472,13 @@ impl Completer for ChatHelper {
         pos: usize,
         _ctx: &rustyline::Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        // Only the command name: `/` at the start of the input, up to the cursor.
         let head = &line[..pos];
+        // `@path`: the word before the cursor.
+        let start = head.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        if let Some(word) = head[start..].strip_prefix('@') {
+            return Ok((start, mention_candidates(&self.cwd, word)));
+        }
+        // The command name: `/` at the start of the input, up to the cursor.
         match head.strip_prefix('/') {
             Some(word) if !word.contains(char::is_whitespace) => Ok((0, self.candidates(word))),
             _ => Ok((pos, Vec::new())),
@@ -358,5 +522,27 @@ mod tests {
         assert_eq!(join_continued("no continuation"), "no continuation");
         // Only a final backslash continues a line.
         assert_eq!(join_continued("a \\n b"), "a \\n b");
+    }
+
+    #[test]
+    fn mentions_complete_from_the_session_directory() {
+        let dir = std::env::temp_dir().join(format!("acp-mention-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src/deep")).unwrap();
+        std::fs::write(dir.join("src/main.rs"), "").unwrap();
+        std::fs::write(dir.join("src/.hidden"), "").unwrap();
+        std::fs::write(dir.join("readme.md"), "").unwrap();
+        let got = |w: &str| -> Vec<String> {
+            mention_candidates(&dir, w)
+                .into_iter()
+                .map(|p| p.replacement)
+                .collect()
+        };
+        assert_eq!(got("sr"), ["@src/"]);
+        assert_eq!(got("src/"), ["@src/deep/", "@src/main.rs "]);
+        assert_eq!(got("src/."), ["@src/.hidden "]);
+        assert_eq!(got("r"), ["@readme.md "]);
+        assert!(got("../").is_empty());
+        assert!(got("/etc/").is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -42,8 +42,10 @@
 //! [`Chat`] (nor on each other in circles).
 
 mod answers;
+mod attach;
 mod calls;
 mod commands;
+mod edits;
 mod inbox;
 mod input;
 mod link;
@@ -56,6 +58,7 @@ mod session;
 mod signals;
 mod timeouts;
 mod turn;
+mod typeahead;
 
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -150,6 +153,10 @@ struct Chat {
     terminals: Terminals,
     signals: Signals,
     stdin: Stdin,
+    /// The agent's writes of the last turn (`/diff`, `/undo`).
+    edits: edits::Edits,
+    /// Files named with `/attach`, sent with the next prompt.
+    attached: Vec<attach::Attached>,
 }
 
 impl Chat {
@@ -273,9 +280,16 @@ impl Chat {
         ui.set_terminal_output(terminals.output_lookup());
         let activity = Arc::new(Activity::default());
         let gate = Arc::new(UpdateGate::default());
+        let edits = edits::Edits::default();
         let router = CountInFlight {
             inner: QuickUpdates {
-                inner: client_router(event_tx.clone(), gate.clone(), &cwd, terminals.clone()),
+                inner: client_router(
+                    event_tx.clone(),
+                    gate.clone(),
+                    &cwd,
+                    terminals.clone(),
+                    edits.clone(),
+                ),
                 events: event_tx,
                 gate: gate.clone(),
             },
@@ -311,7 +325,7 @@ impl Chat {
         } else {
             AutoMode::Ask
         };
-        let stdin = Stdin::new(ui.clone());
+        let stdin = Stdin::new(ui.clone(), cwd.clone());
         let agent_label = match (&args.agent_name, args.agent.is_empty()) {
             _ if args.connect.is_some() => {
                 acp_client::display::redact_url(args.connect.as_deref().unwrap_or_default())
@@ -332,6 +346,8 @@ impl Chat {
             terminals,
             signals,
             stdin,
+            edits,
+            attached: Vec::new(),
             ui,
         };
         match chat.open_session(false).await {
@@ -346,7 +362,10 @@ impl Chat {
     /// Runs the conversation: one `--prompt` turn, or prompts read from stdin.
     async fn converse(&mut self, args: &ChatArgs) -> Outcome {
         if let Some(prompt) = &args.prompt {
-            let result = self.turn(prompt.clone()).await;
+            let Some(files) = self.prompt_files(prompt) else {
+                return Outcome::code(exit::USAGE);
+            };
+            let result = self.turn(prompt.clone(), files).await;
             self.record.save(&self.ui, &self.session);
             return match result {
                 Ok(reason) => Outcome::code(stop_reason_code(reason)),
@@ -362,15 +381,37 @@ impl Chat {
         let mut last = Outcome::code(exit::OK);
         let mut interrupted_once = false;
         loop {
-            if interactive {
+            // A prompt typed during the last turn goes first.
+            let queued = self.stdin.dequeue();
+            if let Some(q) = &queued {
+                self.ui.notice(&format!(
+                    "sending the queued prompt: {}",
+                    escape_line(q.trim())
+                ));
+            } else if interactive {
                 self.ui.input_prompt();
             }
-            let line = tokio::select! {
-                input = self.stdin.next(Ask::Prompt) => match input {
-                    Input::Line(line) => Some(line),
-                    Input::Eof | Input::Dismiss => None,
-                    // Ctrl-C at the prompt: as the signal does.
-                    Input::Interrupt => {
+            let line = if queued.is_some() {
+                queued
+            } else {
+                tokio::select! {
+                    input = self.stdin.next(Ask::Prompt) => match input {
+                        Input::Line(line) => Some(line),
+                        Input::Eof | Input::Dismiss => None,
+                        // Ctrl-C at the prompt: as the signal does.
+                        Input::Interrupt => {
+                            if interrupted_once {
+                                return Outcome::code(exit::INTERRUPTED);
+                            }
+                            interrupted_once = true;
+                            self.ui.notice("(press Ctrl-C again or Ctrl-D to quit)");
+                            continue;
+                        }
+                    },
+                    sig = self.signals.recv() => {
+                        if sig != Interrupt::Int {
+                            return quit(sig);
+                        }
                         if interrupted_once {
                             return Outcome::code(exit::INTERRUPTED);
                         }
@@ -378,38 +419,27 @@ impl Chat {
                         self.ui.notice("(press Ctrl-C again or Ctrl-D to quit)");
                         continue;
                     }
-                },
-                sig = self.signals.recv() => {
-                    if sig != Interrupt::Int {
-                        return quit(sig);
+                    report = self.link.wait_exit() => {
+                        if let Err(o) = self.recover(format!("the agent stopped: {report}")).await {
+                            return o;
+                        }
+                        continue;
                     }
-                    if interrupted_once {
-                        return Outcome::code(exit::INTERRUPTED);
+                    reason = self.link.conn.closed(), if self.link.remote().is_some() => {
+                        let why = format!("the connection to {} was lost: {reason}", self.link.program);
+                        if let Err(o) = self.recover(why).await {
+                            return o;
+                        }
+                        continue;
                     }
-                    interrupted_once = true;
-                    self.ui.notice("(press Ctrl-C again or Ctrl-D to quit)");
-                    continue;
-                }
-                report = self.link.wait_exit() => {
-                    if let Err(o) = self.recover(format!("the agent stopped: {report}")).await {
-                        return o;
+                    Some(event) = self.inbox.events.recv() => {
+                        self.inbox.idle_event(event);
+                        continue;
                     }
-                    continue;
-                }
-                reason = self.link.conn.closed(), if self.link.remote().is_some() => {
-                    let why = format!("the connection to {} was lost: {reason}", self.link.program);
-                    if let Err(o) = self.recover(why).await {
-                        return o;
+                    Some(line) = self.inbox.warnings.recv() => {
+                        self.inbox.garbage(line);
+                        continue;
                     }
-                    continue;
-                }
-                Some(event) = self.inbox.events.recv() => {
-                    self.inbox.idle_event(event);
-                    continue;
-                }
-                Some(line) = self.inbox.warnings.recv() => {
-                    self.inbox.garbage(line);
-                    continue;
                 }
             };
             interrupted_once = false;
@@ -433,7 +463,10 @@ impl Chat {
                     continue;
                 }
             }
-            let result = self.turn(text).await;
+            let Some(files) = self.prompt_files(&text) else {
+                continue;
+            };
+            let result = self.turn(text, files).await;
             self.record.save(&self.ui, &self.session);
             match result {
                 Ok(reason) => last = Outcome::code(stop_reason_code(reason)),

@@ -39,6 +39,12 @@ impl Chat {
         let (info, raw) = self
             .wait("initialize", conn.initialize_with_raw(init))
             .await?;
+        let caps = &info.agent_capabilities.prompt_capabilities;
+        self.session.prompt_caps = acp_client::prompt::PromptCapabilities {
+            image: caps.image,
+            audio: caps.audio,
+            embedded_context: caps.embedded_context,
+        };
         let mut open = self
             .ui
             .initialized(raw.get())

@@ -279,6 +279,7 @@ pub(super) fn client_router(
     update_gate: Arc<UpdateGate>,
     cwd: &std::path::Path,
     terminals: Terminals,
+    edits: super::edits::Edits,
 ) -> Router {
     // Reads and writes are confined to the session's directory; writes that change what runs
     // are the user's question.
@@ -356,8 +357,11 @@ pub(super) fn client_router(
         .route::<typed::WriteTextFile, _, _>(move |req, _cx| {
             let fs = fs_write.clone();
             let events = wrote.clone();
+            let edits = edits.clone();
             async move {
                 let w = fs.write_text_file_reporting(req).await.map_err(fs_error)?;
+                // For /diff and /undo.
+                super::edits::record(&edits, &w);
                 let before = match (&w.old_text, w.existed) {
                     (Some(t), _) => Before::Text(t),
                     (None, true) => Before::Unreadable,
@@ -499,7 +503,13 @@ mod tests {
         let cwd = std::env::temp_dir();
         let terminals = Terminals::new(cwd.clone(), EnvPolicy::default(), 1);
         let service = QuickUpdates {
-            inner: client_router(events.clone(), gate.clone(), &cwd, terminals),
+            inner: client_router(
+                events.clone(),
+                gate.clone(),
+                &cwd,
+                terminals,
+                Default::default(),
+            ),
             events,
             gate,
         };

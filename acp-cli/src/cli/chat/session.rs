@@ -28,6 +28,8 @@ pub(super) struct Session {
     mcp: Vec<McpServer>,
     /// Variables set (non-empty) in the agent's environment, for the auth choice.
     pub(super) agent_vars: HashSet<String>,
+    /// The agent's `promptCapabilities` (what an attachment is sent as).
+    pub(super) prompt_caps: acp_client::prompt::PromptCapabilities,
 }
 
 impl Session {
@@ -44,6 +46,7 @@ impl Session {
             mode: args.mode.clone(),
             mcp,
             agent_vars,
+            prompt_caps: Default::default(),
         }
     }
 

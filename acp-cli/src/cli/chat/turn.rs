@@ -12,7 +12,7 @@ use acp_native::ClientSideConnection;
 use agent_client_protocol_schema::v1 as s;
 use tokio::time::Instant;
 
-use super::input::{Ask, Input};
+use super::input::{DuringTurn, Input};
 use super::outcome::Outcome;
 use super::requests::{policy_options, Event, PermissionAsk};
 use super::signals::{quit, Interrupt};
@@ -51,10 +51,22 @@ impl Chat {
     /// questions are held back, in order, and shown after the answer. At most
     /// [`HELD_EVENTS`] are held; then the loop stops taking events and the agent is no longer
     /// read until the user answers.
-    pub(super) async fn turn(&mut self, text: String) -> Result<s::StopReason, Outcome> {
+    /// `attached`: content blocks sent after the text (the prompt's files).
+    pub(super) async fn turn(
+        &mut self,
+        text: String,
+        attached: Vec<s::ContentBlock>,
+    ) -> Result<s::StopReason, Outcome> {
         self.ui.begin_turn(&text);
+        // /undo is about the last turn: the one before is kept as it is.
+        self.edits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keep_all();
         self.ui.spinner_start("thinking…");
-        let request = s::PromptRequest::new(self.session.id.clone(), vec![text.into()]);
+        let mut blocks = vec![text.into()];
+        blocks.extend(attached);
+        let request = s::PromptRequest::new(self.session.id.clone(), blocks);
         let conn = self.link.conn.without_timeout();
         let prompt = conn.prompt(request);
         tokio::pin!(prompt);
@@ -87,7 +99,16 @@ impl Chat {
                 Some(line) = self.inbox.warnings.recv(), if turn.open.is_none() => {
                     self.inbox.garbage(line)
                 }
-                input = self.stdin.next(Ask::Answer), if turn.open.is_some() => {
+                got = self.stdin.during_turn(turn.open.is_some()) => {
+                    let input = match got {
+                        // A prompt typed meanwhile: queued, sent when the turn ends.
+                        DuringTurn::Typed(line) => {
+                            self.stdin.enqueue(line);
+                            continue;
+                        }
+                        // The answer to the open question.
+                        DuringTurn::Answer(input) => input,
+                    };
                     last_activity = Instant::now();
                     let dismissed = input == Input::Dismiss;
                     let line = match input {
@@ -188,6 +209,8 @@ impl Chat {
                 }
             }
         };
+        // What was typed until now is queued; the line editor reads the rest.
+        self.stdin.stop_typing();
         // The turn is over: a question still open belongs to it (answered `cancelled`, which
         // the engine already did if the agent ended the turn); what was held is shown now.
         turn.over = true;
@@ -226,8 +249,9 @@ impl Chat {
         }
     }
 
-    /// Ctrl-C during a turn (the signal, or typed at a question): the first cancels the turn
-    /// and waits (bounded) for its answer, the second quits.
+    /// Ctrl-C during a turn (the signal, or typed at a question): with prompts queued, the
+    /// first drops them; otherwise the first cancels the turn and waits (bounded) for its
+    /// answer, the second quits.
     async fn interrupt(
         &mut self,
         conn: &ClientSideConnection,
@@ -235,6 +259,14 @@ impl Chat {
     ) -> Result<(), Outcome> {
         if turn.cancel_sent {
             return Err(Outcome::fail(exit::INTERRUPTED, "interrupted"));
+        }
+        // Prompts wait for the turn: the first Ctrl-C drops them, the turn goes on.
+        let dropped = self.stdin.drop_queue();
+        if dropped > 0 {
+            self.ui.notice(&format!(
+                "dropped {dropped} queued prompt(s); the turn goes on (Ctrl-C again cancels it)"
+            ));
+            return Ok(());
         }
         turn.cancel_sent = true;
         turn.cancel_deadline

@@ -87,6 +87,24 @@ impl Ui {
         ask(screen, q);
     }
 
+    /// Diffs outside a question (`/diff`): each kept line, then how many were not kept.
+    pub fn show_diffs(&self, diffs: &[Diff]) {
+        let mut st = self.lock();
+        let screen = &mut st.screen;
+        for d in diffs {
+            diff_head(screen, d);
+            for l in &d.lines {
+                diff_line(screen, l);
+            }
+            let past = d.hidden - (d.lines.len() - d.shown);
+            if past > 0 {
+                let more = format!("    … {past} more lines not shown");
+                let line = styled(screen.color_err, "2", &more);
+                screen.err_line(&line);
+            }
+        }
+    }
+
     /// Ends the line of an unanswered question (at end of input).
     pub fn end_input_line(&self) {
         self.lock().screen.err_raw("\n");

@@ -1,0 +1,218 @@
+//! Interactive `acp chat` in a real terminal (tmux), the prompt's files and the turn's writes:
+//! `@path` completed with Tab and sent as the agent's capabilities allow, `/attach` (a text
+//! file, an image, a path outside the session directory refused), `/diff` and `/undo` of the
+//! agent's writes (a created file removed, a changed file put back, refused after a change
+//! made outside), and a prompt typed during a turn queued, dropped by Ctrl-C, sent after it,
+//! and a line half typed when a turn ends found on the input line.
+//!
+//! The demo agent names what it is sent (`[resource file:///… (N characters)]`, `[image
+//! image/png, N bytes]`) and writes `acp-demo.txt` every turn (`--yes` allows it). A turn is
+//! held open by a command that reads a FIFO (`` `cat gate` ``) until the test writes to it.
+//! tmux is installed with apt-get when missing; a test is skipped, with the reason printed,
+//! only when it cannot be installed.
+
+mod cli_support;
+#[path = "cli_support/tmux.rs"]
+mod tmux;
+
+use std::process::Command;
+
+use cli_support::TempDir;
+use tmux::{ensure_tmux, start_chat};
+
+macro_rules! need_tmux {
+    ($name:literal) => {
+        if let Err(why) = ensure_tmux() {
+            println!("SKIPPED {}: tmux is unavailable: {why}", $name);
+            return;
+        }
+    };
+}
+
+#[test]
+fn mentions_complete_with_tab_and_attachments_follow_the_agents_capabilities() {
+    need_tmux!("mentions_complete_with_tab_and_attachments_follow_the_agents_capabilities");
+    let root = TempDir::new("tmux-attach");
+    let dir = root.join("work");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "hello notes\n").unwrap();
+    std::fs::write(dir.join("pic.png"), b"\x89PNG\r\n\x1a\n0000").unwrap();
+    std::fs::write(root.join("secret.txt"), "outside\n").unwrap();
+    let real = std::fs::canonicalize(&dir).unwrap();
+    let tmux = start_chat("attach", &dir, "--yes");
+    tmux.wait_for("type a prompt");
+    tmux.wait_prompt();
+
+    // Tab completes the mention from the session directory.
+    tmux.keys(&["read @no", "Tab"]);
+    tmux.wait_for("> read @notes.txt");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for(&format!(
+        "[resource file://{}/notes.txt (12 characters)]",
+        real.display()
+    ));
+    tmux.wait_for("I wrote acp-demo.txt");
+    tmux.wait_prompt();
+
+    // A mention of a missing file: nothing is sent.
+    tmux.keys(&["about @missing.txt", "Enter"]);
+    tmux.wait_for("@missing.txt: no such file");
+    tmux.wait_for("the prompt was not sent");
+    tmux.wait_prompt();
+
+    // /attach: outside the directory refused, a directory refused, an image attached.
+    tmux.keys(&["/attach ../secret.txt", "Enter"]);
+    tmux.wait_for("../secret.txt is outside the session directory");
+    tmux.wait_prompt();
+    tmux.keys(&["/attach sub", "Enter"]);
+    tmux.wait_for("sub is a directory");
+    tmux.wait_prompt();
+    tmux.keys(&["/attach pic.png", "Enter"]);
+    tmux.wait_for("attached pic.png (sent with your next prompt)");
+    tmux.wait_prompt();
+    tmux.keys(&["look at this", "Enter"]);
+    tmux.wait_for("[image image/png, 12 bytes]");
+    tmux.wait_for("I wrote acp-demo.txt in");
+    tmux.wait_prompt();
+    // Sent once: the next prompt has no attachment.
+    tmux.keys(&["/attach", "Enter"]);
+    tmux.wait_for("nothing attached");
+    assert!(!tmux.pane().contains("outside\n"));
+    tmux.wait_prompt();
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
+#[test]
+fn undo_reverts_the_last_turns_writes_and_refuses_after_an_outside_change() {
+    need_tmux!("undo_reverts_the_last_turns_writes_and_refuses_after_an_outside_change");
+    let dir = TempDir::new("tmux-undo");
+    let file = dir.join("acp-demo.txt");
+    let tmux = start_chat("undo", dir.path(), "--yes");
+    tmux.wait_for("type a prompt");
+    tmux.wait_prompt();
+    tmux.keys(&["/undo", "Enter"]);
+    tmux.wait_for("nothing to undo");
+    tmux.wait_prompt();
+
+    // The agent creates the file: /diff shows it, /undo removes it.
+    tmux.keys(&["first", "Enter"]);
+    tmux.wait_for("I wrote acp-demo.txt");
+    tmux.wait_prompt();
+    assert!(file.exists());
+    tmux.keys(&["/diff", "Enter"]);
+    tmux.wait_for("acp-demo.txt (new file, +3 -0)\n    @@ -0,0 +1,3 @@");
+    tmux.wait_for("    +The acp demo agent was asked:\n    +\n    +first\n");
+    tmux.wait_prompt();
+    tmux.keys(&["/undo", "Enter"]);
+    tmux.wait_for("acp-demo.txt removed (the agent created it)");
+    tmux.wait_prompt();
+    assert!(!file.exists());
+
+    // The agent changes an existing file.
+    std::fs::write(&file, "original\n").unwrap();
+    tmux.keys(&["second", "Enter"]);
+    tmux.wait("the second write", |s| {
+        s.matches("I wrote acp-demo.txt").count() == 2
+    });
+    tmux.wait_prompt();
+    tmux.keys(&["/diff", "Enter"]);
+    tmux.wait_for("    -original");
+    tmux.wait_prompt();
+    let agents = std::fs::read_to_string(&file).unwrap();
+    assert!(agents.contains("second"), "{agents}");
+
+    // Changed since the agent wrote it: refused, the change kept.
+    std::fs::write(&file, format!("{agents}mine\n")).unwrap();
+    tmux.keys(&["/undo", "Enter"]);
+    tmux.wait_for("changed since the agent wrote it: not undone");
+    tmux.wait_for("/undo refused; no file was changed");
+    tmux.wait_prompt();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        format!("{agents}mine\n")
+    );
+
+    // As the agent left it again: put back as before the turn.
+    std::fs::write(&file, &agents).unwrap();
+    tmux.keys(&["/undo", "Enter"]);
+    tmux.wait_for("acp-demo.txt restored");
+    tmux.wait_prompt();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "original\n");
+    tmux.keys(&["/undo", "Enter"]);
+    tmux.wait("nothing left to undo", |s| {
+        s.matches("nothing to undo").count() == 2
+    });
+    tmux.wait_prompt();
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
+/// Lets the `cat gate` the demo agent runs end.
+fn open_gate(gate: &std::path::Path) {
+    // The reader (cat) has the FIFO open: this open does not block for long.
+    std::fs::write(gate, "open\n").unwrap();
+}
+
+#[test]
+fn a_prompt_typed_during_a_turn_is_queued_and_sent_after_it() {
+    need_tmux!("a_prompt_typed_during_a_turn_is_queued_and_sent_after_it");
+    let dir = TempDir::new("tmux-queue");
+    let gate = dir.join("gate");
+    let made = Command::new("mkfifo").arg(&gate).status().expect("mkfifo");
+    assert!(made.success());
+    let tmux = start_chat("queue", dir.path(), "--yes");
+    tmux.wait_for("type a prompt");
+    tmux.wait_prompt();
+    tmux.keys(&["hold `cat gate`", "Enter"]);
+    tmux.wait_for("Run `cat gate` · in_progress");
+
+    // Typed during the turn: queued, not lost; the first Ctrl-C drops the queue only.
+    tmux.keys(&["queued one", "Enter"]);
+    tmux.wait_for("queued: queued one (sent when the turn ends");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("dropped 1 queued prompt(s); the turn goes on");
+    tmux.keys(&["queued two", "Enter"]);
+    tmux.wait_for("queued: queued two");
+    open_gate(&gate);
+
+    // The turn ends as it would have; then the queued prompt is sent.
+    tmux.wait_for("sending the queued prompt: queued two");
+    tmux.wait_for("You said: \"queued two\"");
+    tmux.wait("the queued turn's end", |s| {
+        s.matches("I wrote acp-demo.txt").count() == 2
+    });
+    tmux.wait_prompt();
+    let screen = tmux.pane();
+    assert!(!screen.contains("You said: \"queued one\""), "{screen}");
+    assert!(!screen.contains("cancelling the turn"), "{screen}");
+
+    // A line still being typed when the turn ends is not lost: the line editor has it.
+    tmux.keys(&["hold again `cat gate`", "Enter"]);
+    tmux.wait("the second hold", |s| {
+        s.matches("Run `cat gate` · in_progress").count() == 2
+    });
+    tmux.keys(&["half a line"]);
+    tmux.wait_for("half a line");
+    open_gate(&gate);
+    tmux.wait("the half line on the input line", |s| {
+        s.trim_end().lines().last() == Some("> half a line")
+    });
+    tmux.keys(&[" done", "Enter"]);
+    tmux.wait_for("You said: \"half a line done\"");
+    tmux.wait("the turn's end", |s| {
+        s.matches("I wrote acp-demo.txt").count() == 4
+    });
+    tmux.wait_prompt();
+
+    // With nothing queued, Ctrl-C cancels the turn as before.
+    tmux.keys(&["hold once more `cat gate`", "Enter"]);
+    tmux.wait("the third hold", |s| {
+        s.matches("Run `cat gate` · in_progress").count() == 3
+    });
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("cancelling the turn");
+    tmux.wait_prompt();
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
