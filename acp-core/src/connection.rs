@@ -14,7 +14,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::acp::{self, ClientCapabilities, Role, TurnState};
+use crate::acp::{self, Advertised, AgentCapabilities, ClientCapabilities, Role, TurnState};
 use crate::error::{CallError, Error, PeerError, PeerErrorKind};
 use crate::framing::{is_blank, Decoder, Frame, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::jsonrpc::{
@@ -65,9 +65,10 @@ pub struct Config {
     /// Request, `id: null`) without reading its entries: each entry can cost an answer and an
     /// event, so a line of a few MB (`[0,0,…]`) would otherwise cost hundreds. 1024.
     pub max_batch_entries: usize,
-    /// Agent side: refuse to call `fs/*` / `terminal/*` unless the client advertised them.
-    /// With the feature `unstable`, both sides also follow the unstable methods' capability
-    /// rules (`acp_core::unstable`).
+    /// Both sides hold to the capabilities `initialize` exchanged ([`acp::capabilities`]: an
+    /// agent's `fs/*`, `terminal/*` and gated `session/update` kinds, a client's
+    /// `systemPrompt`; with the feature `unstable`, the draft methods' rules too,
+    /// `acp_core::unstable`).
     pub enforce_capabilities: bool,
 }
 
@@ -276,11 +277,9 @@ pub struct Connection<T = ()> {
     recent: VecDeque<u64>,
     recent_set: HashSet<u64>,
     closed: Option<String>,
-    client_caps: ClientCapabilities,
+    advertised: Advertised,
     agent_initialize_result: Option<Box<RawValue>>,
     turns: HashMap<String, TurnState>,
-    #[cfg(feature = "unstable")]
-    advertised: crate::unstable::Advertised,
 }
 
 impl<T> Connection<T> {
@@ -302,11 +301,9 @@ impl<T> Connection<T> {
             recent: VecDeque::new(),
             recent_set: HashSet::new(),
             closed: None,
-            client_caps: ClientCapabilities::default(),
+            advertised: Advertised::default(),
             agent_initialize_result: None,
             turns: HashMap::new(),
-            #[cfg(feature = "unstable")]
-            advertised: crate::unstable::Advertised::default(),
         }
     }
 
@@ -349,15 +346,21 @@ impl<T> Connection<T> {
         self.incoming.get(&token).map(|i| &i.id)
     }
 
-    /// Agent side: what the client advertised in `initialize` (all false before it, and
-    /// always on a client connection).
+    /// What the client advertised in `initialize`: received by an agent, sent by a client
+    /// (all false before it).
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        self.client_caps
+        self.advertised.client
     }
 
-    /// Both sides' unstable capabilities, as exchanged in `initialize` (feature `unstable`).
-    #[cfg(feature = "unstable")]
-    pub fn advertised(&self) -> crate::unstable::Advertised {
+    /// What the agent advertised in its `initialize` result: received by a client (once it
+    /// came with the protocol version this engine speaks), sent by an agent (all false before
+    /// it).
+    pub fn agent_capabilities(&self) -> AgentCapabilities {
+        self.advertised.agent
+    }
+
+    /// Both sides' capabilities, as exchanged in `initialize`.
+    pub fn advertised(&self) -> Advertised {
         self.advertised
     }
 
@@ -519,9 +522,10 @@ impl<T> Connection<T> {
     /// Nothing is sent and no id is used when the connection is closed
     /// ([`Error::ConnectionClosed`]), `method` is empty ([`Error::InvalidMethod`]), `params`
     /// fails to serialize or is not an object or array ([`Error::InvalidParams`]), an agent
-    /// calls a client method whose capability was not advertised
-    /// ([`Error::CapabilityNotAdvertised`], with [`Config::enforce_capabilities`]; with the
-    /// feature `unstable`, the draft methods' rules too), or a client sends a `session/prompt`
+    /// calls a client method whose capability was not advertised or a client sends a
+    /// `systemPrompt` the agent did not advertise ([`Error::CapabilityNotAdvertised`], with
+    /// [`Config::enforce_capabilities`]; see [`acp::capabilities`], and with the feature
+    /// `unstable` the draft methods' rules too), or a client sends a `session/prompt`
     /// while that session's turn is not idle ([`Error::PromptInFlight`]).
     pub fn send_request<P: Serialize + ?Sized>(
         &mut self,
@@ -538,11 +542,9 @@ impl<T> Connection<T> {
             self.out.truncate(start);
             return Err(err);
         }
-        #[cfg(feature = "unstable")]
         if self.config.role == Role::Client && method == acp::agent::INITIALIZE {
-            self.advertised.client = crate::unstable::member_of_message(&self.out[start..], false)
-                .map(|p| crate::unstable::ClientCapabilities::from_initialize_params(&p))
-                .unwrap_or_default();
+            let params = acp::capabilities::member_of_message(&self.out[start..], false);
+            self.advertised.client = ClientCapabilities::from_initialize_params(params.as_deref());
         }
         let prompt_session =
             if self.config.role == Role::Client && method == acp::agent::SESSION_PROMPT {
@@ -759,14 +761,12 @@ impl<T> Connection<T> {
             None => {
                 // Alone: written straight into the output (a large result is not built aside
                 // and copied, which held it twice).
-                #[cfg(feature = "unstable")]
                 let start = self.out.len();
                 write_result_response(&mut self.out, &inc.id, result).map_err(invalid)?;
-                #[cfg(feature = "unstable")]
                 if self.config.role == Role::Agent && inc.method == acp::agent::INITIALIZE {
                     self.advertised.agent =
-                        crate::unstable::member_of_message(&self.out[start..], true)
-                            .map(|r| crate::unstable::AgentCapabilities::from_initialize_result(&r))
+                        acp::capabilities::member_of_message(&self.out[start..], true)
+                            .map(|r| AgentCapabilities::from_initialize_result(&r))
                             .unwrap_or_default();
                 }
                 self.out.push(b'\n');
@@ -841,7 +841,7 @@ impl<T> Connection<T> {
         }
         if self.config.role == Role::Agent && self.config.enforce_capabilities {
             if let Some(cap) = acp::required_client_capability(method) {
-                if !self.client_caps.allows(cap) {
+                if !self.advertised.client.allows(cap) {
                     return Err(Error::CapabilityNotAdvertised {
                         method: method.to_owned(),
                         capability: cap,
@@ -870,38 +870,40 @@ impl<T> Connection<T> {
         Ok(())
     }
 
-    /// Checks a message just written at `out[start..]` against what its params need (feature
-    /// `unstable`: an agent's `session/update` of a kind the client did not allow, a client's
-    /// `systemPrompt` the agent did not advertise).
-    #[cfg_attr(not(feature = "unstable"), allow(unused_variables))]
+    /// Checks a message just written at `out[start..]` against what its params need: an
+    /// agent's `session/update` of a kind the client did not advertise, a client's
+    /// `systemPrompt` (and with the feature `unstable`, initial `configOptions`) the agent did
+    /// not advertise.
     fn check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
-        #[cfg(feature = "unstable")]
-        if self.config.enforce_capabilities
-            && self.config.role == Role::Agent
-            && method == acp::client::SESSION_UPDATE
-        {
-            if let Some(cap) = crate::unstable::gated_update_kind_in_message(&self.out[start..]) {
-                if !self.advertised.client.allows(cap) {
-                    return Err(Error::CapabilityNotAdvertised {
-                        method: method.to_owned(),
-                        capability: cap,
-                    });
-                }
+        if !self.config.enforce_capabilities {
+            return Ok(());
+        }
+        let message = &self.out[start..];
+        let missing = match self.config.role {
+            Role::Agent if method == acp::client::SESSION_UPDATE => {
+                acp::capabilities::missing_for_update_message(&self.advertised.client, message)
             }
-        }
-        #[cfg(feature = "unstable")]
-        if self.config.enforce_capabilities
-            && self.config.role == Role::Client
-            && !self.advertised.agent.session_system_prompt
-            && crate::unstable::SYSTEM_PROMPT_METHODS.contains(&method)
-            && crate::unstable::sends_system_prompt(&self.out[start..])
-        {
-            return Err(Error::CapabilityNotAdvertised {
+            Role::Client if acp::SYSTEM_PROMPT_METHODS.contains(&method) => {
+                let missing =
+                    acp::capabilities::missing_for_system_prompt(&self.advertised.agent, message);
+                #[cfg(feature = "unstable")]
+                let missing = missing.or_else(|| {
+                    (crate::unstable::CONFIG_OPTIONS_METHODS.contains(&method)
+                        && !self.advertised.agent.session_options
+                        && crate::unstable::sends_config_options(message))
+                    .then_some("sessionCapabilities.options")
+                });
+                missing
+            }
+            _ => None,
+        };
+        match missing {
+            Some(capability) => Err(Error::CapabilityNotAdvertised {
                 method: method.to_owned(),
-                capability: "sessionCapabilities.systemPrompt",
-            });
+                capability,
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes a request or notification object (no newline) to `out`.
@@ -1466,15 +1468,8 @@ impl<T> Connection<T> {
             None
         };
         if self.config.role == Role::Agent && method == acp::agent::INITIALIZE {
-            self.client_caps =
+            self.advertised.client =
                 ClientCapabilities::from_initialize_params(params.map(RawValue::get));
-            #[cfg(feature = "unstable")]
-            {
-                self.advertised.client =
-                    crate::unstable::ClientCapabilities::from_initialize_params(
-                        params.map_or("null", RawValue::get),
-                    );
-            }
         }
         let timeout = if is_permission {
             self.config
@@ -1533,18 +1528,25 @@ impl<T> Connection<T> {
             // Unknown or malformed cancellations are ignored, as the spec asks.
             return;
         }
-        #[cfg(feature = "unstable")]
         if self.config.role == Role::Client && self.config.enforce_capabilities {
-            let needs = if method == crate::unstable::AUTH_STATUS_UPDATE {
-                Some(("agent", "auth.status", self.advertised.agent.auth_status))
-            } else if method == acp::client::SESSION_UPDATE {
-                params
-                    .and_then(|p| crate::unstable::gated_update_kind(p.get().as_bytes()))
-                    .map(|cap| ("client", cap, self.advertised.client.allows(cap)))
+            let missing = if method == acp::client::SESSION_UPDATE {
+                params.and_then(|p| {
+                    acp::capabilities::missing_for_update(
+                        &self.advertised.client,
+                        p.get().as_bytes(),
+                    )
+                    .map(|cap| ("client", cap))
+                })
             } else {
-                None
+                #[cfg(feature = "unstable")]
+                let missing = (method == crate::unstable::AUTH_STATUS_UPDATE
+                    && !self.advertised.agent.auth_status)
+                    .then_some(("agent", "auth.status"));
+                #[cfg(not(feature = "unstable"))]
+                let missing = None;
+                missing
             };
-            if let Some((side, cap, false)) = needs {
+            if let Some((side, cap)) = missing {
                 self.protocol_error(
                     PeerErrorKind::CapabilityNotAdvertised,
                     format!("{method} needs the {side} capability {cap}, which was not advertised; dropped"),
@@ -1608,13 +1610,8 @@ impl<T> Connection<T> {
                 if self.config.role == Role::Client && o.method == acp::agent::INITIALIZE {
                     match acp::protocol_version_of(raw.get()) {
                         Some(v) if v.as_u64() == Some(u64::from(acp::PROTOCOL_VERSION)) => {
-                            #[cfg(feature = "unstable")]
-                            {
-                                self.advertised.agent =
-                                    crate::unstable::AgentCapabilities::from_initialize_result(
-                                        raw.get(),
-                                    );
-                            }
+                            self.advertised.agent =
+                                AgentCapabilities::from_initialize_result(raw.get());
                             self.agent_initialize_result = Some(raw.to_owned());
                             Ok(raw.to_owned())
                         }

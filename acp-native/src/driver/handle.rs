@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_core::acp::{ext_name, ClientCapabilities};
+use acp_core::acp::{ext_name, Advertised, ClientCapabilities};
 use acp_core::{CallError, RawValue, Role};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
@@ -130,14 +130,9 @@ impl ConnectionHandle {
                 )));
             }
         }
-        #[cfg(feature = "unstable")]
-        {
-            let bits = self.shared.unstable_caps.load(Ordering::Relaxed);
-            let mut advertised = acp_core::unstable::Advertised::default();
-            advertised.agent.auth_status = bits & 1 != 0;
-            advertised.client.plan = bits & 2 != 0;
-            advertised.client.subagents = bits & 4 != 0;
-            let missing = advertised.missing_for_notification(
+        if self.shared.enforce_capabilities {
+            let bits = self.shared.advertised.load(Ordering::Relaxed);
+            let missing = Advertised::from_bits(bits).missing_for_notification(
                 self.shared.role,
                 &method,
                 params.as_deref().map(RawValue::get),
@@ -273,14 +268,10 @@ impl ConnectionHandle {
         self.shared.token.clone()
     }
 
-    /// Agent side: what the client advertised in `initialize` (all false before).
+    /// What the client advertised in `initialize`, as far as the engine acts on it: received
+    /// by an agent, sent by a client (all false before).
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        let bits = self.shared.client_caps.load(Ordering::Relaxed);
-        ClientCapabilities {
-            read_text_file: bits & 1 != 0,
-            write_text_file: bits & 2 != 0,
-            terminal: bits & 4 != 0,
-        }
+        Advertised::from_bits(self.shared.advertised.load(Ordering::Relaxed)).client
     }
 
     pub(super) fn closed_error(&self) -> RpcError {
