@@ -1547,11 +1547,19 @@ impl<T> Connection<T> {
                 missing
             };
             if let Some((side, cap)) = missing {
+                let dropped = acp::capabilities::client_drops(cap);
+                let what = if dropped {
+                    "dropped"
+                } else {
+                    "delivered anyway"
+                };
                 self.protocol_error(
                     PeerErrorKind::CapabilityNotAdvertised,
-                    format!("{method} needs the {side} capability {cap}, which was not advertised; dropped"),
+                    format!("{method} needs the {side} capability {cap}, which was not advertised; {what}"),
                 );
-                return;
+                if dropped {
+                    return;
+                }
             }
         }
         self.events.push_back(Event::Notification {

@@ -11,7 +11,9 @@
 //!   `compaction_summary_chunk` (`session.compaction`) only to a client that advertised them
 //!   ([`required_client_capability_for_update`]); a client that receives one it did not
 //!   advertise reports it ([`PeerErrorKind::CapabilityNotAdvertised`](crate::PeerErrorKind))
-//!   and drops it;
+//!   and drops it, but for `notice` and the compaction kinds, which it reports and delivers
+//!   ([`client_drops`]: they were passed on before they were gated, and faces show what they
+//!   do not know, as `acp chat --json` prints it);
 //! - a client sends a `systemPrompt` in `session/new`, `session/load` or `session/resume`
 //!   ([`SYSTEM_PROMPT_METHODS`]) only when the agent advertised
 //!   `sessionCapabilities.systemPrompt`, and in the mode `override` only with
@@ -64,6 +66,15 @@ pub fn required_client_capability_for_update(kind: &str) -> Option<&'static str>
         crate::unstable::CURSOR_UPDATE => Some("session.cursors"),
         _ => None,
     }
+}
+
+/// Whether a client drops a `session/update` that needs `capability` (a path
+/// [`required_client_capability_for_update`] returns) it did not advertise, after reporting
+/// it. `session.notices` and `session.compaction` are reported and delivered: this engine passed
+/// those kinds on before it gated them, and a face shows kinds it does not know (acp chat's
+/// `--json` prints them verbatim), while an agent of ours never sends them unasked.
+pub fn client_drops(capability: &str) -> bool {
+    !matches!(capability, "session.notices" | "session.compaction")
 }
 
 /// Session methods that may carry a `systemPrompt` (agent capability
