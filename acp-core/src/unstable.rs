@@ -104,27 +104,30 @@ pub fn required_agent_capability(method: &str) -> Option<&'static str> {
     }
 }
 
-/// One suggestion of a `prompt_suggestions_update`, as far as its rule reads it: the types of
-/// its prompt's blocks.
-#[derive(Debug, Deserialize)]
-pub(crate) struct Suggestion {
-    #[serde(default)]
-    prompt: Vec<BlockType>,
-}
-
-#[derive(Debug, Deserialize)]
-struct BlockType {
-    #[serde(rename = "type", default)]
-    kind: String,
-}
-
-/// The client capability a `prompt_suggestions_update`'s suggestions need beyond
-/// `session.promptSuggestions` (`text` and `resource_link` blocks), if `client` lacks it.
+/// The client capability a `prompt_suggestions_update` (its `update` member, JSON text) needs
+/// for its suggestions beyond `session.promptSuggestions` (which allows `text` and
+/// `resource_link` blocks), if `client` lacks it.
 pub(crate) fn missing_for_suggestions(
     client: &crate::acp::ClientCapabilities,
-    suggestions: &[Suggestion],
+    update: &str,
 ) -> Option<&'static str> {
-    suggestions.iter().flat_map(|s| &s.prompt).find_map(|b| {
+    #[derive(Deserialize)]
+    struct U {
+        #[serde(default)]
+        suggestions: Vec<Suggestion>,
+    }
+    #[derive(Deserialize)]
+    struct Suggestion {
+        #[serde(default)]
+        prompt: Vec<Block>,
+    }
+    #[derive(Deserialize)]
+    struct Block {
+        #[serde(rename = "type", default)]
+        kind: String,
+    }
+    let u: U = serde_json::from_str(update).ok()?;
+    u.suggestions.iter().flat_map(|s| &s.prompt).find_map(|b| {
         let (cap, allowed) = match b.kind.as_str() {
             "image" => (
                 "session.promptSuggestions.image",
@@ -146,23 +149,17 @@ pub(crate) fn missing_for_suggestions(
 
 /// Whether a whole request message we wrote carries non-empty `params.configOptions`.
 pub(crate) fn sends_config_options(message: &[u8]) -> bool {
-    if memchr::memmem::find(message, b"configOptions").is_none()
-        && memchr::memmem::find(message, b"\\u").is_none()
-    {
+    use crate::acp::capabilities::{has_unicode_escape, positions};
+    if positions(message, b"configOptions", 6).next().is_none() && !has_unicode_escape(message) {
         return false;
     }
-    #[derive(Deserialize)]
-    struct M {
-        params: P,
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct P {
-        #[serde(default)]
-        config_options: Option<Vec<serde::de::IgnoredAny>>,
-    }
-    serde_json::from_slice::<M>(message)
-        .is_ok_and(|m| m.params.config_options.is_some_and(|o| !o.is_empty()))
+    let Some(options) = std::str::from_utf8(message)
+        .ok()
+        .and_then(|m| crate::acp::capabilities::path(m, &["params", "configOptions"]))
+    else {
+        return false;
+    };
+    serde_json::from_str::<Vec<serde::de::IgnoredAny>>(options.get()).is_ok_and(|o| !o.is_empty())
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@
 //! malformed as not, and a malformed part never hides the rest (the schema's
 //! `DefaultOnError`).
 
-use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::{agent, client, Role};
 
@@ -163,86 +163,32 @@ impl ClientCapabilities {
 
     /// Reads `clientCapabilities` from `initialize` params (JSON text).
     pub fn from_initialize_params(params: Option<&str>) -> Self {
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Params {
-            #[serde(default, deserialize_with = "lenient")]
-            client_capabilities: Option<Caps>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Caps {
-            #[serde(default, deserialize_with = "lenient")]
-            fs: Option<Fs>,
-            #[serde(default, deserialize_with = "lenient")]
-            terminal: Option<bool>,
-            #[serde(default, deserialize_with = "lenient")]
-            plan: Option<Present>,
-            #[serde(default, deserialize_with = "lenient")]
-            subagents: Option<Present>,
-            #[serde(default, deserialize_with = "lenient")]
-            session: Option<Session>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Fs {
-            #[serde(default, deserialize_with = "lenient")]
-            read_text_file: Option<bool>,
-            #[serde(default, deserialize_with = "lenient")]
-            write_text_file: Option<bool>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Session {
-            #[serde(default, deserialize_with = "lenient")]
-            notices: Option<Present>,
-            #[serde(default, deserialize_with = "lenient")]
-            compaction: Option<Present>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            prompt_suggestions: Option<Suggestions>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            cursors: Option<Present>,
-        }
-        #[cfg(feature = "unstable")]
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Suggestions {
-            #[serde(default, deserialize_with = "lenient")]
-            image: Option<Present>,
-            #[serde(default, deserialize_with = "lenient")]
-            audio: Option<Present>,
-            #[serde(default, deserialize_with = "lenient")]
-            embedded_context: Option<Present>,
-        }
-        let caps = params
-            .and_then(|p| serde_json::from_str::<Params>(p).ok())
-            .and_then(|p| p.client_capabilities)
-            .unwrap_or_default();
-        let fs = caps.fs.unwrap_or_default();
-        let session = caps.session.unwrap_or_default();
-        #[cfg(feature = "unstable")]
-        let suggestions = session.prompt_suggestions.as_ref();
+        let caps = params.and_then(|p| member(p, "clientCapabilities"));
+        let caps = caps.map_or("null", RawValue::get);
+        let object = |keys: &[&str]| path(caps, keys).is_some_and(is_object);
+        let yes = |keys: &[&str]| path(caps, keys).is_some_and(|v| v.get() == "true");
         ClientCapabilities {
-            read_text_file: fs.read_text_file.unwrap_or(false),
-            write_text_file: fs.write_text_file.unwrap_or(false),
-            terminal: caps.terminal.unwrap_or(false),
-            plan: caps.plan.is_some(),
-            subagents: caps.subagents.is_some(),
-            notices: session.notices.is_some(),
-            compaction: session.compaction.is_some(),
+            read_text_file: yes(&["fs", "readTextFile"]),
+            write_text_file: yes(&["fs", "writeTextFile"]),
+            terminal: yes(&["terminal"]),
+            plan: object(&["plan"]),
+            subagents: object(&["subagents"]),
+            notices: object(&["session", "notices"]),
+            compaction: object(&["session", "compaction"]),
             #[cfg(feature = "unstable")]
-            prompt_suggestions: suggestions.is_some(),
+            prompt_suggestions: object(&["session", "promptSuggestions"]),
             #[cfg(feature = "unstable")]
-            prompt_suggestions_image: suggestions.is_some_and(|s| s.image.is_some()),
+            prompt_suggestions_image: object(&["session", "promptSuggestions", "image"]),
             #[cfg(feature = "unstable")]
-            prompt_suggestions_audio: suggestions.is_some_and(|s| s.audio.is_some()),
+            prompt_suggestions_audio: object(&["session", "promptSuggestions", "audio"]),
             #[cfg(feature = "unstable")]
-            prompt_suggestions_embedded_context: suggestions
-                .is_some_and(|s| s.embedded_context.is_some()),
+            prompt_suggestions_embedded_context: object(&[
+                "session",
+                "promptSuggestions",
+                "embeddedContext",
+            ]),
             #[cfg(feature = "unstable")]
-            cursors: session.cursors.is_some(),
+            cursors: object(&["session", "cursors"]),
         }
     }
 }
@@ -314,97 +260,34 @@ impl AgentCapabilities {
 
     /// Reads them from an `initialize` result (JSON text).
     pub fn from_initialize_result(result: &str) -> Self {
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct R {
-            #[serde(default, deserialize_with = "lenient")]
-            agent_capabilities: Option<Caps>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Caps {
-            #[serde(default, deserialize_with = "lenient")]
-            session_capabilities: Option<Session>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            auth: Option<Auth>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            providers: Option<Present>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            mcp_capabilities: Option<Mcp>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Session {
-            #[serde(default, deserialize_with = "lenient")]
-            system_prompt: Option<SystemPrompt>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            fork: Option<Present>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            archive: Option<Present>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            status: Option<Present>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            title: Option<Present>,
-            #[cfg(feature = "unstable")]
-            #[serde(default, deserialize_with = "lenient")]
-            options: Option<Present>,
-        }
-        #[derive(Deserialize, Default)]
-        struct SystemPrompt {
-            #[serde(default, deserialize_with = "lenient")]
-            mode: Option<Mode>,
-        }
-        #[derive(Deserialize, Default)]
-        struct Mode {
-            #[serde(default, rename = "override", deserialize_with = "lenient")]
-            override_: Option<Present>,
-        }
+        let caps = member(result, "agentCapabilities").map_or("null", RawValue::get);
+        let object = |keys: &[&str]| path(caps, keys).is_some_and(is_object);
         #[cfg(feature = "unstable")]
-        #[derive(Deserialize, Default)]
-        struct Auth {
-            #[serde(default, deserialize_with = "lenient")]
-            status: Option<Present>,
-        }
-        #[cfg(feature = "unstable")]
-        #[derive(Deserialize, Default)]
-        struct Mcp {
-            #[serde(default, deserialize_with = "lenient")]
-            acp: Option<bool>,
-        }
-        let caps = serde_json::from_str::<R>(result)
-            .ok()
-            .and_then(|r| r.agent_capabilities)
-            .unwrap_or_default();
-        let s = caps.session_capabilities.unwrap_or_default();
+        let session = |key: &str| object(&["sessionCapabilities", key]);
         AgentCapabilities {
-            system_prompt: s.system_prompt.is_some(),
-            system_prompt_override: s
-                .system_prompt
-                .and_then(|p| p.mode)
-                .is_some_and(|m| m.override_.is_some()),
+            system_prompt: object(&["sessionCapabilities", "systemPrompt"]),
+            system_prompt_override: object(&[
+                "sessionCapabilities",
+                "systemPrompt",
+                "mode",
+                "override",
+            ]),
             #[cfg(feature = "unstable")]
-            session_fork: s.fork.is_some(),
+            session_fork: session("fork"),
             #[cfg(feature = "unstable")]
-            session_archive: s.archive.is_some(),
+            session_archive: session("archive"),
             #[cfg(feature = "unstable")]
-            session_status: s.status.is_some(),
+            session_status: session("status"),
             #[cfg(feature = "unstable")]
-            session_title: s.title.is_some(),
+            session_title: session("title"),
             #[cfg(feature = "unstable")]
-            session_options: s.options.is_some(),
+            session_options: session("options"),
             #[cfg(feature = "unstable")]
-            auth_status: caps.auth.is_some_and(|a| a.status.is_some()),
+            auth_status: object(&["auth", "status"]),
             #[cfg(feature = "unstable")]
-            providers: caps.providers.is_some(),
+            providers: object(&["providers"]),
             #[cfg(feature = "unstable")]
-            mcp_acp: caps.mcp_capabilities.and_then(|m| m.acp).unwrap_or(false),
+            mcp_acp: path(caps, &["mcpCapabilities", "acp"]).is_some_and(|v| v.get() == "true"),
         }
     }
 }
@@ -503,19 +386,77 @@ impl Advertised {
     }
 }
 
-/// A capability object: present, not `null`, an object (anything else counts as absent).
-type Present = serde_json::Map<String, serde_json::Value>;
+/// The raw value of member `key` of the JSON object `json` (the last one if it repeats);
+/// `None` when `json` is not an object or has no such member. Every capability and field the
+/// engine reads goes through this one function (one instantiation of serde_json's reader: the
+/// wasm build counts its bytes), the members it skips unread.
+pub(crate) fn member<'a>(json: &'a str, key: &str) -> Option<&'a RawValue> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    struct Find<'k>(&'k str);
+    impl<'de> DeserializeSeed<'de> for Find<'_> {
+        type Value = Option<&'de RawValue>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Find<'_> {
+        type Value = Option<&'de RawValue>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some(hit) = m.next_key_seed(KeyIs(self.0))? {
+                if hit {
+                    found = Some(m.next_value::<&'de RawValue>()?);
+                } else {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+    /// Whether a key (borrowed, or unescaped into a buffer) is the one looked for.
+    struct KeyIs<'k>(&'k str);
+    impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
+        type Value = bool;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+    impl<'de> Visitor<'de> for KeyIs<'_> {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a key")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<bool, E> {
+            Ok(v == self.0)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(json);
+    Find(key).deserialize(&mut de).ok().flatten()
+}
 
-/// A malformed capability counts as absent (the schema's `DefaultOnError`), without failing
-/// the rest.
-pub(crate) fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(serde_json::Value::deserialize(d)
-        .ok()
-        .and_then(|v| T::deserialize(v).ok()))
+/// [`member`] along a path of keys.
+pub(crate) fn path<'a>(json: &'a str, keys: &[&str]) -> Option<&'a RawValue> {
+    let mut at = json;
+    let mut found = None;
+    for key in keys {
+        let v = member(at, key)?;
+        at = v.get();
+        found = Some(v);
+    }
+    found
+}
+
+/// A capability object is present: an object, not `null` (anything else counts as absent).
+fn is_object(v: &RawValue) -> bool {
+    v.get().starts_with('{')
+}
+
+/// A string member's value, unescaped.
+fn string(v: &RawValue) -> Option<String> {
+    serde_json::from_str(v.get()).ok()
 }
 
 /// The client capability a `session/update` (its params, JSON text) needs and `client` did
@@ -527,12 +468,7 @@ pub(crate) fn missing_for_update(
     if !may_name_gated_kind(params) {
         return None;
     }
-    #[derive(Deserialize)]
-    struct P {
-        update: U,
-    }
-    let p: P = serde_json::from_slice(params).ok()?;
-    missing_for(client, &p.update)
+    missing_in(client, member(std::str::from_utf8(params).ok()?, "update")?)
 }
 
 /// The same for a whole `session/update` message we wrote
@@ -544,36 +480,22 @@ pub(crate) fn missing_for_update_message(
     if !may_name_gated_kind(message) {
         return None;
     }
-    #[derive(Deserialize)]
-    struct M {
-        params: P,
-    }
-    #[derive(Deserialize)]
-    struct P {
-        update: U,
-    }
-    let m: M = serde_json::from_slice(message).ok()?;
-    missing_for(client, &m.params.update)
+    missing_in(
+        client,
+        path(std::str::from_utf8(message).ok()?, &["params", "update"])?,
+    )
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct U {
-    session_update: String,
-    /// `prompt_suggestions_update`: the block types of its suggestions.
-    #[cfg(feature = "unstable")]
-    #[serde(default)]
-    suggestions: Option<Vec<crate::unstable::Suggestion>>,
-}
-
-fn missing_for(client: &ClientCapabilities, u: &U) -> Option<&'static str> {
-    let cap = required_client_capability_for_update(&u.session_update)?;
+/// What an update (the `update` member) needs that `client` lacks.
+fn missing_in(client: &ClientCapabilities, update: &RawValue) -> Option<&'static str> {
+    let kind = string(member(update.get(), "sessionUpdate")?)?;
+    let cap = required_client_capability_for_update(&kind)?;
     if !client.allows(cap) {
         return Some(cap);
     }
     #[cfg(feature = "unstable")]
-    if let Some(s) = &u.suggestions {
-        return crate::unstable::missing_for_suggestions(client, s);
+    if kind == crate::unstable::PROMPT_SUGGESTIONS_UPDATE {
+        return crate::unstable::missing_for_suggestions(client, update.get());
     }
     None
 }
@@ -583,10 +505,11 @@ fn missing_for(client: &ClientCapabilities, u: &U) -> Option<&'static str> {
 /// then it is parsed). One pass over the bytes for most updates.
 fn may_name_gated_kind(bytes: &[u8]) -> bool {
     const KEY: &[u8] = b"\"sessionUpdate\"";
-    if memchr::memmem::find(bytes, b"\\u").is_some() {
+    if has_unicode_escape(bytes) {
         return true;
     }
-    memchr::memmem::find_iter(bytes, KEY).any(|at| {
+    // Its `U`, rarer than its other bytes in what agents send.
+    positions(bytes, KEY, 8).any(|at| {
         let rest = skip_ws(&bytes[at + KEY.len()..]);
         let Some(rest) = rest.strip_prefix(b":") else {
             return false;
@@ -604,6 +527,24 @@ fn may_name_gated_kind(bytes: &[u8]) -> bool {
     })
 }
 
+/// Where `needle` occurs in `hay`: found by `memchr` on its byte at `pivot`, then compared
+/// (`memchr::memmem` would cost the wasm build more than the engine's other searches).
+pub(crate) fn positions<'a>(
+    hay: &'a [u8],
+    needle: &'a [u8],
+    pivot: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    memchr::memchr_iter(needle[pivot], hay).filter_map(move |i| {
+        let start = i.checked_sub(pivot)?;
+        hay[start..].starts_with(needle).then_some(start)
+    })
+}
+
+/// Whether JSON text holds a `\u` escape.
+pub(crate) fn has_unicode_escape(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'\\', bytes).any(|i| bytes.get(i + 1) == Some(&b'u'))
+}
+
 fn skip_ws(b: &[u8]) -> &[u8] {
     let n = b
         .iter()
@@ -619,32 +560,21 @@ pub(crate) fn missing_for_system_prompt(
     agent: &AgentCapabilities,
     message: &[u8],
 ) -> Option<&'static str> {
-    if memchr::memmem::find(message, b"systemPrompt").is_none()
-        && memchr::memmem::find(message, b"\\u").is_none()
-    {
+    if positions(message, b"systemPrompt", 6).next().is_none() && !has_unicode_escape(message) {
         return None;
     }
-    #[derive(Deserialize)]
-    struct M {
-        params: P,
+    let prompt = path(
+        std::str::from_utf8(message).ok()?,
+        &["params", "systemPrompt"],
+    )?;
+    if prompt.get() == "null" {
+        return None;
     }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct P {
-        #[serde(default)]
-        system_prompt: Option<Prompt>,
-    }
-    #[derive(Deserialize)]
-    struct Prompt {
-        #[serde(default)]
-        mode: Option<String>,
-    }
-    let m: M = serde_json::from_slice(message).ok()?;
-    let prompt = m.params.system_prompt?;
     if !agent.system_prompt {
         return Some("sessionCapabilities.systemPrompt");
     }
-    if prompt.mode.as_deref() == Some("override") && !agent.system_prompt_override {
+    let mode = member(prompt.get(), "mode").and_then(string);
+    if mode.as_deref() == Some("override") && !agent.system_prompt_override {
         return Some("sessionCapabilities.systemPrompt.mode.override");
     }
     None
@@ -652,16 +582,8 @@ pub(crate) fn missing_for_system_prompt(
 
 /// `params` (or `result`) of a whole message we wrote, as JSON text.
 pub(crate) fn member_of_message(message: &[u8], result: bool) -> Option<String> {
-    #[derive(Deserialize)]
-    struct M<'a> {
-        #[serde(borrow, default)]
-        params: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        result: Option<&'a serde_json::value::RawValue>,
-    }
-    let m: M<'_> = serde_json::from_slice(message).ok()?;
-    let v = if result { m.result } else { m.params };
-    v.map(|r| r.get().to_owned())
+    let key = if result { "result" } else { "params" };
+    member(std::str::from_utf8(message).ok()?, key).map(|v| v.get().to_owned())
 }
 
 #[cfg(test)]
@@ -753,6 +675,20 @@ mod tests {
             missing_for_update(&none, escaped.as_bytes()),
             Some("session.notices")
         );
+    }
+
+    #[test]
+    fn members_are_found_by_their_unescaped_keys() {
+        let j = r#"{"a":{"b":[1,{"c":2}]},"s\u0065ssion":{"x":true},"d":1,"d":2}"#;
+        assert_eq!(
+            path(j, &["a", "b"]).map(RawValue::get),
+            Some(r#"[1,{"c":2}]"#)
+        );
+        assert_eq!(path(j, &["session", "x"]).map(RawValue::get), Some("true"));
+        assert_eq!(member(j, "d").map(RawValue::get), Some("2"), "the last one");
+        assert!(member(j, "c").is_none(), "not a nested key");
+        assert!(path(j, &["a", "b", "c"]).is_none(), "not an object");
+        assert!(member("[1]", "a").is_none() && member("not json", "a").is_none());
     }
 
     #[test]
