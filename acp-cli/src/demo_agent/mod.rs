@@ -5,7 +5,7 @@
 //! small, complete example of an agent written with this crate:
 //!
 //! * [`run`] builds a [`Router`] of typed handlers (`initialize`, `session/new`,
-//!   `session/load`, `session/prompt`, the `session/cancel` notification) and drives it over
+//!   `session/load`, `session/close`, `session/prompt`, the `session/cancel` notification…) and drives it over
 //!   stdio with [`AgentSideConnection::connect_with`]. Requests run concurrently, so the reader
 //!   keeps reading (and sees `session/cancel`) while a prompt turn is in progress.
 //! * [`DemoAgent::prompt`] is one prompt turn. It reports a plan, streams its answer in
@@ -36,8 +36,9 @@
 //! arriving between turns).
 //!
 //! Options for clients' tests: `--state-dir DIR` keeps every session on disk ([`store`]), so
-//! `session/load`, `session/resume` and `session/list` (advertised then) work across agent
-//! restarts; `--require-auth env:NAME` advertises an `env_var` auth method reading `NAME` and
+//! `session/load`, `session/resume`, `session/list` and `session/delete` (advertised then)
+//! work across agent restarts (`session/close`, always advertised, frees a session in memory
+//! and cancels its turn); `--require-auth env:NAME` advertises an `env_var` auth method reading `NAME` and
 //! answers `session/*` with -32000 (auth required) until `authenticate` is called with it
 //! while `NAME` is set in the agent's environment; `--no-resume` advertises `session/load`
 //! only (sessions are replayed, never resumed).
@@ -167,7 +168,13 @@ impl DemoAgent {
             self.clone(),
             self.clone(),
         );
-        let (f, g, h) = (self.clone(), self.clone(), self.clone());
+        let (f, g, h, i, j) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+        );
         Router::new()
             .route_raw("initialize", move |p, _cx| {
                 let a = a.clone();
@@ -184,6 +191,14 @@ impl DemoAgent {
             .route::<typed::ListSessions, _, _>(move |p, _cx| {
                 let h = h.clone();
                 async move { h.list_sessions(p) }
+            })
+            .route::<typed::CloseSession, _, _>(move |p, _cx| {
+                let i = i.clone();
+                async move { i.close_session(p) }
+            })
+            .route::<typed::DeleteSession, _, _>(move |p, _cx| {
+                let j = j.clone();
+                async move { j.delete_session(p) }
             })
             .route::<typed::NewSession, _, _>(move |p, cx| {
                 let b = b.clone();
