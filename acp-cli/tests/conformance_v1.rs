@@ -2,10 +2,11 @@
 //! usual layers and typed routes) driven over stdio by a raw JSON-RPC peer, for what the
 //! official conformance kit's v1 suite (agentclientprotocol/acp-tck, not published on any
 //! package registry, so these checks are written here) asks of an agent: `initialize` and
-//! version negotiation, the session lifecycle, prompt turns, cancellation (including a
-//! `session/cancel` that arrives while the turn is writing its updates), JSON-RPC hygiene (ids
-//! echoed, -32601, -32602, -32700, -32600, `_` extension methods), every capability it
-//! advertises, and ending once stdin closes.
+//! version negotiation, the session lifecycle, prompt turns, cancellation (a `session/cancel`
+//! in the same write as its prompt, one read while the turn, its updates written, waits on the
+//! client, one racing the client's failed call, one during a permission question), JSON-RPC
+//! hygiene (ids echoed, -32601, -32602, -32700, -32600, `_` extension methods), every
+//! capability it advertises, and ending once stdin closes.
 //!
 //! Nothing here waits on a clock: each race is made deterministic by a point the test controls
 //! (a client request the turn waits on), "nothing more arrives" is checked by reading the
