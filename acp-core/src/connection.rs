@@ -22,6 +22,9 @@ use crate::jsonrpc::{
     Classified, Envelope, ErrorCode, ErrorObject, Id, MAX_NESTING,
 };
 
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2;
+
 /// Milliseconds on a clock of the caller's choosing (monotonic). The engine never reads a clock.
 pub type Millis = u64;
 
@@ -280,6 +283,8 @@ pub struct Connection<T = ()> {
     advertised: Advertised,
     agent_initialize_result: Option<Box<RawValue>>,
     turns: HashMap<String, TurnState>,
+    #[cfg(feature = "unstable_protocol_v2")]
+    v2: v2::V2State,
 }
 
 impl<T> Connection<T> {
@@ -304,7 +309,25 @@ impl<T> Connection<T> {
             advertised: Advertised::default(),
             agent_initialize_result: None,
             turns: HashMap::new(),
+            #[cfg(feature = "unstable_protocol_v2")]
+            v2: v2::V2State::default(),
         }
+    }
+
+    /// The protocol version `initialize` settled on: 1, or 2 (ACP v2, only with the feature
+    /// `unstable_protocol_v2`, when both sides offered it; see [`crate::v2`]). 1 before
+    /// `initialize` completes.
+    pub fn protocol_version(&self) -> u16 {
+        if self.is_v2() {
+            2
+        } else {
+            acp::PROTOCOL_VERSION
+        }
+    }
+
+    #[cfg(not(feature = "unstable_protocol_v2"))]
+    fn is_v2(&self) -> bool {
+        false
     }
 
     // ----- getters -----
@@ -542,6 +565,8 @@ impl<T> Connection<T> {
             self.out.truncate(start);
             return Err(err);
         }
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_sent_request(id, method, start);
         if self.config.role == Role::Client && method == acp::agent::INITIALIZE {
             let params = acp::capabilities::member_of_message(&self.out[start..], false);
             self.advertised.client = ClientCapabilities::from_initialize_params(params.as_deref());
@@ -622,6 +647,8 @@ impl<T> Connection<T> {
         self.out.push(b'[');
         let mut ids = Vec::with_capacity(entries.len());
         let mut cancelled = Vec::new();
+        #[cfg(feature = "unstable_protocol_v2")]
+        let mut sent_notifications = Vec::new();
         let mut next_id = self.next_id;
         for (i, e) in entries.iter().enumerate() {
             if i > 0 {
@@ -640,6 +667,10 @@ impl<T> Connection<T> {
                 self.out.truncate(start);
                 return Err(err);
             }
+            #[cfg(feature = "unstable_protocol_v2")]
+            if e.request.is_none() {
+                sent_notifications.push((i, entry_start));
+            }
             if self.config.role == Role::Client && e.method == acp::agent::SESSION_CANCEL {
                 if let Some(session) = request_params_session(&self.out[entry_start..]) {
                     cancelled.push(session);
@@ -649,6 +680,10 @@ impl<T> Connection<T> {
         }
         self.out.extend_from_slice(b"]\n");
         self.next_id = next_id;
+        #[cfg(feature = "unstable_protocol_v2")]
+        for (i, entry_start) in sent_notifications {
+            self.v2_sent(&entries[i].method, entry_start);
+        }
         for session in cancelled {
             self.cancel_sent(&session);
         }
@@ -710,6 +745,8 @@ impl<T> Connection<T> {
                 None
             };
         self.out.push(b'\n');
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_sent(method, start);
         if let Some(session) = cancelled_session {
             self.cancel_sent(&session);
         }
@@ -763,6 +800,15 @@ impl<T> Connection<T> {
                 // and copied, which held it twice).
                 let start = self.out.len();
                 write_result_response(&mut self.out, &inc.id, result).map_err(invalid)?;
+                #[cfg(feature = "unstable_protocol_v2")]
+                {
+                    let method = inc.method.clone();
+                    if let Err(e) = self.v2_check_answer(token, &method, start) {
+                        self.out.truncate(start);
+                        return Err(e);
+                    }
+                }
+                let inc = &self.incoming[&token];
                 if self.config.role == Role::Agent && inc.method == acp::agent::INITIALIZE {
                     self.advertised.agent =
                         acp::capabilities::member_of_message(&self.out[start..], true)
@@ -795,6 +841,8 @@ impl<T> Connection<T> {
         let Some(inc) = self.incoming.remove(&token) else {
             return Err(self.unknown_token(token));
         };
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_forget_incoming(token);
         let mut msg = Vec::new();
         write_error_response(&mut msg, &inc.id, &error);
         self.emit_response(inc.batch, msg);
@@ -839,6 +887,12 @@ impl<T> Connection<T> {
         if method.is_empty() {
             return Err(Error::InvalidMethod(method.to_owned()));
         }
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_check_method(method)?;
+        // v1's capability rules read v1's capability objects; v2 connections skip them.
+        if self.is_v2() {
+            return Ok(());
+        }
         if self.config.role == Role::Agent && self.config.enforce_capabilities {
             if let Some(cap) = acp::required_client_capability(method) {
                 if !self.advertised.client.allows(cap) {
@@ -875,6 +929,10 @@ impl<T> Connection<T> {
     /// `systemPrompt` (and with the feature `unstable`, initial `configOptions`) the agent did
     /// not advertise.
     fn check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.is_v2() {
+            return self.v2_check_sent(method, start);
+        }
         if !self.config.enforce_capabilities {
             return Ok(());
         }
@@ -1014,7 +1072,12 @@ impl<T> Connection<T> {
 
     fn complete(&mut self, id: u64, o: Outgoing<T>, result: Result<Box<RawValue>, CallError>) {
         self.record_recent(id);
-        if let Some(s) = &o.prompt_session {
+        // In v2 the prompt's answer only acknowledges it: an idle state_update ends the turn.
+        if let Some(s) = o
+            .prompt_session
+            .as_ref()
+            .filter(|_| !(self.is_v2() && result.is_ok()))
+        {
             self.turns.remove(s);
         }
         self.events.push_back(Event::Response {
@@ -1426,8 +1489,12 @@ impl<T> Connection<T> {
             self.protocol_error(PeerErrorKind::NotAllowedInBatch, message);
             return;
         }
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.v2_refuse_request(&id, &method, batch) {
+            return;
+        }
         #[cfg(feature = "unstable")]
-        if self.config.role == Role::Agent && self.config.enforce_capabilities {
+        if self.config.role == Role::Agent && self.config.enforce_capabilities && !self.is_v2() {
             if let Some(cap) = crate::unstable::required_agent_capability(&method) {
                 if !self.advertised.agent.allows(cap) {
                     // Not advertised: the method does not exist for this client.
@@ -1498,6 +1565,8 @@ impl<T> Connection<T> {
                 session_id,
             },
         );
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_received_request(token, &method, params.map(RawValue::get));
         self.events.push_back(Event::Request {
             token,
             id,
@@ -1528,7 +1597,15 @@ impl<T> Connection<T> {
             // Unknown or malformed cancellations are ignored, as the spec asks.
             return;
         }
-        if self.config.role == Role::Client && self.config.enforce_capabilities {
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.is_v2()
+            && self.config.role == Role::Client
+            && method == acp::client::SESSION_UPDATE
+            && !self.v2_received_update(params)
+        {
+            return;
+        }
+        if self.config.role == Role::Client && self.config.enforce_capabilities && !self.is_v2() {
             let missing = if method == acp::client::SESSION_UPDATE {
                 params.and_then(|p| {
                     acp::capabilities::missing_for_update(
@@ -1617,7 +1694,7 @@ impl<T> Connection<T> {
             Ok(raw) => {
                 if self.config.role == Role::Client && o.method == acp::agent::INITIALIZE {
                     match acp::protocol_version_of(raw.get()) {
-                        Some(v) if v.as_u64() == Some(u64::from(acp::PROTOCOL_VERSION)) => {
+                        Some(v) if self.accepts_protocol_version(&v) => {
                             self.advertised.agent =
                                 AgentCapabilities::from_initialize_result(raw.get());
                             self.agent_initialize_result = Some(raw.to_owned());
@@ -1634,7 +1711,18 @@ impl<T> Connection<T> {
             }
             Err(e) => Err(CallError::Remote(e)),
         };
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_received_response(n, &o, &result);
         self.complete(n, o, result);
+    }
+
+    /// Whether a client takes the protocol version of the agent's `initialize` result (1; and
+    /// with the feature `unstable_protocol_v2`, 2 when it asked for it).
+    fn accepts_protocol_version(&mut self, version: &serde_json::Value) -> bool {
+        #[cfg(feature = "unstable_protocol_v2")]
+        return self.v2_accepts_version(version);
+        #[cfg(not(feature = "unstable_protocol_v2"))]
+        return version.as_u64() == Some(u64::from(acp::PROTOCOL_VERSION));
     }
 }
 

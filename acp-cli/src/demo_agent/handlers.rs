@@ -20,11 +20,10 @@ use super::{DemoAgent, AUTH_METHOD_ID};
 impl DemoAgent {
     fn initialize(&self, p: s::InitializeRequest) -> s::InitializeResponse {
         // Answer with the client's version if we speak it, else ours (the spec's negotiation).
-        let version = if p.protocol_version == agent_client_protocol_schema::ProtocolVersion::V1 {
-            p.protocol_version
-        } else {
-            agent_client_protocol_schema::ProtocolVersion::LATEST
-        };
+        // `V1` by name: the schema crate drops `LATEST` when its v2 preview is on (feature
+        // `unstable_protocol_v2` anywhere in the build), and this agent speaks v1.
+        let _ = &p;
+        let version = agent_client_protocol_schema::ProtocolVersion::V1;
         // `session/close` always; with `--state-dir`, `session/list`, `session/delete` and
         // (unless `--no-resume`) `session/resume`.
         let mut sessions = s::SessionCapabilities::new().close(s::SessionCloseCapabilities::new());

@@ -130,7 +130,22 @@ impl ConnectionHandle {
                 )));
             }
         }
-        if self.shared.enforce_capabilities {
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.protocol_version() == acp_core::v2::PROTOCOL_VERSION {
+            // ACP v2's rules for a notification need no state but the version (the replay
+            // order's does: the engine checks it and the driver logs a refusal).
+            let refused = |why| RpcError::Refused(acp_core::Error::ProtocolVersionRule(why));
+            if let Some(why) = acp_core::v2::removed_method(&method) {
+                return Err(refused(why));
+            }
+            if self.shared.role == acp_core::Role::Agent
+                && method == acp_core::acp::client::SESSION_UPDATE
+            {
+                let p = params.as_deref().map_or("", RawValue::get);
+                acp_core::v2::check_update(p, true).map_err(refused)?;
+            }
+        }
+        if self.shared.enforce_capabilities && self.protocol_version() == 1 {
             let bits = self.shared.advertised.load(Ordering::Relaxed);
             let missing = Advertised::from_bits(bits).missing_for_notification(
                 self.shared.role,
@@ -266,6 +281,12 @@ impl ConnectionHandle {
     /// Cancelled when the connection closes (pass it to work that should stop with it).
     pub fn cancellation_token(&self) -> CancellationToken {
         self.shared.token.clone()
+    }
+
+    /// The protocol version `initialize` settled on ([`acp_core::Connection::protocol_version`]):
+    /// 1, or 2 with the feature `unstable_protocol_v2` when both sides offered ACP v2.
+    pub fn protocol_version(&self) -> u16 {
+        self.shared.protocol_version.load(Ordering::Relaxed)
     }
 
     /// What the client advertised in `initialize`, as far as the engine acts on it: received

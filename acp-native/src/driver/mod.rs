@@ -93,7 +93,7 @@ mod shared; // what handles and the tasks share: commands, `Shared`, the handled
 mod task; // the driver task: its loop, reading, writing, deadlines, commands
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use acp_core::{Connection, ErrorObject, RawValue};
@@ -159,6 +159,7 @@ where
             role: config.core.role,
             next_key: AtomicU64::new(0),
             advertised: AtomicU32::new(0),
+            protocol_version: AtomicU16::new(1),
             enforce_capabilities: config.core.enforce_capabilities,
             closed: closed_rx,
             token: token.clone(),

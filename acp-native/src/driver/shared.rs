@@ -2,7 +2,7 @@
 //! commands a handle sends to the task, the state they all read, and the count of handled
 //! notifications.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,6 +70,9 @@ pub(super) struct Shared {
     /// Both sides' capabilities as the engine read them, as `acp_core::acp::Advertised`'s
     /// bits, so `notify` refuses what they do not allow without a round trip to the engine.
     pub(super) advertised: AtomicU32,
+    /// [`acp_core::Connection::protocol_version`], so `notify` applies ACP v2's rules (feature
+    /// `unstable_protocol_v2`) without a round trip.
+    pub(super) protocol_version: AtomicU16,
     /// [`acp_core::Config::enforce_capabilities`].
     pub(super) enforce_capabilities: bool,
     pub(super) closed: watch::Receiver<Option<String>>,

@@ -534,6 +534,10 @@ where
             .shared
             .advertised
             .store(self.conn.advertised().to_bits(), Ordering::Relaxed);
+        self.handle
+            .shared
+            .protocol_version
+            .store(self.conn.protocol_version(), Ordering::Relaxed);
     }
 
     /// Moves what the engine has to send into the output (dropped once writing failed).
