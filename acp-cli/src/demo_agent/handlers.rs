@@ -57,6 +57,16 @@ impl DemoAgent {
         &self,
         params: Option<Box<serde_json::value::RawValue>>,
     ) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+        #[cfg(feature = "unstable_protocol_v2")]
+        {
+            let asked = params
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+                .and_then(|p| p["protocolVersion"].as_u64());
+            if asked.is_some_and(|v| v >= 2) {
+                return self.initialize_v2();
+            }
+        }
         let p: s::InitializeRequest = typed::decode_params::<typed::Initialize>(params.as_deref())
             .map_err(ErrorObject::invalid_params)?;
         let mut answer = serde_json::to_value(self.initialize(p)).map_err(ErrorObject::internal)?;
