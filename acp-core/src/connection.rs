@@ -315,7 +315,7 @@ impl<T> Connection<T> {
     }
 
     /// The protocol version `initialize` settled on: 1, or 2 (ACP v2, only with the feature
-    /// `unstable_protocol_v2`, when both sides offered it; see [`crate::v2`]). 1 before
+    /// `unstable_protocol_v2`, when both sides offered it; see `acp_core::v2`). 1 before
     /// `initialize` completes.
     pub fn protocol_version(&self) -> u16 {
         if self.is_v2() {

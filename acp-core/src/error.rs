@@ -41,7 +41,7 @@ pub enum Error {
     /// The method name is empty.
     InvalidMethod(String),
     /// The message breaks a rule of ACP v2, the version this connection negotiated (feature
-    /// `unstable_protocol_v2`, [`crate::v2`]): a method or update kind v2 removed, an upsert
+    /// `unstable_protocol_v2`, `acp_core::v2`): a method or update kind v2 removed, an upsert
     /// without its key, a reserved enum value, a turn or replay out of order, an `initialize`
     /// answer of version 2 to a client that did not ask for it. The string says which.
     ProtocolVersionRule(String),
@@ -218,7 +218,7 @@ pub enum PeerErrorKind {
     /// (feature `unstable`): a request was answered -32601, a notification dropped.
     CapabilityNotAdvertised,
     /// The peer broke a rule of ACP v2 on a connection that negotiated it (feature
-    /// `unstable_protocol_v2`, [`crate::v2`]): a request of a method v2 removed (answered
+    /// `unstable_protocol_v2`, `acp_core::v2`): a request of a method v2 removed (answered
     /// -32601), a malformed or removed `session/update` kind or a `replay_complete` nobody
     /// asked for (dropped), a `session/resume` answered before its replay completed
     /// (delivered).
