@@ -18,11 +18,11 @@ use super::turn::{Stop, Turn};
 use super::{DemoAgent, AUTH_METHOD_ID};
 
 impl DemoAgent {
-    fn initialize(&self, p: s::InitializeRequest) -> s::InitializeResponse {
-        // Answer with the client's version if we speak it, else ours (the spec's negotiation).
-        // `V1` by name: the schema crate drops `LATEST` when its v2 preview is on (feature
-        // `unstable_protocol_v2` anywhere in the build), and this agent speaks v1.
-        let _ = &p;
+    fn initialize(&self) -> s::InitializeResponse {
+        // Any version the client asks for is answered with ours, v1 (the spec's negotiation:
+        // the client's if we speak it, else our latest). `V1` by name: the schema crate drops
+        // `LATEST` when its v2 preview is on (feature `unstable_protocol_v2` anywhere in the
+        // build), and this agent speaks v1.
         let version = agent_client_protocol_schema::ProtocolVersion::V1;
         // `session/close` always; with `--state-dir`, `session/list`, `session/delete` and
         // (unless `--no-resume`) `session/resume`.
@@ -67,9 +67,10 @@ impl DemoAgent {
                 return self.initialize_v2();
             }
         }
-        let p: s::InitializeRequest = typed::decode_params::<typed::Initialize>(params.as_deref())
+        // Decoded to refuse malformed params (-32602); the answer does not depend on them.
+        let _: s::InitializeRequest = typed::decode_params::<typed::Initialize>(params.as_deref())
             .map_err(ErrorObject::invalid_params)?;
-        let mut answer = serde_json::to_value(self.initialize(p)).map_err(ErrorObject::internal)?;
+        let mut answer = serde_json::to_value(self.initialize()).map_err(ErrorObject::internal)?;
         if let Some(var) = &self.options.require_auth {
             answer["authMethods"] = serde_json::json!([{
                 "id": AUTH_METHOD_ID,
