@@ -265,6 +265,9 @@ fn a_v2_client_gets_turns_permission_cancel_and_a_replayed_resume() {
 #[test]
 fn a_v1_client_gets_the_v1_agent_from_the_same_build() {
     let mut c = Client::start();
+    // A version that is no protocol version is refused, not taken as an offer of v2.
+    let bad = c.request("initialize", json!({"protocolVersion": 100000}));
+    assert!(c.answer(bad).unwrap_err().contains("-32602"));
     let init = c.request(
         "initialize",
         json!({"protocolVersion": 1, "clientCapabilities": {}}),

@@ -57,19 +57,15 @@ impl DemoAgent {
         &self,
         params: Option<Box<serde_json::value::RawValue>>,
     ) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
+        // Decoded to refuse malformed params (-32602, a version that is no u16 included).
+        let request: s::InitializeRequest =
+            typed::decode_params::<typed::Initialize>(params.as_deref())
+                .map_err(ErrorObject::invalid_params)?;
         #[cfg(feature = "unstable_protocol_v2")]
-        {
-            let asked = params
-                .as_deref()
-                .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
-                .and_then(|p| p["protocolVersion"].as_u64());
-            if asked.is_some_and(|v| v >= 2) {
-                return self.initialize_v2();
-            }
+        if request.protocol_version.as_u16() >= 2 {
+            return self.initialize_v2();
         }
-        // Decoded to refuse malformed params (-32602); the answer does not depend on them.
-        let _: s::InitializeRequest = typed::decode_params::<typed::Initialize>(params.as_deref())
-            .map_err(ErrorObject::invalid_params)?;
+        let _ = request;
         let mut answer = serde_json::to_value(self.initialize()).map_err(ErrorObject::internal)?;
         if let Some(var) = &self.options.require_auth {
             answer["authMethods"] = serde_json::json!([{
