@@ -11,8 +11,10 @@
 # written to benches/acp-bench/target/remote-scale.md. --short also runs its smoke variant
 # (200 sessions on each server, each completing a turn; no timing asserted).
 #
-# Builds benches/acp-bench (its own Cargo workspace, release profile) and installs the node
-# side (benches/node, npm ci), then runs every contestant of each scenario alternately
+# Builds benches/acp-bench (its own Cargo workspace, release profile) and the official Rust
+# SDK's side, tests/rust-sdk (`rust-sdk-peer`, its own workspace too: the SDK pins another
+# version of the schema crate than acp-core), installs the node side (benches/node, npm ci),
+# then runs every contestant of each scenario alternately
 # (A, B, C, A, B, C, ...), each measurement in its own process, and prints medians and ratios
 # as markdown (also written to benches/acp-bench/target/results.md).
 # --short: tiny counts and one round; only checks that every contestant completes (for CI).
@@ -74,18 +76,27 @@ if [ ${#features[@]} -eq 0 ]; then
   cargo build --release --manifest-path "$MANIFEST" >&2
 fi
 
+# --- the official Rust SDK's contestants and its remote server: rust-sdk-peer ---
+sdk_peer=()
+say "building tests/rust-sdk (release)"
+if cargo build --release --manifest-path tests/rust-sdk/Cargo.toml >&2; then
+  sdk_peer=(--sdk-peer "$ROOT/tests/rust-sdk/target/release/rust-sdk-peer")
+else
+  say "tests/rust-sdk does not build; the official Rust SDK is not measured"
+fi
+
 mkdir -p benches/acp-bench/target
 if [ "$remote_scale" = 1 ]; then
   args=()
   for a in "$@"; do [ "$a" = --remote-scale ] || args+=("$a"); done
   exec benches/acp-bench/target/release/acp-bench remote-scale \
-    --md benches/acp-bench/target/remote-scale.md "${args[@]}"
+    --md benches/acp-bench/target/remote-scale.md "${sdk_peer[@]}" "${args[@]}"
 fi
 if [ "$short" = 1 ]; then
   say "remote-scale smoke: 200 sessions per transport on each server, every one completing a turn"
   benches/acp-bench/target/release/acp-bench remote-scale --smoke \
-    --md benches/acp-bench/target/remote-scale-smoke.md
+    --md benches/acp-bench/target/remote-scale-smoke.md "${sdk_peer[@]}"
 fi
 exec benches/acp-bench/target/release/acp-bench drive \
   --node-dir benches/node --md benches/acp-bench/target/results.md \
-  "${unavailable[@]}" "$@"
+  "${sdk_peer[@]}" "${unavailable[@]}" "$@"

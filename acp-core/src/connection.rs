@@ -14,13 +14,16 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::acp::{self, ClientCapabilities, Role, TurnState};
+use crate::acp::{self, Advertised, AgentCapabilities, ClientCapabilities, Role, TurnState};
 use crate::error::{CallError, Error, PeerError, PeerErrorKind};
 use crate::framing::{is_blank, Decoder, Frame, DEFAULT_MAX_MESSAGE_BYTES};
 use crate::jsonrpc::{
     nests_deeper_than, write_error_response, write_json, write_json_str, write_result_response,
     Classified, Envelope, ErrorCode, ErrorObject, Id, MAX_NESTING,
 };
+
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2;
 
 /// Milliseconds on a clock of the caller's choosing (monotonic). The engine never reads a clock.
 pub type Millis = u64;
@@ -65,9 +68,10 @@ pub struct Config {
     /// Request, `id: null`) without reading its entries: each entry can cost an answer and an
     /// event, so a line of a few MB (`[0,0,…]`) would otherwise cost hundreds. 1024.
     pub max_batch_entries: usize,
-    /// Agent side: refuse to call `fs/*` / `terminal/*` unless the client advertised them.
-    /// With the feature `unstable`, both sides also follow the unstable methods' capability
-    /// rules (`acp_core::unstable`).
+    /// Both sides hold to the capabilities `initialize` exchanged ([`acp::capabilities`]: an
+    /// agent's `fs/*`, `terminal/*` and gated `session/update` kinds, a client's
+    /// `systemPrompt`; with the feature `unstable`, the draft methods' rules too,
+    /// `acp_core::unstable`).
     pub enforce_capabilities: bool,
 }
 
@@ -276,11 +280,11 @@ pub struct Connection<T = ()> {
     recent: VecDeque<u64>,
     recent_set: HashSet<u64>,
     closed: Option<String>,
-    client_caps: ClientCapabilities,
+    advertised: Advertised,
     agent_initialize_result: Option<Box<RawValue>>,
     turns: HashMap<String, TurnState>,
-    #[cfg(feature = "unstable")]
-    advertised: crate::unstable::Advertised,
+    #[cfg(feature = "unstable_protocol_v2")]
+    v2: v2::V2State,
 }
 
 impl<T> Connection<T> {
@@ -302,12 +306,28 @@ impl<T> Connection<T> {
             recent: VecDeque::new(),
             recent_set: HashSet::new(),
             closed: None,
-            client_caps: ClientCapabilities::default(),
+            advertised: Advertised::default(),
             agent_initialize_result: None,
             turns: HashMap::new(),
-            #[cfg(feature = "unstable")]
-            advertised: crate::unstable::Advertised::default(),
+            #[cfg(feature = "unstable_protocol_v2")]
+            v2: v2::V2State::default(),
         }
+    }
+
+    /// The protocol version `initialize` settled on: 1, or 2 (ACP v2, only with the feature
+    /// `unstable_protocol_v2`, when both sides offered it; see `acp_core::v2`). 1 before
+    /// `initialize` completes.
+    pub fn protocol_version(&self) -> u16 {
+        if self.is_v2() {
+            2
+        } else {
+            acp::PROTOCOL_VERSION
+        }
+    }
+
+    #[cfg(not(feature = "unstable_protocol_v2"))]
+    fn is_v2(&self) -> bool {
+        false
     }
 
     // ----- getters -----
@@ -349,15 +369,21 @@ impl<T> Connection<T> {
         self.incoming.get(&token).map(|i| &i.id)
     }
 
-    /// Agent side: what the client advertised in `initialize` (all false before it, and
-    /// always on a client connection).
+    /// What the client advertised in `initialize`: received by an agent, sent by a client
+    /// (all false before it).
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        self.client_caps
+        self.advertised.client
     }
 
-    /// Both sides' unstable capabilities, as exchanged in `initialize` (feature `unstable`).
-    #[cfg(feature = "unstable")]
-    pub fn advertised(&self) -> crate::unstable::Advertised {
+    /// What the agent advertised in its `initialize` result: received by a client (once it
+    /// came with the protocol version this engine speaks), sent by an agent (all false before
+    /// it).
+    pub fn agent_capabilities(&self) -> AgentCapabilities {
+        self.advertised.agent
+    }
+
+    /// Both sides' capabilities, as exchanged in `initialize`.
+    pub fn advertised(&self) -> Advertised {
         self.advertised
     }
 
@@ -519,9 +545,10 @@ impl<T> Connection<T> {
     /// Nothing is sent and no id is used when the connection is closed
     /// ([`Error::ConnectionClosed`]), `method` is empty ([`Error::InvalidMethod`]), `params`
     /// fails to serialize or is not an object or array ([`Error::InvalidParams`]), an agent
-    /// calls a client method whose capability was not advertised
-    /// ([`Error::CapabilityNotAdvertised`], with [`Config::enforce_capabilities`]; with the
-    /// feature `unstable`, the draft methods' rules too), or a client sends a `session/prompt`
+    /// calls a client method whose capability was not advertised or a client sends a
+    /// `systemPrompt` the agent did not advertise ([`Error::CapabilityNotAdvertised`], with
+    /// [`Config::enforce_capabilities`]; see [`acp::capabilities`], and with the feature
+    /// `unstable` the draft methods' rules too), or a client sends a `session/prompt`
     /// while that session's turn is not idle ([`Error::PromptInFlight`]).
     pub fn send_request<P: Serialize + ?Sized>(
         &mut self,
@@ -538,11 +565,11 @@ impl<T> Connection<T> {
             self.out.truncate(start);
             return Err(err);
         }
-        #[cfg(feature = "unstable")]
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_sent_request(id, method, start);
         if self.config.role == Role::Client && method == acp::agent::INITIALIZE {
-            self.advertised.client = crate::unstable::member_of_message(&self.out[start..], false)
-                .map(|p| crate::unstable::ClientCapabilities::from_initialize_params(&p))
-                .unwrap_or_default();
+            let params = acp::capabilities::member_of_message(&self.out[start..], false);
+            self.advertised.client = ClientCapabilities::from_initialize_params(params.as_deref());
         }
         let prompt_session =
             if self.config.role == Role::Client && method == acp::agent::SESSION_PROMPT {
@@ -620,6 +647,8 @@ impl<T> Connection<T> {
         self.out.push(b'[');
         let mut ids = Vec::with_capacity(entries.len());
         let mut cancelled = Vec::new();
+        #[cfg(feature = "unstable_protocol_v2")]
+        let mut sent_notifications = Vec::new();
         let mut next_id = self.next_id;
         for (i, e) in entries.iter().enumerate() {
             if i > 0 {
@@ -638,6 +667,10 @@ impl<T> Connection<T> {
                 self.out.truncate(start);
                 return Err(err);
             }
+            #[cfg(feature = "unstable_protocol_v2")]
+            if e.request.is_none() {
+                sent_notifications.push((i, entry_start));
+            }
             if self.config.role == Role::Client && e.method == acp::agent::SESSION_CANCEL {
                 if let Some(session) = request_params_session(&self.out[entry_start..]) {
                     cancelled.push(session);
@@ -647,6 +680,10 @@ impl<T> Connection<T> {
         }
         self.out.extend_from_slice(b"]\n");
         self.next_id = next_id;
+        #[cfg(feature = "unstable_protocol_v2")]
+        for (i, entry_start) in sent_notifications {
+            self.v2_sent(&entries[i].method, entry_start);
+        }
         for session in cancelled {
             self.cancel_sent(&session);
         }
@@ -708,6 +745,8 @@ impl<T> Connection<T> {
                 None
             };
         self.out.push(b'\n');
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_sent(method, start);
         if let Some(session) = cancelled_session {
             self.cancel_sent(&session);
         }
@@ -759,14 +798,21 @@ impl<T> Connection<T> {
             None => {
                 // Alone: written straight into the output (a large result is not built aside
                 // and copied, which held it twice).
-                #[cfg(feature = "unstable")]
                 let start = self.out.len();
                 write_result_response(&mut self.out, &inc.id, result).map_err(invalid)?;
-                #[cfg(feature = "unstable")]
+                #[cfg(feature = "unstable_protocol_v2")]
+                {
+                    let method = inc.method.clone();
+                    if let Err(e) = self.v2_check_answer(token, &method, start) {
+                        self.out.truncate(start);
+                        return Err(e);
+                    }
+                }
+                let inc = &self.incoming[&token];
                 if self.config.role == Role::Agent && inc.method == acp::agent::INITIALIZE {
                     self.advertised.agent =
-                        crate::unstable::member_of_message(&self.out[start..], true)
-                            .map(|r| crate::unstable::AgentCapabilities::from_initialize_result(&r))
+                        acp::capabilities::member_of_message(&self.out[start..], true)
+                            .map(|r| AgentCapabilities::from_initialize_result(&r))
                             .unwrap_or_default();
                 }
                 self.out.push(b'\n');
@@ -795,6 +841,8 @@ impl<T> Connection<T> {
         let Some(inc) = self.incoming.remove(&token) else {
             return Err(self.unknown_token(token));
         };
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_forget_incoming(token);
         let mut msg = Vec::new();
         write_error_response(&mut msg, &inc.id, &error);
         self.emit_response(inc.batch, msg);
@@ -839,9 +887,15 @@ impl<T> Connection<T> {
         if method.is_empty() {
             return Err(Error::InvalidMethod(method.to_owned()));
         }
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_check_method(method)?;
+        // v1's capability rules read v1's capability objects; v2 connections skip them.
+        if self.is_v2() {
+            return Ok(());
+        }
         if self.config.role == Role::Agent && self.config.enforce_capabilities {
             if let Some(cap) = acp::required_client_capability(method) {
-                if !self.client_caps.allows(cap) {
+                if !self.advertised.client.allows(cap) {
                     return Err(Error::CapabilityNotAdvertised {
                         method: method.to_owned(),
                         capability: cap,
@@ -870,38 +924,44 @@ impl<T> Connection<T> {
         Ok(())
     }
 
-    /// Checks a message just written at `out[start..]` against what its params need (feature
-    /// `unstable`: an agent's `session/update` of a kind the client did not allow, a client's
-    /// `systemPrompt` the agent did not advertise).
-    #[cfg_attr(not(feature = "unstable"), allow(unused_variables))]
+    /// Checks a message just written at `out[start..]` against what its params need: an
+    /// agent's `session/update` of a kind the client did not advertise, a client's
+    /// `systemPrompt` (and with the feature `unstable`, initial `configOptions`) the agent did
+    /// not advertise.
     fn check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
-        #[cfg(feature = "unstable")]
-        if self.config.enforce_capabilities
-            && self.config.role == Role::Agent
-            && method == acp::client::SESSION_UPDATE
-        {
-            if let Some(cap) = crate::unstable::gated_update_kind_in_message(&self.out[start..]) {
-                if !self.advertised.client.allows(cap) {
-                    return Err(Error::CapabilityNotAdvertised {
-                        method: method.to_owned(),
-                        capability: cap,
-                    });
-                }
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.is_v2() {
+            return self.v2_check_sent(method, start);
+        }
+        if !self.config.enforce_capabilities {
+            return Ok(());
+        }
+        let message = &self.out[start..];
+        let missing = match self.config.role {
+            Role::Agent if method == acp::client::SESSION_UPDATE => {
+                acp::capabilities::missing_for_update_message(&self.advertised.client, message)
             }
-        }
-        #[cfg(feature = "unstable")]
-        if self.config.enforce_capabilities
-            && self.config.role == Role::Client
-            && !self.advertised.agent.session_system_prompt
-            && crate::unstable::SYSTEM_PROMPT_METHODS.contains(&method)
-            && crate::unstable::sends_system_prompt(&self.out[start..])
-        {
-            return Err(Error::CapabilityNotAdvertised {
+            Role::Client if acp::SYSTEM_PROMPT_METHODS.contains(&method) => {
+                let missing =
+                    acp::capabilities::missing_for_system_prompt(&self.advertised.agent, message);
+                #[cfg(feature = "unstable")]
+                let missing = missing.or_else(|| {
+                    (crate::unstable::CONFIG_OPTIONS_METHODS.contains(&method)
+                        && !self.advertised.agent.session_options
+                        && crate::unstable::sends_config_options(message))
+                    .then_some("sessionCapabilities.options")
+                });
+                missing
+            }
+            _ => None,
+        };
+        match missing {
+            Some(capability) => Err(Error::CapabilityNotAdvertised {
                 method: method.to_owned(),
-                capability: "sessionCapabilities.systemPrompt",
-            });
+                capability,
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes a request or notification object (no newline) to `out`.
@@ -1012,7 +1072,12 @@ impl<T> Connection<T> {
 
     fn complete(&mut self, id: u64, o: Outgoing<T>, result: Result<Box<RawValue>, CallError>) {
         self.record_recent(id);
-        if let Some(s) = &o.prompt_session {
+        // In v2 the prompt's answer only acknowledges it: an idle state_update ends the turn.
+        if let Some(s) = o
+            .prompt_session
+            .as_ref()
+            .filter(|_| !(self.is_v2() && result.is_ok()))
+        {
             self.turns.remove(s);
         }
         self.events.push_back(Event::Response {
@@ -1424,8 +1489,12 @@ impl<T> Connection<T> {
             self.protocol_error(PeerErrorKind::NotAllowedInBatch, message);
             return;
         }
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.v2_refuse_request(&id, &method, batch) {
+            return;
+        }
         #[cfg(feature = "unstable")]
-        if self.config.role == Role::Agent && self.config.enforce_capabilities {
+        if self.config.role == Role::Agent && self.config.enforce_capabilities && !self.is_v2() {
             if let Some(cap) = crate::unstable::required_agent_capability(&method) {
                 if !self.advertised.agent.allows(cap) {
                     // Not advertised: the method does not exist for this client.
@@ -1466,15 +1535,8 @@ impl<T> Connection<T> {
             None
         };
         if self.config.role == Role::Agent && method == acp::agent::INITIALIZE {
-            self.client_caps =
+            self.advertised.client =
                 ClientCapabilities::from_initialize_params(params.map(RawValue::get));
-            #[cfg(feature = "unstable")]
-            {
-                self.advertised.client =
-                    crate::unstable::ClientCapabilities::from_initialize_params(
-                        params.map_or("null", RawValue::get),
-                    );
-            }
         }
         let timeout = if is_permission {
             self.config
@@ -1503,6 +1565,8 @@ impl<T> Connection<T> {
                 session_id,
             },
         );
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_received_request(token, &method, params.map(RawValue::get));
         self.events.push_back(Event::Request {
             token,
             id,
@@ -1533,23 +1597,46 @@ impl<T> Connection<T> {
             // Unknown or malformed cancellations are ignored, as the spec asks.
             return;
         }
-        #[cfg(feature = "unstable")]
-        if self.config.role == Role::Client && self.config.enforce_capabilities {
-            let needs = if method == crate::unstable::AUTH_STATUS_UPDATE {
-                Some(("agent", "auth.status", self.advertised.agent.auth_status))
-            } else if method == acp::client::SESSION_UPDATE {
-                params
-                    .and_then(|p| crate::unstable::gated_update_kind(p.get().as_bytes()))
-                    .map(|cap| ("client", cap, self.advertised.client.allows(cap)))
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.is_v2()
+            && self.config.role == Role::Client
+            && method == acp::client::SESSION_UPDATE
+            && !self.v2_received_update(params)
+        {
+            return;
+        }
+        if self.config.role == Role::Client && self.config.enforce_capabilities && !self.is_v2() {
+            let missing = if method == acp::client::SESSION_UPDATE {
+                params.and_then(|p| {
+                    acp::capabilities::missing_for_update(
+                        &self.advertised.client,
+                        p.get().as_bytes(),
+                    )
+                    .map(|cap| ("client", cap))
+                })
             } else {
-                None
+                #[cfg(feature = "unstable")]
+                let missing = (method == crate::unstable::AUTH_STATUS_UPDATE
+                    && !self.advertised.agent.auth_status)
+                    .then_some(("agent", "auth.status"));
+                #[cfg(not(feature = "unstable"))]
+                let missing = None;
+                missing
             };
-            if let Some((side, cap, false)) = needs {
+            if let Some((side, cap)) = missing {
+                let dropped = acp::capabilities::client_drops(cap);
+                let what = if dropped {
+                    "dropped"
+                } else {
+                    "delivered anyway"
+                };
                 self.protocol_error(
                     PeerErrorKind::CapabilityNotAdvertised,
-                    format!("{method} needs the {side} capability {cap}, which was not advertised; dropped"),
+                    format!("{method} needs the {side} capability {cap}, which was not advertised; {what}"),
                 );
-                return;
+                if dropped {
+                    return;
+                }
             }
         }
         self.events.push_back(Event::Notification {
@@ -1607,14 +1694,9 @@ impl<T> Connection<T> {
             Ok(raw) => {
                 if self.config.role == Role::Client && o.method == acp::agent::INITIALIZE {
                     match acp::protocol_version_of(raw.get()) {
-                        Some(v) if v.as_u64() == Some(u64::from(acp::PROTOCOL_VERSION)) => {
-                            #[cfg(feature = "unstable")]
-                            {
-                                self.advertised.agent =
-                                    crate::unstable::AgentCapabilities::from_initialize_result(
-                                        raw.get(),
-                                    );
-                            }
+                        Some(v) if self.accepts_protocol_version(&v) => {
+                            self.advertised.agent =
+                                AgentCapabilities::from_initialize_result(raw.get());
                             self.agent_initialize_result = Some(raw.to_owned());
                             Ok(raw.to_owned())
                         }
@@ -1629,7 +1711,18 @@ impl<T> Connection<T> {
             }
             Err(e) => Err(CallError::Remote(e)),
         };
+        #[cfg(feature = "unstable_protocol_v2")]
+        self.v2_received_response(n, &o, &result);
         self.complete(n, o, result);
+    }
+
+    /// Whether a client takes the protocol version of the agent's `initialize` result (1; and
+    /// with the feature `unstable_protocol_v2`, 2 when it asked for it).
+    fn accepts_protocol_version(&mut self, version: &serde_json::Value) -> bool {
+        #[cfg(feature = "unstable_protocol_v2")]
+        return self.v2_accepts_version(version);
+        #[cfg(not(feature = "unstable_protocol_v2"))]
+        return version.as_u64() == Some(u64::from(acp::PROTOCOL_VERSION));
     }
 }
 

@@ -40,6 +40,11 @@ pub enum Error {
     InvalidParams(String),
     /// The method name is empty.
     InvalidMethod(String),
+    /// The message breaks a rule of ACP v2, the version this connection negotiated (feature
+    /// `unstable_protocol_v2`, `acp_core::v2`): a method or update kind v2 removed, an upsert
+    /// without its key, a reserved enum value, a turn or replay out of order, an `initialize`
+    /// answer of version 2 to a client that did not ask for it. The string says which.
+    ProtocolVersionRule(String),
 }
 
 impl Error {
@@ -55,6 +60,7 @@ impl Error {
             Error::PromptInFlight { .. } => "PromptInFlight",
             Error::InvalidParams(_) => "InvalidParams",
             Error::InvalidMethod(_) => "InvalidMethod",
+            Error::ProtocolVersionRule(_) => "ProtocolVersionRule",
         }
     }
 }
@@ -81,6 +87,7 @@ impl fmt::Display for Error {
             ),
             Error::InvalidParams(why) => write!(f, "invalid params: {why}"),
             Error::InvalidMethod(m) => write!(f, "invalid method name {m:?}"),
+            Error::ProtocolVersionRule(why) => write!(f, "not allowed in ACP v2: {why}"),
         }
     }
 }
@@ -210,6 +217,12 @@ pub enum PeerErrorKind {
     /// The peer used an unstable method or update that needs a capability it was not given
     /// (feature `unstable`): a request was answered -32601, a notification dropped.
     CapabilityNotAdvertised,
+    /// The peer broke a rule of ACP v2 on a connection that negotiated it (feature
+    /// `unstable_protocol_v2`, `acp_core::v2`): a request of a method v2 removed (answered
+    /// -32601), a malformed or removed `session/update` kind or a `replay_complete` nobody
+    /// asked for (dropped), a `session/resume` answered before its replay completed
+    /// (delivered).
+    ProtocolVersionRule,
 }
 
 impl PeerErrorKind {
@@ -226,6 +239,7 @@ impl PeerErrorKind {
             PeerErrorKind::TooManyRequests => "tooManyRequests",
             PeerErrorKind::NotAllowedInBatch => "notAllowedInBatch",
             PeerErrorKind::CapabilityNotAdvertised => "capabilityNotAdvertised",
+            PeerErrorKind::ProtocolVersionRule => "protocolVersionRule",
         }
     }
 }

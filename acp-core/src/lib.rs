@@ -114,6 +114,8 @@ pub mod sniff;
 pub mod typed;
 #[cfg(feature = "unstable")]
 pub mod unstable;
+#[cfg(feature = "unstable_protocol_v2")]
+pub mod v2;
 
 pub use acp::{Role, TurnState};
 pub use connection::{

@@ -190,6 +190,8 @@ pub mod unstable {
         SessionStatus = u::SESSION_STATUS, Agent, s::SessionStatusRequest => s::SessionStatusResponse;
         /// `session/set_title` (`sessionCapabilities.title`).
         SetSessionTitle = u::SESSION_SET_TITLE, Agent, s::SetSessionTitleRequest => s::SetSessionTitleResponse;
+        /// `session/options` (`sessionCapabilities.options`).
+        SessionOptions = u::SESSION_OPTIONS, Agent, s::SessionOptionsRequest => s::SessionOptionsResponse;
         /// `auth/status` (`auth.status`).
         AuthStatus = u::AUTH_STATUS, Agent, s::AuthStatusRequest => s::AuthStatusResponse;
         /// `providers/list` (`providers`).

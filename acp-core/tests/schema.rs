@@ -1,241 +1,108 @@
-//! Everything the engine transmits validates against the official ACP JSON Schema
-//! (`shared/acp-schema/v1/schema.json`): typed messages of every stable method in both
-//! directions (built with `acp_core::typed`, sent through a `pair::Pair`), and the messages the
-//! engine writes on its own (`$/cancel_request`, the `cancelled` permission outcome, error
-//! responses).
+//! Everything the engine transmits validates against the official ACP JSON Schema, generated
+//! from the schema crate itself (`tests/schema_support`): typed messages of every stable method
+//! and of every stable `session/update` kind in both directions (built with `acp_core::typed`,
+//! sent through a `pair::Pair`), and the messages the engine writes on its own
+//! (`$/cancel_request`, the `cancelled` permission outcome, error responses).
 //!
 //! Each transmitted line is validated twice: whole, against the schema's root (a message of the
 //! Agent, the Client or the protocol level), and its params/result against the `$defs` entry
 //! for that method (found through the schema's own `x-method` annotations).
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+mod schema_support;
+
+use std::collections::BTreeSet;
 
 use acp_core::pair::Pair;
-use acp_core::typed::{self, Method, NotificationMethod};
-use acp_core::{Config, Connection, Event, RequestOptions, Role};
+use acp_core::typed;
+use acp_core::{Config, Connection, RequestOptions, Role};
+use schema_support::{initialized, notification, one, round_trip, Schema};
 use serde_json::{json, Value};
 
-struct Schema {
-    root: Value,
-    validators: HashMap<String, jsonschema::Validator>,
-    /// (method, "Request" | "Response" | "Notification") -> $defs name.
-    defs_by_method: HashMap<(String, &'static str), String>,
-    /// Defs that validated at least one message.
-    used: BTreeSet<String>,
-    /// Lines validated against the root.
-    lines: usize,
+/// What a client that takes every stable optional message advertises.
+fn every_client_capability() -> Value {
+    json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true,
+           "plan": {}, "subagents": {},
+           "session": {"notices": {}, "compaction": {}, "configOptions": {}}})
 }
 
-impl Schema {
-    fn load() -> Schema {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/acp-schema/v1/schema.json");
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "the official ACP schema is missing: cannot read {} ({e}); it is expected beside \
-                 the repository, in shared/acp-schema/v1/",
-                path.display()
-            )
-        });
-        let root: Value = serde_json::from_str(&text).expect("schema.json is JSON");
-        let mut defs_by_method = HashMap::new();
-        for (name, def) in root["$defs"].as_object().expect("$defs") {
-            if let Some(m) = def.get("x-method").and_then(Value::as_str) {
-                for kind in ["Request", "Response", "Notification"] {
-                    if name.ends_with(kind) {
-                        defs_by_method.insert((m.to_owned(), kind), name.clone());
-                    }
-                }
-            }
-        }
-        let mut validators = HashMap::new();
-        validators.insert(
-            "".to_owned(),
-            jsonschema::validator_for(&root).expect("the root schema compiles"),
-        );
-        Schema {
-            root,
-            validators,
-            defs_by_method,
-            used: BTreeSet::new(),
-            lines: 0,
-        }
-    }
-
-    fn def_for(&self, method: &str, kind: &'static str) -> String {
-        self.defs_by_method
-            .get(&(method.to_owned(), kind))
-            .unwrap_or_else(|| panic!("the schema has no {kind} for {method}"))
-            .clone()
-    }
-
-    /// Validates `instance` against `$defs/<def>` ("" for the root).
-    fn check(&mut self, def: &str, instance: &Value) {
-        if !self.validators.contains_key(def) {
-            let schema = json!({
-                "$schema": self.root["$schema"],
-                "$defs": self.root["$defs"],
-                "$ref": format!("#/$defs/{def}"),
-            });
-            let v = jsonschema::validator_for(&schema)
-                .unwrap_or_else(|e| panic!("$defs/{def} does not compile: {e}"));
-            self.validators.insert(def.to_owned(), v);
-        }
-        let errors: Vec<String> = self.validators[def]
-            .iter_errors(instance)
-            .map(|e| format!("{e} at {}", e.instance_path))
-            .collect();
-        let what = if def.is_empty() {
-            "the schema root"
-        } else {
-            def
-        };
-        assert!(
-            errors.is_empty(),
-            "{instance}\ndoes not validate against {what}:\n{}",
-            errors.join("\n")
-        );
-        if !def.is_empty() {
-            self.used.insert(def.to_owned());
-        }
-    }
-
-    /// Validates every line of transmitted bytes against the root (batch arrays element by
-    /// element) and returns the messages.
-    fn wire(&mut self, bytes: &[u8]) -> Vec<Value> {
-        let mut out = Vec::new();
-        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let v: Value = serde_json::from_slice(line).expect("the engine writes JSON lines");
-            let items = match v {
-                Value::Array(a) => a,
-                other => vec![other],
-            };
-            for item in items {
-                self.check("", &item);
-                self.lines += 1;
-                out.push(item);
-            }
-        }
-        out
-    }
+/// What an agent that takes every stable optional message advertises.
+fn every_agent_capability() -> Value {
+    json!({"loadSession": true,
+           "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
+           "mcpCapabilities": {"http": true, "sse": false},
+           "sessionCapabilities": {"list": {}, "delete": {}, "resume": {}, "close": {},
+                                   "additionalDirectories": {},
+                                   "systemPrompt": {"mode": {"override": {}}}}})
 }
 
-fn one(mut msgs: Vec<Value>) -> Value {
-    assert_eq!(msgs.len(), 1, "expected one message: {msgs:?}");
-    msgs.pop().expect("one")
-}
-
-/// Sends a typed request of `M` from the side that calls it, answers it with a typed result,
-/// and validates both messages on the wire.
-fn round_trip<M: Method>(s: &mut Schema, p: &mut Pair, params: Value, result: Value) {
-    let params: M::Params = serde_json::from_value(params)
-        .unwrap_or_else(|e| panic!("sample params of {} do not decode: {e}", M::NAME));
-    let result: M::Result = serde_json::from_value(result)
-        .unwrap_or_else(|e| panic!("sample result of {} does not decode: {e}", M::NAME));
-    let (caller, handler) = match M::HANDLED_BY {
-        Role::Agent => (&mut p.client, &mut p.agent),
-        Role::Client => (&mut p.agent, &mut p.client),
-    };
-    let id = caller
-        .request::<M>(&params, RequestOptions::default(), p.now)
-        .unwrap_or_else(|e| panic!("sending {}: {e}", M::NAME));
-    let bytes = caller.poll_transmit().expect("the request is sent");
-    let req = one(s.wire(&bytes));
-    assert_eq!(req["method"], M::NAME);
-    assert_eq!(req["id"], json!(id));
-    let def = s.def_for(M::NAME, "Request");
-    s.check(&def, &req["params"]);
-
-    handler.handle_bytes(&bytes, p.now);
-    let Some(Event::Request {
-        token, params: got, ..
-    }) = handler.poll_event()
-    else {
-        panic!("{} was not delivered as a request", M::NAME)
-    };
-    typed::decode_params::<M>(got.as_deref()).expect("the params decode on the other side");
-    handler.respond_typed::<M>(token, &result).expect("answer");
-    let bytes = handler.poll_transmit().expect("the response is sent");
-    let resp = one(s.wire(&bytes));
-    let def = s.def_for(M::NAME, "Response");
-    s.check(&def, &resp["result"]);
-
-    caller.handle_bytes(&bytes, p.now);
-    match caller.poll_event() {
-        Some(Event::Response {
-            id: done,
-            result: Ok(raw),
-            ..
-        }) if done == id => {
-            typed::decode_result::<M>(&raw).expect("the result decodes on the calling side");
-        }
-        other => panic!("{} did not complete: {other:?}", M::NAME),
-    }
-}
-
-/// Sends a typed notification of `N` and validates it.
-fn notification<N: NotificationMethod>(s: &mut Schema, p: &mut Pair, params: Value) {
-    let params: N::Params = serde_json::from_value(params)
-        .unwrap_or_else(|e| panic!("sample params of {} do not decode: {e}", N::NAME));
-    let (sender, receiver) = match N::HANDLED_BY {
-        Role::Agent => (&mut p.client, &mut p.agent),
-        Role::Client => (&mut p.agent, &mut p.client),
-    };
-    sender.notify_typed::<N>(&params).expect("notify");
-    let bytes = sender.poll_transmit().expect("sent");
-    let msg = one(s.wire(&bytes));
-    assert_eq!(msg["method"], N::NAME);
-    let def = s.def_for(N::NAME, "Notification");
-    s.check(&def, &msg["params"]);
-    receiver.handle_bytes(&bytes, p.now);
-    while let Some(e) = receiver.poll_event() {
-        if let Event::Notification { params, .. } = e {
-            typed::decode_notification::<N>(params.as_deref()).expect("decodes on the other side");
-        }
-    }
+/// One sample of every stable `session/update` kind.
+fn every_stable_update() -> Vec<Value> {
+    vec![
+        json!({"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hi"},"messageId":"u1"}),
+        json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Looking…"}}),
+        json!({"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hmm"}}),
+        json!({"sessionUpdate":"tool_call","toolCallId":"call-1","title":"Read main.rs","kind":"read","status":"pending",
+               "locations":[{"path":"/home/u/project/src/main.rs","line":3}],"rawInput":{"path":"src/main.rs"}}),
+        json!({"sessionUpdate":"tool_call_update","toolCallId":"call-1","status":"completed",
+               "content":[{"type":"content","content":{"type":"text","text":"done"}},{"type":"diff","path":"/a.rs","oldText":"a","newText":"b"},
+                          {"type":"terminal","terminalId":"term-1"},{"type":"session","sessionId":"child-1"}]}),
+        json!({"sessionUpdate":"plan","entries":[{"content":"Step 1","priority":"high","status":"in_progress"}]}),
+        json!({"sessionUpdate":"plan_update","plan":{"type":"items","planId":"p1","entries":[{"content":"Step 1","priority":"low","status":"pending"}]}}),
+        json!({"sessionUpdate":"plan_update","plan":{"type":"markdown","planId":"p2","content":"# Plan\n- one","path":"/home/u/project/PLAN.md"}}),
+        json!({"sessionUpdate":"plan_removed","planId":"p2"}),
+        json!({"sessionUpdate":"available_commands_update","availableCommands":[{"name":"test","description":"Run tests","input":{"hint":"filter"}}]}),
+        json!({"sessionUpdate":"current_mode_update","currentModeId":"code"}),
+        json!({"sessionUpdate":"config_option_update","configOptions":[{"id":"model","name":"Model","type":"select","currentValue":"fast",
+               "options":[{"value":"fast","name":"Fast"},{"value":"smart","name":"Smart"}]}]}),
+        json!({"sessionUpdate":"session_info_update","title":"Fix the bug","updatedAt":"2026-11-28T10:00:00Z"}),
+        json!({"sessionUpdate":"usage_update","used":1200,"size":200000,"cost":{"amount":0.02,"currency":"USD"}}),
+        json!({"sessionUpdate":"notice","severity":"warning","title":"Rate limited","description":"retrying in 5 s"}),
+        json!({"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress"}),
+        json!({"sessionUpdate":"compaction_summary_chunk","compactionId":"c1","content":{"type":"text","text":"So far…"}}),
+        json!({"sessionUpdate":"subagent_update","sessionId":"child-1","title":"Search","cwd":"/home/u/project",
+               "state":{"state":"running"},"capabilities":{"cancel":{}}}),
+        json!({"sessionUpdate":"session_message","messageId":"m1","senderSessionId":"s1","recipientSessionId":"child-1",
+               "content":[{"type":"text","text":"Find the callers"}]}),
+        json!({"sessionUpdate":"session_message_chunk","messageId":"m1","content":{"type":"text","text":" of parse()"}}),
+    ]
 }
 
 #[test]
 fn typed_messages_of_every_stable_method_validate() {
     use typed::*;
     let mut s = Schema::load();
-    let mut p: Pair = Pair::new();
+    let mut p = initialized(&mut s, every_client_capability(), every_agent_capability());
     let perm_request = json!({"sessionId":"s1","toolCall":{"toolCallId":"call-1","title":"Edit main.rs","kind":"edit","status":"pending"},
         "options":[{"optionId":"allow","name":"Allow once","kind":"allow_once"},{"optionId":"deny","name":"Reject","kind":"reject_once"}]});
 
-    round_trip::<Initialize>(
-        &mut s,
-        &mut p,
-        json!({"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true},
-               "clientInfo":{"name":"editor","version":"1.0"}}),
-        json!({"protocolVersion":1,"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true,"audio":false,"embeddedContext":true},
-               "mcpCapabilities":{"http":true,"sse":false}},"authMethods":[{"id":"oauth","name":"OAuth"}],"agentInfo":{"name":"agent","version":"0.1"}}),
-    );
     round_trip::<Authenticate>(&mut s, &mut p, json!({"methodId":"oauth"}), json!({}));
     round_trip::<NewSession>(
         &mut s,
         &mut p,
-        json!({"cwd":"/home/u/project","mcpServers":[{"name":"fs","command":"/usr/bin/mcp-fs","args":["--root","/"],"env":[{"name":"A","value":"1"}]}]}),
+        json!({"cwd":"/home/u/project","additionalDirectories":["/home/u/lib"],
+               "mcpServers":[{"name":"fs","command":"/usr/bin/mcp-fs","args":["--root","/"],"env":[{"name":"A","value":"1"}]},
+                             {"type":"http","name":"web","url":"https://mcp.example.com","headers":[{"name":"X-Key","value":"k"}]}],
+               "systemPrompt":{"mode":"append","content":[{"type":"text","text":"Be brief."}]}}),
         json!({"sessionId":"s1","modes":{"currentModeId":"ask","availableModes":[{"id":"ask","name":"Ask"},{"id":"code","name":"Code","description":"Writes code"}]}}),
     );
     round_trip::<LoadSession>(
         &mut s,
         &mut p,
-        json!({"sessionId":"s1","cwd":"/home/u/project","mcpServers":[]}),
+        json!({"sessionId":"s1","cwd":"/home/u/project","mcpServers":[],
+               "systemPrompt":{"mode":"override","content":[{"type":"text","text":"You are terse."}]}}),
         json!({}),
     );
     round_trip::<ResumeSession>(
         &mut s,
         &mut p,
-        json!({"sessionId":"s1","cwd":"/home/u/project"}),
+        json!({"sessionId":"s1","cwd":"/home/u/project","systemPrompt":null}),
         json!({}),
     );
     round_trip::<ListSessions>(
         &mut s,
         &mut p,
         json!({"cwd":"/home/u/project"}),
-        json!({"sessions":[{"sessionId":"s1","cwd":"/home/u/project","title":"First"}]}),
+        json!({"sessions":[{"sessionId":"s1","cwd":"/home/u/project","title":"First","additionalDirectories":["/home/u/lib"]}],"nextCursor":"c2"}),
     );
     round_trip::<SetSessionMode>(
         &mut s,
@@ -319,48 +186,93 @@ fn typed_messages_of_every_stable_method_validate() {
     notification::<Cancel>(&mut s, &mut p, json!({"sessionId":"s1"}));
     notification::<CompleteElicitation>(&mut s, &mut p, json!({"elicitationId":"el-1"}));
     notification::<CancelRequest>(&mut s, &mut p, json!({"requestId":12}));
-    for update in [
-        json!({"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hi"}}),
-        json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Looking…"}}),
-        json!({"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hmm"}}),
-        json!({"sessionUpdate":"tool_call","toolCallId":"call-1","title":"Read main.rs","kind":"read","status":"pending",
-               "locations":[{"path":"/home/u/project/src/main.rs","line":3}],"rawInput":{"path":"src/main.rs"}}),
-        json!({"sessionUpdate":"tool_call_update","toolCallId":"call-1","status":"completed",
-               "content":[{"type":"content","content":{"type":"text","text":"done"}},{"type":"diff","path":"/a.rs","oldText":"a","newText":"b"}]}),
-        json!({"sessionUpdate":"plan","entries":[{"content":"Step 1","priority":"high","status":"in_progress"}]}),
-        json!({"sessionUpdate":"available_commands_update","availableCommands":[{"name":"test","description":"Run tests"}]}),
-        json!({"sessionUpdate":"current_mode_update","currentModeId":"code"}),
-    ] {
+    let mut kinds = BTreeSet::new();
+    let mut tool_contents = BTreeSet::new();
+    for update in every_stable_update() {
+        kinds.insert(update["sessionUpdate"].as_str().unwrap().to_owned());
+        let tool = update["sessionUpdate"]
+            .as_str()
+            .unwrap()
+            .starts_with("tool_call");
+        for c in update["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|_| tool)
+        {
+            if let Some(t) = c["type"].as_str() {
+                tool_contents.insert(t.to_owned());
+            }
+        }
         notification::<SessionUpdate>(&mut s, &mut p, json!({"sessionId":"s1","update":update}));
     }
 
-    // Every stable method named by the schema's meta.json was exercised.
-    let meta: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/acp-schema/v1/meta.json"),
-        )
-        .expect("meta.json beside schema.json"),
-    )
-    .expect("JSON");
-    let mut missing = Vec::new();
-    for group in ["agentMethods", "clientMethods", "protocolMethods"] {
-        for method in meta[group].as_object().expect(group).values() {
-            let m = method.as_str().expect("method name");
-            let covered = ["Request", "Notification"].iter().any(|k| {
-                s.defs_by_method
-                    .get(&(m.to_owned(), *k))
-                    .is_some_and(|d| s.used.contains(d))
-            });
-            if !covered {
-                missing.push(m.to_owned());
-            }
-        }
-    }
+    // Every stable method of the schema crate's maps, every stable session update kind and
+    // every tool call content type of the schema was exercised.
+    let missing: Vec<String> = schema_support::meta_methods()
+        .into_iter()
+        .filter(|m| !s.covered(m) && !is_draft_method(m))
+        .collect();
     assert!(
         missing.is_empty(),
         "stable methods not exercised: {missing:?}"
     );
-    assert_eq!(s.lines, 53, "lines validated");
+    let schema_kinds: BTreeSet<String> = s
+        .tags("SessionUpdate", "sessionUpdate")
+        .into_iter()
+        .filter(|k| !is_draft_update(k))
+        .collect();
+    assert_eq!(kinds, schema_kinds, "session update kinds");
+    assert_eq!(tool_contents, s.tags("ToolCallContent", "type"));
+    assert_eq!(s.lines, 65, "lines validated");
+}
+
+/// The methods only the schema crate's draft features add (tests/unstable_typed.rs covers
+/// them); none without the feature `unstable`.
+fn is_draft_method(method: &str) -> bool {
+    #[cfg(feature = "unstable")]
+    {
+        use acp_core::unstable as u;
+        [
+            u::SESSION_FORK,
+            u::SESSION_ARCHIVE,
+            u::SESSION_UNARCHIVE,
+            u::SESSION_STATUS,
+            u::SESSION_SET_TITLE,
+            u::SESSION_OPTIONS,
+            u::AUTH_STATUS,
+            u::PROVIDERS_LIST,
+            u::PROVIDERS_SET,
+            u::PROVIDERS_DISABLE,
+            u::MCP_MESSAGE,
+            u::PROXY_INITIALIZE,
+            u::PROXY_SUCCESSOR,
+            u::AUTH_STATUS_UPDATE,
+        ]
+        .contains(&method)
+    }
+    #[cfg(not(feature = "unstable"))]
+    {
+        let _ = method;
+        false
+    }
+}
+
+/// The session update kinds only the draft features add.
+fn is_draft_update(kind: &str) -> bool {
+    #[cfg(feature = "unstable")]
+    {
+        [
+            acp_core::unstable::PROMPT_SUGGESTIONS_UPDATE,
+            acp_core::unstable::CURSOR_UPDATE,
+        ]
+        .contains(&kind)
+    }
+    #[cfg(not(feature = "unstable"))]
+    {
+        let _ = kind;
+        false
+    }
 }
 
 #[test]

@@ -1,180 +1,167 @@
 //! Feature `unstable` (with `typed`): every draft method of the schema crate has a marker type,
 //! and each marker's params and result cross a client/agent pair that advertised everything
-//! (typed on one side, decoded on the other), while a pair that advertised nothing refuses
-//! them (`acp_core::unstable`'s rules; the wire details are in tests/vectors/unstable-*).
+//! (typed on one side, decoded on the other, every line validated against the draft JSON
+//! Schema generated from the schema crate: `tests/schema_support`), while a pair that
+//! advertised nothing refuses them (the rules of `acp_core::unstable`; the wire details are in
+//! tests/vectors/unstable-*). The draft session updates and fields (prompt suggestions,
+//! cursors, initial config options, the `speed` config category, end-of-turn token usage)
+//! validate and decode too.
+
+mod schema_support;
 
 use std::collections::BTreeSet;
 
-use acp_core::pair::Pair;
 use acp_core::typed::{self, schema::v1 as s, unstable as u, Method, NotificationMethod};
-use acp_core::{Error, Event, RequestOptions, Role};
+use acp_core::{Error, RequestOptions};
+use schema_support::{initialized, notification, round_trip, Schema};
 use serde_json::{json, Value};
 
-/// A pair after `initialize`, the client allowing `client_caps`, the agent advertising
-/// `agent_caps`.
-fn pair(client_caps: Value, agent_caps: Value) -> Pair {
-    let mut p: Pair = Pair::new();
-    p.client
-        .send_request(
-            "initialize",
-            Some(&json!({"protocolVersion": 1, "clientCapabilities": client_caps})),
-            RequestOptions::default(),
-            0,
-        )
-        .unwrap();
-    p.pump();
-    let Some(Event::Request { token, .. }) = p.agent_events().pop() else {
-        panic!("initialize not delivered")
-    };
-    p.agent
-        .respond(
-            token,
-            &json!({"protocolVersion": 1, "agentCapabilities": agent_caps}),
-        )
-        .unwrap();
-    p.pump();
-    assert!(matches!(
-        p.client_events().pop(),
-        Some(Event::Response { result: Ok(_), .. })
-    ));
-    p
+fn every_client_capability() -> Value {
+    json!({"plan": {}, "subagents": {},
+           "session": {"promptSuggestions": {"image": {}, "audio": {}, "embeddedContext": {}},
+                       "cursors": {}}})
 }
 
-fn everything() -> Pair {
-    pair(
-        json!({"plan": {}, "subagents": {}}),
-        json!({
-            "sessionCapabilities": {"fork": {}, "archive": {}, "status": {}, "title": {}},
-            "auth": {"status": {}},
-            "providers": {},
-            "mcpCapabilities": {"acp": true}
-        }),
-    )
-}
-
-/// Sends `M` typed from the side that calls it and answers it typed; both ends decode.
-fn round_trip<M: Method>(p: &mut Pair, params: Value, result: Value) {
-    let params: M::Params = serde_json::from_value(params)
-        .unwrap_or_else(|e| panic!("sample params of {} do not decode: {e}", M::NAME));
-    let result: M::Result = serde_json::from_value(result)
-        .unwrap_or_else(|e| panic!("sample result of {} does not decode: {e}", M::NAME));
-    let (caller, handler) = match M::HANDLED_BY {
-        Role::Agent => (&mut p.client, &mut p.agent),
-        Role::Client => (&mut p.agent, &mut p.client),
-    };
-    let id = caller
-        .request::<M>(&params, RequestOptions::default(), 0)
-        .unwrap_or_else(|e| panic!("sending {}: {e}", M::NAME));
-    handler.handle_bytes(&caller.poll_transmit().unwrap(), 0);
-    let Some(Event::Request {
-        token,
-        method,
-        params: got,
-        ..
-    }) = handler.poll_event()
-    else {
-        panic!("{} was not delivered as a request", M::NAME)
-    };
-    assert_eq!(method, M::NAME);
-    let got = typed::decode_params::<M>(got.as_deref()).expect("params decode");
-    assert_eq!(
-        serde_json::to_value(&got).unwrap(),
-        serde_json::to_value(&params).unwrap()
-    );
-    handler.respond_typed::<M>(token, &result).unwrap();
-    caller.handle_bytes(&handler.poll_transmit().unwrap(), 0);
-    match caller.poll_event() {
-        Some(Event::Response {
-            id: done,
-            result: Ok(raw),
-            ..
-        }) if done == id => {
-            let r = typed::decode_result::<M>(&raw).expect("result decodes");
-            assert_eq!(
-                serde_json::to_value(&r).unwrap(),
-                serde_json::to_value(&result).unwrap()
-            );
-        }
-        other => panic!("{} did not complete: {other:?}", M::NAME),
-    }
-}
-
-fn notification<N: NotificationMethod>(p: &mut Pair, params: Value) {
-    let params: N::Params = serde_json::from_value(params).unwrap();
-    let (sender, receiver) = match N::HANDLED_BY {
-        Role::Agent => (&mut p.client, &mut p.agent),
-        Role::Client => (&mut p.agent, &mut p.client),
-    };
-    sender.notify_typed::<N>(&params).unwrap();
-    receiver.handle_bytes(&sender.poll_transmit().unwrap(), 0);
-    match receiver.poll_event() {
-        Some(Event::Notification {
-            method,
-            params: got,
-        }) => {
-            assert_eq!(method, N::NAME);
-            typed::decode_notification::<N>(got.as_deref()).expect("decodes");
-        }
-        other => panic!("{} not delivered: {other:?}", N::NAME),
-    }
+fn every_agent_capability() -> Value {
+    json!({
+        "sessionCapabilities": {"fork": {}, "archive": {}, "status": {}, "title": {},
+                                "options": {}, "list": {}, "systemPrompt": {}},
+        "auth": {"status": {}},
+        "providers": {},
+        "mcpCapabilities": {"acp": true}
+    })
 }
 
 #[test]
 fn every_draft_method_crosses_a_pair_that_advertised_it() {
-    let mut p = everything();
+    let mut sc = Schema::load();
+    let mut p = initialized(&mut sc, every_client_capability(), every_agent_capability());
+    let s = &mut sc;
     let sid = json!({"sessionId": "s"});
     round_trip::<u::ForkSession>(
+        s,
         &mut p,
-        json!({"sessionId": "s", "cwd": "/w"}),
+        json!({"sessionId": "s", "cwd": "/w", "cursorId": "cur-1",
+               "systemPrompt": {"mode": "append", "content": [{"type": "text", "text": "x"}]},
+               "configOptions": [{"configId": "model", "value": "fast"},
+                                 {"configId": "auto", "type": "boolean", "value": true}]}),
         json!({"sessionId": "s2"}),
     );
-    round_trip::<u::ArchiveSession>(&mut p, sid.clone(), json!({}));
-    round_trip::<u::UnarchiveSession>(&mut p, sid.clone(), json!({}));
-    round_trip::<u::SessionStatus>(&mut p, sid.clone(), json!({"status": "open"}));
+    round_trip::<u::ArchiveSession>(s, &mut p, sid.clone(), json!({}));
+    round_trip::<u::UnarchiveSession>(s, &mut p, sid.clone(), json!({}));
+    round_trip::<u::SessionStatus>(s, &mut p, sid.clone(), json!({"status": "open"}));
     round_trip::<u::SetSessionTitle>(
+        s,
         &mut p,
         json!({"sessionId": "s", "title": "Refactor"}),
         json!({"title": "Refactor"}),
     );
-    round_trip::<u::AuthStatus>(&mut p, json!({}), json!({"state": "authenticated"}));
-    round_trip::<u::ListProviders>(&mut p, json!({}), json!({"providers": []}));
+    round_trip::<u::SessionOptions>(
+        s,
+        &mut p,
+        json!({"cwd": "/w", "additionalDirectories": ["/lib"]}),
+        json!({"configOptions": [{"id": "speed", "name": "Speed", "category": "speed",
+                                  "type": "select", "currentValue": "normal",
+                                  "options": [{"value": "normal", "name": "Normal"},
+                                              {"value": "fast", "name": "Fast"}]}]}),
+    );
+    // Initial config options in the stable session methods.
+    round_trip::<typed::NewSession>(
+        s,
+        &mut p,
+        json!({"cwd": "/w", "mcpServers": [], "configOptions": [{"configId": "model", "value": "fast"}]}),
+        json!({"sessionId": "s3"}),
+    );
+    round_trip::<u::AuthStatus>(
+        s,
+        &mut p,
+        json!({}),
+        json!({"state": "authenticated", "accounts": [{"label": "work", "description": "API key helper"}]}),
+    );
+    round_trip::<u::ListProviders>(s, &mut p, json!({}), json!({"providers": []}));
     round_trip::<u::McpMessage>(
+        s,
         &mut p,
         json!({"serverId": "m", "requestId": "r", "method": "tools/list"}),
         json!({"result": {"tools": []}}),
     );
     notification::<u::McpMessageNotification>(
+        s,
         &mut p,
         json!({"serverId": "m", "requestId": "r", "method": "notifications/progress"}),
     );
-    notification::<u::AuthStatusUpdate>(&mut p, json!({"state": "unauthenticated"}));
+    notification::<u::AuthStatusUpdate>(s, &mut p, json!({"state": "unauthenticated"}));
     // The draft session updates the client allowed.
-    notification::<typed::SessionUpdate>(
-        &mut p,
-        json!({"sessionId": "s", "update": {"sessionUpdate": "session_message_chunk", "messageId": "m", "content": {"type": "text", "text": "hi"}}}),
-    );
+    for update in [
+        json!({"sessionUpdate": "prompt_suggestions_update", "suggestions": [
+            {"prompt": [{"type": "text", "text": "Run the tests"}]},
+            {"prompt": [{"type": "resource_link", "uri": "file:///w/a.rs", "name": "a.rs"},
+                        {"type": "image", "data": "", "mimeType": "image/png"}]}]}),
+        json!({"sessionUpdate": "cursor_update", "cursorId": "cur-1",
+               "anchor": {"type": "agent_message", "messageId": "m1", "position": "after"},
+               "capabilities": {"fork": {}}}),
+        json!({"sessionUpdate": "cursor_update", "cursorId": "cur-1", "capabilities": null}),
+        json!({"sessionUpdate": "cursor_update", "cursorId": "cur-2",
+               "anchor": {"type": "tool_call", "toolCallId": "t1", "position": "before"}}),
+    ] {
+        notification::<typed::SessionUpdate>(
+            s,
+            &mut p,
+            json!({"sessionId": "s", "update": update}),
+        );
+    }
     // End-of-turn token usage decodes from a prompt result.
     let r: s::PromptResponse = serde_json::from_value(json!({"stopReason": "end_turn", "usage": {"totalTokens": 30, "inputTokens": 20, "outputTokens": 10}})).unwrap();
     assert_eq!(r.usage.map(|u| u.total_tokens), Some(30));
+
+    // Every draft session update kind of the draft schema was sent.
+    let drafts: BTreeSet<String> = [
+        acp_core::unstable::PROMPT_SUGGESTIONS_UPDATE,
+        acp_core::unstable::CURSOR_UPDATE,
+    ]
+    .map(str::to_owned)
+    .into();
+    assert!(
+        sc.tags("SessionUpdate", "sessionUpdate")
+            .is_superset(&drafts),
+        "{:?}",
+        sc.tags("SessionUpdate", "sessionUpdate")
+    );
 }
 
 #[test]
 fn a_pair_that_advertised_nothing_refuses_them() {
-    let mut p = pair(json!({}), json!({}));
-    let refused = |r: Result<u64, Error>| matches!(r, Err(Error::CapabilityNotAdvertised { .. }));
+    let mut sc = Schema::load();
+    let mut p = initialized(&mut sc, json!({}), json!({}));
+    let refused = |r: Result<u64, Error>, cap: &str| matches!(r, Err(Error::CapabilityNotAdvertised { capability, .. }) if capability == cap);
     let sid: s::SessionStatusRequest = serde_json::from_value(json!({"sessionId": "s"})).unwrap();
-    assert!(refused(p.client.request::<u::SessionStatus>(
-        &sid,
-        RequestOptions::default(),
-        0
-    )));
+    assert!(refused(
+        p.client
+            .request::<u::SessionStatus>(&sid, RequestOptions::default(), 0),
+        "sessionCapabilities.status"
+    ));
     let fork: s::ForkSessionRequest =
         serde_json::from_value(json!({"sessionId": "s", "cwd": "/w"})).unwrap();
-    assert!(refused(p.client.request::<u::ForkSession>(
-        &fork,
-        RequestOptions::default(),
-        0
-    )));
+    assert!(refused(
+        p.client
+            .request::<u::ForkSession>(&fork, RequestOptions::default(), 0),
+        "sessionCapabilities.fork"
+    ));
+    let options: s::SessionOptionsRequest = serde_json::from_value(json!({"cwd": "/w"})).unwrap();
+    assert!(refused(
+        p.client
+            .request::<u::SessionOptions>(&options, RequestOptions::default(), 0),
+        "sessionCapabilities.options"
+    ));
+    let new: s::NewSessionRequest = serde_json::from_value(
+        json!({"cwd": "/w", "mcpServers": [], "configOptions": [{"configId": "model", "value": "fast"}]}),
+    )
+    .unwrap();
+    assert!(refused(
+        p.client
+            .request::<typed::NewSession>(&new, RequestOptions::default(), 0),
+        "sessionCapabilities.options"
+    ));
     let upd: s::AuthStatusUpdateNotification =
         serde_json::from_value(json!({"state": "unknown"})).unwrap();
     assert!(matches!(
@@ -184,17 +171,23 @@ fn a_pair_that_advertised_nothing_refuses_them() {
             ..
         })
     ));
-    let plan: s::SessionNotification = serde_json::from_value(
-        json!({"sessionId": "s", "update": {"sessionUpdate": "plan_removed", "planId": "p"}}),
-    )
-    .unwrap();
-    assert!(matches!(
-        p.agent.notify_typed::<typed::SessionUpdate>(&plan),
-        Err(Error::CapabilityNotAdvertised {
-            capability: "plan",
-            ..
-        })
-    ));
+    for (update, cap) in [
+        (
+            json!({"sessionUpdate": "prompt_suggestions_update", "suggestions": []}),
+            "session.promptSuggestions",
+        ),
+        (
+            json!({"sessionUpdate": "cursor_update", "cursorId": "c"}),
+            "session.cursors",
+        ),
+    ] {
+        let n: s::SessionNotification =
+            serde_json::from_value(json!({"sessionId": "s", "update": update})).unwrap();
+        assert!(matches!(
+            p.agent.notify_typed::<typed::SessionUpdate>(&n),
+            Err(Error::CapabilityNotAdvertised { capability, .. }) if capability == cap
+        ));
+    }
     assert!(p.client.poll_transmit().is_none() && p.agent.poll_transmit().is_none());
 }
 
@@ -230,6 +223,7 @@ fn every_method_of_the_schema_crates_maps_has_a_marker() {
         typed::Cancel::NAME,
         typed::SessionUpdate::NAME,
         typed::CompleteElicitation::NAME,
+        typed::CancelRequest::NAME,
     ]);
     ours.extend([
         u::ForkSession::NAME,
@@ -237,6 +231,7 @@ fn every_method_of_the_schema_crates_maps_has_a_marker() {
         u::UnarchiveSession::NAME,
         u::SessionStatus::NAME,
         u::SetSessionTitle::NAME,
+        u::SessionOptions::NAME,
         u::AuthStatus::NAME,
         u::ListProviders::NAME,
         u::SetProvider::NAME,
@@ -246,15 +241,7 @@ fn every_method_of_the_schema_crates_maps_has_a_marker() {
         u::ProxySuccessor::NAME,
         u::AuthStatusUpdate::NAME,
     ]);
-    let mut theirs = BTreeSet::new();
-    for map in [
-        serde_json::to_value(s::AGENT_METHOD_NAMES).unwrap(),
-        serde_json::to_value(s::CLIENT_METHOD_NAMES).unwrap(),
-    ] {
-        for name in map.as_object().unwrap().values() {
-            theirs.insert(name.as_str().unwrap().to_owned());
-        }
-    }
+    let theirs = schema_support::meta_methods();
     let missing: Vec<_> = theirs
         .iter()
         .filter(|n| !ours.contains(n.as_str()))
@@ -265,6 +252,7 @@ fn every_method_of_the_schema_crates_maps_has_a_marker() {
         "session/fork",
         "session/status",
         "session/set_title",
+        "session/options",
         "auth/status",
         "mcp/message",
     ] {

@@ -316,6 +316,7 @@ fn vector_files() -> Vec<PathBuf> {
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "transcript"))
         .filter(|p| UNSTABLE || !is_unstable_vector(p))
+        .filter(|p| V2 || !is_v2_vector(p))
         .collect();
     files.sort();
     files
@@ -327,6 +328,24 @@ const UNSTABLE: bool = cfg!(feature = "unstable");
 fn is_unstable_vector(p: &Path) -> bool {
     p.file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("unstable-"))
+}
+
+/// `v2-*.transcript` vectors need the feature `unstable_protocol_v2` (ACP v2's rules).
+const V2: bool = cfg!(feature = "unstable_protocol_v2");
+
+fn is_v2_vector(p: &Path) -> bool {
+    p.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("v2-"))
+}
+
+#[test]
+fn v2_vectors_run_exactly_with_the_feature() {
+    let n = vector_files().iter().filter(|p| is_v2_vector(p)).count();
+    if V2 {
+        assert!(n >= 5, "expected the v2-*.transcript vectors, found {n}");
+    } else {
+        assert_eq!(n, 0, "v2 vectors replayed without the feature");
+    }
 }
 
 #[test]

@@ -242,6 +242,9 @@ impl ClientSideConnection {
         session_status => typed::unstable::SessionStatus;
         /// `session/set_title` (`sessionCapabilities.title`).
         set_session_title => typed::unstable::SetSessionTitle;
+        /// `session/options`: the config options a session would start with
+        /// (`sessionCapabilities.options`).
+        session_options => typed::unstable::SessionOptions;
         /// `auth/status` (`auth.status`).
         auth_status => typed::unstable::AuthStatus;
         /// `providers/list` (`providers`).

@@ -903,3 +903,64 @@ async fn an_answer_reaches_its_caller_after_the_notifications_sent_before_it() {
         );
     }
 }
+
+/// The handle checks an agent's gated `session/update` kinds itself (`notify` needs no round
+/// trip to the engine): `plan_removed` is refused until the client advertised `plan`, then it
+/// is sent and reaches the client; a client's handle knows what it advertised.
+#[tokio::test]
+async fn gated_session_updates_wait_for_the_clients_capability() {
+    let ((cr, cw), (ar, aw)) = transport::duplex(64 << 10);
+    let agent_router =
+        Router::new().route::<typed::Initialize, _, _>(|p: s::InitializeRequest, _| async move {
+            Ok(s::InitializeResponse::new(p.protocol_version))
+        });
+    let agent = AgentSideConnection::connect(ar, aw, agent_router, DriverConfig::new(Role::Agent));
+    let kinds = Arc::new(Mutex::new(Vec::new()));
+    let got = Arc::new(tokio::sync::Notify::new());
+    let (k, g) = (kinds.clone(), got.clone());
+    let client_router = Router::new().notification::<typed::SessionUpdate, _, _>(
+        move |n: s::SessionNotification, _cx| {
+            let (k, g) = (k.clone(), g.clone());
+            async move {
+                let v = serde_json::to_value(&n.update).unwrap();
+                k.lock()
+                    .unwrap()
+                    .push(v["sessionUpdate"].as_str().unwrap().to_owned());
+                g.notify_waiters();
+            }
+        },
+    );
+    let client =
+        ClientSideConnection::connect(cr, cw, client_router, DriverConfig::new(Role::Client));
+    let removed = || {
+        s::SessionNotification::new(
+            "s1",
+            s::SessionUpdate::PlanRemoved(s::PlanRemoved::new("p1")),
+        )
+    };
+
+    let e = agent.session_update(removed()).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RpcError::Refused(acp_core::Error::CapabilityNotAdvertised {
+                capability: "plan",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    client
+        .initialize(
+            s::InitializeRequest::new(ProtocolVersion::V1)
+                .client_capabilities(s::ClientCapabilities::new().plan(s::PlanCapabilities::new())),
+        )
+        .await
+        .unwrap();
+    assert!(agent.client_capabilities().plan);
+    assert!(client.handle().client_capabilities().plan);
+    let arrived = got.notified();
+    agent.session_update(removed()).await.unwrap();
+    eventually("the update", arrived).await;
+    assert_eq!(*kinds.lock().unwrap(), ["plan_removed"]);
+}

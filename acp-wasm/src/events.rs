@@ -72,14 +72,15 @@ export type ProtocolErrorKind =
   | "parseError" | "invalidRequest" | "oversize" | "unknownResponseId" | "lateResponse"
   | "errorWithoutId" | "tooManyRequests" | "notAllowedInBatch"
   /** Feature `unstable` only: a draft method or update without its capability. */
-  | "capabilityNotAdvertised";
+  | "capabilityNotAdvertised"
+  | "protocolVersionRule";
 
 /** The `name` of the Errors thrown by AcpConnection methods (besides TypeError for arguments
  *  of the wrong type). */
 export type AcpErrorName =
   | "ConnectionClosed" | "UnknownToken" | "AlreadyAnswered" | "UnknownRequest"
   | "NotAllowedInBatch" | "CapabilityNotAdvertised" | "PromptInFlight" | "InvalidParams"
-  | "InvalidMethod";
+  | "InvalidMethod" | "ProtocolVersionRule";
 "#;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -132,6 +133,7 @@ mod tests {
             K::TooManyRequests,
             K::NotAllowedInBatch,
             K::CapabilityNotAdvertised,
+            K::ProtocolVersionRule,
         ];
         for k in all {
             match k {
@@ -143,7 +145,8 @@ mod tests {
                 | K::ErrorWithoutId
                 | K::TooManyRequests
                 | K::NotAllowedInBatch
-                | K::CapabilityNotAdvertised => assert_in_ts("PeerErrorKind", k.name()),
+                | K::CapabilityNotAdvertised
+                | K::ProtocolVersionRule => assert_in_ts("PeerErrorKind", k.name()),
             }
         }
     }
@@ -211,6 +214,7 @@ mod tests {
             },
             Error::InvalidParams(String::new()),
             Error::InvalidMethod(String::new()),
+            Error::ProtocolVersionRule(String::new()),
         ];
         for e in &all {
             match e {
@@ -222,7 +226,8 @@ mod tests {
                 | Error::CapabilityNotAdvertised { .. }
                 | Error::PromptInFlight { .. }
                 | Error::InvalidParams(_)
-                | Error::InvalidMethod(_) => assert_in_ts("Error name", e.name()),
+                | Error::InvalidMethod(_)
+                | Error::ProtocolVersionRule(_) => assert_in_ts("Error name", e.name()),
             }
         }
     }

@@ -193,7 +193,7 @@ What changes it (in a prompt):
 Examples:
   acp chat                                   talks to it (the default agent)
   acp chat -p 'run `echo hi`' --yes          runs echo hi in a terminal, writes acp-demo.txt
-  acp demo-agent --state-dir ~/.cache/demo   sessions kept across restarts (load, resume, list)";
+  acp demo-agent --state-dir ~/.cache/demo   sessions kept across restarts (load, resume, list, delete)";
 
 const SERVE_EXAMPLES: &str = "\
 Examples:

@@ -1,6 +1,7 @@
 //! The demo agent's protocol handlers: `initialize` (and its raw form with `--require-auth`),
 //! `authenticate`, `session/new`, `session/load` (the replay), `session/resume`,
-//! `session/list`, `session/prompt` (one [`Turn`]) and `session/cancel`; sessions kept in
+//! `session/list`, `session/close`, `session/delete`, `session/prompt` (one [`Turn`]) and
+//! `session/cancel`; sessions kept in
 //! memory and, with `--state-dir`, in the [`store`].
 
 use std::path::Path;
@@ -17,28 +18,31 @@ use super::turn::{Stop, Turn};
 use super::{DemoAgent, AUTH_METHOD_ID};
 
 impl DemoAgent {
-    fn initialize(&self, p: s::InitializeRequest) -> s::InitializeResponse {
-        // Answer with the client's version if we speak it, else ours (the spec's negotiation).
-        let version = if p.protocol_version == agent_client_protocol_schema::ProtocolVersion::V1 {
-            p.protocol_version
-        } else {
-            agent_client_protocol_schema::ProtocolVersion::LATEST
-        };
-        let mut caps = s::AgentCapabilities::new()
+    fn initialize(&self) -> s::InitializeResponse {
+        // Any version the client asks for is answered with ours, v1 (the spec's negotiation:
+        // the client's if we speak it, else our latest). `V1` by name: the schema crate drops
+        // `LATEST` when its v2 preview is on (feature `unstable_protocol_v2` anywhere in the
+        // build), and this agent speaks v1.
+        let version = agent_client_protocol_schema::ProtocolVersion::V1;
+        // `session/close` always; with `--state-dir`, `session/list`, `session/delete` and
+        // (unless `--no-resume`) `session/resume`.
+        let mut sessions = s::SessionCapabilities::new().close(s::SessionCloseCapabilities::new());
+        if self.store.is_some() {
+            sessions = sessions
+                .list(s::SessionListCapabilities::new())
+                .delete(s::SessionDeleteCapabilities::new());
+            if !self.options.no_resume {
+                sessions = sessions.resume(s::SessionResumeCapabilities::new());
+            }
+        }
+        let caps = s::AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(
                 s::PromptCapabilities::new()
                     .image(true)
                     .embedded_context(true),
-            );
-        if self.store.is_some() {
-            let mut sessions =
-                s::SessionCapabilities::new().list(s::SessionListCapabilities::new());
-            if !self.options.no_resume {
-                sessions = sessions.resume(s::SessionResumeCapabilities::new());
-            }
-            caps = caps.session_capabilities(sessions);
-        }
+            )
+            .session_capabilities(sessions);
         s::InitializeResponse::new(version)
             .agent_capabilities(caps)
             .agent_info(
@@ -53,9 +57,16 @@ impl DemoAgent {
         &self,
         params: Option<Box<serde_json::value::RawValue>>,
     ) -> Result<Box<serde_json::value::RawValue>, ErrorObject> {
-        let p: s::InitializeRequest = typed::decode_params::<typed::Initialize>(params.as_deref())
-            .map_err(ErrorObject::invalid_params)?;
-        let mut answer = serde_json::to_value(self.initialize(p)).map_err(ErrorObject::internal)?;
+        // Decoded to refuse malformed params (-32602, a version that is no u16 included).
+        let request: s::InitializeRequest =
+            typed::decode_params::<typed::Initialize>(params.as_deref())
+                .map_err(ErrorObject::invalid_params)?;
+        #[cfg(feature = "unstable_protocol_v2")]
+        if request.protocol_version.as_u16() >= 2 {
+            return self.initialize_v2();
+        }
+        let _ = request;
+        let mut answer = serde_json::to_value(self.initialize()).map_err(ErrorObject::internal)?;
         if let Some(var) = &self.options.require_auth {
             answer["authMethods"] = serde_json::json!([{
                 "id": AUTH_METHOD_ID,
@@ -242,6 +253,44 @@ impl DemoAgent {
         Ok(s::LoadSessionResponse::new())
     }
 
+    /// `session/close`: the session's turn is cancelled (it ends `cancelled`) and the session
+    /// leaves this process's memory (with `--state-dir` it stays on disk, to load or resume
+    /// later); an unknown id is -32002.
+    pub(super) fn close_session(
+        &self,
+        p: s::CloseSessionRequest,
+    ) -> Result<s::CloseSessionResponse, ErrorObject> {
+        self.check_auth()?;
+        let key = p.session_id.0.to_string();
+        match self.sessions.lock().unwrap().remove(&key) {
+            Some(session) => {
+                session.turn.cancel();
+                Ok(s::CloseSessionResponse::new())
+            }
+            None => Err(unknown_session(&key)),
+        }
+    }
+
+    /// `session/delete` (with `--state-dir`): the session is closed as by `session/close` and
+    /// removed from the state directory, so `session/list`, `load` and `resume` no longer
+    /// know it; an id known neither in memory nor on disk is -32002.
+    pub(super) fn delete_session(
+        &self,
+        p: s::DeleteSessionRequest,
+    ) -> Result<s::DeleteSessionResponse, ErrorObject> {
+        self.check_auth()?;
+        let key = p.session_id.0.to_string();
+        let live = self.sessions.lock().unwrap().remove(&key);
+        if let Some(session) = &live {
+            session.turn.cancel();
+        }
+        let on_disk = self.store.as_ref().is_some_and(|st| st.delete(&key));
+        if live.is_none() && !on_disk {
+            return Err(unknown_session(&key));
+        }
+        Ok(s::DeleteSessionResponse::new())
+    }
+
     pub(super) fn cancel(&self, session_id: &s::SessionId) {
         if let Some(session) = self.sessions.lock().unwrap().get(&*session_id.0) {
             session.turn.cancel();
@@ -275,7 +324,7 @@ impl DemoAgent {
             client: cx.client(),
             session_id: p.session_id.clone(),
             cwd,
-            cancel,
+            cancel: cancel.clone(),
         };
         turn.record(s::SessionUpdate::UserMessageChunk(s::ContentChunk::new(
             text.clone().into(),
@@ -283,6 +332,10 @@ impl DemoAgent {
         let outcome = turn.run(&text).await;
         self.persist(&key);
         let stop_reason = match outcome {
+            // A `session/cancel` read at any point before this answer wins over how the turn
+            // ended: the spec asks for `cancelled` (not `end_turn`, nor the error of a client
+            // call that the client failed because it cancelled).
+            _ if cancel.is_cancelled() && !cx.cancel.is_cancelled() => s::StopReason::Cancelled,
             Ok(reason) => reason,
             Err(Stop::Cancelled) => s::StopReason::Cancelled,
             // A closed connection or a refused call: nobody is listening for a clean answer

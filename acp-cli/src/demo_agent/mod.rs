@@ -5,7 +5,7 @@
 //! small, complete example of an agent written with this crate:
 //!
 //! * [`run`] builds a [`Router`] of typed handlers (`initialize`, `session/new`,
-//!   `session/load`, `session/prompt`, the `session/cancel` notification) and drives it over
+//!   `session/load`, `session/close`, `session/prompt`, the `session/cancel` notification…) and drives it over
 //!   stdio with [`AgentSideConnection::connect_with`]. Requests run concurrently, so the reader
 //!   keeps reading (and sees `session/cancel`) while a prompt turn is in progress.
 //! * [`DemoAgent::prompt`] is one prompt turn. It reports a plan, streams its answer in
@@ -36,8 +36,9 @@
 //! arriving between turns).
 //!
 //! Options for clients' tests: `--state-dir DIR` keeps every session on disk ([`store`]), so
-//! `session/load`, `session/resume` and `session/list` (advertised then) work across agent
-//! restarts; `--require-auth env:NAME` advertises an `env_var` auth method reading `NAME` and
+//! `session/load`, `session/resume`, `session/list` and `session/delete` (advertised then)
+//! work across agent restarts (`session/close`, always advertised, frees a session in memory
+//! and cancels its turn); `--require-auth env:NAME` advertises an `env_var` auth method reading `NAME` and
 //! answers `session/*` with -32000 (auth required) until `authenticate` is called with it
 //! while `NAME` is set in the agent's environment; `--no-resume` advertises `session/load`
 //! only (sessions are replayed, never resumed).
@@ -46,13 +47,16 @@
 //! `handlers.rs` the protocol's requests (`initialize`, `authenticate`, `session/*`);
 //! `session.rs` what it remembers of a session; `turn.rs` the scripted prompt turn (plan,
 //! streamed answer, files, terminal, permission, write); `script.rs` its words (the canned
-//! answer, the slash commands, what a prompt names); `store.rs` the sessions on disk.
+//! answer, the slash commands, what a prompt names); `store.rs` the sessions on disk;
+//! `v2.rs` (feature `unstable_protocol_v2`) ACP v2 for a client that asks for it.
 
 mod handlers;
 mod script;
 mod session;
 mod store;
 mod turn;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -105,6 +109,10 @@ pub async fn run(options: DemoOptions) -> i32 {
         options,
         sessions: Mutex::new(HashMap::new()),
         id_prefix: format!("demo-{:08x}", random_u64() as u32),
+        #[cfg(feature = "unstable_protocol_v2")]
+        v2: std::sync::atomic::AtomicBool::new(false),
+        #[cfg(feature = "unstable_protocol_v2")]
+        v2_sessions: Mutex::new(HashMap::new()),
     });
     let (stdin, stdout) = acp_native::transport::stdio();
     let conn = AgentSideConnection::connect_with(
@@ -117,7 +125,7 @@ pub async fn run(options: DemoOptions) -> i32 {
             ServiceBuilder::new()
                 .layer(CatchPanicLayer)
                 .layer(LifecycleLayer::new())
-                .service(agent.router())
+                .service(agent.service())
         },
     );
     let reason = conn.closed().await;
@@ -138,6 +146,12 @@ pub struct DemoAgent {
     store: Option<store::Store>,
     /// `authenticate` succeeded (always, without `--require-auth`).
     authenticated: std::sync::atomic::AtomicBool,
+    /// The client asked for ACP v2 and got it (feature `unstable_protocol_v2`).
+    #[cfg(feature = "unstable_protocol_v2")]
+    v2: std::sync::atomic::AtomicBool,
+    /// The v2 connection's sessions.
+    #[cfg(feature = "unstable_protocol_v2")]
+    v2_sessions: v2::V2Sessions,
 }
 
 /// A random 64-bit value for ids (the OS's random source; the clock and pid if unreadable).
@@ -158,6 +172,39 @@ fn random_u64() -> u64 {
 }
 
 impl DemoAgent {
+    /// What serves the connection: the v1 router, or (feature `unstable_protocol_v2`) the v2
+    /// routes once `initialize` settled on v2, falling back to the v1 router.
+    #[cfg(not(feature = "unstable_protocol_v2"))]
+    fn service(self: &Arc<Self>) -> Router {
+        self.router()
+    }
+
+    #[cfg(feature = "unstable_protocol_v2")]
+    fn service(
+        self: &Arc<Self>,
+    ) -> impl tower::Service<
+        acp_native::Incoming,
+        Response = Box<acp_native::RawValue>,
+        Error = acp_core::ErrorObject,
+        Future = futures::future::BoxFuture<
+            'static,
+            Result<Box<acp_native::RawValue>, acp_core::ErrorObject>,
+        >,
+    > + Clone {
+        let v1 = self.router();
+        let v2 = self.v2_router(v1.clone());
+        let agent = self.clone();
+        tower::service_fn(move |i: acp_native::Incoming| {
+            use tower::Service;
+            let mut r = if agent.is_v2() {
+                v2.clone()
+            } else {
+                v1.clone()
+            };
+            r.call(i)
+        })
+    }
+
     /// The typed handlers. Each closure clones the `Arc` and calls a method.
     fn router(self: &Arc<Self>) -> Router {
         let (a, b, c, d, e) = (
@@ -167,7 +214,13 @@ impl DemoAgent {
             self.clone(),
             self.clone(),
         );
-        let (f, g, h) = (self.clone(), self.clone(), self.clone());
+        let (f, g, h, i, j) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+        );
         Router::new()
             .route_raw("initialize", move |p, _cx| {
                 let a = a.clone();
@@ -184,6 +237,14 @@ impl DemoAgent {
             .route::<typed::ListSessions, _, _>(move |p, _cx| {
                 let h = h.clone();
                 async move { h.list_sessions(p) }
+            })
+            .route::<typed::CloseSession, _, _>(move |p, _cx| {
+                let i = i.clone();
+                async move { i.close_session(p) }
+            })
+            .route::<typed::DeleteSession, _, _>(move |p, _cx| {
+                let j = j.clone();
+                async move { j.delete_session(p) }
             })
             .route::<typed::NewSession, _, _>(move |p, cx| {
                 let b = b.clone();

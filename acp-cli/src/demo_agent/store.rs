@@ -158,6 +158,11 @@ impl Store {
         (saved.format == FORMAT && saved.session_id == id).then_some(saved)
     }
 
+    /// Removes the saved session `id`; whether there was one.
+    pub fn delete(&self, id: &str) -> bool {
+        storable_id(id) && std::fs::remove_file(self.path(id)).is_ok()
+    }
+
     /// Every readable saved session, most recently updated first.
     pub fn list(&self) -> Vec<Saved> {
         let Ok(dir) = std::fs::read_dir(&self.dir) else {

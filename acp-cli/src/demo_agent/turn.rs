@@ -1,8 +1,8 @@
 //! One scripted prompt turn of the demo agent: a plan, a thought, the answer streamed in
 //! chunks, the files the prompt names read through the client, a command run in a client
 //! terminal, then [`DEMO_FILE`] written after asking permission. Each client call is made only
-//! if the client advertised the capability; `session/cancel` ends the turn between steps and
-//! while it waits.
+//! if the client advertised the capability; `session/cancel` ends the turn between steps,
+//! between its updates and while it waits (for a delay, for the client's answer to a call).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -194,6 +194,19 @@ impl Turn<'_> {
         Ok(())
     }
 
+    /// Awaits a call to the client unless the turn is cancelled first: a cancelled turn does
+    /// not wait for the client's answer (a late answer is dropped by the connection).
+    async fn unless_cancelled<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, RpcError>>,
+    ) -> Result<Result<T, RpcError>, Stop> {
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Err(Stop::Cancelled),
+            r = call => Ok(r),
+        }
+    }
+
     /// Keeps an update for `session/load` without sending it.
     pub(super) fn record(&self, update: s::SessionUpdate) {
         let mut sessions = self.agent.sessions.lock().unwrap();
@@ -202,7 +215,12 @@ impl Turn<'_> {
         }
     }
 
+    /// Sends (and records) one update, unless the turn was cancelled: once `session/cancel`
+    /// is read, the turn writes nothing more and ends `cancelled`.
     async fn send(&self, update: s::SessionUpdate) -> Result<(), Stop> {
+        if self.cancel.is_cancelled() {
+            return Err(Stop::Cancelled);
+        }
         self.record(update.clone());
         let n = s::SessionNotification::new(self.session_id.clone(), update);
         self.client.session_update(n).await?;
@@ -264,7 +282,10 @@ impl Turn<'_> {
         )
         .await?;
         let request = s::ReadTextFileRequest::new(self.session_id.clone(), path);
-        let fields = match self.client.read_text_file(request).await {
+        let fields = match self
+            .unless_cancelled(self.client.read_text_file(request))
+            .await?
+        {
             Ok(r) => {
                 let lines = r.content.lines().count();
                 let first = r.content.lines().next().unwrap_or("").chars().take(80);
@@ -309,6 +330,11 @@ impl Turn<'_> {
                 return Ok(false);
             }
         };
+        if self.cancel.is_cancelled() {
+            // Cancelled while the client created it: give it back, do not run on.
+            let _ = terminal.release().await;
+            return Err(Stop::Cancelled);
+        }
         // Show the live terminal in the tool call, then wait for it (or for a cancel).
         let embed = s::ToolCallContent::Terminal(s::Terminal::new(terminal.id().clone()));
         self.tool_update(
@@ -363,7 +389,10 @@ impl Turn<'_> {
         // so the diff shows the change, not a new file. None: the file does not exist yet.
         let old_text = if self.client.client_capabilities().read_text_file {
             let request = s::ReadTextFileRequest::new(self.session_id.clone(), &path);
-            match self.client.read_text_file(request).await {
+            match self
+                .unless_cancelled(self.client.read_text_file(request))
+                .await?
+            {
                 Ok(r) => Some(r.content),
                 Err(e) if e.is_closed() => return Err(e.into()),
                 Err(_) => None,
@@ -432,7 +461,10 @@ impl Turn<'_> {
         }
         self.step().await?;
         let request = s::WriteTextFileRequest::new(self.session_id.clone(), &path, content);
-        let fields = match self.client.write_text_file(request).await {
+        let fields = match self
+            .unless_cancelled(self.client.write_text_file(request))
+            .await?
+        {
             Ok(_) => s::ToolCallUpdateFields::new().status(s::ToolCallStatus::Completed),
             Err(e) if e.is_closed() => return Err(e.into()),
             Err(e) => s::ToolCallUpdateFields::new()

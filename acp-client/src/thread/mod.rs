@@ -27,6 +27,10 @@ mod read; // one update read in one pass when its tag comes first
 mod saved; // reading the saved tagged entries back, tag first
 #[cfg(test)]
 mod tests;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2; // ACP v2's keyed upserts, turn and replay folded into the same thread
+#[cfg(all(test, feature = "unstable_protocol_v2"))]
+mod v2_tests;
 mod wire; // the `session/update` forms read from the agent
 
 use std::collections::{BTreeSet, HashMap};
@@ -147,6 +151,14 @@ pub struct Thread {
     grown: Option<delta::Grown>,
     #[serde(skip)]
     meta_changed: bool,
+    /// ACP v2: the prompt's entry until the agent gives it an id.
+    #[cfg(feature = "unstable_protocol_v2")]
+    #[serde(skip)]
+    v2_prompt: Option<u64>,
+    /// ACP v2: the id of the plan shown.
+    #[cfg(feature = "unstable_protocol_v2")]
+    #[serde(skip)]
+    v2_plan_id: Option<String>,
 }
 
 impl PartialEq for Thread {
@@ -189,7 +201,8 @@ pub enum Applied {
     Info,
     /// The context window's use changed ([`Thread::usage`]).
     Usage,
-    /// An update this version does not show (its `sessionUpdate` kind).
+    /// An update this version does not show (its `sessionUpdate` kind). With ACP v2 also a
+    /// `state_update`, whose effect is on [`Thread::turn`] and [`Thread::last_stop`].
     Ignored {
         /// The update's `sessionUpdate` value, as sent.
         kind: String,
@@ -254,6 +267,10 @@ impl Thread {
             changed: BTreeSet::new(),
             grown: None,
             meta_changed: false,
+            #[cfg(feature = "unstable_protocol_v2")]
+            v2_prompt: None,
+            #[cfg(feature = "unstable_protocol_v2")]
+            v2_plan_id: None,
         }
     }
 
@@ -444,12 +461,7 @@ impl Thread {
             | Update::AgentMessageChunk(_)
             | Update::AgentThoughtChunk(_)) => self.apply(chunk),
             Update::ToolCall(t) => self.apply_tool(*t),
-            Update::Plan(WirePlan { entries }) => {
-                self.plan = entries.items;
-                self.plan_more = entries.skipped;
-                self.meta_changed = true;
-                Applied::Plan
-            }
+            Update::Plan(plan) => self.apply_plan(plan),
             Update::Commands(WireCommands { available_commands }) => {
                 self.commands_more = available_commands.skipped;
                 self.commands = available_commands
@@ -491,6 +503,13 @@ impl Thread {
             }
             Update::Unknown(kind) => Applied::Ignored { kind },
         }
+    }
+
+    fn apply_plan(&mut self, WirePlan { entries }: WirePlan) -> Applied {
+        self.plan = entries.items;
+        self.plan_more = entries.skipped;
+        self.meta_changed = true;
+        Applied::Plan
     }
 
     /// Folds a chunk: appended to the last entry or a new one; its number, and whether it is new.
@@ -619,6 +638,10 @@ impl Thread {
             message_id: None,
             content: prompt,
         });
+        #[cfg(feature = "unstable_protocol_v2")]
+        {
+            self.v2_prompt = Some(n);
+        }
         self.enforce_limit();
         n
     }
@@ -722,7 +745,7 @@ impl Thread {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum ChunkKind {
     User,
     Agent,

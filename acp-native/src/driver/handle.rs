@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_core::acp::{ext_name, ClientCapabilities};
+use acp_core::acp::{ext_name, Advertised, ClientCapabilities};
 use acp_core::{CallError, RawValue, Role};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, PollSender};
@@ -130,14 +130,24 @@ impl ConnectionHandle {
                 )));
             }
         }
-        #[cfg(feature = "unstable")]
-        {
-            let bits = self.shared.unstable_caps.load(Ordering::Relaxed);
-            let mut advertised = acp_core::unstable::Advertised::default();
-            advertised.agent.auth_status = bits & 1 != 0;
-            advertised.client.plan = bits & 2 != 0;
-            advertised.client.subagents = bits & 4 != 0;
-            let missing = advertised.missing_for_notification(
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.protocol_version() == acp_core::v2::PROTOCOL_VERSION {
+            // ACP v2's rules for a notification need no state but the version (the replay
+            // order's does: the engine checks it and the driver logs a refusal).
+            let refused = |why| RpcError::Refused(acp_core::Error::ProtocolVersionRule(why));
+            if let Some(why) = acp_core::v2::removed_method(&method) {
+                return Err(refused(why));
+            }
+            if self.shared.role == acp_core::Role::Agent
+                && method == acp_core::acp::client::SESSION_UPDATE
+            {
+                let p = params.as_deref().map_or("", RawValue::get);
+                acp_core::v2::check_update(p, true).map_err(refused)?;
+            }
+        }
+        if self.shared.enforce_capabilities && self.protocol_version() == 1 {
+            let bits = self.shared.advertised.load(Ordering::Relaxed);
+            let missing = Advertised::from_bits(bits).missing_for_notification(
                 self.shared.role,
                 &method,
                 params.as_deref().map(RawValue::get),
@@ -273,14 +283,16 @@ impl ConnectionHandle {
         self.shared.token.clone()
     }
 
-    /// Agent side: what the client advertised in `initialize` (all false before).
+    /// The protocol version `initialize` settled on ([`acp_core::Connection::protocol_version`]):
+    /// 1, or 2 with the feature `unstable_protocol_v2` when both sides offered ACP v2.
+    pub fn protocol_version(&self) -> u16 {
+        self.shared.protocol_version.load(Ordering::Relaxed)
+    }
+
+    /// What the client advertised in `initialize`, as far as the engine acts on it: received
+    /// by an agent, sent by a client (all false before).
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        let bits = self.shared.client_caps.load(Ordering::Relaxed);
-        ClientCapabilities {
-            read_text_file: bits & 1 != 0,
-            write_text_file: bits & 2 != 0,
-            terminal: bits & 4 != 0,
-        }
+        Advertised::from_bits(self.shared.advertised.load(Ordering::Relaxed)).client
     }
 
     pub(super) fn closed_error(&self) -> RpcError {

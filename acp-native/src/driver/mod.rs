@@ -93,7 +93,7 @@ mod shared; // what handles and the tasks share: commands, `Shared`, the handled
 mod task; // the driver task: its loop, reading, writing, deadlines, commands
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use acp_core::{Connection, ErrorObject, RawValue};
@@ -158,13 +158,9 @@ where
             ctl: ctl_tx,
             role: config.core.role,
             next_key: AtomicU64::new(0),
-            client_caps: AtomicU8::new(0),
-            #[cfg(feature = "unstable")]
-            unstable_caps: AtomicU8::new(if config.core.enforce_capabilities {
-                0
-            } else {
-                7
-            }),
+            advertised: AtomicU32::new(0),
+            protocol_version: AtomicU16::new(1),
+            enforce_capabilities: config.core.enforce_capabilities,
             closed: closed_rx,
             token: token.clone(),
             notifications_received: AtomicU64::new(0),

@@ -2,7 +2,7 @@
 //! commands a handle sends to the task, the state they all read, and the count of handled
 //! notifications.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,13 +67,14 @@ pub(super) struct Shared {
     pub(super) ctl: mpsc::UnboundedSender<Control>,
     pub(super) role: Role,
     pub(super) next_key: AtomicU64,
-    /// Client capabilities as the engine read them (agent side), as bits.
-    pub(super) client_caps: AtomicU8,
-    /// Feature `unstable`: what the draft notifications need, as bits (the agent's
-    /// `auth.status`, the client's `plan`, `subagents`; all set when capabilities are not
-    /// enforced), so `notify` refuses them without a round trip to the engine.
-    #[cfg(feature = "unstable")]
-    pub(super) unstable_caps: AtomicU8,
+    /// Both sides' capabilities as the engine read them, as `acp_core::acp::Advertised`'s
+    /// bits, so `notify` refuses what they do not allow without a round trip to the engine.
+    pub(super) advertised: AtomicU32,
+    /// [`acp_core::Connection::protocol_version`], so `notify` applies ACP v2's rules (feature
+    /// `unstable_protocol_v2`) without a round trip.
+    pub(super) protocol_version: AtomicU16,
+    /// [`acp_core::Config::enforce_capabilities`].
+    pub(super) enforce_capabilities: bool,
     pub(super) closed: watch::Receiver<Option<String>>,
     pub(super) token: CancellationToken,
     /// Notifications received from the peer (counted by the driver as they arrive).

@@ -530,29 +530,14 @@ where
     }
 
     pub(super) fn publish_caps(&self) {
-        let caps = self.conn.client_capabilities();
-        let bits = u8::from(caps.read_text_file)
-            | (u8::from(caps.write_text_file) << 1)
-            | (u8::from(caps.terminal) << 2);
         self.handle
             .shared
-            .client_caps
-            .store(bits, Ordering::Relaxed);
-        #[cfg(feature = "unstable")]
-        {
-            let a = self.conn.advertised();
-            let bits = if self.conn.config().enforce_capabilities {
-                u8::from(a.agent.auth_status)
-                    | (u8::from(a.client.plan) << 1)
-                    | (u8::from(a.client.subagents) << 2)
-            } else {
-                7
-            };
-            self.handle
-                .shared
-                .unstable_caps
-                .store(bits, Ordering::Relaxed);
-        }
+            .advertised
+            .store(self.conn.advertised().to_bits(), Ordering::Relaxed);
+        self.handle
+            .shared
+            .protocol_version
+            .store(self.conn.protocol_version(), Ordering::Relaxed);
     }
 
     /// Moves what the engine has to send into the output (dropped once writing failed).

@@ -1,59 +1,14 @@
-//! Shared pieces: the messages every contestant sends, timing statistics and memory probes.
+//! Shared pieces without the protocol's types: the constants of the messages every contestant
+//! sends, the scenarios, timing statistics, memory probes and the result line. Also compiled
+//! into the official Rust SDK's side (`tests/rust-sdk`, through `#[path]`), which builds
+//! against another version of the schema crate; the typed messages are `messages.rs`.
 
 use std::time::Duration;
-
-use acp_core::typed::schema::v1 as s;
 
 pub const SESSION_ID: &str = "sess_0123456789abcdef";
 pub const CWD: &str = "/home/user/projects/example-workspace";
 pub const CHUNK_TEXT: &str = "Here is the next piece of the answer, streamed. ";
 pub const WRITE_PATH: &str = "/home/user/projects/example-workspace/big.txt";
-
-/// The notification the agent streams (a fresh value each time, as an agent would build it).
-pub fn chunk_notification() -> s::SessionNotification {
-    s::SessionNotification::new(
-        SESSION_ID,
-        s::SessionUpdate::AgentMessageChunk(s::ContentChunk::new(s::ContentBlock::Text(
-            s::TextContent::new(CHUNK_TEXT),
-        ))),
-    )
-}
-
-/// What the client checks on every decoded notification.
-pub fn check_chunk(n: &s::SessionNotification) -> bool {
-    matches!(&n.update, s::SessionUpdate::AgentMessageChunk(c)
-        if matches!(&c.content, s::ContentBlock::Text(t) if t.text.len() == CHUNK_TEXT.len()))
-}
-
-pub fn new_session_request() -> s::NewSessionRequest {
-    s::NewSessionRequest::new(CWD)
-}
-
-pub fn new_session_response() -> s::NewSessionResponse {
-    s::NewSessionResponse::new(SESSION_ID)
-}
-
-pub fn initialize_request() -> s::InitializeRequest {
-    s::InitializeRequest::new(acp_core::typed::schema::ProtocolVersion::V1).client_capabilities(
-        s::ClientCapabilities::new().fs(s::FileSystemCapabilities::new().write_text_file(true)),
-    )
-}
-
-pub fn initialize_response() -> s::InitializeResponse {
-    s::InitializeResponse::new(acp_core::typed::schema::ProtocolVersion::V1)
-}
-
-/// The trigger the client sends: the agent then streams / writes (see `Scenario`).
-pub fn prompt_request() -> s::PromptRequest {
-    s::PromptRequest::new(
-        SESSION_ID,
-        vec![s::ContentBlock::Text(s::TextContent::new("go"))],
-    )
-}
-
-pub fn prompt_response() -> s::PromptResponse {
-    s::PromptResponse::new(s::StopReason::EndTurn)
-}
 
 /// Content for a write request whose whole JSON-RPC message is just under `message_bytes`
 /// (code-like ASCII text with nothing JSON must escape, so every SDK sends the same bytes).
@@ -70,8 +25,22 @@ pub fn file_content(message_bytes: usize) -> String {
     s
 }
 
-pub fn write_request(content: String) -> s::WriteTextFileRequest {
-    s::WriteTextFileRequest::new(SESSION_ID, WRITE_PATH, content)
+/// The tokio runtime every Rust contestant runs on. The official SDK is an actor system; a
+/// multi-threaded runtime (2 workers, the machine's cores) is how an application would run it,
+/// and the other contestants run the same. ACP_BENCH_SDK_RT=ct selects current_thread.
+pub fn runtime() -> tokio::runtime::Runtime {
+    if std::env::var("ACP_BENCH_SDK_RT").as_deref() == Ok("ct") {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
 }
 
 /// Resident set size now, in KiB (Linux /proc).

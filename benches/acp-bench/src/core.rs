@@ -8,6 +8,7 @@ use acp_core::typed::{self, decode_notification, decode_params, decode_result};
 use acp_core::{Config, Event, RequestOptions, Role};
 
 use crate::common::*;
+use crate::messages::*;
 
 type R<T> = Result<T, String>;
 

@@ -1,5 +1,7 @@
 //! The driver: runs every contestant of a scenario alternately (A, B, C, A, B, C, ...), each
 //! measurement in its own child process (peak RSS from wait4), takes medians, prints tables.
+//! The official Rust SDK's contestants run in `rust-sdk-peer` (`--sdk-peer PATH`,
+//! tests/rust-sdk), the same `one CONTESTANT SCENARIO…` command line as this program's.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,7 +13,10 @@ use crate::common::{Outcome, Scenario};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Host {
+    /// This program.
     Rust,
+    /// `rust-sdk-peer` (the official Rust SDK).
+    RustSdk,
     Node,
 }
 
@@ -49,7 +54,7 @@ const CONTESTANTS: &[Contestant] = &[
     Contestant {
         key: "sdk",
         label: "official Rust SDK 5.x (in-memory duplex)",
-        host: Host::Rust,
+        host: Host::RustSdk,
         acp_rs: false,
         stdio: false,
     },
@@ -77,7 +82,7 @@ const CONTESTANTS: &[Contestant] = &[
     Contestant {
         key: "sdk-stdio",
         label: "official Rust SDK 5.x (subprocess stdio)",
-        host: Host::Rust,
+        host: Host::RustSdk,
         acp_rs: false,
         stdio: true,
     },
@@ -114,7 +119,7 @@ const CONTESTANTS: &[Contestant] = &[
     Contestant {
         key: "sdk-stdio-ct",
         label: "official Rust SDK 5.x (subprocess stdio), current_thread runtime",
-        host: Host::Rust,
+        host: Host::RustSdk,
         acp_rs: false,
         stdio: true,
     },
@@ -129,6 +134,8 @@ const CONTESTANTS: &[Contestant] = &[
 
 struct Env {
     exe: PathBuf,
+    /// `rust-sdk-peer`, for the official Rust SDK's contestants.
+    sdk_peer: Option<PathBuf>,
     node_dir: PathBuf,
     timeout: Duration,
     /// Why a contestant cannot be measured (None: it can).
@@ -146,8 +153,12 @@ impl Env {
 
     fn command(&self, c: &Contestant, sc: Scenario) -> Command {
         let mut cmd = match c.host {
-            Host::Rust => {
-                let mut cmd = Command::new(&self.exe);
+            Host::Rust | Host::RustSdk => {
+                let exe = match (c.host, &self.sdk_peer) {
+                    (Host::RustSdk, Some(peer)) => peer,
+                    _ => &self.exe,
+                };
+                let mut cmd = Command::new(exe);
                 match c.key.strip_suffix("-ct") {
                     Some(base) => {
                         cmd.arg("one").arg(base).env("ACP_BENCH_SDK_RT", "ct");
@@ -709,6 +720,7 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
     let mut short = false;
     let mut rounds: Option<usize> = None;
     let mut node_dir = PathBuf::from("benches/node");
+    let mut sdk_peer: Option<PathBuf> = None;
     let mut md_path: Option<PathBuf> = None;
     let mut only: Option<Vec<String>> = None;
     let mut unavailable: Vec<(&'static str, String)> = Vec::new();
@@ -718,6 +730,7 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
             "--short" => short = true,
             "--rounds" => rounds = it.next().and_then(|v| v.parse().ok()),
             "--node-dir" => node_dir = it.next().map(PathBuf::from).unwrap_or(node_dir),
+            "--sdk-peer" => sdk_peer = it.next().map(PathBuf::from),
             "--md" => md_path = it.next().map(PathBuf::from),
             "--only" => only = it.next().map(|v| v.split(',').map(String::from).collect()),
             "--unavailable" => {
@@ -739,9 +752,15 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
         unavailable.push(("native", why.clone()));
         unavailable.push(("native-stdio", why));
     }
+    if sdk_peer.is_none() && !unavailable.iter().any(|(k, _)| *k == "sdk") {
+        let why = "no --sdk-peer (rust-sdk-peer, built from tests/rust-sdk)".to_string();
+        unavailable.push(("sdk", why.clone()));
+        unavailable.push(("sdk-stdio", why));
+    }
     let rounds = rounds.unwrap_or(if short { 1 } else { 5 });
     let env = Env {
         exe: exe.to_path_buf(),
+        sdk_peer,
         node_dir,
         timeout: Duration::from_secs(if short { 120 } else { 600 }),
         unavailable,

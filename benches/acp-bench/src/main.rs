@@ -2,18 +2,31 @@
 //!
 //!   acp-bench drive [--short] [--rounds N] [--node-dir DIR] [--md FILE] [--only GROUP,...]
 //!   acp-bench one CONTESTANT SCENARIO ARGS...     one measurement, prints one JSON line
-//!   acp-bench serve (core|sdk|native|pipe|pipe-tokio) SCENARIO ARGS... child side of the stdio contestants
+//!   acp-bench serve (core|native|pipe|pipe-tokio) SCENARIO ARGS... child side of the stdio contestants
 //!   acp-bench remote-scale [--smoke] [--sessions N] ...   remote servers at scale (src/remote_scale.rs)
-//!   acp-bench remote-serve (ours|official)                 its server process
+//!   acp-bench remote-serve ours                            its server process
+//!   acp-bench interop-agent                                an acp-native agent on stdio for the
+//!                                                          interop tests (tests/interop_rust_sdk.rs)
+//!
+//! The official Rust SDK's contestants (`sdk`, `sdk-stdio`) and its remote server run in another
+//! program, `rust-sdk-peer` (tests/rust-sdk, its own workspace: the SDK pins another version of
+//! the schema crate than acp-core, and one build cannot hold both); `--sdk-peer PATH` names it.
 
 mod common;
 mod core;
 mod driver;
 #[cfg(feature = "native")]
+mod interop_agent;
+mod messages;
+#[cfg(feature = "native")]
 mod native;
 mod remote_scale;
-mod sdk;
 mod stdio;
+
+/// The schema crate's types `messages.rs` builds with: acp-core's.
+mod schema {
+    pub use acp_core::typed::schema::{v1, ProtocolVersion};
+}
 
 use common::{Outcome, Scenario};
 
@@ -38,7 +51,6 @@ fn main() {
                     Err(e) => Err(e),
                     Ok(sc) => match what.as_str() {
                         "core" => stdio::serve_core(sc),
-                        "sdk" => sdk::serve(sc),
                         #[cfg(feature = "native")]
                         "native" => native::serve(sc),
                         other => Err(format!("unknown server {other}")),
@@ -53,6 +65,8 @@ fn main() {
         Some("drive") => std::process::exit(driver::main(&args[1..], &exe)),
         Some("remote-scale") => std::process::exit(remote_scale::main(&args[1..], &exe)),
         Some("remote-serve") => std::process::exit(remote_scale::serve(&args[1..])),
+        #[cfg(feature = "native")]
+        Some("interop-agent") => std::process::exit(interop_agent::main()),
         _ => {
             eprintln!("usage: acp-bench drive [--short] | one CONTESTANT SCENARIO... | serve ...");
             std::process::exit(2);
@@ -66,8 +80,6 @@ fn run_one(contestant: &str, sc: Scenario, exe: &std::path::Path) -> Result<Outc
         "core-stdio" => stdio::run_core(sc, exe),
         "pipe" => stdio::run_pipe(sc, exe),
         "pipe-tokio" => stdio::run_pipe_tokio(sc, exe),
-        "sdk" => sdk::run_duplex(sc),
-        "sdk-stdio" => sdk::run_stdio(sc, exe),
         #[cfg(feature = "native")]
         "native" => native::run_duplex(sc),
         #[cfg(feature = "native")]

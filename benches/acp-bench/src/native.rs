@@ -15,6 +15,7 @@ use acp_native::{transport, AgentSideConnection, ClientSideConnection, DriverCon
 use futures::StreamExt;
 
 use crate::common::*;
+use crate::messages::*;
 
 type R<T> = Result<T, String>;
 
@@ -216,7 +217,7 @@ async fn measure(
 
 /// Client and agent in this process over `transport::duplex` (64 KiB each way).
 pub fn run_duplex(sc: Scenario) -> R<Outcome> {
-    let rt = crate::sdk::runtime();
+    let rt = crate::common::runtime();
     rt.block_on(async move {
         let base = rss_kb();
         let ((cr, cw), (ar, aw)) = transport::duplex(64 * 1024);
@@ -240,7 +241,7 @@ pub fn run_duplex(sc: Scenario) -> R<Outcome> {
 /// The client here; the acp-native agent in a child (`acp-bench serve native ...`), spawned
 /// and supervised by `transport::spawn_agent`.
 pub fn run_stdio(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
-    let rt = crate::sdk::runtime();
+    let rt = crate::common::runtime();
     rt.block_on(async move {
         let base = rss_kb();
         let mut args = vec!["serve".to_string(), "native".to_string()];
@@ -264,7 +265,7 @@ pub fn run_stdio(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
 
 /// Child side of `run_stdio`: the acp-native agent on this process's stdin/stdout.
 pub fn serve(sc: Scenario) -> R<()> {
-    let rt = crate::sdk::runtime();
+    let rt = crate::common::runtime();
     rt.block_on(async move {
         let (stdin, stdout) = transport::stdio();
         let conn =

@@ -5,7 +5,9 @@
 //! * **ours**: `acp_native::remote::server::RemoteServer` with an acp-native agent
 //!   (`router_agent`: a `Router` of typed handlers per connection);
 //! * **official**: `agent_client_protocol_http::AcpHttpServer` (axum, `TCP_NODELAY` set on every
-//!   accepted socket) with an agent built on the official SDK (`Agent.v1()`).
+//!   accepted socket) with an agent built on the official SDK (`Agent.v1()`), in the program
+//!   `rust-sdk-peer` (tests/rust-sdk: `rust-sdk-peer remote-serve official`, the same protocol
+//!   as below), named by `--sdk-peer PATH`.
 //!
 //! Both agents behave the same: `initialize` answered, `session/new` answered with a fresh
 //! session id, `session/prompt` streams one `agent_message_chunk` `session/update` for its
@@ -13,8 +15,8 @@
 //!
 //!   acp-bench remote-scale [--sessions N] [--sse-per-conn K] [--prompters P] [--turns T]
 //!                          [--seq-turns S] [--seq-rounds R] [--only ws,sse,seq]
-//!                          [--servers ours,official] [--smoke] [--md FILE]
-//!   acp-bench remote-serve (ours|official)     the server process (prints `port N`, runs
+//!                          [--servers ours,official] [--sdk-peer PATH] [--smoke] [--md FILE]
+//!   acp-bench remote-serve ours                the server process (prints `port N`, runs
 //!                                              until its stdin closes)
 //!
 //! This process is the load generator; each server runs in its own child process, whose
@@ -27,7 +29,7 @@
 //! connection on a fresh server. Every session must complete its turns, or the run fails.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -92,8 +94,16 @@ fn runtime() -> tokio::runtime::Runtime {
 // ---------------------------------------------------------------------------------------------
 // The server process.
 
-/// `acp-bench remote-serve (ours|official)`: binds 127.0.0.1:0 (backlog 4096), prints
+/// Without the feature `native` there is no server of ours to run.
+#[cfg(not(feature = "native"))]
+pub fn serve(_args: &[String]) -> i32 {
+    eprintln!("acp-bench remote-serve: built without the feature native");
+    2
+}
+
+/// `acp-bench remote-serve ours`: binds 127.0.0.1:0 (backlog 4096), prints
 /// `port N`, serves until its stdin closes, then exits at once.
+#[cfg(feature = "native")]
 pub fn serve(args: &[String]) -> i32 {
     let which = args.first().map(String::as_str).unwrap_or("");
     let nofile = raise_nofile();
@@ -107,17 +117,17 @@ pub fn serve(args: &[String]) -> i32 {
         let listener = socket.listen(4096).map_err(err("listen"))?;
         let port = listener.local_addr().map_err(err("local_addr"))?.port();
         match which {
-            #[cfg(feature = "native")]
             "ours" => {
                 tokio::spawn(ours::serve(listener));
             }
-            "official" => {
-                tokio::spawn(official::serve(listener));
+            other => {
+                return Err(format!(
+                    "unknown server {other:?} (ours; the official one is rust-sdk-peer's)"
+                ))
             }
-            other => return Err(format!("unknown server {other:?} (ours, official)")),
         }
         println!("port {port} nofile {nofile}");
-        std::io::stdout().flush().map_err(err("stdout"))?;
+        std::io::Write::flush(&mut std::io::stdout()).map_err(err("stdout"))?;
         // Until the load generator closes our stdin (or dies).
         tokio::task::spawn_blocking(|| {
             let mut sink = Vec::new();
@@ -139,9 +149,12 @@ pub fn serve(args: &[String]) -> i32 {
     }
 }
 
-/// Session ids, unique in the server process (both agents use the same scheme).
+/// Session ids, unique in the server process (the official server's agent, in rust-sdk-peer,
+/// uses the same scheme).
+#[cfg(feature = "native")]
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
+#[cfg(feature = "native")]
 fn next_session_id() -> String {
     format!("sess_{}", NEXT_SESSION.fetch_add(1, Ordering::Relaxed))
 }
@@ -154,7 +167,8 @@ mod ours {
     use acp_native::remote::server::{router_agent, RemoteServer, RemoteServerConfig};
     use acp_native::{DriverConfig, Router};
 
-    use crate::common::{initialize_response, prompt_response, CHUNK_TEXT};
+    use crate::common::CHUNK_TEXT;
+    use crate::messages::{initialize_response, prompt_response};
 
     /// The acp-native agent: a `Router` per connection.
     fn agent() -> Router {
@@ -189,56 +203,6 @@ mod ours {
         config.max_unauthenticated_per_peer = 100_000;
         let factory = router_agent(DriverConfig::new(Role::Agent), |_c| agent());
         RemoteServer::new(factory, config).serve(listener).await;
-    }
-}
-
-mod official {
-    use agent_client_protocol::v1::schema as s;
-    use agent_client_protocol::{Agent, Client, ConnectTo};
-    use agent_client_protocol_http::AcpHttpServer;
-    use axum::serve::ListenerExt;
-
-    use crate::common::{initialize_response, prompt_response, CHUNK_TEXT};
-
-    /// The official SDK's agent, one per connection.
-    fn agent() -> impl ConnectTo<Client> {
-        Agent
-            .v1()
-            .name("remote-scale-agent")
-            .on_receive_request(
-                async move |_init: s::InitializeRequest, responder, _cx| {
-                    responder.respond(initialize_response())
-                },
-                agent_client_protocol::on_receive_request!(),
-            )
-            .on_receive_request(
-                async move |_req: s::NewSessionRequest, responder, _cx| {
-                    responder.respond(s::NewSessionResponse::new(super::next_session_id()))
-                },
-                agent_client_protocol::on_receive_request!(),
-            )
-            .on_receive_request(
-                async move |req: s::PromptRequest, responder, cx| {
-                    let chunk = s::SessionUpdate::AgentMessageChunk(s::ContentChunk::new(
-                        s::ContentBlock::Text(s::TextContent::new(CHUNK_TEXT)),
-                    ));
-                    cx.send_notification(s::SessionNotification::new(req.session_id, chunk))?;
-                    responder.respond(prompt_response())
-                },
-                agent_client_protocol::on_receive_request!(),
-            )
-    }
-
-    pub async fn serve(listener: tokio::net::TcpListener) {
-        let app = AcpHttpServer::new(agent).into_router();
-        // Started as its docs show, plus TCP_NODELAY (without it a WebSocket turn waits for
-        // Nagle against delayed ACKs, ~40-90 ms).
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        if let Err(e) = axum::serve(listener, app).await {
-            eprintln!("official server: {e}");
-        }
     }
 }
 
@@ -769,12 +733,14 @@ struct Mem {
 }
 
 impl ServerProc {
-    fn start(exe: &Path, which: &'static str) -> R<ServerProc> {
+    /// `program remote-serve which` (this program for ours, `rust-sdk-peer` for the official
+    /// one).
+    fn start(program: &Path, which: &'static str) -> R<ServerProc> {
         // ACP_BENCH_SERVER_PREFIX="heaptrack" (say) runs the server under a profiler; its
         // memory readings are then the wrapper's, not the server's.
         let prefix = std::env::var("ACP_BENCH_SERVER_PREFIX").unwrap_or_default();
         let mut words: Vec<String> = prefix.split_whitespace().map(str::to_string).collect();
-        words.push(exe.display().to_string());
+        words.push(program.display().to_string());
         let mut child = Command::new(&words[0])
             .args(&words[1..])
             .args(["remote-serve", which])
@@ -861,6 +827,23 @@ struct Plan {
     only: Vec<String>,
     servers: Vec<&'static str>,
     md: Option<String>,
+    /// `rust-sdk-peer`, which runs the official server.
+    sdk_peer: Option<std::path::PathBuf>,
+}
+
+impl Plan {
+    /// The program that runs server `which`: this one for ours, `rust-sdk-peer` for the
+    /// official one.
+    fn program<'a>(&'a self, exe: &'a Path, which: &str) -> R<&'a Path> {
+        match which {
+            "official" => self.sdk_peer.as_deref().ok_or_else(|| {
+                "the official server runs in rust-sdk-peer: pass --sdk-peer PATH \
+                 (scripts/bench.sh builds it from tests/rust-sdk)"
+                    .to_string()
+            }),
+            _ => Ok(exe),
+        }
+    }
 }
 
 fn parse(args: &[String]) -> R<Plan> {
@@ -872,9 +855,11 @@ fn parse(args: &[String]) -> R<Plan> {
         seq_turns: 2000,
         seq_rounds: 3,
         only: vec!["ws".into(), "sse".into(), "seq".into()],
-        servers: servers(),
+        servers: Vec::new(),
         md: None,
+        sdk_peer: None,
     };
+    let mut servers_given = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut num = |name: &str| -> R<usize> {
@@ -910,7 +895,8 @@ fn parse(args: &[String]) -> R<Plan> {
             }
             "--servers" => {
                 let v = it.next().ok_or("--servers needs ours,official")?;
-                let all = servers();
+                servers_given = true;
+                let all = servers(true);
                 p.servers = Vec::new();
                 for w in v.split(',') {
                     match all.iter().find(|a| **a == w) {
@@ -920,18 +906,28 @@ fn parse(args: &[String]) -> R<Plan> {
                 }
             }
             "--md" => p.md = Some(it.next().ok_or("--md needs a file")?.clone()),
+            "--sdk-peer" => {
+                p.sdk_peer = Some(it.next().ok_or("--sdk-peer needs a path")?.into());
+            }
             other => return Err(format!("unknown option {other}")),
         }
+    }
+    if !servers_given {
+        p.servers = servers(p.sdk_peer.is_some());
     }
     Ok(p)
 }
 
-fn servers() -> Vec<&'static str> {
+/// The servers that can run: ours with the feature `native`, the official one with
+/// `rust-sdk-peer`.
+fn servers(official: bool) -> Vec<&'static str> {
     let mut v = Vec::new();
     if cfg!(feature = "native") {
         v.push("ours");
     }
-    v.push("official");
+    if official {
+        v.push("official");
+    }
     v
 }
 
@@ -985,7 +981,7 @@ fn scale_one(
     t: Transport,
     plan: &Plan,
 ) -> R<ScaleResult> {
-    let server = ServerProc::start(exe, which)?;
+    let server = ServerProc::start(plan.program(exe, which)?, which)?;
     let port = server.port;
     std::thread::sleep(Duration::from_millis(300));
     let base = server.mem()?;
@@ -1035,13 +1031,13 @@ struct SeqResult {
 }
 
 fn seq_one(
-    exe: &Path,
+    program: &Path,
     rt: &tokio::runtime::Runtime,
     which: &'static str,
     t: Transport,
     turns: usize,
 ) -> R<SeqResult> {
-    let server = ServerProc::start(exe, which)?;
+    let server = ServerProc::start(program, which)?;
     let port = server.port;
     let mut rtts = rt.block_on(async move {
         let mut s = open_all(port, t, 1, 1).await?.pop().ok_or("no session")?;
@@ -1152,14 +1148,17 @@ pub fn main(args: &[String], exe: &Path) -> i32 {
         ));
         md.push_str("| transport | server | p50 | p99 | mean | official p50 ÷ this |\n|---|---|---:|---:|---:|---:|\n");
         for t in [Transport::Ws, Transport::Sse] {
-            let mut by: Vec<(&str, Vec<SeqResult>)> =
+            let mut by: Vec<(&'static str, Vec<SeqResult>)> =
                 servers.iter().map(|w| (*w, Vec::new())).collect();
             for round in 0..plan.seq_rounds {
                 let n = by.len();
                 for i in 0..n {
                     let idx = (i + round) % n;
                     let which = by[idx].0;
-                    match seq_one(exe, &rt, servers[idx], t, plan.seq_turns) {
+                    let run = plan
+                        .program(exe, which)
+                        .and_then(|program| seq_one(program, &rt, which, t, plan.seq_turns));
+                    match run {
                         Ok(r) => by[idx].1.push(r),
                         Err(e) => failed.push(format!("sequential {} {which}: {e}", t.name())),
                     }

@@ -9,6 +9,7 @@ use acp_core::typed::{self, decode_notification, decode_params, decode_result};
 use acp_core::{Config, Connection, Event, RequestOptions, Role};
 
 use crate::common::*;
+use crate::messages::*;
 
 type R<T> = Result<T, String>;
 
@@ -116,7 +117,7 @@ pub fn serve_echo_tokio() -> R<()> {
     use std::os::fd::AsFd;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::unix::pipe;
-    crate::sdk::runtime().block_on(async {
+    crate::common::runtime().block_on(async {
         let fd = std::io::stdin().as_fd().try_clone_to_owned().map_err(err)?;
         let mut i = pipe::Receiver::from_owned_fd(fd).map_err(err)?;
         let fd = std::io::stdout()
@@ -139,7 +140,7 @@ pub fn serve_echo_tokio() -> R<()> {
 /// runtime alone costs per round trip, the floor for any tokio-based stdio host.
 pub fn run_pipe_tokio(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    crate::sdk::runtime().block_on(async move {
+    crate::common::runtime().block_on(async move {
         let mut child = tokio::process::Command::new(exe)
             .args(["serve", "pipe-tokio"])
             .stdin(Stdio::piped())

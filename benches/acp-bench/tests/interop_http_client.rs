@@ -1,11 +1,13 @@
 //! Interop: acp-native's remote client (`acp_native::remote::client`) against the official
 //! HTTP transport's server (`agent-client-protocol-http` 5, `AcpHttpServer`) hosting an agent
-//! built with the official SDK (`Agent.v1()`), over HTTP + SSE and over WebSocket.
+//! built with the official SDK (`Agent.v1()`), over HTTP + SSE and over WebSocket. The server
+//! is `rust-sdk-peer http-server` (tests/rust-sdk: the SDK pins another version of the schema
+//! crate than acp-core, so it runs in its own program).
 //!
 //! The official server has no authentication: as its docs suggest, it is nested in an axum
 //! router whose middleware requires `Authorization: Bearer TOKEN` (so the tests also show our
 //! client sends the token on every POST, SSE GET, DELETE and the WebSocket handshake, and that
-//! a wrong one is a clear HTTP 401 error).
+//! a wrong one is a clear HTTP 401 error); the peer prints a line per HTTP request it got.
 //!
 //! Each transport: `initialize`, an SDK agent error (code, message, data intact), a full turn
 //! (streamed chunks, a permission request answered by us, `end_turn`), `session/cancel` during
@@ -16,219 +18,116 @@
 
 #![cfg(feature = "native")]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod support;
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_core::typed::schema::ProtocolVersion;
 use acp_core::{typed, Role};
 use acp_native::remote::client::{self as remote, ClientOptions, RemoteError};
 use acp_native::{ClientSideConnection, DriverConfig, Router};
-use agent_client_protocol as sdk;
-use agent_client_protocol::schema::ProtocolVersion;
-use agent_client_protocol::v1::schema as s;
-use agent_client_protocol::{Agent, Client, ConnectTo};
-use agent_client_protocol_http::AcpHttpServer;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
+use support::*;
 
-const BOUND: Duration = Duration::from_secs(60);
 const TOKEN: &str = "interop-token-0123456789";
+/// `session/new` with this cwd is refused by the SDK agent with its own error.
+const FORBIDDEN_CWD: &str = "/forbidden-by-the-sdk-agent";
 
-async fn bounded<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(BOUND, f).await {
-        Ok(v) => v,
-        Err(_) => panic!("{what}: not finished within {BOUND:?}"),
-    }
+/// The official server, `rust-sdk-peer http-server --token TOKEN`: its address, and the HTTP
+/// requests it got (`GET`, `POST`, `DELETE`, `GET (upgrade)`; and how many did not carry the
+/// token). It exits when its stdin closes (on drop).
+struct OfficialServer {
+    child: Child,
+    addr: String,
+    requests: Arc<Mutex<Vec<String>>>,
+    without_token: Arc<Mutex<usize>>,
+    arrived: Arc<tokio::sync::Notify>,
 }
 
-fn text_of(block: &s::ContentBlock) -> Option<&str> {
-    match block {
-        s::ContentBlock::Text(t) => Some(&t.text),
-        _ => None,
-    }
-}
-
-fn chunk(session: &s::SessionId, text: &str) -> s::SessionNotification {
-    s::SessionNotification::new(
-        session.clone(),
-        s::SessionUpdate::AgentMessageChunk(s::ContentChunk::new(text.to_string().into())),
-    )
-}
-
-fn forbidden_error() -> sdk::Error {
-    sdk::Error::new(
-        sdk::ErrorCode::new(-32042),
-        "the SDK agent refuses this cwd",
-    )
-    .data(json!({"cwd": "/forbidden", "nested": {"list": [1, "two", null]}}))
-}
-
-/// One turn: three chunks and a permission request ("write it"), or one chunk then a wait for
-/// `session/cancel` ("long").
-async fn agent_turn(
-    cx: sdk::v1::ConnectionTo<Client>,
-    p: s::PromptRequest,
-    cancel: CancellationToken,
-) -> Result<s::StopReason, sdk::Error> {
-    let sid = p.session_id.clone();
-    let text = p.prompt.first().and_then(text_of).unwrap_or_default();
-    if text == "long" {
-        cx.send_notification(chunk(&sid, "working on it"))?;
-        return tokio::select! {
-            _ = cancel.cancelled() => {
-                cx.send_notification(chunk(&sid, "stopped"))?;
-                Ok(s::StopReason::Cancelled)
-            }
-            _ = tokio::time::sleep(BOUND) => Ok(s::StopReason::EndTurn),
-        };
-    }
-    for piece in ["one", " two", " three"] {
-        cx.send_notification(chunk(&sid, piece))?;
-    }
-    let permission = cx
-        .send_request(s::RequestPermissionRequest::new(
-            sid.clone(),
-            s::ToolCallUpdate::new(
-                "write-1".to_string(),
-                s::ToolCallUpdateFields::new()
-                    .title("Write notes.txt")
-                    .kind(s::ToolKind::Edit),
-            ),
-            vec![
-                s::PermissionOption::new("yes", "Allow", s::PermissionOptionKind::AllowOnce),
-                s::PermissionOption::new("no", "Reject", s::PermissionOptionKind::RejectOnce),
-            ],
-        ))
-        .block_task()
-        .await?;
-    let answer = match &permission.outcome {
-        s::RequestPermissionOutcome::Selected(sel) => format!(" (answered {})", sel.option_id.0),
-        _ => " (cancelled)".to_string(),
-    };
-    cx.send_notification(chunk(&sid, &answer))?;
-    Ok(s::StopReason::EndTurn)
-}
-
-/// The SDK agent: sessions `sdk-N`, each with its cancel token.
-fn sdk_agent() -> impl ConnectTo<Client> {
-    let sessions: Arc<Mutex<Vec<CancellationToken>>> = Arc::default();
-    let (s1, s2, s3) = (sessions.clone(), sessions.clone(), sessions);
-    let index = |sid: &s::SessionId| {
-        sid.0
-            .strip_prefix("sdk-")
-            .and_then(|n| n.parse::<usize>().ok())
-            .map(|n| n.wrapping_sub(1))
-    };
-    Agent
-        .v1()
-        .name("acp-rs-http-interop-agent")
-        .on_receive_request(
-            async move |init: s::InitializeRequest, responder, _cx| {
-                responder.respond(
-                    s::InitializeResponse::new(init.protocol_version)
-                        .agent_info(s::Implementation::new("rust-sdk-http-agent", "5")),
-                )
-            },
-            sdk::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |req: s::NewSessionRequest, responder, _cx| {
-                if req.cwd == std::path::Path::new("/forbidden") {
-                    return responder.respond_with_error(forbidden_error());
-                }
-                let mut sessions = s1.lock().unwrap();
-                sessions.push(CancellationToken::new());
-                responder.respond(s::NewSessionResponse::new(format!(
-                    "sdk-{}",
-                    sessions.len()
-                )))
-            },
-            sdk::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |p: s::PromptRequest, responder, cx| {
-                let found = index(&p.session_id).and_then(|i| s2.lock().unwrap().get(i).cloned());
-                let Some(cancel) = found else {
-                    return responder.respond_with_error(
-                        s::Error::session_not_found(p.session_id.clone()).into(),
-                    );
-                };
-                let task_cx = cx.clone();
-                cx.spawn(async move {
-                    match agent_turn(task_cx, p, cancel).await {
-                        Ok(stop) => responder.respond(s::PromptResponse::new(stop)),
-                        Err(e) => responder.respond_with_error(e),
+impl OfficialServer {
+    fn start() -> OfficialServer {
+        let mut child = Command::new(sdk_peer())
+            .args(["http-server", "--token", TOKEN])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("cannot start rust-sdk-peer http-server");
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let without_token = Arc::new(Mutex::new(0));
+        let arrived = Arc::new(tokio::sync::Notify::new());
+        let (r, w, a) = (requests.clone(), without_token.clone(), arrived.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if let Some(addr) = line.strip_prefix("listening ") {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(addr.to_string());
                     }
-                })
-            },
-            sdk::on_receive_request!(),
-        )
-        .on_receive_notification(
-            async move |n: s::CancelNotification, _cx| {
-                if let Some(t) =
-                    index(&n.session_id).and_then(|i| s3.lock().unwrap().get(i).cloned())
-                {
-                    t.cancel();
+                } else if let Some(rest) = line.strip_prefix("request ") {
+                    let (what, token) = rest.rsplit_once(" token=").unwrap_or((rest, "wrong"));
+                    r.lock().unwrap().push(what.to_string());
+                    if token != "ok" {
+                        *w.lock().unwrap() += 1;
+                    }
+                    a.notify_waiters();
                 }
-                Ok(())
-            },
-            sdk::on_receive_notification!(),
-        )
-}
-
-/// What the official server saw: requests by method, and whether each carried the token.
-#[derive(Default)]
-struct ServerLog {
-    requests: Mutex<Vec<String>>,
-    without_token: AtomicUsize,
-}
-
-/// The official server (SSE and WebSocket on `/acp`) behind a bearer-token check; its address.
-async fn serve() -> (
-    std::net::SocketAddr,
-    Arc<ServerLog>,
-    tokio::task::JoinHandle<()>,
-) {
-    use axum::extract::Request;
-    use axum::middleware::Next;
-    use axum::response::{IntoResponse, Response};
-    let log = Arc::new(ServerLog::default());
-    let seen = log.clone();
-    let auth = move |request: Request, next: Next| {
-        let seen = seen.clone();
-        async move {
-            let bearer = request
-                .headers()
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let upgrade = request.headers().contains_key("upgrade");
-            seen.requests.lock().unwrap().push(format!(
-                "{}{}",
-                request.method(),
-                if upgrade { " (upgrade)" } else { "" }
-            ));
-            if bearer.as_deref() != Some(&format!("Bearer {TOKEN}")) {
-                seen.without_token.fetch_add(1, Ordering::SeqCst);
-                return (
-                    axum::http::StatusCode::UNAUTHORIZED,
-                    "a valid bearer token is required",
-                )
-                    .into_response();
             }
-            let response: Response = next.run(request).await;
-            response
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("rust-sdk-peer http-server did not print its address");
+        OfficialServer {
+            child,
+            addr,
+            requests,
+            without_token,
+            arrived,
         }
-    };
-    let app = AcpHttpServer::new(sdk_agent)
-        .into_router()
-        .layer(axum::middleware::from_fn(auth));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    (addr, log, server)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    fn without_token(&self) -> usize {
+        *self.without_token.lock().unwrap()
+    }
+
+    /// Waits until the server logged a request `what` past the first `after`.
+    async fn logged(&self, what: &str, after: usize) {
+        loop {
+            let waiting = self.arrived.notified();
+            if self.requests.lock().unwrap()[after..]
+                .iter()
+                .any(|r| r == what)
+            {
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(100), waiting).await;
+        }
+    }
+}
+
+impl Drop for OfficialServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn forbidden_data() -> serde_json::Value {
+    json!({
+        "cwd": FORBIDDEN_CWD,
+        "nested": { "list": [1, "two", null], "ok": false },
+    })
 }
 
 /// What our client saw from the agent.
@@ -279,7 +178,7 @@ fn chunks_of(seen: &Mutex<Seen>, session: &s::SessionId) -> Vec<String> {
         .collect()
 }
 
-async fn full_conversation(url: &str, log: &ServerLog) {
+async fn full_conversation(url: &str, server: &OfficialServer) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let notify = Arc::new(tokio::sync::Notify::new());
     let options = ClientOptions::default().token(TOKEN);
@@ -297,16 +196,16 @@ async fn full_conversation(url: &str, log: &ServerLog) {
         .initialize(s::InitializeRequest::new(ProtocolVersion::V1))
         .await
         .expect("initialize");
-    assert_eq!(init.agent_info.unwrap().name, "rust-sdk-http-agent");
+    assert_eq!(init.agent_info.unwrap().name, "rust-sdk-test-agent");
 
     // The SDK agent's own error arrives intact.
     let e = conn
-        .new_session(s::NewSessionRequest::new("/forbidden"))
+        .new_session(s::NewSessionRequest::new(FORBIDDEN_CWD))
         .await
         .expect_err("refused");
     let remote_err = e.remote().unwrap_or_else(|| panic!("not remote: {e:?}"));
     assert_eq!(remote_err.code, -32042);
-    assert_eq!(remote_err.data, forbidden_error().data);
+    assert_eq!(remote_err.data, Some(forbidden_data()));
 
     // A full turn with a permission request answered by us.
     let dir = std::env::temp_dir();
@@ -377,54 +276,51 @@ async fn full_conversation(url: &str, log: &ServerLog) {
     assert_eq!(link.failure(), None, "{url}");
 
     // Closing ends the connection on the server: DELETE (HTTP) or a close frame.
-    let requests_before = log.requests.lock().unwrap().len();
+    let requests_before = server.requests().len();
     conn.close("done");
     let _ = tokio::time::timeout(Duration::from_secs(5), link.ended()).await;
     if url.starts_with("http") {
-        let requests = log.requests.lock().unwrap();
-        assert!(
-            requests[requests_before..].iter().any(|r| r == "DELETE"),
-            "no DELETE after close: {requests:?}"
-        );
+        server.logged("DELETE", requests_before).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_against_the_official_server_over_sse() {
-    let (addr, log, server) = serve().await;
+    let server = OfficialServer::start();
+    let addr = server.addr.clone();
     bounded(
         "SSE",
-        full_conversation(&format!("http://{addr}/acp"), &log),
+        full_conversation(&format!("http://{addr}/acp"), &server),
     )
     .await;
-    let requests = log.requests.lock().unwrap().clone();
+    let requests = server.requests();
     // POSTs, the connection's and each session's stream (GET), and DELETE; all with the token.
     assert!(
         requests.iter().filter(|r| *r == "GET").count() >= 3,
         "{requests:?}"
     );
     assert!(requests.iter().any(|r| r == "POST"), "{requests:?}");
-    assert_eq!(log.without_token.load(Ordering::SeqCst), 0, "{requests:?}");
-    server.abort();
+    assert_eq!(server.without_token(), 0, "{requests:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_against_the_official_server_over_websocket() {
-    let (addr, log, server) = serve().await;
+    let server = OfficialServer::start();
+    let addr = server.addr.clone();
     bounded(
         "WebSocket",
-        full_conversation(&format!("ws://{addr}/acp"), &log),
+        full_conversation(&format!("ws://{addr}/acp"), &server),
     )
     .await;
-    let requests = log.requests.lock().unwrap().clone();
+    let requests = server.requests();
     assert_eq!(requests, ["GET (upgrade)"], "one socket for everything");
-    assert_eq!(log.without_token.load(Ordering::SeqCst), 0);
-    server.abort();
+    assert_eq!(server.without_token(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_is_a_clear_401_on_both_transports() {
-    let (addr, _log, server) = serve().await;
+    let server = OfficialServer::start();
+    let addr = server.addr.clone();
     let options = ClientOptions::default().token("not-the-token-at-all");
     bounded("wrong token", async {
         // WebSocket: the handshake fails at once.
@@ -460,12 +356,13 @@ async fn a_wrong_token_is_a_clear_401_on_both_transports() {
             .contains("the token is missing or wrong"));
     })
     .await;
-    server.abort();
+    drop(server);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_and_wrong_paths_are_clear_errors() {
-    let (addr, _log, server) = serve().await;
+    let server = OfficialServer::start();
+    let addr = server.addr.clone();
     let options = ClientOptions::default().token(TOKEN);
     bounded("errors", async {
         // Nothing listens: refused, for both schemes.
@@ -493,13 +390,14 @@ async fn unreachable_and_wrong_paths_are_clear_errors() {
         assert!(matches!(e, RemoteError::Url(_)), "{e:?}");
     })
     .await;
-    server.abort();
+    drop(server);
 }
 
 /// `ClientSideConnection::connect_url` is the same transport.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_url_on_the_connection_type() {
-    let (addr, _log, server) = serve().await;
+    let server = OfficialServer::start();
+    let addr = server.addr.clone();
     let (conn, _link) = ClientSideConnection::connect_url(
         &format!("http://{addr}"),
         &ClientOptions::default().token(TOKEN),
@@ -515,5 +413,5 @@ async fn connect_url_on_the_connection_type() {
     .await
     .expect("initialize");
     assert_eq!(init.protocol_version, ProtocolVersion::V1);
-    server.abort();
+    drop(server);
 }

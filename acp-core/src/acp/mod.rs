@@ -1,8 +1,15 @@
 //! What the engine itself knows about ACP, without the typed schema: method names, which methods
-//! may not be batched, which capability gates which client method, protocol version
-//! negotiation, and the few fields it reads (session ids, capabilities).
+//! may not be batched, which capability gates which message ([`capabilities`]), protocol
+//! version negotiation, and the few fields it reads (session ids, capabilities).
 
 use serde::Deserialize;
+
+pub mod capabilities;
+
+pub use capabilities::{
+    required_client_capability, required_client_capability_for_update, Advertised,
+    AgentCapabilities, ClientCapabilities, SYSTEM_PROMPT_METHODS,
+};
 
 /// The ACP protocol version this engine speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -129,86 +136,6 @@ impl Role {
         match self {
             Role::Client => "client",
             Role::Agent => "agent",
-        }
-    }
-}
-
-/// The capability a client must advertise before an agent may call `method`, if any:
-/// `fs.readTextFile`, `fs.writeTextFile` or `terminal` (a path in `clientCapabilities`). An
-/// agent connection with [`Config::enforce_capabilities`](crate::Config::enforce_capabilities)
-/// refuses such a call with
-/// [`Error::CapabilityNotAdvertised`](crate::Error::CapabilityNotAdvertised) unless
-/// [`ClientCapabilities::allows`] it.
-pub fn required_client_capability(method: &str) -> Option<&'static str> {
-    match method {
-        client::FS_READ_TEXT_FILE => Some("fs.readTextFile"),
-        client::FS_WRITE_TEXT_FILE => Some("fs.writeTextFile"),
-        client::TERMINAL_CREATE
-        | client::TERMINAL_OUTPUT
-        | client::TERMINAL_WAIT_FOR_EXIT
-        | client::TERMINAL_KILL
-        | client::TERMINAL_RELEASE => Some("terminal"),
-        _ => None,
-    }
-}
-
-/// The client capabilities the engine acts on (read from `initialize` params; all else is
-/// ignored here and left to the application).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClientCapabilities {
-    /// `fs.readTextFile` is `true`: the agent may call `fs/read_text_file`.
-    pub read_text_file: bool,
-    /// `fs.writeTextFile` is `true`: the agent may call `fs/write_text_file`.
-    pub write_text_file: bool,
-    /// `terminal` is `true`: the agent may call the `terminal/*` methods.
-    pub terminal: bool,
-}
-
-impl ClientCapabilities {
-    /// Whether `capability` (a name [`required_client_capability`] returns) was advertised.
-    /// A name the engine does not track is allowed.
-    pub fn allows(&self, capability: &str) -> bool {
-        match capability {
-            "fs.readTextFile" => self.read_text_file,
-            "fs.writeTextFile" => self.write_text_file,
-            "terminal" => self.terminal,
-            _ => true,
-        }
-    }
-
-    /// Reads `clientCapabilities` from `initialize` params; anything malformed counts as absent.
-    pub fn from_initialize_params(params: Option<&str>) -> Self {
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Params {
-            #[serde(default)]
-            client_capabilities: Option<Caps>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Caps {
-            #[serde(default)]
-            fs: Option<Fs>,
-            #[serde(default)]
-            terminal: Option<bool>,
-        }
-        #[derive(Deserialize, Default)]
-        #[serde(rename_all = "camelCase")]
-        struct Fs {
-            #[serde(default)]
-            read_text_file: Option<bool>,
-            #[serde(default)]
-            write_text_file: Option<bool>,
-        }
-        let caps = params
-            .and_then(|p| serde_json::from_str::<Params>(p).ok())
-            .and_then(|p| p.client_capabilities)
-            .unwrap_or_default();
-        let fs = caps.fs.unwrap_or_default();
-        ClientCapabilities {
-            read_text_file: fs.read_text_file.unwrap_or(false),
-            write_text_file: fs.write_text_file.unwrap_or(false),
-            terminal: caps.terminal.unwrap_or(false),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The official Rust SDK (`agent-client-protocol` 5.x) contestant, through its public API only:
+//! The official Rust SDK (`agent-client-protocol` 5.x) contestant of benches/acp-bench, through
+//! its public API only:
 //! `Agent.v1()` / `Client.v1()` builders with typed handlers, connected by `ByteStreams` over an
 //! in-memory `tokio::io::duplex` pair, or over a child process's stdio (the agent then runs
 //! the SDK's own `Stdio` adapter).
@@ -13,28 +14,12 @@ use futures::StreamExt;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::common::*;
+use crate::messages::*;
 
 type R<T> = Result<T, String>;
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
-}
-
-pub fn runtime() -> tokio::runtime::Runtime {
-    // The SDK is an actor system; a multi-threaded runtime (2 workers, the machine's cores)
-    // is how an application would run it. ACP_BENCH_SDK_RT=ct selects current_thread.
-    if std::env::var("ACP_BENCH_SDK_RT").as_deref() == Ok("ct") {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap()
-    }
 }
 
 /// Shared between the in-process agent and the measuring client (RSS when all are pending).
@@ -272,7 +257,8 @@ pub fn run_duplex(sc: Scenario) -> R<Outcome> {
     })
 }
 
-/// The client in this process, the SDK agent in a child (`acp-bench serve sdk ...`) on stdio.
+/// The client in this process, the SDK agent in a child (`rust-sdk-peer serve sdk ...`) on
+/// stdio.
 pub fn run_stdio(sc: Scenario, exe: &std::path::Path) -> R<Outcome> {
     let rt = runtime();
     rt.block_on(async move {

@@ -1,0 +1,380 @@
+//! The demo agent's ACP v2 (draft, feature `unstable_protocol_v2`): when the client asks for
+//! `protocolVersion: 2` in `initialize`, the agent answers 2 and serves v2's session surface on
+//! that connection; a v1 client gets the v1 agent unchanged.
+//!
+//! v2 here is small and scripted like the v1 turn, without the client's file system and
+//! terminals (v2 has none): `session/new`; `session/prompt` acknowledged at once with the user
+//! message's id, then a turn in notifications — the echoed `user_message`, `running`, a
+//! `tool_call_update` and a permission question (`requires_action` while it waits), the answer
+//! streamed as `agent_message_chunk`s, and an idle `state_update` with the stop reason;
+//! `session/cancel` ends the turn with an idle `cancelled`; `session/resume` with `replayFrom`
+//! replays the session's messages as `user_message`/`agent_message` upserts, then
+//! `replay_complete`, the current state, and answers; `session/list` and `session/close`.
+//!
+//! Memory: a session keeps its messages for the replay, at most [`MAX_MESSAGES`] (the oldest
+//! go first); sessions live until `session/close` or the end of the process.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use acp_core::ErrorObject;
+use acp_native::{ConnectionHandle, RawValue, Router};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::DemoAgent;
+
+/// Messages a session keeps for `session/resume`'s replay.
+pub const MAX_MESSAGES: usize = 1000;
+
+/// One v2 session.
+#[derive(Default)]
+pub(super) struct V2Session {
+    cwd: String,
+    /// `user_message` / `agent_message` upserts, oldest first, for the replay.
+    messages: VecDeque<Value>,
+    next_message: u64,
+    /// The running turn's cancellation.
+    turn: Option<CancellationToken>,
+}
+
+impl V2Session {
+    fn remember(&mut self, upsert: Value) {
+        if self.messages.len() == MAX_MESSAGES {
+            self.messages.pop_front();
+        }
+        self.messages.push_back(upsert);
+    }
+
+    fn message_id(&mut self, prefix: &str) -> String {
+        self.next_message += 1;
+        format!("{prefix}{}", self.next_message)
+    }
+}
+
+fn raw(v: Value) -> Result<Box<RawValue>, ErrorObject> {
+    serde_json::value::to_raw_value(&v).map_err(ErrorObject::internal)
+}
+
+fn params(p: Option<Box<RawValue>>) -> Result<Value, ErrorObject> {
+    let text = p.as_deref().map_or("{}", RawValue::get);
+    serde_json::from_str(text).map_err(ErrorObject::invalid_params)
+}
+
+fn str_param(p: &Value, key: &str) -> Result<String, ErrorObject> {
+    p[key]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| ErrorObject::invalid_params(format!("{key} must be a string")))
+}
+
+async fn update(peer: &ConnectionHandle, session: &str, update: Value) {
+    let p = json!({"sessionId": session, "update": update});
+    if let Ok(p) = serde_json::value::to_raw_value(&p) {
+        let _ = peer.notify("session/update", Some(p)).await;
+    }
+}
+
+impl DemoAgent {
+    /// The `initialize` answer for a client that asked for v2 (and this connection becomes v2).
+    pub(super) fn initialize_v2(&self) -> Result<Box<RawValue>, ErrorObject> {
+        self.v2.store(true, Ordering::Relaxed);
+        raw(json!({
+            "protocolVersion": 2,
+            "info": {"name": "acp-demo-agent", "title": "ACP demo agent", "version": env!("CARGO_PKG_VERSION")},
+            "capabilities": {"session": {}},
+        }))
+    }
+
+    /// Whether `initialize` settled on v2.
+    pub(super) fn is_v2(&self) -> bool {
+        self.v2.load(Ordering::Relaxed)
+    }
+
+    /// The v2 routes; everything else goes to the v1 router (`initialize`; what v2 removed is
+    /// refused by the engine before it gets here).
+    pub(super) fn v2_router(self: &Arc<Self>, v1: Router) -> Router {
+        let (a, b, c, d, e, f) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+        );
+        Router::new()
+            .route_raw("session/new", move |p, _cx| {
+                let a = a.clone();
+                async move { a.v2_new(params(p)?) }
+            })
+            .route_raw("session/prompt", move |p, cx| {
+                let b = b.clone();
+                async move { b.v2_prompt(params(p)?, cx.peer) }
+            })
+            .notification_raw("session/cancel", move |p, _cx| {
+                let c = c.clone();
+                async move {
+                    if let Ok(session) = params(p).and_then(|p| str_param(&p, "sessionId")) {
+                        c.v2_cancel(&session);
+                    }
+                }
+            })
+            .route_raw("session/resume", move |p, cx| {
+                let d = d.clone();
+                async move { d.v2_resume(params(p)?, cx.peer).await }
+            })
+            .route_raw("session/list", move |_p, _cx| {
+                let e = e.clone();
+                async move { e.v2_list() }
+            })
+            .route_raw("session/close", move |p, _cx| {
+                let f = f.clone();
+                async move {
+                    let session = str_param(&params(p)?, "sessionId")?;
+                    if let Some(s) = f.v2_sessions.lock().unwrap().remove(&session) {
+                        if let Some(t) = s.turn {
+                            t.cancel();
+                        }
+                    }
+                    raw(json!({}))
+                }
+            })
+            .fallback(v1)
+    }
+
+    fn v2_new(&self, p: Value) -> Result<Box<RawValue>, ErrorObject> {
+        let cwd = str_param(&p, "cwd")?;
+        let id = format!("{}-v2-{:08x}", self.id_prefix, super::random_u64() as u32);
+        let session = V2Session {
+            cwd,
+            ..V2Session::default()
+        };
+        self.v2_sessions.lock().unwrap().insert(id.clone(), session);
+        raw(json!({"sessionId": id}))
+    }
+
+    fn v2_list(&self) -> Result<Box<RawValue>, ErrorObject> {
+        let sessions = self.v2_sessions.lock().unwrap();
+        let mut list: Vec<Value> = sessions
+            .iter()
+            .map(|(id, s)| json!({"sessionId": id, "cwd": s.cwd}))
+            .collect();
+        list.sort_by(|a, b| a["sessionId"].as_str().cmp(&b["sessionId"].as_str()));
+        raw(json!({"sessions": list}))
+    }
+
+    fn v2_cancel(&self, session: &str) {
+        if let Some(s) = self.v2_sessions.lock().unwrap().get(session) {
+            if let Some(t) = &s.turn {
+                t.cancel();
+            }
+        }
+    }
+
+    /// `session/prompt`: accepted at once (the user message's id); the turn runs on its own.
+    fn v2_prompt(
+        self: &Arc<Self>,
+        p: Value,
+        peer: ConnectionHandle,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let session = str_param(&p, "sessionId")?;
+        let prompt = p["prompt"]
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .cloned()
+            .ok_or_else(|| ErrorObject::invalid_params("prompt must be a non-empty array"))?;
+        let (user_id, token) = {
+            let mut sessions = self.v2_sessions.lock().unwrap();
+            let s = sessions
+                .get_mut(&session)
+                .ok_or_else(|| ErrorObject::invalid_params(format!("unknown session {session}")))?;
+            if s.turn.is_some() {
+                return Err(ErrorObject::invalid_params(
+                    "a turn is running in this session: cancel it or wait for idle",
+                ));
+            }
+            let id = s.message_id("u");
+            let token = CancellationToken::new();
+            s.turn = Some(token.clone());
+            (id, token)
+        };
+        let agent = self.clone();
+        let id = user_id.clone();
+        tokio::spawn(async move { agent.v2_turn(session, id, prompt, token, peer).await });
+        raw(json!({"messageId": user_id}))
+    }
+
+    async fn v2_turn(
+        self: Arc<Self>,
+        session: String,
+        user_id: String,
+        prompt: Vec<Value>,
+        cancel: CancellationToken,
+        peer: ConnectionHandle,
+    ) {
+        let echo =
+            json!({"sessionUpdate": "user_message", "messageId": user_id, "content": prompt});
+        self.v2_remember(&session, echo.clone());
+        update(&peer, &session, echo).await;
+        update(
+            &peer,
+            &session,
+            json!({"sessionUpdate": "state_update", "state": "running"}),
+        )
+        .await;
+        let text: String = prompt
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let stop = self
+            .v2_work(&session, &text, &cancel, &peer)
+            .await
+            .unwrap_or("cancelled");
+        if let Some(s) = self.v2_sessions.lock().unwrap().get_mut(&session) {
+            s.turn = None;
+        }
+        update(
+            &peer,
+            &session,
+            json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}),
+        )
+        .await;
+    }
+
+    /// The turn's work; `None` when it was cancelled.
+    async fn v2_work(
+        &self,
+        session: &str,
+        text: &str,
+        cancel: &CancellationToken,
+        peer: &ConnectionHandle,
+    ) -> Option<&'static str> {
+        let tool = self
+            .v2_sessions
+            .lock()
+            .unwrap()
+            .get_mut(session)
+            .map(|s| s.message_id("t"))?;
+        update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "title": "Write acp-demo.txt", "kind": "edit", "status": "pending"})).await;
+        update(
+            peer,
+            session,
+            json!({"sessionUpdate": "state_update", "state": "requires_action"}),
+        )
+        .await;
+        let question = json!({
+            "sessionId": session,
+            "title": "Write acp-demo.txt?",
+            "options": [
+                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+            ],
+        });
+        let asked = peer.request(
+            "session/request_permission",
+            serde_json::value::to_raw_value(&question).ok(),
+            None,
+        );
+        let answer = tokio::select! {
+            a = asked => a.ok(),
+            () = cancel.cancelled() => None,
+        };
+        if cancel.is_cancelled() {
+            update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "failed"})).await;
+            return None;
+        }
+        let allowed = answer
+            .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+            .is_some_and(|v| {
+                v["outcome"]["outcome"] == "selected" && v["outcome"]["optionId"] == "allow"
+            });
+        update(
+            peer,
+            session,
+            json!({"sessionUpdate": "state_update", "state": "running"}),
+        )
+        .await;
+        let status = if allowed { "completed" } else { "failed" };
+        update(
+            peer,
+            session,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": status}),
+        )
+        .await;
+        let reply = format!(
+            "You said: {text}. The write was {}.",
+            if allowed { "allowed" } else { "rejected" }
+        );
+        let agent_id = self
+            .v2_sessions
+            .lock()
+            .unwrap()
+            .get_mut(session)
+            .map(|s| s.message_id("a"))?;
+        let words: Vec<&str> = reply.split_inclusive(' ').collect();
+        for w in words {
+            if cancel.is_cancelled() {
+                break;
+            }
+            update(peer, session, json!({"sessionUpdate": "agent_message_chunk", "messageId": agent_id, "content": {"type": "text", "text": w}})).await;
+        }
+        self.v2_remember(
+            session,
+            json!({"sessionUpdate": "agent_message", "messageId": agent_id, "content": [{"type": "text", "text": reply}]}),
+        );
+        if cancel.is_cancelled() {
+            return None;
+        }
+        Some("end_turn")
+    }
+
+    fn v2_remember(&self, session: &str, upsert: Value) {
+        if let Some(s) = self.v2_sessions.lock().unwrap().get_mut(session) {
+            s.remember(upsert);
+        }
+    }
+
+    /// `session/resume`: with `replayFrom` `start`, the messages, `replay_complete`, the state;
+    /// other cursors are refused (-32602), as v2 requires.
+    async fn v2_resume(
+        &self,
+        p: Value,
+        peer: ConnectionHandle,
+    ) -> Result<Box<RawValue>, ErrorObject> {
+        let session = str_param(&p, "sessionId")?;
+        let (messages, running) = {
+            let sessions = self.v2_sessions.lock().unwrap();
+            let s = sessions
+                .get(&session)
+                .ok_or_else(|| ErrorObject::invalid_params(format!("unknown session {session}")))?;
+            (s.messages.clone(), s.turn.is_some())
+        };
+        match &p["replayFrom"] {
+            Value::Null => {}
+            from if from["type"] == "start" => {
+                for m in messages {
+                    update(&peer, &session, m).await;
+                }
+                update(&peer, &session, json!({"sessionUpdate": "replay_complete"})).await;
+            }
+            other => {
+                return Err(ErrorObject::invalid_params(format!(
+                    "unsupported replayFrom {other}"
+                )))
+            }
+        }
+        let state = if running { "running" } else { "idle" };
+        update(
+            &peer,
+            &session,
+            json!({"sessionUpdate": "state_update", "state": state}),
+        )
+        .await;
+        raw(json!({}))
+    }
+}
+
+/// The sessions of a v2 connection.
+pub(super) type V2Sessions = std::sync::Mutex<HashMap<String, V2Session>>;

@@ -1,0 +1,282 @@
+//! `acp demo-agent` over ACP v2 (feature `unstable_protocol_v2`): a client that asks for v2
+//! gets it, and a prompt turn, a permission question, a cancel and `session/resume` with a
+//! replay complete, checked by acp-core's client engine (any v2 rule the agent breaks is a
+//! protocol error, which fails the test) and folded into acp-client's `Thread` as a face
+//! shows them. A v1 client still gets the v1 agent from the same build.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use acp_client::thread::{Block, Entry, Thread, Turn};
+use acp_core::{Config, Connection, Event, RequestOptions, Role, TurnState};
+use serde_json::{json, Value};
+
+/// A hang guard only: every wait is for an event; this bounds a broken agent's hang.
+const HANG: Duration = Duration::from_secs(120);
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    conn: Connection<()>,
+    /// Where the updates go (`None`: not folded).
+    thread: Thread,
+    /// Answers seen, by request id.
+    answers: Vec<(u64, Result<Value, String>)>,
+    /// Update kinds seen, in order.
+    kinds: Vec<String>,
+    /// What to do with a permission question: `Some(option)` selects it, `None` cancels the
+    /// turn instead.
+    permission: Option<&'static str>,
+    session: String,
+}
+
+impl Client {
+    fn start() -> Client {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_acp"))
+            .arg("demo-agent")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("acp demo-agent starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            child,
+            stdin,
+            lines,
+            conn: Connection::new(Config::new(Role::Client)),
+            thread: Thread::default(),
+            answers: Vec::new(),
+            kinds: Vec::new(),
+            permission: Some("allow"),
+            session: String::new(),
+        }
+    }
+
+    fn flush(&mut self) {
+        while let Some(bytes) = self.conn.poll_transmit() {
+            self.stdin.write_all(&bytes).unwrap();
+        }
+        self.stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self
+            .conn
+            .send_request(method, Some(&params), RequestOptions::with_data(()), 0)
+            .unwrap();
+        self.flush();
+        id
+    }
+
+    /// Reads one line from the agent and handles what it caused.
+    fn step(&mut self) {
+        let line = self
+            .lines
+            .recv_timeout(HANG)
+            .expect("the agent answers (or it hung)");
+        self.conn.handle_bytes(format!("{line}\n").as_bytes(), 0);
+        while let Some(ev) = self.conn.poll_event() {
+            match ev {
+                Event::Response { id, result, .. } => {
+                    let r = result
+                        .map(|r| serde_json::from_str(r.get()).unwrap())
+                        .map_err(|e| e.to_string());
+                    self.answers.push((id, r));
+                }
+                Event::Notification { method, params } => {
+                    assert_eq!(method, "session/update");
+                    let params = params.unwrap();
+                    let v: Value = serde_json::from_str(params.get()).unwrap();
+                    self.kinds
+                        .push(v["update"]["sessionUpdate"].as_str().unwrap().to_string());
+                    self.thread.apply_v2_json(params.get()).unwrap();
+                }
+                Event::Request { token, method, .. } => {
+                    assert_eq!(method, "session/request_permission");
+                    match self.permission {
+                        Some(option) => self
+                            .conn
+                            .respond(
+                                token,
+                                &json!({"outcome": {"outcome": "selected", "optionId": option}}),
+                            )
+                            .unwrap(),
+                        // The engine answers the question `cancelled` with the cancel.
+                        None => self
+                            .conn
+                            .notify("session/cancel", Some(&json!({"sessionId": self.session})))
+                            .unwrap(),
+                    }
+                }
+                // The permission question answered `cancelled` by the cancel.
+                Event::AutoAnswered { .. } => {}
+                Event::ProtocolError(e) => panic!("the agent broke a rule: {e}"),
+                other => panic!("unexpected event {other:?}"),
+            }
+        }
+        self.flush();
+    }
+
+    fn answer(&mut self, id: u64) -> Result<Value, String> {
+        loop {
+            if let Some(i) = self.answers.iter().position(|(n, _)| *n == id) {
+                return self.answers.remove(i).1;
+            }
+            self.step();
+        }
+    }
+
+    /// A prompt turn until the engine and the thread both say it ended; the stop reason.
+    fn turn(&mut self, text: &str) -> String {
+        self.thread.begin_turn(vec![Block::text(text)]);
+        let id = self.request(
+            "session/prompt",
+            json!({"sessionId": self.session, "prompt": [{"type": "text", "text": text}]}),
+        );
+        let ack = self.answer(id).expect("the prompt is accepted");
+        self.thread.v2_prompt_accepted(&ack.to_string());
+        while self.conn.turn_state(&self.session) != TurnState::Idle
+            || self.thread.turn != Turn::Idle
+        {
+            self.step();
+        }
+        self.thread.last_stop.clone().unwrap()
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The thread's entries as (kind, text or tool status).
+fn shown(t: &Thread) -> Vec<(String, String)> {
+    t.entries
+        .iter()
+        .map(|e| match e {
+            Entry::User { content, .. } => ("user".into(), text(content)),
+            Entry::Agent { content, .. } => ("agent".into(), text(content)),
+            Entry::Thought { content, .. } => ("thought".into(), text(content)),
+            Entry::Tool(c) => ("tool".into(), c.status.clone()),
+            Entry::Notice { text, .. } => ("notice".into(), text.clone()),
+        })
+        .collect()
+}
+
+fn text(content: &[Block]) -> String {
+    content.iter().filter_map(|b| b.text.clone()).collect()
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    (a.to_string(), b.to_string())
+}
+
+#[test]
+fn a_v2_client_gets_turns_permission_cancel_and_a_replayed_resume() {
+    let mut c = Client::start();
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+    );
+    let answer = c.answer(init).unwrap();
+    assert_eq!(answer["protocolVersion"], 2);
+    assert_eq!(c.conn.protocol_version(), 2);
+    let new = c.request("session/new", json!({"cwd": "/tmp"}));
+    c.session = c.answer(new).unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // A turn with a permission question, allowed.
+    assert_eq!(c.turn("hello"), "end_turn");
+    assert_eq!(
+        shown(&c.thread),
+        [
+            pair("user", "hello"),
+            pair("tool", "completed"),
+            pair("agent", "You said: hello. The write was allowed."),
+        ]
+    );
+
+    // A turn cancelled while its permission question waits.
+    c.permission = None;
+    assert_eq!(c.turn("again"), "cancelled");
+    assert_eq!(
+        shown(&c.thread)[3..],
+        [pair("user", "again"), pair("tool", "failed")]
+    );
+
+    // The session resumed with a replay into an empty thread: the conversation again.
+    let live: Vec<_> = shown(&c.thread)
+        .into_iter()
+        .filter(|(k, _)| k != "tool")
+        .collect();
+    c.thread = Thread::default();
+    c.kinds.clear();
+    let resume = c.request(
+        "session/resume",
+        json!({"sessionId": c.session, "cwd": "/tmp", "replayFrom": {"type": "start"}}),
+    );
+    c.answer(resume).unwrap();
+    assert_eq!(shown(&c.thread), live);
+    let complete = c.kinds.iter().position(|k| k == "replay_complete");
+    assert_eq!(
+        complete,
+        Some(c.kinds.len() - 2),
+        "replay_complete, then the state: {:?}",
+        c.kinds
+    );
+
+    // An unsupported cursor is refused.
+    let bad = c.request(
+        "session/resume",
+        json!({"sessionId": c.session, "cwd": "/tmp", "replayFrom": {"type": "_later"}}),
+    );
+    assert!(c
+        .answer(bad)
+        .unwrap_err()
+        .contains("unsupported replayFrom"));
+    // What v2 removed is refused by the agent's engine.
+    let load = c.conn.send_request(
+        "session/load",
+        Some(&json!({"sessionId": c.session, "cwd": "/tmp"})),
+        RequestOptions::with_data(()),
+        0,
+    );
+    assert!(load.is_err(), "our engine refuses it first");
+}
+
+#[test]
+fn a_v1_client_gets_the_v1_agent_from_the_same_build() {
+    let mut c = Client::start();
+    // A version that is no protocol version is refused, not taken as an offer of v2.
+    let bad = c.request("initialize", json!({"protocolVersion": 100000}));
+    assert!(c.answer(bad).unwrap_err().contains("-32602"));
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    let answer = c.answer(init).unwrap();
+    assert_eq!(answer["protocolVersion"], 1);
+    assert!(answer.get("agentCapabilities").is_some(), "{answer}");
+    assert_eq!(c.conn.protocol_version(), 1);
+    let new = c.request("session/new", json!({"cwd": "/tmp", "mcpServers": []}));
+    let session = c.answer(new).unwrap();
+    assert!(session["sessionId"].is_string(), "{session}");
+}

@@ -1,0 +1,315 @@
+//! The connection's ACP v2 rules (feature `unstable_protocol_v2`; what they are: [`crate::v2`]):
+//! version negotiation in `initialize`, the removed methods, checked updates, the turn ended by
+//! an idle `state_update` and the replay order of `session/resume`.
+//!
+//! Memory: the replays under way are one entry per `session/resume` with `replayFrom` still in
+//! flight (our outgoing requests, or the peer's requests, at most
+//! [`Config::max_incoming_in_flight`](crate::Config::max_incoming_in_flight)); entries of
+//! requests that completed are dropped whenever a new one is added.
+
+use serde_json::value::RawValue;
+
+use super::{Connection, Outgoing};
+use crate::acp::{self, capabilities::member, Role, TurnState};
+use crate::error::{CallError, Error, PeerErrorKind};
+use crate::jsonrpc::{write_error_response, ErrorCode, ErrorObject, Id};
+use crate::v2;
+
+/// Where a connection stands with v2.
+#[derive(Debug, Default)]
+pub(super) struct V2State {
+    /// The negotiated version: 2 once `initialize` settled on v2, else v1's rules apply.
+    version: u16,
+    /// Client: the version our `initialize` asked for. Agent: the version the client asked for.
+    offered: u16,
+    /// `session/resume` requests with `replayFrom` in flight (client: by outgoing id; agent: by
+    /// incoming token).
+    replays: Vec<Replay>,
+}
+
+#[derive(Debug)]
+struct Replay {
+    key: u64,
+    session: String,
+    complete: bool,
+}
+
+fn version_of(json: Option<&str>) -> u16 {
+    json.and_then(|j| member(j, "protocolVersion"))
+        .and_then(|v| v.get().parse::<u16>().ok())
+        .unwrap_or(0)
+}
+
+impl<T> Connection<T> {
+    /// Whether ACP v2 was negotiated on this connection.
+    pub(super) fn is_v2(&self) -> bool {
+        self.v2.version == v2::PROTOCOL_VERSION
+    }
+
+    /// A local call of a method v2 removed, on a v2 connection.
+    pub(super) fn v2_check_method(&self, method: &str) -> Result<(), Error> {
+        match v2::removed_method(method) {
+            Some(why) if self.is_v2() => Err(Error::ProtocolVersionRule(why)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks a message we just wrote at `out[start..]`: an agent's `session/update` (and its
+    /// `replay_complete` needs a replay under way).
+    pub(super) fn v2_check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
+        if self.config.role != Role::Agent || method != acp::client::SESSION_UPDATE {
+            return Ok(());
+        }
+        let params =
+            acp::capabilities::member_of_message(&self.out[start..], false).unwrap_or_default();
+        let update = v2::check_update(&params, true).map_err(Error::ProtocolVersionRule)?;
+        if update.kind == v2::REPLAY_COMPLETE
+            && !self
+                .v2
+                .replays
+                .iter()
+                .any(|r| r.session == update.session_id && !r.complete)
+        {
+            return Err(Error::ProtocolVersionRule(format!(
+                "replay_complete for session {} answers no session/resume with replayFrom",
+                update.session_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// After an agent's `session/update` at `out[start..]` went out: a `replay_complete` ends
+    /// the oldest replay under way for its session.
+    pub(super) fn v2_sent(&mut self, method: &str, start: usize) {
+        if !self.is_v2() || self.config.role != Role::Agent || method != acp::client::SESSION_UPDATE
+        {
+            return;
+        }
+        let params = acp::capabilities::member_of_message(&self.out[start..], false);
+        if let Some(Ok(update)) = params.map(|p| v2::check_update(&p, true)) {
+            if update.kind == v2::REPLAY_COMPLETE {
+                self.mark_replayed(&update.session_id);
+            }
+        }
+    }
+
+    fn mark_replayed(&mut self, session: &str) -> bool {
+        match self
+            .v2
+            .replays
+            .iter_mut()
+            .find(|r| r.session == session && !r.complete)
+        {
+            Some(r) => {
+                r.complete = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// After our request `id` at `out[start..]` was written: the version a client's
+    /// `initialize` asks for; a v2 client's `session/resume` with `replayFrom`.
+    pub(super) fn v2_sent_request(&mut self, id: u64, method: &str, start: usize) {
+        if self.config.role != Role::Client {
+            return;
+        }
+        if method == acp::agent::INITIALIZE {
+            let params = acp::capabilities::member_of_message(&self.out[start..], false);
+            self.v2.offered = version_of(params.as_deref());
+        } else if self.is_v2() && method == acp::agent::SESSION_RESUME {
+            let params = acp::capabilities::member_of_message(&self.out[start..], false);
+            if let Some(p) = params.filter(|p| v2::asks_replay(p)) {
+                if let Some(session) = acp::session_id_of(Some(&p)) {
+                    let outgoing = &self.outgoing;
+                    self.v2.replays.retain(|r| outgoing.contains_key(&r.key));
+                    self.v2.replays.push(Replay {
+                        key: id,
+                        session,
+                        complete: false,
+                    });
+                }
+            }
+        }
+    }
+
+    /// A peer's request of a method v2 removed, on a v2 connection: answered -32601 and
+    /// reported. Returns whether it was refused.
+    pub(super) fn v2_refuse_request(&mut self, id: &Id, method: &str, batch: Option<u64>) -> bool {
+        let Some(message) = v2::removed_method(method).filter(|_| self.is_v2()) else {
+            return false;
+        };
+        let mut out = Vec::new();
+        write_error_response(
+            &mut out,
+            id,
+            &ErrorObject::new(ErrorCode::MethodNotFound, message.clone()),
+        );
+        self.emit_response_unbatched(batch, out);
+        self.protocol_error(PeerErrorKind::ProtocolVersionRule, message);
+        true
+    }
+
+    /// A peer's request the agent accepted as `token`: the version the client asked for; a
+    /// `session/resume` with `replayFrom`.
+    pub(super) fn v2_received_request(&mut self, token: u64, method: &str, params: Option<&str>) {
+        if self.config.role != Role::Agent {
+            return;
+        }
+        if method == acp::agent::INITIALIZE {
+            self.v2.offered = version_of(params);
+        } else if self.is_v2() && method == acp::agent::SESSION_RESUME {
+            if let Some(p) = params.filter(|p| v2::asks_replay(p)) {
+                if let Some(session) = acp::session_id_of(Some(p)) {
+                    let incoming = &self.incoming;
+                    self.v2.replays.retain(|r| incoming.contains_key(&r.key));
+                    self.v2.replays.push(Replay {
+                        key: token,
+                        session,
+                        complete: false,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Checks an agent's answer to `token` written at `out[start..]`: the version of its
+    /// `initialize` answer (v2 only when the client asked for it; settles the version), a v2
+    /// `session/prompt` answer's `messageId`, a `session/resume` answered before its
+    /// `replay_complete`.
+    pub(super) fn v2_check_answer(
+        &mut self,
+        token: u64,
+        method: &str,
+        start: usize,
+    ) -> Result<(), Error> {
+        if self.config.role != Role::Agent {
+            return Ok(());
+        }
+        if method == acp::agent::INITIALIZE {
+            let result = acp::capabilities::member_of_message(&self.out[start..], true);
+            let answered = version_of(result.as_deref());
+            if answered == v2::PROTOCOL_VERSION {
+                if self.v2.offered < v2::PROTOCOL_VERSION {
+                    return Err(Error::ProtocolVersionRule(format!(
+                        "the client asked for protocol version {}: answer it (or 1), not 2",
+                        self.v2.offered
+                    )));
+                }
+                self.v2.version = v2::PROTOCOL_VERSION;
+            } else {
+                self.v2.version = 0;
+            }
+            return Ok(());
+        }
+        if !self.is_v2() {
+            return Ok(());
+        }
+        if method == acp::agent::SESSION_PROMPT {
+            let result =
+                acp::capabilities::member_of_message(&self.out[start..], true).unwrap_or_default();
+            let has_id = member(&result, "messageId").is_some_and(|v| v.get().starts_with('"'));
+            if !has_id {
+                return Err(Error::ProtocolVersionRule(
+                    "a v2 session/prompt answer acknowledges the prompt with its messageId (a string); the turn ends with an idle state_update".into(),
+                ));
+            }
+        }
+        if let Some(i) = self.v2.replays.iter().position(|r| r.key == token) {
+            if !self.v2.replays[i].complete {
+                return Err(Error::ProtocolVersionRule(format!(
+                    "send replay_complete for session {} before answering its session/resume",
+                    self.v2.replays[i].session
+                )));
+            }
+            self.v2.replays.remove(i);
+        }
+        Ok(())
+    }
+
+    /// An incoming request answered otherwise (an error): its replay, if any, is over.
+    pub(super) fn v2_forget_incoming(&mut self, token: u64) {
+        if self.config.role == Role::Agent {
+            self.v2.replays.retain(|r| r.key != token);
+        }
+    }
+
+    /// A `session/update` received by a v2 client: checked (a bad one is reported and
+    /// dropped: returns false), its state drives the session's turn, its `replay_complete`
+    /// ends a replay under way.
+    pub(super) fn v2_received_update(&mut self, params: Option<&RawValue>) -> bool {
+        let checked = v2::check_update(params.map_or("", RawValue::get), false);
+        let update = match checked {
+            Ok(u) => u,
+            Err(why) => {
+                self.protocol_error(
+                    PeerErrorKind::ProtocolVersionRule,
+                    format!("{why}; dropped"),
+                );
+                return false;
+            }
+        };
+        if update.kind == v2::REPLAY_COMPLETE && !self.mark_replayed(&update.session_id) {
+            self.protocol_error(
+                PeerErrorKind::ProtocolVersionRule,
+                format!(
+                    "replay_complete for session {} answers no session/resume with replayFrom; dropped",
+                    update.session_id
+                ),
+            );
+            return false;
+        }
+        match update.state.as_deref() {
+            Some("idle") => {
+                self.turns.remove(&update.session_id);
+            }
+            Some(_) => {
+                self.turns
+                    .entry(update.session_id)
+                    .or_insert(TurnState::Prompting);
+            }
+            None => {}
+        }
+        true
+    }
+
+    /// The agent's `initialize` result `raw` reports `version` and we asked for
+    /// `self.v2.offered`: whether a client accepts it (v1 always; v2 only when asked for),
+    /// settling the connection's version.
+    pub(super) fn v2_accepts_version(&mut self, version: &serde_json::Value) -> bool {
+        match version.as_u64() {
+            Some(1) => {
+                self.v2.version = 0;
+                true
+            }
+            Some(2) if self.v2.offered >= v2::PROTOCOL_VERSION => {
+                self.v2.version = v2::PROTOCOL_VERSION;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A response to our request `o` (id `n`) on a v2 client: a `session/resume` answered
+    /// before its `replay_complete` is reported (the replay was truncated).
+    pub(super) fn v2_received_response(
+        &mut self,
+        n: u64,
+        o: &Outgoing<T>,
+        result: &Result<Box<RawValue>, CallError>,
+    ) {
+        let Some(i) = self.v2.replays.iter().position(|r| r.key == n) else {
+            return;
+        };
+        let replay = self.v2.replays.remove(i);
+        if result.is_ok() && !replay.complete && o.method == acp::agent::SESSION_RESUME {
+            self.protocol_error(
+                PeerErrorKind::ProtocolVersionRule,
+                format!(
+                    "session/resume of session {} answered before its replay_complete: the replay is truncated",
+                    replay.session
+                ),
+            );
+        }
+    }
+}
