@@ -40,7 +40,6 @@ pub(super) const OWN_COMMANDS: &[&str] = &[
     "cancel",
     "quit",
     "exit",
-    #[cfg(feature = "unstable")]
     "status",
     #[cfg(feature = "unstable")]
     "title",

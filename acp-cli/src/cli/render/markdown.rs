@@ -6,8 +6,8 @@
 //!
 //! - A line's kind is known from its start (held until its first word is complete; a fence or
 //!   a table row until the line is): a heading (bold, no `#`), a list item (`•`, hanging
-//!   indent), a quote (`│ `), a rule, a code fence, a table row, or text (a paragraph: its
-//!   lines joined, as markdown joins them).
+//!   indent), a quote (`│ `), a rule, a code fence, a table row, or text (a paragraph; a line
+//!   break in it is kept, as chat views keep it, under the paragraph's indent).
 //! - Code blocks stream a line at a time, highlighted ([`super::highlight`]).
 //! - Tables are kept until they end (the columns' widths need every row), then parsed by
 //!   pulldown-cmark and drawn aligned ([`super::table`]).
@@ -311,10 +311,15 @@ impl Markdown {
             self.wrap.start_line(out, &bar, 2, &bar);
             return self.text(quoted.strip_prefix(' ').unwrap_or(quoted), out);
         }
-        // Text: the paragraph before goes on (its lines are joined), or a new one starts.
+        // Text: the paragraph before goes on, on a line of its own (a line break the agent
+        // wrote is kept, as chat views keep it; markdown would join the lines), under the
+        // same indent; or a new paragraph starts.
         if self.prev != Prev::Paragraph || self.blank {
             self.open_block(Prev::Paragraph, out);
             self.wrap.start_line(out, "", 0, "");
+        } else if self.wrap.col > 0 {
+            self.flush_link(out);
+            self.wrap.break_line(out, true);
         }
         self.text(trimmed, out)
     }

@@ -165,10 +165,15 @@ fn links_images_and_brackets() {
 }
 
 #[test]
-fn headings_end_their_line_and_paragraph_lines_join() {
+fn headings_end_their_line_and_line_breaks_are_kept() {
     assert_eq!(
         plain("## Two\ntext\nmore text", 80),
-        "Two\ntext more text\n"
+        "Two\ntext\nmore text\n"
+    );
+    // Under a list item's indent.
+    assert_eq!(
+        plain("- item\n  more of it\nnext", 80),
+        "• item\n  more of it\n  next\n"
     );
     let out = render(&["### Three\n"], 80, true);
     assert_eq!(out, "\x1b[0m\x1b[1;3mThree\x1b[0m\n");

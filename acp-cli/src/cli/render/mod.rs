@@ -33,6 +33,7 @@ mod markdown;
 mod questions;
 mod screen;
 mod session;
+mod status;
 mod table;
 mod wrap;
 
@@ -258,14 +259,10 @@ impl Ui {
                 );
                 st.screen.err_line(&line);
             }
-            // The context the agent last reported, once per turn, on stderr.
-            if let Some(u) = &st.thread.usage {
-                let cost = u
-                    .cost
-                    .as_ref()
-                    .map(|c| format!(", {:.4} {}", c.amount, c.currency))
-                    .unwrap_or_default();
-                let line = format!("[context: {} of {} tokens{cost}]", u.used, u.size);
+            // The status line, once per turn, on stderr: between the turns of an interactive
+            // chat, and whenever the agent reported its context.
+            if st.screen.interactive() || st.thread.usage.is_some() {
+                let line = status::line(st.thread.0.agent(), &st.thread);
                 st.screen.status_line(&line);
             }
             // The turn's own token usage (feature `unstable`), when the agent reported it.

@@ -281,6 +281,11 @@ impl Screen {
         self.out_raw(&format!("{line}\n"));
     }
 
+    /// A line editor reads the input: the chat is interactive, on a terminal.
+    pub(super) fn interactive(&self) -> bool {
+        self.line_editor
+    }
+
     /// Prompts go to the line editor (see [`Screen::take_prompt`]) instead of stderr.
     pub(super) fn use_line_editor(&mut self) {
         self.line_editor = true;

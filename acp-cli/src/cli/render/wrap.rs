@@ -75,7 +75,7 @@ impl Wrap {
     }
 
     /// A line break inside the block: the next line starts with the indent.
-    fn break_line(&mut self, out: &mut String, indent: bool) {
+    pub(super) fn break_line(&mut self, out: &mut String, indent: bool) {
         self.end_line(out);
         if indent {
             out.push_str(&self.indent);
