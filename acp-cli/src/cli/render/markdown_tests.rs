@@ -227,7 +227,7 @@ fn work_is_linear_in_the_text() {
     // Hostile shapes: brackets that never close, markers, a word with no end, a huge code
     // line, a table past its bounds.
     big.push_str(&"[".repeat(300_000));
-    big.push_str(" ");
+    big.push(' ');
     big.push_str(&"*_~`".repeat(100_000));
     big.push_str("\n\n");
     big.push_str(&"x".repeat(500_000));

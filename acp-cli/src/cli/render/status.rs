@@ -29,11 +29,12 @@ pub(super) fn line(agent: &str, thread: &Thread) -> String {
         parts.push(format!("model: {}", escape_line(&model)));
     }
     if let Some(u) = &thread.usage {
-        let percent = if u.size > 0 {
-            format!(" ({}%)", u.used.saturating_mul(100) / u.size)
-        } else {
-            String::new()
-        };
+        let percent = u
+            .used
+            .saturating_mul(100)
+            .checked_div(u.size)
+            .map(|p| format!(" ({p}%)"))
+            .unwrap_or_default();
         let cost = u
             .cost
             .as_ref()
