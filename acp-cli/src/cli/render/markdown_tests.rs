@@ -203,7 +203,7 @@ fn agent_escape_sequences_are_shown_not_written() {
     let nasty = "\x1b[2J\x1b]52;c;cHduZWQ=\x07\u{9b}31m\r";
     let text = format!(
         "# H{nasty}\n\npara {nasty} **b{nasty}**\n\n```rust\nlet x = \"{nasty}\";\n```\n\n\
-         [t{nasty}](https://u{nasty})\n\n| a{nasty} | b |\n|---|---|\n| c | d{nasty} |\n\n> q{nasty}\n\n- i{nasty}\n"
+         [t{nasty}](https://u{nasty})\n\n| a{nasty} | b&#27;[2J&#x9b;1m |\n|---|---|\n| c | d{nasty} |\n\n> q{nasty}\n\n- i{nasty}\n"
     );
     for color in [false, true] {
         let out = render(&[&text], 60, color);

@@ -6,6 +6,7 @@
 //! The rows kept are bounded ([`MAX_ROWS`], [`MAX_BYTES`]): past that the table is drawn as it
 //! was written, line by line.
 
+use acp_client::display::escape_text;
 use pulldown_cmark::{Alignment, Event, Options, Parser, Tag, TagEnd};
 
 use super::wrap::str_width;
@@ -58,14 +59,15 @@ pub(super) fn parse(source: &str, color: bool) -> Option<Table> {
                 styles.pop();
                 cell.push_str(&sgr(&styles));
             }
+            // The parser decodes entities (`&#27;` is an ESC): what it gives is escaped again.
             Event::Code(t) if color => {
                 cell.push_str("\x1b[36m");
-                cell.push_str(&t);
+                cell.push_str(&escape_text(&t));
                 cell.push_str(&sgr(&styles));
             }
-            Event::Text(t) | Event::Code(t) => cell.push_str(&t),
+            Event::Text(t) | Event::Code(t) => cell.push_str(&escape_text(&t)),
             Event::SoftBreak | Event::HardBreak => cell.push(' '),
-            Event::Html(t) | Event::InlineHtml(t) => cell.push_str(&t),
+            Event::Html(t) | Event::InlineHtml(t) => cell.push_str(&escape_text(&t)),
             _ => {}
         }
     }
@@ -175,6 +177,19 @@ mod tests {
         assert!(drawn.contains("\x1b[1mx"), "{drawn:?}");
         assert!(drawn.contains("\x1b[36my"), "{drawn:?}");
         assert_eq!(t.widths(), vec![1, 1]);
+    }
+
+    #[test]
+    fn entities_decoded_by_the_parser_are_escaped() {
+        let t = parse("| &#27;[2J | &#x9b;31m `&#7;` |\n|---|---|\n", true).unwrap();
+        let drawn = t.draw(80, true).unwrap();
+        assert!(drawn.contains("\u{241b}[2J"), "{drawn:?}");
+        let bare: String = drawn
+            .replace("\x1b[", "")
+            .chars()
+            .filter(|c| matches!(c, '\x1b' | '\u{9b}' | '\x07'))
+            .collect();
+        assert!(bare.is_empty(), "{drawn:?}");
     }
 
     #[test]
