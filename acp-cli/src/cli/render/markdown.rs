@@ -34,6 +34,12 @@ pub(super) const MAX_WORD: usize = 1024;
 /// Longest link source held (`[text](url)`); a longer one is shown as written.
 pub(super) const MAX_LINK: usize = 2048;
 
+/// The most the renderer holds of a message at once (each buffer's bound, with room for the
+/// last character added): what a hostile agent can make it keep.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(super) const HELD_BUDGET: usize =
+    MAX_HEAD + MAX_WORD + MAX_LINK + highlight::MAX_LINE + table::MAX_BYTES + 5 * 4;
+
 /// What the current line is, once its start is read.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Line {
@@ -125,6 +131,16 @@ impl Markdown {
     /// Work done so far: characters handled, by every step.
     pub(super) fn work(&self) -> u64 {
         self.work + self.wrap.work
+    }
+
+    /// Bytes of the message held now (what is not shown yet): at most [`HELD_BUDGET`].
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.head.len()
+            + self.word.len()
+            + self.code.len()
+            + self.table.as_ref().map_or(0, String::len)
+            + self.link.as_ref().map_or(0, |l| l.0.len())
     }
 
     /// The terminal's width, for what is placed from now on.

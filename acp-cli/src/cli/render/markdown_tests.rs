@@ -235,7 +235,7 @@ fn work_is_linear_in_the_text() {
     big.push_str(&"let a = 1; ".repeat(50_000));
     big.push_str("\n```\n\n");
     for i in 0..5_000 {
-        big.push_str(&format!("| {i} | row |\n"));
+        big.push_str(&format!("| {i} | {} |\n", "r".repeat(300)));
         if i == 0 {
             big.push_str("|---|---|\n");
         }
@@ -244,12 +244,15 @@ fn work_is_linear_in_the_text() {
     let mut out = String::new();
     let bytes = big.as_bytes();
     let mut at = 0;
+    let mut max_held = 0;
     while at < bytes.len() {
         let mut end = (at + 7).min(bytes.len());
         while !big.is_char_boundary(end) {
             end += 1;
         }
         md.push(&big[at..end], &mut out);
+        assert!(md.held() <= HELD_BUDGET, "{} held at {at}", md.held());
+        max_held = max_held.max(md.held());
         at = end;
         // What is written is taken as it comes (the screen does).
         out.clear();
@@ -259,6 +262,8 @@ fn work_is_linear_in_the_text() {
     let len = big.len() as u64;
     assert!(work >= len, "every byte is looked at: {work} < {len}");
     assert!(work <= 8 * len, "linear: {work} work for {len} bytes");
+    // The bounds were reached (the test feeds what fills them), never passed.
+    assert!(max_held >= table::MAX_BYTES - 64, "{max_held}");
     // A table past its bounds is shown as written, not kept.
     assert!(md.table.is_none());
 }
