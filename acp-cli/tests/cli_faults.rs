@@ -295,13 +295,14 @@ cat >/dev/null"#,
     );
     assert!(r.stderr.contains("[title: Greeting]"), "{}", r.dump());
     assert_eq!(
-        r.stderr.matches("[context: ").count(),
+        r.stderr.matches("context: ").count(),
         1,
         "usage once per turn: {}",
         r.dump()
     );
     assert!(
-        r.stderr.contains("[context: 1300 of 200000 tokens]"),
+        r.stderr
+            .contains("· context: 1300 of 200000 tokens (0%) · title: Greeting]"),
         "{}",
         r.dump()
     );

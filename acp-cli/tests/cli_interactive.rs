@@ -1,7 +1,8 @@
 //! Interactive `acp chat` in a real terminal (tmux): type a prompt, answer the permission
 //! dialog (after an invalid answer), see the answer; cancel a turn with Ctrl-C; the line
 //! editor (Tab completion, `\` continuation, Up for history, the history file); quit with
-//! Ctrl-D and exit 0.
+//! Ctrl-D and exit 0; the answer's markdown rendered and wrapped to the terminal's width, and
+//! the status line (between turns and `/status`).
 //!
 //! tmux is installed with apt-get when missing; the test is skipped, with the reason printed,
 //! only when it cannot be installed.
@@ -118,6 +119,12 @@ impl Drop for Tmux {
 /// `acp chat` with the demo agent in a new tmux session `chat` (the shell says acp's exit
 /// status when it ends).
 fn start_chat(tag: &str, dir: &TempDir) -> Tmux {
+    start_chat_sized(tag, dir, 150)
+}
+
+/// [`start_chat`] in a terminal `width` columns wide.
+fn start_chat_sized(tag: &str, dir: &TempDir, width: usize) -> Tmux {
+    let width = width.to_string();
     let tmux = Tmux {
         socket: format!("acp-cli-test-{tag}-{}", std::process::id()),
     };
@@ -134,7 +141,7 @@ fn start_chat(tag: &str, dir: &TempDir) -> Tmux {
         "-s",
         "chat",
         "-x",
-        "150",
+        &width,
         "-y",
         "50",
         &command,
@@ -203,6 +210,98 @@ fn a_notice_between_turns_is_printed_above_the_input_line() {
     assert!(!screen.contains("> [title"), "{screen}");
     assert!(!screen.contains("typing[title"), "{screen}");
     tmux.keys(&["C-u", "C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
+#[test]
+fn markdown_answers_are_rendered_and_wrapped_and_the_status_is_shown() {
+    if let Err(why) = ensure_tmux() {
+        println!("SKIPPED markdown_answers_are_rendered_and_wrapped_and_the_status_is_shown: tmux is unavailable: {why}");
+        return;
+    }
+    let dir = TempDir::new("tmux-markdown");
+    let tmux = start_chat_sized("markdown", &dir, 60);
+    tmux.wait_for("type a prompt");
+    // `#markdown`: the demo agent's answer ends with a markdown sample, sent in pieces of 5
+    // characters (words cut across pieces); `#usage`: it reports the context used.
+    tmux.keys(&["show #markdown #usage", "Enter"]);
+    tmux.wait_for("Permission requested: run `ls`");
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("Permission requested: Write");
+    tmux.keys(&["C-d"]);
+    tmux.wait("the next prompt", |s| {
+        s.trim_end().lines().last() == Some(">")
+    });
+    let screen = tmux.pane();
+    let start = screen.find("Markdown sample").expect(&screen);
+    let end = screen.find("The end.").expect(&screen);
+    let answer = &screen[start..end];
+    // Rendered: no markdown syntax left, the constructs drawn.
+    for (what, shown) in [
+        (
+            "emphasis, code, link",
+            "Some bold, italic and inline code, a link",
+        ),
+        ("the link's address", "(https://example.com/acp)"),
+        (
+            "a list",
+            "• first item\n• second item with code\n  ◦ a nested item",
+        ),
+        ("an ordered list", "1. one\n2. two"),
+        ("a quote", "│ a quoted line"),
+        (
+            "code, indented, as written",
+            "  fn main() {\n      println!(\"hello\");\n  }",
+        ),
+        (
+            "a table",
+            "name  │ value\n──────┼──────\nalpha │     1\nbeta  │    22",
+        ),
+    ] {
+        assert!(answer.contains(shown), "{what}: {shown:?} in\n{screen}");
+    }
+    assert!(
+        !answer.contains("**") && !answer.contains("##") && !answer.contains("```"),
+        "{screen}"
+    );
+    // Wrapped at word boundaries by acp (lines it ended: the capture joins the terminal's own
+    // wraps), within the 60 columns, no word cut, although the words came cut in pieces.
+    let paragraph: Vec<&str> = answer
+        .lines()
+        .skip_while(|l| !l.starts_with("Some bold"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(paragraph.len() >= 3, "wrapped: {paragraph:?}\n{screen}");
+    assert!(
+        paragraph.iter().all(|l| l.chars().count() <= 60),
+        "{paragraph:?}"
+    );
+    let words = "Some bold, italic and inline code, a link (https://example.com/acp) and enough \
+                 words in one paragraph that a narrow terminal has to wrap them at word \
+                 boundaries.";
+    assert_eq!(paragraph.join(" "), words, "{screen}");
+    // Styled: bold, a highlighted code line.
+    let coloured = tmux.pane_coloured();
+    let bold = coloured
+        .lines()
+        .find(|l| l.contains("italic"))
+        .expect(&coloured);
+    assert!(bold.contains("\x1b[1mbold"), "{bold:?}");
+    let code = coloured
+        .lines()
+        .find(|l| l.contains("println!"))
+        .expect(&coloured);
+    assert!(code.contains("\x1b["), "highlighted: {code:?}");
+
+    // The status line between turns: the agent, the context it reported; `/status` again.
+    let used = 1000 + "show #markdown #usage".len();
+    let status = format!("context: {used} of 200000 tokens (0%)");
+    assert_eq!(screen.matches(&status).count(), 1, "{screen}");
+    let line = screen.lines().find(|l| l.contains(&status)).unwrap();
+    assert!(line.starts_with("[acp demo agent"), "{line}");
+    tmux.keys(&["/status", "Enter"]);
+    tmux.wait(&status, |s| s.matches(&status).count() == 2);
+    tmux.keys(&["C-d"]);
     tmux.wait_for("acp exited with 0");
 }
 

@@ -126,6 +126,7 @@ Examples:
 
 At the prompt (a terminal):
   /help              acp's commands and the agent's
+  /status            agent, mode, model, context used, title
   /mode [ID]         show or set the session's mode
   /model [VALUE]     show or set the model
   /config [ID VALUE] show or set a config option

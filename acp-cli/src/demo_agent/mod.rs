@@ -33,7 +33,9 @@
 //! servers the session was given (`session/new`, `load`, `resume`), and nothing else; one
 //! containing `#crash` exits mid-answer with code 70 after a line on stderr; after a turn whose
 //! prompt contains `#later`, it renames the session a second later (a `session_info_update`
-//! arriving between turns).
+//! arriving between turns); `#markdown` adds a markdown sample to the answer (headings,
+//! emphasis, lists, code, a table… streamed in pieces cut mid-word); `#usage` reports the
+//! context used (`usage_update`).
 //!
 //! Options for clients' tests: `--state-dir DIR` keeps every session on disk ([`store`]), so
 //! `session/load`, `session/resume`, `session/list` and `session/delete` (advertised then)

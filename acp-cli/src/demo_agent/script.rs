@@ -84,7 +84,8 @@ pub(super) fn command_reply(text: &str) -> Option<String> {
                 out.push_str(&format!("- /{name}{hint}: {description}\n"));
             }
             out.push_str(
-                "Magic words: #refuse, #max-tokens, #mcp; a `command` in backticks is what I run.",
+                "Magic words: #refuse, #max-tokens, #mcp, #markdown (a markdown sample), #usage (a \
+                 usage_update); a `command` in backticks is what I run.",
             );
             Some(out)
         }
@@ -113,6 +114,23 @@ pub(super) fn answer_chunks(text: &str) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The markdown sample answered to `#markdown` (every construct a client renders).
+pub(super) const MARKDOWN_SAMPLE: &str = "\n\n## Markdown sample\n\n\
+Some **bold**, *italic* and `inline code`, a [link](https://example.com/acp) and enough \
+words in one paragraph that a narrow terminal has to wrap them at word boundaries.\n\n\
+- first item\n- second item with `code`\n  - a nested item\n\n\
+1. one\n2. two\n\n\
+> a quoted line\n\n\
+```rust\nfn main() {\n    println!(\"hello\");\n}\n```\n\n\
+| name | value |\n|------|------:|\n| alpha | 1 |\n| beta | 22 |\n\n\
+---\n\nThe end.";
+
+/// [`MARKDOWN_SAMPLE`] cut every 5 characters.
+pub(super) fn markdown_chunks() -> Vec<String> {
+    let chars: Vec<char> = MARKDOWN_SAMPLE.chars().collect();
+    chars.chunks(5).map(|c| c.iter().collect()).collect()
 }
 
 /// Existing regular files the prompt names: words that are absolute paths or paths relative

@@ -106,6 +106,20 @@ impl Turn<'_> {
             self.step().await?;
             self.chunk(&piece).await?;
         }
+        if text.contains("#markdown") {
+            // Cut every few characters, mid-word: a client must not break words at the cuts.
+            for piece in super::script::markdown_chunks() {
+                self.chunk(&piece).await?;
+            }
+        }
+        if text.contains("#usage") {
+            // The context used: a figure derived from the prompt, out of a 200,000-token window.
+            let used = 1000 + text.len() as u64;
+            self.send(s::SessionUpdate::UsageUpdate(s::UsageUpdate::new(
+                used, 200_000,
+            )))
+            .await?;
+        }
         if text.contains("#max-tokens") {
             self.chunk(" …and here I run out of tokens (#max-tokens).")
                 .await?;

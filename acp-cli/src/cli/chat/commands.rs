@@ -22,7 +22,7 @@ impl Chat {
             "help" => {
                 // acp's own words are shown as they are; only the agent's are escaped.
                 let mut lines = vec![
-                    "acp's commands: /help, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
+                    "acp's commands: /help, /status, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
                         .to_string(),
                     "files: /attach FILE (sent with the next prompt), @PATH in a prompt (Tab completes it); \
                      the last turn's writes: /diff [FILE] shows them, /undo [FILE] reverts them"
@@ -30,7 +30,7 @@ impl Chat {
                 ];
                 #[cfg(feature = "unstable")]
                 lines.push(
-                    "draft (unstable) ACP: /status (session/status), /title TEXT (session/set_title)"
+                    "draft (unstable) ACP: /status also asks session/status; /title TEXT (session/set_title)"
                         .to_string(),
                 );
                 lines.push(
@@ -218,20 +218,15 @@ impl Chat {
                 }
                 true
             }
-            // Draft methods: refused by the engine unless the agent advertised them.
-            #[cfg(feature = "unstable")]
+            // The status line (stable ACP); with draft ACP, `session/status` too (refused by
+            // the engine unless the agent advertised it).
             "status" => {
-                let request = s::SessionStatusRequest::new(self.session.id.clone());
-                let conn = self.link.conn.with_timeout(self.timeouts.request);
-                match self
-                    .wait("session/status", conn.session_status(request))
-                    .await
-                {
-                    Ok(r) => self.ui.session_status(&wire_name(&r.status)),
-                    Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
-                }
+                self.ui.show_status();
+                #[cfg(feature = "unstable")]
+                self.draft_status().await;
                 true
             }
+            // Draft methods: refused by the engine unless the agent advertised them.
             #[cfg(feature = "unstable")]
             "title" => {
                 if arg.is_empty() {
@@ -256,6 +251,22 @@ impl Chat {
                 )));
                 true
             }
+        }
+    }
+}
+
+impl Chat {
+    /// `/status` with draft ACP: `session/status` asked, its answer shown.
+    #[cfg(feature = "unstable")]
+    async fn draft_status(&mut self) {
+        let request = s::SessionStatusRequest::new(self.session.id.clone());
+        let conn = self.link.conn.with_timeout(self.timeouts.request);
+        match self
+            .wait("session/status", conn.session_status(request))
+            .await
+        {
+            Ok(r) => self.ui.session_status(&wire_name(&r.status)),
+            Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
         }
     }
 }

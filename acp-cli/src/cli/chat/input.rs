@@ -45,7 +45,6 @@ pub(super) const OWN_COMMANDS: &[&str] = &[
     "cancel",
     "quit",
     "exit",
-    #[cfg(feature = "unstable")]
     "status",
     #[cfg(feature = "unstable")]
     "title",

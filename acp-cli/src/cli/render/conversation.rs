@@ -68,11 +68,11 @@ impl Drawn {
                 };
                 if started && screen.block == kind {
                     // A new message of the same kind: on a line of its own.
-                    screen.newline();
-                    screen.block = Block::None;
+                    screen.end_block();
                 }
                 let text = content_text(&block);
-                screen.stream(kind, &escape_text(&text));
+                // Escaped by the screen (the markdown renderer escapes before it reads).
+                screen.stream(kind, &text);
             }
             Applied::Tool { entry, started } => self.tool(entry, started, thread, screen),
             Applied::Plan => self.plan(thread, screen),

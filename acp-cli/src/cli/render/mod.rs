@@ -28,9 +28,14 @@
 //! (modes, config options, commands, the record's title).
 
 mod conversation;
+mod highlight;
+mod markdown;
 mod questions;
 mod screen;
 mod session;
+mod status;
+mod table;
+mod wrap;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,7 +45,7 @@ use acp_client::session::Routed;
 use acp_core::RawValue;
 
 use conversation::Drawn;
-use screen::{styled, Block, Screen};
+use screen::{styled, Screen};
 use session::Conversation;
 
 pub use conversation::TerminalOutput;
@@ -152,8 +157,7 @@ impl Ui {
     pub fn input_prompt(&self) {
         let mut st = self.lock();
         let screen = &mut st.screen;
-        screen.newline();
-        screen.block = Block::None;
+        screen.end_block();
         let p = styled(screen.color_err, "1;36", "> ");
         screen.show_prompt(p);
     }
@@ -184,8 +188,7 @@ impl Ui {
         let mut st = self.lock();
         st.thread
             .begin_turn(vec![acp_client::thread::Block::text(prompt)]);
-        st.screen.newline();
-        st.screen.block = Block::None;
+        st.screen.end_block();
     }
 
     /// Renders one `session/update` (its raw params), as the session engine routes it
@@ -247,8 +250,7 @@ impl Ui {
             st.screen.out_raw(&format!("{line}\n"));
             st.screen.at_line_start = true;
         } else {
-            st.screen.newline();
-            st.screen.block = Block::None;
+            st.screen.end_block();
             if stop_reason != "end_turn" {
                 let line = styled(
                     st.screen.color_err,
@@ -257,14 +259,10 @@ impl Ui {
                 );
                 st.screen.err_line(&line);
             }
-            // The context the agent last reported, once per turn, on stderr.
-            if let Some(u) = &st.thread.usage {
-                let cost = u
-                    .cost
-                    .as_ref()
-                    .map(|c| format!(", {:.4} {}", c.amount, c.currency))
-                    .unwrap_or_default();
-                let line = format!("[context: {} of {} tokens{cost}]", u.used, u.size);
+            // The status line, once per turn, on stderr: between the turns of an interactive
+            // chat, and whenever the agent reported its context.
+            if st.screen.interactive() || st.thread.usage.is_some() {
+                let line = status::line(st.thread.0.agent(), &st.thread);
                 st.screen.status_line(&line);
             }
             // The turn's own token usage (feature `unstable`), when the agent reported it.

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use acp_client::display::escape_text;
 
+use super::markdown::Markdown;
+
 /// The kind of streamed text open on stdout.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Block {
@@ -74,6 +76,9 @@ pub(super) struct Screen {
     /// The line editor's external printer, and whether it is reading a line now: what is
     /// written meanwhile goes through it, above the input line, never onto it.
     printer: Option<(Printer, Arc<AtomicBool>)>,
+    /// The agent's messages rendered as markdown, wrapped to the terminal's width: when stdout
+    /// is a terminal (and not `--json`). Otherwise they are written as the agent sent them.
+    md: Option<Markdown>,
 }
 
 /// Prints whole lines above the line being edited (rustyline's external printer).
@@ -83,8 +88,11 @@ impl Screen {
     /// The real stdout and stderr. `json`: stdout carries JSON lines (never styled).
     pub(super) fn new(json: bool) -> Screen {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let color_out = !no_color && !json && std::io::stdout().is_terminal();
+        let rendered = !json && std::io::stdout().is_terminal();
         Screen {
-            color_out: !no_color && !json && std::io::stdout().is_terminal(),
+            md: rendered.then(|| Markdown::new(terminal_width(), color_out)),
+            color_out,
             color_err: !no_color && std::io::stderr().is_terminal(),
             spinner_allowed: std::io::stderr().is_terminal(),
             spinner: None,
@@ -234,7 +242,28 @@ impl Screen {
         };
         if open {
             self.out_raw("\n");
+            if let Some(md) = &mut self.md {
+                md.line_broken();
+            }
         }
+    }
+
+    /// The message being rendered ended: what it held is written, its styles closed.
+    fn finish_markdown(&mut self) {
+        if let Some(md) = &mut self.md {
+            let mut out = String::new();
+            md.finish(&mut out);
+            if !out.is_empty() {
+                self.out_raw(&out);
+            }
+        }
+    }
+
+    /// The open block of streamed text ends: the next starts on a line of its own.
+    pub(super) fn end_block(&mut self) {
+        self.finish_markdown();
+        self.newline();
+        self.block = Block::None;
     }
 
     pub(super) fn err_line(&mut self, line: &str) {
@@ -246,9 +275,15 @@ impl Screen {
 
     /// A whole line of conversation on stdout, on a fresh line.
     pub(super) fn block_line(&mut self, line: &str) {
+        self.finish_markdown();
         self.newline();
         self.block = Block::None;
         self.out_raw(&format!("{line}\n"));
+    }
+
+    /// A line editor reads the input: the chat is interactive, on a terminal.
+    pub(super) fn interactive(&self) -> bool {
+        self.line_editor
     }
 
     /// Prompts go to the line editor (see [`Screen::take_prompt`]) instead of stderr.
@@ -280,12 +315,13 @@ impl Screen {
         self.err_line(&line);
     }
 
-    /// Streams text of a message or thought block.
+    /// Streams text of a message or thought block (the agent's, escaped here).
     pub(super) fn stream(&mut self, block: Block, text: &str) {
         if text.is_empty() {
             return;
         }
         if self.block != block {
+            self.finish_markdown();
             self.newline();
             if block == Block::Thought && !self.color_out {
                 self.out_raw("(thinking) ");
@@ -296,11 +332,34 @@ impl Screen {
             }
             self.block = block;
         }
+        if let (Block::Message, Some(md)) = (block, &mut self.md) {
+            // Re-read for each chunk: a resized terminal is followed at once.
+            md.set_width(terminal_width());
+            let mut out = String::new();
+            md.push(text, &mut out);
+            if !out.is_empty() {
+                self.out_raw(&out);
+            }
+            return;
+        }
+        let text = escape_text(text);
         let text = if block == Block::Thought {
-            styled(self.color_out, "2;3", text)
+            styled(self.color_out, "2;3", &text)
         } else {
-            text.to_string()
+            text.into_owned()
         };
         self.out_raw(&text);
+    }
+}
+
+/// The terminal's width in columns (stdout's), 80 when it cannot be read.
+fn terminal_width() -> usize {
+    // SAFETY: TIOCGWINSZ writes a `winsize` into the one given, which outlives the call.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    if ok && size.ws_col > 0 {
+        usize::from(size.ws_col)
+    } else {
+        80
     }
 }
