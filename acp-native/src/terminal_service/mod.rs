@@ -29,6 +29,7 @@
 //!   terminals exist at once (exited but unreleased ones count: they still hold output).
 //! * Dropping the last clone of the service kills every terminal's process group.
 
+#[cfg(unix)]
 mod child; // the command's process: output pipe, exit observed without reaping
 mod error; // `TerminalError`
 mod output; // `OutputBuffer`: the retained output (pure)
