@@ -238,14 +238,14 @@ fn remember(
     let Some(path) = path else { return };
     if let Some(dir) = path.parent() {
         // acp's state directory: private, like the history and the session records in it.
-        use std::os::unix::fs::DirBuilderExt;
+        use crate::os_compat::DirBuilderExt;
         let _ = std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir);
     }
     if !path.exists() {
-        use std::os::unix::fs::OpenOptionsExt;
+        use crate::os_compat::OpenOptionsExt;
         let _ = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
