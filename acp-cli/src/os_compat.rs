@@ -79,3 +79,27 @@ pub fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
         (meta.creation_time(), 0)
     }
 }
+
+/// The user's home directory: `HOME` (on Windows, where it is usually unset, `USERPROFILE`).
+/// acp's state, cache and configuration go under it as on Unix (`.local/state/acp`, ...)
+/// unless the `XDG_*` variables say otherwise.
+pub fn home() -> Option<std::ffi::OsString> {
+    let home = std::env::var_os("HOME").filter(|v| !v.is_empty());
+    #[cfg(windows)]
+    let home = home.or_else(|| std::env::var_os("USERPROFILE").filter(|v| !v.is_empty()));
+    home
+}
+
+/// `std::fs::canonicalize`, without Windows' `\\?\` prefix on a plain drive path
+/// (`\\?\C:\work` is `C:\work`), which users and agents do not expect to see.
+pub fn canonicalize(path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    let real = std::fs::canonicalize(path)?;
+    #[cfg(windows)]
+    if let Some(plain) = real.to_str().and_then(|s| s.strip_prefix(r"\\?\")) {
+        let b = plain.as_bytes();
+        if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'\\' {
+            return Ok(std::path::PathBuf::from(plain));
+        }
+    }
+    Ok(real)
+}

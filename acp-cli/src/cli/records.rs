@@ -82,7 +82,7 @@ pub fn root() -> Option<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
+            crate::os_compat::home().map(|h| PathBuf::from(h).join(".local").join("state"))
         })?;
     Some(base.join("acp").join("sessions"))
 }

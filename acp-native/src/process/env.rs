@@ -37,8 +37,14 @@ pub enum EnvInherit {
 }
 
 impl Default for EnvPolicy {
+    /// [`DEFAULT_ENV_ALLOWLIST`]; on Windows also what a Windows process needs to start
+    /// ([`acp_client::windows::WINDOWS_ALLOWLIST`]: `SystemRoot`, `ComSpec`, `PATHEXT`, ...).
     fn default() -> Self {
-        EnvPolicy::allowlist(DEFAULT_ENV_ALLOWLIST.iter().copied())
+        #[cfg(windows)]
+        let windows = acp_client::windows::WINDOWS_ALLOWLIST.iter().copied();
+        #[cfg(not(windows))]
+        let windows = std::iter::empty();
+        EnvPolicy::allowlist(DEFAULT_ENV_ALLOWLIST.iter().copied().chain(windows))
     }
 }
 

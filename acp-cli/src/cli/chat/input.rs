@@ -150,7 +150,7 @@ fn read_lines() -> Reader {
 fn history_path() -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),
+        None => PathBuf::from(crate::os_compat::home()?).join(".local/state"),
     };
     Some(base.join("acp").join("history"))
 }
