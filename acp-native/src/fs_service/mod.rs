@@ -40,6 +40,9 @@
 //! Errors carry [`FsError::code`], [`FsError::message`] and [`FsError::data`] so the protocol
 //! layer can build the JSON-RPC error object (or use [`FsError::to_acp_error`]).
 //!
+//! **Windows**: not implemented yet; every request is refused with [`FsError::Unsupported`]
+//! before anything is touched (docs/reliability.md, "Windows").
+//!
 //! Known limits (docs/security.md, "Files"): a hard link inside a root to a file outside it is
 //! an ordinary file inside (readable; a write replaces the link with a new file, the other
 //! links keep the old content); a directory moved out of the root by another process while a

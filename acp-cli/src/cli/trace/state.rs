@@ -70,6 +70,10 @@ pub struct Superseded;
 impl Shared {
     /// Opens `path` (an error names it) with an empty index.
     pub fn open(path: PathBuf, index: Index) -> io::Result<Arc<Shared>> {
+        // Windows refuses to open a directory as a file ("access denied"): look first.
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+            return Err(io::Error::other("it is a directory"));
+        }
         let file = File::open(&path)?;
         let meta = file.metadata()?;
         if meta.is_dir() {
