@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Windows without a Windows machine (issue 25): the test suites of the crates that build for
 # Windows, compiled for x86_64-pc-windows-gnu and run under wine64 (scripts/test.sh, step
-# windows). Today: acp-core (the engine: framing, JSON-RPC, batches, vectors, properties) and
-# acp-client (every case table, windows.json included). acp-native and acp-cli do not build
-# for Windows yet (docs/reliability.md, "Windows").
+# windows):
+#   * acp-core (the engine: framing, JSON-RPC, batches, vectors, properties) and acp-client
+#     (every case table, windows.json included): every suite;
+#   * acp-native: its unit tests and the suites that need no Unix shell, python agent or Unix
+#     files (driver, fast path, answer budget, notifications, trace, vectors, remote sockets),
+#     plus process_windows (job objects end an agent's whole tree, PATHEXT lookup, an npm
+#     `.cmd` shim run with exactly its arguments);
+#   * acp-cli: `acp.exe` and the suites that need no `sh`/python agent (help, host roles, the
+#     trace viewer, the remote server), and `acp chat` with the built-in demo agent completing
+#     one turn.
+# What does not run, and why: docs/reliability.md, "Windows". Its own build directory
+# (target-win, kept between runs like target/) makes a second run a few minutes.
 #
 # Installs what it needs (Debian's mingw-w64 and wine64; a Rust compiler with the standard
 # library's sources, for -Zbuild-std) and is quick when they are there. Toolchain, in order:
@@ -21,7 +30,12 @@ ROOT=$PWD
 CACHE=${ACP_CACHE_DIR:-$HOME/.cache/acp-rs}
 TARGET_DIR=${ACP_WINDOWS_TARGET_DIR:-$ROOT/target-win}
 TARGET=x86_64-pc-windows-gnu
-PACKAGES=(-p acp-core -p acp-client)
+# The suites run (see above); the rest of acp-native's and acp-cli's need a Unix shell, python
+# agents or Unix files (docs/reliability.md, "Windows").
+NATIVE_TESTS=(--lib --test process_windows --test host_driver_answer_budget --test host_driver_fast_path
+  --test host_driver_notification_bytes --test host_trace --test host_vectors
+  --test remote_sockets)
+CLI_TESTS=(--test cli_help --test host_roles --test cli_trace --test remote_server)
 WINE=/usr/lib/wine/wine64
 export WINEPREFIX=$CACHE/wineprefix WINEDEBUG=-all
 mkdir -p "$CACHE"
@@ -95,9 +109,35 @@ EOF
 fi
 
 # --- build and run ------------------------------------------------------------------------
+started=$SECONDS
 # cargo runs each test executable through wine (the runner), from its package's directory.
-env "${cargo_env[@]}" \
-  CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
-  CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$WINE" \
-  cargo test --locked --target "$TARGET" "${build_std[@]}" --target-dir "$TARGET_DIR" \
-  "${PACKAGES[@]}" --lib --tests
+wcargo() {
+  env "${cargo_env[@]}" \
+    CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
+    CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$WINE" \
+    cargo "$1" --locked --target "$TARGET" "${build_std[@]}" --target-dir "$TARGET_DIR" "${@:2}"
+}
+wcargo test -p acp-core -p acp-client --lib --tests
+wcargo test -p acp-native "${NATIVE_TESTS[@]}"
+wcargo test -p acp-cli "${CLI_TESTS[@]}"
+
+# `acp chat` with the built-in demo agent (started as `acp.exe demo-agent`): one turn, its
+# questions answered no, in a directory of its own.
+wcargo build -p acp-cli --bin acp
+acp_exe=$TARGET_DIR/$TARGET/debug/acp.exe
+chat_dir=$(mktemp -d)
+trap 'rm -rf "$chat_dir"' EXIT
+set +e
+(cd "$chat_dir" && timeout 300 "$WINE" "$acp_exe" chat -p "hello from wine" --deny \
+  >"$chat_dir/out" 2>"$chat_dir/err")
+code=$?
+set -e
+if [ "$code" -ne 0 ] || ! grep -qF 'You said: "hello from wine"' "$chat_dir/out" ||
+  ! grep -qF 'connected to acp demo agent' "$chat_dir/err" ||
+  ! grep -qF 'OK, I did not write acp-demo.txt.' "$chat_dir/out"; then
+  echo "acp chat under wine64 failed (exit $code):" >&2
+  cat "$chat_dir/out" "$chat_dir/err" >&2
+  exit 1
+fi
+echo "acp chat under wine64: the demo agent's turn completed (exit 0)"
+echo "windows step: build and suites took $((SECONDS - started))s"

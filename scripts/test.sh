@@ -69,7 +69,7 @@ step v2-clippy cargo clippy --locked -p acp-core -p acp-client -p acp-native -p 
 step wasm scripts/test-wasm.sh
 step browser scripts/test-browser.sh
 step vscode scripts/test-vscode.sh
-# Windows without a Windows machine: acp-core's and acp-client's suites built for
+# Windows without a Windows machine: acp-core, acp-client and most of acp-native and acp-cli built for
 # x86_64-pc-windows-gnu and run under wine64 (installs mingw-w64 and wine64 itself).
 step windows scripts/test-windows.sh
 step fuzz-short scripts/fuzz-short.sh

@@ -16,6 +16,7 @@
 
 mod cli;
 mod demo_agent;
+mod os_compat;
 mod utc;
 
 /// Runs the parsed command; returns the process exit code.

@@ -40,6 +40,7 @@ pub type DuplexHalves = (ReadHalf<DuplexStream>, WriteHalf<DuplexStream>);
 /// reactor ([`tokio::net::unix::pipe`], file descriptors set non-blocking) instead of
 /// `tokio::io::stdin()`'s blocking thread pool, which costs a thread hand-off per read.
 /// Otherwise (a terminal, a file) `tokio::io::stdin()` / `stdout()` are used.
+#[cfg(unix)]
 pub fn stdio() -> (StdinReader, StdoutWriter) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
@@ -60,10 +61,21 @@ pub fn stdio() -> (StdinReader, StdoutWriter) {
     (reader, writer)
 }
 
+/// This process's stdin and stdout (for an agent launched over stdio), through
+/// `tokio::io::stdin()` / `stdout()` (Windows). Nothing else may write to stdout: log to stderr.
+#[cfg(not(unix))]
+pub fn stdio() -> (StdinReader, StdoutWriter) {
+    (
+        StdinReader::Std(tokio::io::stdin()),
+        StdoutWriter::Std(tokio::io::stdout()),
+    )
+}
+
 /// This process's stdin (see [`stdio`]).
 #[derive(Debug)]
 pub enum StdinReader {
     /// A pipe, driven by the reactor.
+    #[cfg(unix)]
     Pipe(tokio::net::unix::pipe::Receiver),
     /// Anything else (a terminal, a file), through `tokio::io::stdin()`.
     Std(tokio::io::Stdin),
@@ -73,6 +85,7 @@ pub enum StdinReader {
 #[derive(Debug)]
 pub enum StdoutWriter {
     /// A pipe, driven by the reactor.
+    #[cfg(unix)]
     Pipe(tokio::net::unix::pipe::Sender),
     /// Anything else (a terminal, a file), through `tokio::io::stdout()`.
     Std(tokio::io::Stdout),
@@ -85,6 +98,7 @@ impl AsyncRead for StdinReader {
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<io::Result<()>> {
         match self.get_mut() {
+            #[cfg(unix)]
             StdinReader::Pipe(p) => std::pin::Pin::new(p).poll_read(cx, buf),
             StdinReader::Std(s) => std::pin::Pin::new(s).poll_read(cx, buf),
         }
@@ -98,6 +112,7 @@ impl AsyncWrite for StdoutWriter {
         buf: &[u8],
     ) -> std::task::Poll<io::Result<usize>> {
         match self.get_mut() {
+            #[cfg(unix)]
             StdoutWriter::Pipe(p) => std::pin::Pin::new(p).poll_write(cx, buf),
             StdoutWriter::Std(s) => std::pin::Pin::new(s).poll_write(cx, buf),
         }
@@ -108,6 +123,7 @@ impl AsyncWrite for StdoutWriter {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<io::Result<()>> {
         match self.get_mut() {
+            #[cfg(unix)]
             StdoutWriter::Pipe(p) => std::pin::Pin::new(p).poll_flush(cx),
             StdoutWriter::Std(s) => std::pin::Pin::new(s).poll_flush(cx),
         }
@@ -118,6 +134,7 @@ impl AsyncWrite for StdoutWriter {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<io::Result<()>> {
         match self.get_mut() {
+            #[cfg(unix)]
             StdoutWriter::Pipe(p) => std::pin::Pin::new(p).poll_shutdown(cx),
             StdoutWriter::Std(s) => std::pin::Pin::new(s).poll_shutdown(cx),
         }
@@ -313,7 +330,7 @@ impl Drop for KillOnDrop {
         self.connection.close("the agent's handle was dropped");
         // Locked only by `wait`/`shutdown`, i.e. while it is exiting anyway.
         if let Ok(p) = self.process.try_lock() {
-            let _ = p.signal(libc::SIGKILL);
+            let _ = p.signal(crate::process::SIGKILL);
         }
     }
 }

@@ -50,9 +50,7 @@ pub fn default_agent() -> Vec<OsString> {
 /// `~/.config/acp`). An agent's write under one of them is the user's question
 /// (`acp_client::writes::Sensitive::ClientFiles`).
 pub fn own_dirs() -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
+    let home = crate::os_compat::home().map(PathBuf::from);
     let dir = |var: &str, usual: &str| {
         std::env::var_os(var)
             .filter(|v| !v.is_empty())

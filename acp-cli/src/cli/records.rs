@@ -82,7 +82,7 @@ pub fn root() -> Option<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state"))
+            crate::os_compat::home().map(|h| PathBuf::from(h).join(".local").join("state"))
         })?;
     Some(base.join("acp").join("sessions"))
 }
@@ -135,7 +135,7 @@ pub fn save(
     turns: usize,
     thread_json: String,
 ) -> Result<(), String> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use crate::os_compat::{DirBuilderExt, OpenOptionsExt};
     let Some(root) = root() else {
         return Err("no HOME or XDG_STATE_HOME to keep session records in".into());
     };
@@ -175,7 +175,7 @@ pub fn save(
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(crate::os_compat::O_NOFOLLOW)
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(&text)?;
@@ -198,11 +198,11 @@ fn limit_text() -> String {
 /// `take` of at most [`MAX_RECORD_BYTES`]; a bigger one is refused naming the file and the
 /// limit, before anything is read. `Ok(None)`: no such file.
 fn read_record_bytes(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use crate::os_compat::OpenOptionsExt;
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let file = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(crate::os_compat::O_NOFOLLOW | crate::os_compat::O_NONBLOCK)
         .open(path)
     {
         Ok(f) => f,

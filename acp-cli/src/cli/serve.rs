@@ -58,7 +58,10 @@ use acp_native::remote::server::{
     self as remote, RemoteServer, RemoteServerConfig, ServerEvent, ServerMode,
 };
 use tokio::net::TcpListener;
+#[cfg(unix)]
 use tokio::signal::unix::{signal, Signal, SignalKind};
+#[cfg(windows)]
+use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, CtrlBreak, CtrlC, CtrlClose};
 
 use super::exit;
 use super::ServeArgs;
@@ -413,13 +416,32 @@ fn tls_needs_http(args: &ServeArgs) -> Option<String> {
 }
 
 /// SIGINT, SIGTERM and SIGHUP.
+#[cfg(unix)]
 struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
 }
 
+/// Windows: Ctrl-C, Ctrl-Break (as SIGTERM) and the console closed (as SIGHUP).
+#[cfg(windows)]
+struct Signals {
+    int: CtrlC,
+    term: CtrlBreak,
+    hup: CtrlClose,
+}
+
 impl Signals {
+    #[cfg(windows)]
+    fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            int: ctrl_c()?,
+            term: ctrl_break()?,
+            hup: ctrl_close()?,
+        })
+    }
+
+    #[cfg(unix)]
     fn new() -> std::io::Result<Signals> {
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
@@ -496,6 +518,15 @@ fn choose_token(file: Option<&Path>, env: Option<OsString>) -> Result<Token, Str
 
 /// Whether a file holding a secret (`--token-file`: a warning; `--tls-key`: refused) can be
 /// read by its group or by anyone: what to say about it.
+#[cfg(not(unix))]
+fn readable_by_others(_path: &Path) -> Option<String> {
+    // Windows: access lists, not mode bits; a file in the user's profile is private to them.
+    None
+}
+
+/// Whether a file holding a secret (`--token-file`: a warning; `--tls-key`: refused) can be
+/// read by its group or by anyone: what to say about it.
+#[cfg(unix)]
 fn readable_by_others(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok()?;

@@ -13,7 +13,7 @@ use super::records::list;
 pub async fn run(args: SessionsArgs) -> i32 {
     use super::exit;
     let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
-        Ok(d) => std::fs::canonicalize(&d).unwrap_or(d),
+        Ok(d) => crate::os_compat::canonicalize(&d).unwrap_or(d),
         Err(e) => {
             eprintln!("acp: no current directory: {e}");
             return exit::ERROR;

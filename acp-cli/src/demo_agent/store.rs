@@ -15,7 +15,7 @@
 //! exclusively (`O_CREAT | O_EXCL | O_NOFOLLOW`, mode 0600), so a file or link planted at its
 //! name is never written through (another name is tried), and the rename keeps its mode.
 
-use std::os::unix::fs::DirBuilderExt;
+use crate::os_compat::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -127,7 +127,7 @@ impl Store {
     /// A new temporary file for session `id`, 0600, created exclusively without following a
     /// link: a name already taken (by anything, a planted link included) is skipped.
     fn create_temp(&self, id: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
-        use std::os::unix::fs::OpenOptionsExt;
+        use crate::os_compat::OpenOptionsExt;
         let mut last = None;
         for n in 0..16 {
             let tmp = self
@@ -137,7 +137,7 @@ impl Store {
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
+                .custom_flags(crate::os_compat::O_NOFOLLOW)
                 .open(&tmp)
             {
                 Ok(file) => return Ok((tmp, file)),

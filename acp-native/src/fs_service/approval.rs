@@ -7,7 +7,10 @@ use std::sync::Arc;
 use acp_client::writes::{classify, FileFacts, OwnDirs, Sensitive, WriteClass};
 use futures::future::BoxFuture;
 
+#[cfg(unix)]
 use super::resolve::Target;
+#[cfg(not(unix))]
+use super::unsupported::Target;
 use super::FsError;
 
 /// One write that needs the user's yes, as the approver gets it.

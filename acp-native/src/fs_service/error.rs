@@ -83,6 +83,14 @@ pub enum FsError {
         /// The budget's report.
         source: crate::driver::AnswerBudgetError,
     },
+    /// This platform cannot do it safely (Windows: the confined file service is not
+    /// implemented there yet; every request gets this before anything is touched).
+    Unsupported {
+        /// The path as requested.
+        path: PathBuf,
+        /// What is not supported, as a sentence.
+        what: &'static str,
+    },
     /// Another I/O failure.
     Io {
         /// The path as requested.
@@ -108,7 +116,7 @@ impl FsError {
             FsError::NotUtf8 { .. } => Failure::NotText,
             FsError::AnswerBudget { .. } => Failure::AnswerBudget,
             FsError::Refused { .. } => Failure::PermissionDenied,
-            FsError::Io { .. } => Failure::Io,
+            FsError::Io { .. } | FsError::Unsupported { .. } => Failure::Io,
         }
     }
 
@@ -164,6 +172,9 @@ impl FsError {
             FsError::Io { path, op, source } => {
                 json!({ "path": p(path), "op": op, "error": source.to_string() })
             }
+            FsError::Unsupported { path, what } => {
+                json!({ "path": p(path), "op": "unsupported", "error": what })
+            }
             FsError::AnswerBudget { path, source } => json!({
                 "path": p(path),
                 "needed": source.needed,
@@ -189,6 +200,7 @@ impl FsError {
             | FsError::NotUtf8 { path }
             | FsError::Refused { path, .. }
             | FsError::AnswerBudget { path, .. }
+            | FsError::Unsupported { path, .. }
             | FsError::Io { path, .. } => path,
         }
     }
@@ -247,6 +259,7 @@ impl fmt::Display for FsError {
             FsError::AnswerBudget { path, source } => {
                 write!(f, "cannot answer the read of {}: {source}", path.display())
             }
+            FsError::Unsupported { path, what } => write!(f, "{what}: {}", path.display()),
         }
     }
 }
@@ -260,6 +273,7 @@ impl std::error::Error for FsError {
     }
 }
 
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(super) fn io_error(path: &Path, op: &'static str, e: io::Error) -> FsError {
     match e.kind() {
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => FsError::NotFound {

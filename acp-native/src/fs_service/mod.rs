@@ -40,6 +40,9 @@
 //! Errors carry [`FsError::code`], [`FsError::message`] and [`FsError::data`] so the protocol
 //! layer can build the JSON-RPC error object (or use [`FsError::to_acp_error`]).
 //!
+//! **Windows**: not implemented yet; every request is refused with [`FsError::Unsupported`]
+//! before anything is touched (docs/reliability.md, "Windows").
+//!
 //! Known limits (docs/security.md, "Files"): a hard link inside a root to a file outside it is
 //! an ordinary file inside (readable; a write replaces the link with a new file, the other
 //! links keep the old content); a directory moved out of the root by another process while a
@@ -48,26 +51,42 @@
 
 mod approval;
 mod error;
+#[cfg(unix)]
 mod resolve;
+#[cfg(unix)]
 mod sys;
+#[cfg(not(unix))]
+mod unsupported; // Windows: every request refused (`FsError::Unsupported`)
+#[cfg(unix)]
 mod write;
 
 use std::fmt;
-use std::io::{self, Read as _};
+use std::io;
+#[cfg(unix)]
+use std::io::Read as _;
+#[cfg(unix)]
 use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 pub use acp_client::writes::{OwnDirs, Sensitive};
 use agent_client_protocol_schema::v1::{
     ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse,
 };
+#[cfg(unix)]
 use error::io_error;
 pub use error::FsError;
 
 use approval::Needs;
 pub use approval::{SensitiveWrite, WriteApprover};
+#[cfg(unix)]
 use resolve::{locate, Target, Want};
+#[cfg(not(unix))]
+pub use unsupported::wait_for_writes;
+#[cfg(not(unix))]
+use unsupported::{atomic_write, locate, read_target, Want};
+#[cfg(unix)]
+use write::atomic_write;
+#[cfg(unix)]
 pub use write::wait_for_writes;
 
 /// Where an operation may touch files.
@@ -420,7 +439,7 @@ impl FsService {
                 target
             }
         };
-        let content = write::atomic_write(&path, target, keep_mode, content).await?;
+        let content = atomic_write(&path, target, keep_mode, content).await?;
         Ok(report.then_some(Written {
             path: real,
             existed,
@@ -474,6 +493,7 @@ async fn blocking<T: Send + 'static>(
     })
 }
 
+#[cfg(unix)]
 /// Reads a resolved file: a regular file within `limit` bytes, opened in its directory's
 /// descriptor without following a link (`O_NONBLOCK`: a FIFO put there meanwhile cannot
 /// block), checked again on the open descriptor, valid UTF-8.
@@ -512,6 +532,7 @@ fn read_target(path: &Path, target: &Target, limit: u64) -> Result<String, FsErr
     })
 }
 
+#[cfg(unix)]
 fn check_readable(path: &Path, meta: sys::Meta, limit: u64) -> Result<(), FsError> {
     if meta.is_dir() {
         return Err(FsError::IsADirectory {
@@ -570,7 +591,7 @@ fn validate_request_path(path: &Path) -> Result<(), FsError> {
             reason: "not valid UTF-8",
         });
     }
-    if path.as_os_str().as_bytes().contains(&0) {
+    if path.to_str().is_some_and(|p| p.contains('\0')) {
         return Err(FsError::InvalidPath {
             path: path.to_path_buf(),
             reason: "contains a NUL byte",

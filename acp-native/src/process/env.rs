@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
 
 /// Host variables passed to children by [`EnvPolicy::default`]: what a program needs to find
@@ -36,8 +37,14 @@ pub enum EnvInherit {
 }
 
 impl Default for EnvPolicy {
+    /// [`DEFAULT_ENV_ALLOWLIST`]; on Windows also what a Windows process needs to start
+    /// ([`acp_client::windows::WINDOWS_ALLOWLIST`]: `SystemRoot`, `ComSpec`, `PATHEXT`, ...).
     fn default() -> Self {
-        EnvPolicy::allowlist(DEFAULT_ENV_ALLOWLIST.iter().copied())
+        #[cfg(windows)]
+        let windows = acp_client::windows::WINDOWS_ALLOWLIST.iter().copied();
+        #[cfg(not(windows))]
+        let windows = std::iter::empty();
+        EnvPolicy::allowlist(DEFAULT_ENV_ALLOWLIST.iter().copied().chain(windows))
     }
 }
 
@@ -132,6 +139,21 @@ impl EnvPolicy {
     }
 }
 
+/// Windows: names compare without regard to ASCII case (`Path` is `PATH`).
+#[cfg(not(unix))]
+fn env_pattern_matches(pattern: &str, name: &OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    let name = name.to_ascii_uppercase();
+    let pattern = pattern.to_ascii_uppercase();
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+#[cfg(unix)]
 fn env_pattern_matches(pattern: &str, name: &OsStr) -> bool {
     let name = name.as_bytes();
     match pattern.strip_suffix('*') {

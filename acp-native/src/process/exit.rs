@@ -1,6 +1,7 @@
 //! How a child ended ([`Termination`]) and what to tell a user about it ([`ExitReport`]).
 
 use std::fmt;
+#[cfg(unix)]
 use std::os::unix::process::ExitStatusExt;
 
 use super::signal_name;
@@ -49,15 +50,16 @@ impl Termination {
 impl From<std::process::ExitStatus> for Termination {
     fn from(status: std::process::ExitStatus) -> Self {
         if let Some(code) = status.code() {
-            Termination::Exited(code)
-        } else if let Some(signal) = status.signal() {
-            Termination::Signaled {
+            return Termination::Exited(code);
+        }
+        #[cfg(unix)]
+        if let Some(signal) = status.signal() {
+            return Termination::Signaled {
                 signal,
                 core_dumped: status.core_dumped(),
-            }
-        } else {
-            Termination::Unknown
+            };
         }
+        Termination::Unknown
     }
 }
 
@@ -134,11 +136,15 @@ mod tests {
         assert_eq!(Termination::Exited(3).to_string(), "exited with code 3");
         assert_eq!(
             Termination::Signaled {
-                signal: libc::SIGKILL,
+                signal: crate::process::SIGKILL,
                 core_dumped: false
             }
             .to_string(),
-            "was killed by signal 9 (SIGKILL)"
+            if cfg!(unix) {
+                "was killed by signal 9 (SIGKILL)"
+            } else {
+                "was killed by signal 9"
+            }
         );
         let r = ExitReport {
             program: "my-agent".into(),

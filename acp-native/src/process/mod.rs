@@ -22,15 +22,21 @@
 //!   a parameter (`now: Duration` since any fixed origin the caller picks), so it is tested with
 //!   virtual time.
 //!
-//! Unix only (process groups and signals).
+//! On Windows a child's "process group" is a job object of its own (`job`): any signal ends
+//! the whole job (there is no graceful stop); programs are found and started with
+//! `acp_client::windows`'s rules.
 
 mod agent_process; // `AgentCommand`, `AgentProcess`: spawning an agent and watching it
 mod env; // `EnvPolicy`: the environment a child gets
 mod exit; // `Termination`, `ExitReport`
+#[cfg(windows)]
+mod job; // Windows: each child in a job object, so ending it ends its whole tree
 pub mod orphans; // the subreaper: descendants that left the agent's group, reaped and ended
 mod shutdown; // `AgentProcess::shutdown`: stdin closed, SIGTERM, SIGKILL of the group
-mod signal; // signalling a process group, signal names
+mod signal; // signalling a process group (a job object on Windows), signal names
 mod spawn; // executable resolution and the prepared command (no shell), `SpawnError`
+#[cfg(windows)]
+mod spawn_windows; // Windows: PATHEXT lookup, npm shims and batch files (acp_client::windows)
 mod stderr; // stderr to `tracing` line by line, and the bounded tail
 
 pub use agent_process::{AgentCommand, AgentProcess};
@@ -40,8 +46,17 @@ pub use orphans::{adopt_orphans, end_orphans, orphans_adopted};
 pub use shutdown::{ShutdownOutcome, ShutdownStage};
 pub(crate) use signal::signal_group;
 pub use signal::signal_name;
-pub(crate) use spawn::{prepare_command, PreparedCommand};
-pub use spawn::{resolve_executable, SpawnError};
+pub use signal::{SIGKILL, SIGTERM};
+#[cfg(unix)]
+pub(crate) use spawn::prepare_command;
+#[cfg(unix)]
+pub use spawn::resolve_executable;
+pub(crate) use spawn::PreparedCommand;
+pub use spawn::SpawnError;
+#[cfg(windows)]
+pub(crate) use spawn_windows::prepare_command;
+#[cfg(windows)]
+pub use spawn_windows::resolve_executable;
 pub use stderr::{StderrTail, TailLimits, MAX_STDERR_LINE_BYTES, STDERR_TRACING_TARGET};
 
 // ---------------------------------------------------------------------------------------------

@@ -119,7 +119,15 @@ pub(crate) fn spawn(
     {
         linux::spawn(command, agent)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        let _ = agent;
+        let child = command.spawn()?;
+        // Its job: ending the child ends its whole tree (`super::job`).
+        super::job::contain(&child)?;
+        Ok((child, None))
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
     {
         let _ = agent;
         Ok((command.spawn()?, None))
@@ -127,6 +135,7 @@ pub(crate) fn spawn(
 }
 
 /// A child started by [`spawn`] (not an agent) has been reaped: forget it.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) fn reaped(pid: u32) {
     #[cfg(target_os = "linux")]
     linux::reaped(pid);

@@ -72,14 +72,14 @@ impl AgentProcess {
             ShutdownStage::StdinClosed
         } else {
             note_descendants().await;
-            if let Err(e) = signal_group(self.pid, libc::SIGTERM) {
+            if let Err(e) = signal_group(self.pid, super::SIGTERM) {
                 tracing::warn!(pid = self.pid, "SIGTERM to agent group failed: {e}");
             }
             if tokio::time::timeout(term_grace, &mut exit).await.is_ok() {
                 ShutdownStage::Terminated
             } else {
                 note_descendants().await;
-                if let Err(e) = signal_group(self.pid, libc::SIGKILL) {
+                if let Err(e) = signal_group(self.pid, super::SIGKILL) {
                     tracing::warn!(pid = self.pid, "SIGKILL to agent group failed: {e}");
                 }
                 (&mut exit).await;
@@ -99,7 +99,7 @@ impl AgentProcess {
     /// id may be free for reuse, so it is not signalled.
     fn kill_stragglers(&self) {
         if !*self.stderr_done_rx.borrow() {
-            let _ = signal_group(self.pid, libc::SIGKILL);
+            let _ = signal_group(self.pid, super::SIGKILL);
         }
     }
 }
@@ -109,7 +109,7 @@ impl Drop for AgentProcess {
         if self.is_alive() {
             // (Not waiting for the registry: the end of its orphans runs in its waiter task.)
             orphans::note_descendants(false);
-            let _ = signal_group(self.pid, libc::SIGKILL);
+            let _ = signal_group(self.pid, super::SIGKILL);
         } else {
             self.kill_stragglers();
         }

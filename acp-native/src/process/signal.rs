@@ -1,8 +1,35 @@
 //! Signals: to a whole process group ([`signal_group`]), and their names ([`signal_name`]).
+//! On Windows, a "group" is the job object the child was put in (`super::job`): every signal
+//! ends the whole job.
 
 use std::io;
 
+/// `SIGKILL`'s number (on Windows, where there are no signals: what [`signal_group`] and
+/// [`AgentProcess::signal`](super::AgentProcess::signal) take to end the whole job).
+#[cfg(unix)]
+pub const SIGKILL: i32 = libc::SIGKILL;
+/// `SIGTERM`'s number (on Windows: ends the whole job, as `SIGKILL` does).
+#[cfg(unix)]
+pub const SIGTERM: i32 = libc::SIGTERM;
+/// `SIGKILL`'s number (on Windows, where there are no signals: what [`signal_group`] and
+/// [`AgentProcess::signal`](super::AgentProcess::signal) take to end the whole job).
+#[cfg(not(unix))]
+pub const SIGKILL: i32 = 9;
+/// `SIGTERM`'s number (on Windows: ends the whole job, as `SIGKILL` does).
+#[cfg(not(unix))]
+pub const SIGTERM: i32 = 15;
+
+/// Ends the job object the child `pid` was put in (Windows has no signals, and no graceful
+/// stop for a console program without a console of its own: any signal ends the whole tree).
+/// A child that is not (or no longer) known is not an error.
+#[cfg(windows)]
+pub(crate) fn signal_group(pid: u32, signal: i32) -> io::Result<()> {
+    let _ = signal;
+    super::job::terminate(pid)
+}
+
 /// Sends `signal` to the process group `pgid`. `ESRCH` (group already gone) is not an error.
+#[cfg(unix)]
 pub(crate) fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
     let pgid = libc::pid_t::try_from(pgid).map_err(|_| io::Error::other("pgid out of range"))?;
     // killpg(0 or 1, ..) would signal our own group / init: never do that.
@@ -25,6 +52,12 @@ pub(crate) fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
 /// The conventional name of a signal number (`9` -> `"SIGKILL"`), for the signals a user is
 /// likely to meet.
 pub fn signal_name(signal: i32) -> Option<&'static str> {
+    #[cfg(not(unix))]
+    {
+        let _ = signal;
+        None
+    }
+    #[cfg(unix)]
     Some(match signal {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",

@@ -1,13 +1,20 @@
 //! Starting a child without a shell: explicit executable resolution ([`resolve_executable`]),
 //! the prepared command shared by agents and terminals, and [`SpawnError`].
 
+#[cfg(unix)]
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+#[cfg(unix)]
+use std::ffi::OsStr;
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+#[cfg(unix)]
+use std::path::Path;
+use std::path::PathBuf;
 
 /// Why a child could not be started. The `Display` names the command and says what to fix.
 #[derive(Debug)]
@@ -102,6 +109,7 @@ impl std::error::Error for SpawnError {
     }
 }
 
+#[cfg(unix)]
 /// Finds the executable for `program`, without a shell.
 ///
 /// * A program containing `/` is a path: absolute paths are used as is, relative ones are taken
@@ -170,6 +178,7 @@ pub fn resolve_executable(
     })
 }
 
+#[cfg(unix)]
 fn check_executable(path: &Path) -> Result<(), String> {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err("does not exist".into()),
@@ -188,6 +197,7 @@ pub(crate) struct PreparedCommand {
     pub(crate) display: String,
 }
 
+#[cfg(unix)]
 pub(crate) fn prepare_command(
     program: &OsStr,
     args: &[OsString],

@@ -19,7 +19,7 @@ use crate::process::SpawnError;
 /// |---|---|
 /// | `NotFound` (unknown, released, or another session's id) | `-32002` Resource not found |
 /// | `InvalidParams`; `Spawn` except `SpawnError::Io` | `-32602` Invalid params |
-/// | `TooManyTerminals`, `Spawn(SpawnError::Io)`, `Io`, `AnswerBudget` | `-32603` Internal error |
+/// | `TooManyTerminals`, `Spawn(SpawnError::Io)`, `Io`, `AnswerBudget`, `Unsupported` | `-32603` Internal error |
 #[derive(Debug)]
 pub enum TerminalError {
     /// No such terminal for this session (never created, already released, or another
@@ -50,6 +50,13 @@ pub enum TerminalError {
     /// The output could not be reserved in the connection's answer budget: earlier answers
     /// still hold it, unread by the agent (see [`crate::driver::reserve_answer_bytes`]).
     AnswerBudget(AnswerBudgetError),
+    /// This platform cannot run terminals (Windows, for now): nothing was started.
+    Unsupported {
+        /// The command requested.
+        command: String,
+        /// What is not supported, as a sentence.
+        what: &'static str,
+    },
 }
 
 impl TerminalError {
@@ -66,6 +73,7 @@ impl TerminalError {
             TerminalError::Spawn(_) => Failure::InvalidCommand,
             TerminalError::TooManyTerminals { .. } => Failure::TooManyTerminals,
             TerminalError::Io { .. } => Failure::Io,
+            TerminalError::Unsupported { .. } => Failure::SpawnFailed,
             TerminalError::AnswerBudget(_) => Failure::AnswerBudget,
         }
     }
@@ -104,6 +112,7 @@ impl TerminalError {
                 SpawnError::InvalidCwd { cwd, .. } => Some(json!({ "cwd": cwd.to_string_lossy() })),
             },
             TerminalError::Io { .. } => None,
+            TerminalError::Unsupported { command, .. } => Some(json!({ "command": command })),
             TerminalError::AnswerBudget(e) => ErrorObject::from(e.clone()).data,
         }
     }
@@ -130,6 +139,9 @@ impl fmt::Display for TerminalError {
             TerminalError::Spawn(e) => e.fmt(f),
             TerminalError::Io { op, source } => write!(f, "cannot {op}: {source}"),
             TerminalError::AnswerBudget(e) => e.fmt(f),
+            TerminalError::Unsupported { command, what } => {
+                write!(f, "cannot run `{command}`: {what}")
+            }
         }
     }
 }

@@ -28,7 +28,11 @@
 //!   session's id is "not found" too. At most [`TerminalConfig::max_terminals`] unreleased
 //!   terminals exist at once (exited but unreleased ones count: they still hold output).
 //! * Dropping the last clone of the service kills every terminal's process group.
+//! * **Windows**: not implemented yet; `terminal/create` is refused with
+//!   [`TerminalError::Unsupported`] before anything is started (docs/reliability.md,
+//!   "Windows").
 
+#[cfg(unix)]
 mod child; // the command's process: output pipe, exit observed without reaping
 mod error; // `TerminalError`
 mod output; // `OutputBuffer`: the retained output (pure)

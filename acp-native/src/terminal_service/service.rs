@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
+#[cfg(unix)]
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
@@ -16,11 +17,14 @@ use agent_client_protocol_schema::v1::{
 };
 use tokio::sync::{oneshot, watch};
 
+#[cfg(unix)]
 use super::child::{read_output, wait_for_leader};
 use super::output::incomplete_utf8_suffix;
 use super::{OutputBuffer, TerminalError};
 use crate::driver::reserve_answer_bytes;
-use crate::process::{orphans, prepare_command, signal_group, EnvPolicy, SpawnError};
+#[cfg(unix)]
+use crate::process::{orphans, prepare_command, SpawnError};
+use crate::process::{signal_group, EnvPolicy};
 
 /// What a `terminal/output` answer weighs besides its text (the other fields, the envelope).
 const ANSWER_OVERHEAD: usize = 256;
@@ -119,10 +123,10 @@ impl Terminal {
     /// because the leader is not reaped while the terminal exists: its pid, which is the
     /// group's id, cannot have been reused.
     fn kill_group(&self) {
-        self.signal_group(libc::SIGKILL);
+        self.signal_group(crate::process::SIGKILL);
     }
 
-    fn signal_group(&self, signal: libc::c_int) {
+    fn signal_group(&self, signal: i32) {
         if let Err(e) = signal_group(self.pgid, signal) {
             tracing::warn!(
                 pgid = self.pgid,
@@ -143,6 +147,7 @@ impl Drop for Terminal {
 #[derive(Default)]
 struct Inner {
     terminals: HashMap<Arc<str>, Arc<Terminal>>,
+    #[cfg_attr(not(unix), allow(dead_code))]
     next_id: u64,
 }
 
@@ -239,7 +244,36 @@ impl TerminalService {
             .unwrap_or(u64::MAX)
             .min(self.config.max_output_bytes);
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        self.start(req, &args, &env, cwd.as_deref(), limit)
+    }
 
+    /// Windows: terminals are not supported there yet (the command's output pipe and its exit
+    /// are followed with Unix calls): refused before anything is started.
+    #[cfg(not(unix))]
+    fn start(
+        &self,
+        req: CreateTerminalRequest,
+        _args: &[OsString],
+        _env: &std::collections::BTreeMap<OsString, OsString>,
+        _cwd: Option<&std::path::Path>,
+        _limit: usize,
+    ) -> Result<CreateTerminalResponse, TerminalError> {
+        Err(TerminalError::Unsupported {
+            command: req.command,
+            what: "terminals (terminal/create) are not supported on Windows yet",
+        })
+    }
+
+    /// Starts the command (its output and exit followed), registered under a new id.
+    #[cfg(unix)]
+    fn start(
+        &self,
+        req: CreateTerminalRequest,
+        args: &[OsString],
+        env: &std::collections::BTreeMap<OsString, OsString>,
+        cwd: Option<&std::path::Path>,
+        limit: usize,
+    ) -> Result<CreateTerminalResponse, TerminalError> {
         let mut inner = self.lock();
         if inner.terminals.len() >= self.config.max_terminals {
             return Err(TerminalError::TooManyTerminals {
@@ -248,9 +282,9 @@ impl TerminalService {
         }
         let prepared = prepare_command(
             req.command.as_ref(),
-            &args,
-            &env,
-            cwd.as_deref(),
+            args,
+            env,
+            cwd,
             self.config.search_path.as_deref(),
         )?;
         let mut command = prepared.command;
@@ -375,7 +409,7 @@ impl TerminalService {
         req: KillTerminalRequest,
     ) -> Result<KillTerminalResponse, TerminalError> {
         let t = self.get(&req.session_id, &req.terminal_id)?;
-        t.signal_group(libc::SIGTERM);
+        t.signal_group(crate::process::SIGTERM);
         let weak = Arc::downgrade(&t);
         tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(

@@ -260,7 +260,7 @@ fn read_lines() -> Reader {
 fn history_path() -> Option<PathBuf> {
     let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME")?).join(".local/state"),
+        None => PathBuf::from(crate::os_compat::home()?).join(".local/state"),
     };
     Some(base.join("acp").join("history"))
 }
@@ -348,14 +348,14 @@ fn remember(
     let Some(path) = path else { return };
     if let Some(dir) = path.parent() {
         // acp's state directory: private, like the history and the session records in it.
-        use std::os::unix::fs::DirBuilderExt;
+        use crate::os_compat::DirBuilderExt;
         let _ = std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir);
     }
     if !path.exists() {
-        use std::os::unix::fs::OpenOptionsExt;
+        use crate::os_compat::OpenOptionsExt;
         let _ = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -167,7 +167,7 @@ impl Chat {
             None => std::env::current_dir()
                 .map_err(|e| Outcome::fail(exit::ERROR, format!("no current directory: {e}")))?,
         };
-        let cwd = std::fs::canonicalize(&cwd)
+        let cwd = crate::os_compat::canonicalize(&cwd)
             .map_err(|e| Outcome::fail(exit::ERROR, format!("--cwd {}: {e}", cwd.display())))?;
         if !cwd.is_dir() {
             return Err(Outcome::fail(

@@ -111,7 +111,7 @@ impl Record {
         }
         let here = std::env::current_dir()
             .ok()
-            .and_then(|d| d.canonicalize().ok());
+            .and_then(|d| crate::os_compat::canonicalize(&d).ok());
         let cwd = if here.as_deref() == Some(session.cwd.as_path()) {
             String::new()
         } else {

@@ -1,15 +1,28 @@
 //! What interrupts `acp chat`: Ctrl-C, SIGHUP, SIGTERM.
 
+#[cfg(unix)]
 use tokio::signal::unix::{signal, Signal, SignalKind};
+#[cfg(windows)]
+use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close, CtrlBreak, CtrlC, CtrlClose};
 
 use super::outcome::Outcome;
 use crate::cli::exit;
 
 /// The signals that interrupt or end `acp chat`.
+#[cfg(unix)]
 pub(super) struct Signals {
     pub(super) int: Signal,
     pub(super) hup: Signal,
     pub(super) term: Signal,
+}
+
+/// Windows: the console's events (Ctrl-C; the console closed for SIGHUP; Ctrl-Break for
+/// SIGTERM), through the console control handler tokio installs.
+#[cfg(windows)]
+pub(super) struct Signals {
+    pub(super) int: CtrlC,
+    pub(super) hup: CtrlClose,
+    pub(super) term: CtrlBreak,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -23,11 +36,21 @@ pub(super) enum Interrupt {
 }
 
 impl Signals {
+    #[cfg(unix)]
     pub(super) fn new() -> std::io::Result<Signals> {
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
             hup: signal(SignalKind::hangup())?,
             term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    #[cfg(windows)]
+    pub(super) fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            int: ctrl_c()?,
+            hup: ctrl_close()?,
+            term: ctrl_break()?,
         })
     }
 

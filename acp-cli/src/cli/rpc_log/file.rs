@@ -16,6 +16,7 @@ use std::path::Path;
 ///   shared directory cannot make acp truncate or fill another file. A link, a FIFO, a
 ///   directory, a device, another user's file or a hard-linked one is refused with an error
 ///   saying which.
+#[cfg(unix)]
 pub fn open_private(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
     let refuse = |why: &str| {
@@ -56,5 +57,34 @@ pub fn open_private(path: &Path) -> io::Result<File> {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
     file.set_len(0)?;
+    Ok(file)
+}
+
+/// Windows: the file opened for writing and truncated; a symbolic link at the path refused.
+#[cfg(not(unix))]
+pub fn open_private(path: &Path) -> io::Result<File> {
+    // Windows: no O_NOFOLLOW here; a link at the path is refused before the open (a link put
+    // there between the check and the open is followed: docs/reliability.md, "Windows").
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{}: is a symbolic link: not followed (the log holds secrets; name the file itself)",
+                path.display()
+            ),
+        ));
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{}: is not a regular file", path.display()),
+        ));
+    }
     Ok(file)
 }

@@ -3,9 +3,9 @@
 //! `$XDG_RUNTIME_DIR` or the temporary directory) that redirects to the URL is opened instead,
 //! as Jupyter does, and removed when `acp trace` ends.
 
+use crate::os_compat::OpenOptionsExt;
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -37,7 +37,7 @@ pub fn redirect_file(url: &str) -> std::io::Result<Redirect> {
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(crate::os_compat::O_NOFOLLOW)
         .open(&path)?;
     writeln!(
         f,

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use tokio::net::TcpListener;
+#[cfg(unix)]
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::exit;
@@ -128,7 +129,15 @@ pub async fn run(args: TraceArgs) -> i32 {
     code
 }
 
+/// Waits for Ctrl-C (Windows); the exit code to end with.
+#[cfg(not(unix))]
+async fn wait_for_a_signal() -> i32 {
+    let _ = tokio::signal::ctrl_c().await;
+    exit::OK
+}
+
 /// Waits for Ctrl-C, SIGTERM or SIGHUP; the exit code to end with.
+#[cfg(unix)]
 async fn wait_for_a_signal() -> i32 {
     let (Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::terminate()),

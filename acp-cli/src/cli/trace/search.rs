@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 
 /// The most bytes read at once.
 pub const BLOCK: usize = 4 << 20;
@@ -91,7 +90,7 @@ fn long_line_has(
 fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
+        match crate::os_compat::read_at(file, &mut buf[done..], offset + done as u64) {
             Ok(0) => {
                 buf[done..].fill(0);
                 break;

@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -71,6 +70,10 @@ pub struct Superseded;
 impl Shared {
     /// Opens `path` (an error names it) with an empty index.
     pub fn open(path: PathBuf, index: Index) -> io::Result<Arc<Shared>> {
+        // Windows refuses to open a directory as a file ("access denied"): look first.
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+            return Err(io::Error::other("it is a directory"));
+        }
         let file = File::open(&path)?;
         let meta = file.metadata()?;
         if meta.is_dir() {
@@ -85,7 +88,7 @@ impl Shared {
                 restarted: None,
                 size: meta.len(),
                 problem: None,
-                id: (meta.dev(), meta.ino()),
+                id: crate::os_compat::file_id(&meta),
             }),
             selections: Mutex::new(Vec::new()),
             summary: Mutex::new(None),
@@ -118,13 +121,13 @@ impl Shared {
             let mut s = self.write();
             s.size = meta.len();
             s.problem = None;
-            let replaced = (meta.dev(), meta.ino()) != s.id;
+            let replaced = crate::os_compat::file_id(&meta) != s.id;
             if replaced || meta.len() < s.index.fed() {
                 let file = File::open(&self.path)?;
                 let fresh = Index::new(s.index.max_line(), s.index.max_rows());
                 s.index = fresh;
                 s.file = Arc::new(file);
-                s.id = (meta.dev(), meta.ino());
+                s.id = crate::os_compat::file_id(&meta);
                 s.generation += 1;
                 s.restarted = Some(if replaced {
                     "the file was replaced: read again from its start".to_string()
@@ -139,7 +142,7 @@ impl Shared {
         };
         let want = ((meta.len() - from) as usize).min(max);
         let mut buf = vec![0; want];
-        let n = file.read_at(&mut buf, from)?;
+        let n = crate::os_compat::read_at(&file, &mut buf, from)?;
         buf.truncate(n);
         let mut s = self.write();
         if s.generation != generation || s.index.fed() != from {
