@@ -54,10 +54,13 @@ fn mentions_complete_with_tab_and_attachments_follow_the_agents_capabilities() {
     tmux.wait_for("I wrote acp-demo.txt");
     tmux.wait_prompt();
 
-    // A mention of a missing file: nothing is sent.
+    // A mention that names no file (`@someone`, a typo) goes as text, and the user is told.
     tmux.keys(&["about @missing.txt", "Enter"]);
-    tmux.wait_for("@missing.txt: no such file");
-    tmux.wait_for("the prompt was not sent");
+    tmux.wait_for("@missing.txt names no file in the session directory: sent as text");
+    tmux.wait_for("You said: \"about @missing.txt\"");
+    tmux.wait("the turn's end", |s| {
+        s.matches("I wrote acp-demo.txt").count() == 2
+    });
     tmux.wait_prompt();
 
     // /attach: outside the directory refused, a directory refused, an image attached.

@@ -37,6 +37,13 @@ pub(super) fn mentions(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Nothing is at `named` (relative to `cwd`), nor at it without a sentence's final `.`: the
+/// mention is text, not a file (a file that exists but cannot be sent is refused instead).
+fn names_nothing(cwd: &Path, named: &str) -> bool {
+    let missing = |n: &str| matches!(std::fs::symlink_metadata(cwd.join(n)), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+    missing(named) && (!named.ends_with('.') || missing(named.trim_end_matches('.')))
+}
+
 /// Finds `named` (relative to `cwd`, or absolute) inside the session directory `cwd`.
 pub(super) fn resolve(cwd: &Path, named: &str) -> Result<Attached, String> {
     let shown = escape_line(named);
@@ -206,6 +213,14 @@ impl super::Chat {
         let mut files = self.attached.clone();
         let mut failed = false;
         for named in mentions(text) {
+            if names_nothing(&self.session.cwd, named) {
+                // `@john`, an address, a typo: the words go as they are, and the user sees why.
+                self.ui.notice(&format!(
+                    "@{} names no file in the session directory: sent as text",
+                    escape_line(named)
+                ));
+                continue;
+            }
             match resolve(&self.session.cwd, named) {
                 Ok(a) if files.iter().any(|f| f.path == a.path) => {}
                 Ok(a) => files.push(a),
