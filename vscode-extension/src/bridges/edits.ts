@@ -110,11 +110,13 @@ export class EditReview {
     this.files.clear();
   }
 
-  /** Forgets everything, checkpoints included (another session starts). */
+  /** Forgets everything, checkpoints included (another session starts). A turn begun but
+   *  not written yet (the first prompt opens the session) stays, as turn 1. */
   reset(): void {
     this.files.clear();
-    this.checkpoints = [];
-    this.turn = 0;
+    const last = this.checkpoints[this.checkpoints.length - 1];
+    this.checkpoints = last && last.files.size === 0 ? [{ ...last, turn: 1 }] : [];
+    this.turn = this.checkpoints.length;
     this.oldestKept = 1;
   }
 

@@ -22,11 +22,10 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
 
   async prompt(model: PermissionPromptModel, token: CancellationToken): Promise<string | undefined> {
     if (model.useQuickPick) return this.quickPick(model, token);
-    const items: OptionItem[] = model.items.map((i) => ({
-      title: i.label,
-      optionId: i.optionId,
-      isCloseAffordance: i.isCloseAffordance,
-    }));
+    // The safe choice (the one a dismissal answers: a refusal) first, where keyboard focus starts.
+    const items: OptionItem[] = [...model.items.filter((i) => i.isCloseAffordance), ...model.items.filter((i) => !i.isCloseAffordance)].map(
+      (i) => ({ title: i.label, optionId: i.optionId, isCloseAffordance: i.isCloseAffordance }),
+    );
     // An edit: "Review changes" opens the diffs, then the same modal is asked again (the diff
     // tabs stay open behind it, and close once the question is answered).
     const review: OptionItem = { title: REVIEW_CHOICE, optionId: "" };
