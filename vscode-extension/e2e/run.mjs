@@ -1416,7 +1416,7 @@ try {
     const buttons = await dialog.locator(".dialog-buttons .monaco-button").allTextContents();
     for (const b of ["Allow this write", "Review changes"])
       if (!buttons.some((t) => t.includes(b))) throw new Error(`no ${b} after review: ${buttons}`);
-    const focused = await page.evaluate(() => document.activeElement?.textContent ?? "");
+    const focused = await page.evaluate(() => globalThis.document.activeElement?.textContent ?? "");
     log(`permission modal after review: buttons ${JSON.stringify(buttons)}, focus on ${JSON.stringify(focused)}`);
     await screenshot("edit-review-diff");
     await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Allow this write" }).click();
