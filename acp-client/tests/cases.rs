@@ -60,6 +60,22 @@ fn permission_cases() {
 }
 
 #[test]
+fn hunk_cases() {
+    use acp_client::question::hunks;
+    replay("hunks.json", |case| {
+        let (old, new) = (
+            case["old"].as_str().expect("old"),
+            case["new"].as_str().expect("new"),
+        );
+        let take: Vec<usize> = serde_json::from_value(case["take"].clone()).expect("take");
+        json!({
+            "hunks": hunks::hunks(old, new),
+            "text": hunks::select(old, new, |i| take.contains(&i)),
+        })
+    });
+}
+
+#[test]
 fn write_cases() {
     replay("writes.json", |case| {
         let facts: FileFacts = serde_json::from_value(case["facts"].clone()).expect("facts");

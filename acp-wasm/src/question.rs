@@ -15,6 +15,14 @@ use crate::policy::{by_name, REASONS};
 
 #[allow(dead_code)] // read through the custom section
 const TS_TYPES: &str = r#"
+/** One changed region of an edit (tests/client/hunks.json): 1-based starts; a pure insertion's
+ *  oldStart (a pure removal's newStart) is the line it follows. */
+export interface EditHunk {
+  oldStart: number;
+  removed: number;
+  newStart: number;
+  added: number;
+}
 /** A change to one file as a question shows it (tests/client/question.json). Every string is
  *  one escaped line. */
 export interface QuestionDiff {
@@ -124,4 +132,33 @@ pub fn write_question(
         new_text: &new_text,
     });
     Ok(q.to_json())
+}
+
+/// The changed regions from `oldText` to `newText` (JSON text of an array of `EditHunk`,
+/// `tests/client/hunks.json`), for a review that accepts or rejects each.
+#[wasm_bindgen(js_name = editHunks, unchecked_return_type = "string")]
+pub fn edit_hunks(
+    #[wasm_bindgen(js_name = oldText, unchecked_param_type = "string")] old_text: JsValue,
+    #[wasm_bindgen(js_name = newText, unchecked_param_type = "string")] new_text: JsValue,
+) -> Result<String, JsValue> {
+    let (Some(old), Some(new)) = (old_text.as_string(), new_text.as_string()) else {
+        return Err(type_error("oldText and newText must be strings"));
+    };
+    Ok(serde_json::to_string(&question::hunks::hunks(&old, &new)).expect("hunks serialize"))
+}
+
+/// The text with the hunks of `editHunks(oldText, newText)` whose indexes are in `take`
+/// taken from `newText`, the others from `oldText`.
+#[wasm_bindgen(js_name = selectHunks)]
+pub fn select_hunks(
+    #[wasm_bindgen(js_name = oldText, unchecked_param_type = "string")] old_text: JsValue,
+    #[wasm_bindgen(js_name = newText, unchecked_param_type = "string")] new_text: JsValue,
+    take: Vec<u32>,
+) -> Result<String, JsValue> {
+    let (Some(old), Some(new)) = (old_text.as_string(), new_text.as_string()) else {
+        return Err(type_error("oldText and newText must be strings"));
+    };
+    Ok(question::hunks::select(&old, &new, |i| {
+        take.iter().any(|&t| t as usize == i)
+    }))
 }

@@ -372,10 +372,21 @@ async function sendPrompt(text) {
   await chat.locator("#send").click();
 }
 
+/** The pending-review question before another conversation, answered `answer` if it is open. */
+async function settlePendingIfAsked(answer = "Keep All") {
+  if (!(await dialog.isVisible().catch(() => false))) return;
+  if (!((await dialog.textContent().catch(() => "")) ?? "").includes("still under review")) return;
+  await dialog
+    .locator(".dialog-buttons .monaco-button", { hasText: answer })
+    .click()
+    .catch(() => {});
+}
+
 async function newSession() {
   const before = await transcript.getAttribute("data-session-seq");
   await chat.locator("#new-session").click();
   await until("a new session", async () => {
+    await settlePendingIfAsked();
     const seq = await transcript.getAttribute("data-session-seq");
     return (
       seq !== before &&
@@ -420,10 +431,12 @@ async function setTerminalApproval(value) {
 async function terminalModal(commandLine) {
   await dialog.waitFor({ state: "visible", timeout: 60_000 });
   const text = (await dialog.textContent()) ?? "";
-  if (!text.includes("The agent wants to run a command")) throw new Error(`expected the terminal approval modal, got: ${text}`);
-  // acp-client's question: its one-line title first, then the command line and directory.
-  if (!text.includes(`run \`${commandLine}\` in ${workspace}`)) throw new Error(`the modal lacks the question's title: ${text}`);
-  if (!text.includes(`Command (run without a shell): ${commandLine}`)) throw new Error(`the modal does not name the command line: ${text}`);
+  // acp-client's question: its one-line title is the message (the command, once), then how it
+  // runs and the directory.
+  if (!text.includes(`The agent wants to run \`${commandLine}\` in ${workspace}`))
+    throw new Error(`expected the terminal approval modal, got: ${text}`);
+  if (text.split(commandLine).length !== 2) throw new Error(`the command line is not shown exactly once: ${text}`);
+  if (!text.includes("Run without a shell.")) throw new Error(`the modal does not say how the command runs: ${text}`);
   if (!text.includes(`Directory: ${workspace}`)) throw new Error(`the modal does not name the directory: ${text}`);
   return text;
 }
@@ -619,6 +632,7 @@ async function reopenFromHistory() {
   await until(
     "the earlier session reopened",
     async () =>
+      (await settlePendingIfAsked()) === undefined &&
       (await transcriptText()).includes("MCP servers: e2e-files") &&
       !(await transcriptText()).includes("And the carpenter") &&
       (await transcript.getAttribute("data-session-id")) !== current &&
@@ -680,7 +694,10 @@ async function readOnlyFromHistory() {
   await page.keyboard.press("Enter");
   await until(
     "the read-only conversation",
-    async () => (await transcriptText()).includes("Remember the walrus") && (await noticeCount("it is read-only here")) === 1,
+    async () =>
+      (await settlePendingIfAsked()) === undefined &&
+      (await transcriptText()).includes("Remember the walrus") &&
+      (await noticeCount("it is read-only here")) === 1,
     15_000,
   );
   await screenshot("history-read-only");
@@ -1388,20 +1405,163 @@ try {
       async () => (await page.locator(".tab", { hasText: "review before answering" }).count()) > 0,
       15_000,
     );
-    // The question comes back as a notification while the diff is readable.
-    const toast = page.locator(".notification-toast", { hasText: "after review" });
-    await until("the question again", async () => (await toast.count()) > 0, 15_000);
+    // The same modal comes back, the diff open behind it.
+    await until(
+      "the same modal again",
+      async () =>
+        (await dialog.isVisible().catch(() => false)) &&
+        ((await dialog.textContent()) ?? "").includes("the change is open in the diff editor"),
+      15_000,
+    );
+    const buttons = await dialog.locator(".dialog-buttons .monaco-button").allTextContents();
+    for (const b of ["Allow this write", "Review changes"])
+      if (!buttons.some((t) => t.includes(b))) throw new Error(`no ${b} after review: ${buttons}`);
+    const focused = await page.evaluate(() => globalThis.document.activeElement?.textContent ?? "");
+    log(`permission modal after review: buttons ${JSON.stringify(buttons)}, focus on ${JSON.stringify(focused)}`);
     await screenshot("edit-review-diff");
-    await toast.locator(".monaco-button", { hasText: "Allow this write" }).click();
+    await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Allow this write" }).click();
+    await until(
+      "the proposed change's diff tab closed",
+      async () => (await page.locator(".tab", { hasText: "review before answering" }).count()) === 0,
+      15_000,
+    );
     await until("the edit written", () => fs.readFileSync(demoFile, "utf8").includes("review me"), 30_000);
     await turnEnds("end_turn");
-    if ((await chat.locator(".tool-diff", { hasText: "Edit:" }).count()) < 1) throw new Error("the overwrite is not shown as an edit");
+    if ((await chat.locator(".tool-diff", { hasText: "Edit" }).count()) < 1) throw new Error("the overwrite is not shown as an edit");
     const row = chat.locator("#edits .edit-row", { hasText: DEMO_FILE });
     await until("the Keep/Undo row", async () => (await row.count()) === 1, 10_000);
     await screenshot("edit-review-list");
     await row.locator(".edit-undo").click();
     await until("the file restored", () => fs.readFileSync(demoFile, "utf8") === "ORIGINAL CONTENT\n", 15_000);
     await until("the row gone", async () => (await chat.locator("#edits .edit-row").count()) === 0, 10_000);
+  });
+
+  /** Answers the turn's questions (Run, then the write's `allow`) until the turn ends. */
+  async function answerTurn(allow = "Allow this write") {
+    await until(
+      "the turn's questions answered and the turn over",
+      async () => {
+        if (await dialog.isVisible().catch(() => false)) {
+          for (const b of [/^Run$/, allow]) {
+            const btn = dialog.locator(".dialog-buttons .monaco-button", { hasText: b });
+            if (await btn.count()) {
+              await btn.click().catch(() => {});
+              return false;
+            }
+          }
+        }
+        return (await chat.locator(".turn-end").count()) > turnsBefore;
+      },
+      90_000,
+    );
+    await turnEnds("end_turn");
+  }
+
+  /** A screenshot in the current theme and one in the other (toggled and back). */
+  async function screenshotThemes(name) {
+    const dark = async () => (await page.locator(".monaco-workbench.vs-dark").count()) > 0;
+    const was = await dark();
+    await screenshot(`${name}-${was ? "dark" : "light"}`);
+    await runCommand("Preferences: Toggle between Light/Dark Themes");
+    await until("the other theme", async () => (await dark()) !== was, 15_000);
+    await screenshot(`${name}-${was ? "light" : "dark"}`);
+    await runCommand("Preferences: Toggle between Light/Dark Themes");
+    await until("the theme back", async () => (await dark()) === was, 15_000);
+  }
+
+  await scenario("per-hunk review: Accept one change in the diff editor (CodeLens), Reject the other from the chat", async () => {
+    await newSession();
+    const asked = "hunks please";
+    fs.writeFileSync(demoFile, `The acp demo agent was told:\n\n${asked}\nOLD TAIL\n`);
+    await sendPrompt(asked);
+    await answerTurn();
+    const row = chat.locator("#edits .edit-row", { hasText: DEMO_FILE });
+    const hunks = chat.locator("#edits .hunk-row");
+    await until("the two changes listed", async () => (await hunks.count()) === 2, 15_000);
+    const counts = (await row.locator(".counts").textContent()) ?? "";
+    if (!counts.includes("+1") || !counts.includes("\u22122")) throw new Error(`the file's counts are not +1 \u22122: ${counts}`);
+    await screenshotThemes("per-hunk-list");
+    await row.locator(".edit-diff").click();
+    const lenses = page.locator(".codelens-decoration a", { hasText: "Accept change" });
+    await until("Accept / Reject above each change in the diff editor", async () => (await lenses.count()) === 2, 20_000);
+    await screenshotThemes("per-hunk-diff-codelens");
+    await lenses.first().click();
+    await until(
+      "one change left, in the chat and the diff",
+      async () => (await hunks.count()) === 1 && (await lenses.count()) === 1,
+      15_000,
+    );
+    if (!fs.readFileSync(demoFile, "utf8").startsWith("The acp demo agent was asked:")) throw new Error("accepting changed the file");
+    await hunks.first().locator(".hunk-reject").click();
+    await until(
+      "the rejected change taken out of the file",
+      () => fs.readFileSync(demoFile, "utf8") === `The acp demo agent was asked:\n\n${asked}\nOLD TAIL\n`,
+      15_000,
+    );
+    await until(
+      "the file reviewed: its row and its diff gone",
+      async () => (await row.count()) === 0 && (await lenses.count()) === 0,
+      15_000,
+    );
+  });
+
+  await scenario("checkpoints: the files restored to before turn 2, then before turn 1", async () => {
+    await newSession();
+    fs.writeFileSync(demoFile, "CHECKPOINT BASE\n");
+    await sendPrompt("turn one");
+    await answerTurn();
+    await until("turn one written", () => fs.readFileSync(demoFile, "utf8").includes("turn one"), 15_000);
+    await sendPrompt("turn two");
+    await answerTurn();
+    await until("turn two written", () => fs.readFileSync(demoFile, "utf8").includes("turn two"), 15_000);
+    const cps = chat.locator("#edits .checkpoint");
+    await until("two checkpoints", async () => (await cps.count()) === 2, 15_000);
+    await screenshotThemes("checkpoints");
+    await chat.locator('#edits .checkpoint[data-turn="2"]').click();
+    await (await dialogButton("Restore")).click();
+    await until(
+      "the file as turn one left it",
+      () => fs.readFileSync(demoFile, "utf8") === "The acp demo agent was asked:\n\nturn one\n",
+      15_000,
+    );
+    await until("one checkpoint left", async () => (await cps.count()) === 1, 15_000);
+    await chat.locator('#edits .checkpoint[data-turn="1"]').click();
+    await (await dialogButton("Restore")).click();
+    await until("the file as before turn one", () => fs.readFileSync(demoFile, "utf8") === "CHECKPOINT BASE\n", 15_000);
+    await until(
+      "no checkpoint and no review left",
+      async () => (await cps.count()) === 0 && (await chat.locator("#edits .edit-row").count()) === 0,
+      15_000,
+    );
+  });
+
+  await scenario("New Session with a pending review asks: Cancel keeps everything, Undo All restores the file", async () => {
+    fs.writeFileSync(demoFile, "BEFORE THE PENDING EDIT\n");
+    await sendPrompt("pending edit");
+    await answerTurn();
+    const row = chat.locator("#edits .edit-row", { hasText: DEMO_FILE });
+    await until("the pending review", async () => (await row.count()) === 1, 15_000);
+    const session = await transcript.getAttribute("data-session-id");
+    await chat.locator("#new-session").click();
+    await until(
+      "the pending-review question",
+      async () => (await dialog.isVisible().catch(() => false)) && ((await dialog.textContent()) ?? "").includes("still under review"),
+      15_000,
+    );
+    await screenshot("pending-review-question");
+    await (await dialogButton("Cancel")).click();
+    await until("the question closed", async () => !(await dialog.isVisible().catch(() => false)), 10_000);
+    if ((await row.count()) !== 1 || (await transcript.getAttribute("data-session-id")) !== session)
+      throw new Error("Cancel lost the review or the session");
+    if (!fs.readFileSync(demoFile, "utf8").includes("pending edit")) throw new Error("Cancel changed the file");
+    await chat.locator("#new-session").click();
+    await (await dialogButton("Undo All")).click();
+    await until("the file restored", () => fs.readFileSync(demoFile, "utf8") === "BEFORE THE PENDING EDIT\n", 15_000);
+    await until(
+      "a new session without pending edits",
+      async () => (await transcript.getAttribute("data-session-id")) !== session && (await row.count()) === 0,
+      30_000,
+    );
   });
 
   await scenario("layout: no horizontal overflow at the default sidebar width, long paths included", async () => {

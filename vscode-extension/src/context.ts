@@ -34,6 +34,7 @@ import { SessionDecisions } from "./sessions/decisions";
 import { SessionStore, type HistoryEntry } from "./sessions/store";
 import { CHAT_VIEW_ID, ChatViewProvider } from "./ui/chatView";
 import { DIFF_SCHEME, DiffContentProvider } from "./ui/diff";
+import { ACCEPT_HUNK_COMMAND, HunkLensProvider, REJECT_HUNK_COMMAND } from "./ui/hunkLens";
 import { VsCodeDocumentHost } from "./ui/documentHost";
 import { VsCodePermissionPrompter, VsCodeTerminalApprover, VsCodeWriteApprover } from "./ui/prompter";
 import { PseudoterminalPanels } from "./ui/terminalDisplay";
@@ -152,10 +153,26 @@ export class AcpContext implements vscode.Disposable {
       post: (m) => this.chat.post(m),
       diffs: this.diffs,
       edits: this.edits,
+      hunker: this.policy,
       log: this.log,
     });
     // Disposed before the conversation is (disposables go in reverse): the last changes saved.
     this.own({ dispose: () => this.sessions.saveNow() });
+    // The edit review inside the diff editor: Accept / Reject above each change.
+    this.diffs.reviewSource = (p) => this.edits.list().find((f) => f.path === p);
+    this.own(vscode.languages.registerCodeLensProvider({ scheme: DIFF_SCHEME }, new HunkLensProvider(this.diffs, this.edits, this.policy)));
+    const hunkCommand = (action: "acceptHunk" | "rejectHunk") => (file: unknown, index: unknown, expect: unknown) => {
+      if (typeof file === "string" && Number.isSafeInteger(index))
+        this.router.onMessage({
+          type: "editAction",
+          action,
+          path: file,
+          hunk: index as number,
+          expect: expect as { oldStart: number; removed: number; newStart: number; added: number },
+        });
+    };
+    this.own(vscode.commands.registerCommand(ACCEPT_HUNK_COMMAND, hunkCommand("acceptHunk")));
+    this.own(vscode.commands.registerCommand(REJECT_HUNK_COMMAND, hunkCommand("rejectHunk")));
     this.sessions.restoreLast();
     const commands = new Commands({
       agent: this.agent,

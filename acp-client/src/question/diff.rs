@@ -99,7 +99,7 @@ impl Budget {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
+pub(super) enum Op {
     Equal,
     Delete,
     Insert,
@@ -109,11 +109,11 @@ enum Op {
 
 /// `len` lines from line `old` of the old text and `new` of the new one (0-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Run {
-    op: Op,
-    old: usize,
-    new: usize,
-    len: usize,
+pub(super) struct Run {
+    pub(super) op: Op,
+    pub(super) old: usize,
+    pub(super) new: usize,
+    pub(super) len: usize,
 }
 
 /// The diff of `old` to `new` for the file `path` (not escaped yet), taking its lines from
@@ -354,7 +354,7 @@ fn last_piece(text: &str) -> &str {
 }
 
 /// The runs from `old` to `new`, and whether the changed middle is shown whole.
-fn align(old: &str, new: &str) -> (Vec<Run>, bool) {
+pub(super) fn align(old: &str, new: &str) -> (Vec<Run>, bool) {
     // Common first lines (compared with their line feeds).
     let (mut po, mut pn, mut prefix) = (0, 0, 0);
     loop {

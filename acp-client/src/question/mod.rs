@@ -30,6 +30,7 @@
 //! extension).
 
 mod diff;
+pub mod hunks;
 
 use serde::Serialize;
 use serde_json::Value;

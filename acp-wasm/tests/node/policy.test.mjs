@@ -180,6 +180,7 @@ function questionRow(c) {
 
 const REPLAYS = {
   "question.json": (c) => questionRow(c),
+  "hunks.json": (c) => ({ hunks: JSON.parse(acp.editHunks(c.old, c.new)), text: acp.selectHunks(c.old, c.new, new Uint32Array(c.take)) }),
   "session.json": session,
   "permission.json": permission,
   "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts), JSON.stringify(c.ownDirs ?? [])),
@@ -312,6 +313,8 @@ test("wrong arguments are a TypeError naming the argument", () => {
     ["path and newText", () => acp.writeQuestion(1, null, "git", true, false, null, "x")],
     ["path and newText", () => acp.writeQuestion("/w/.git/config", null, "git", true, false, null, undefined)],
     ["reason", () => acp.writeQuestion("/w/.git/config", null, "Git", true, false, null, "x")],
+    ["oldText and newText", () => acp.editHunks(null, "x")],
+    ["oldText and newText", () => acp.selectHunks("a", 2, new Uint32Array([0]))],
   ];
   for (const [what, call] of cases) {
     const e = throwsNamed(assert, call, "TypeError");

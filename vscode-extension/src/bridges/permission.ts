@@ -136,7 +136,7 @@ export function promptModel(
 ): PermissionPromptModel {
   const items = q.options.map((o) => ({
     optionId: o.optionId,
-    label: o.name,
+    label: plainLabel(o.name, o.kind),
     kind: o.kind as PermissionOption["kind"],
     isCloseAffordance: o.optionId === closeId,
   }));
@@ -147,6 +147,14 @@ export function promptModel(
     useQuickPick: items.length > maxButtons,
     diffs: edits,
   };
+}
+
+/** An option's label: an "always" option says what it persists (the agent keeps the choice
+ *  and stops asking), the others are the agent's words. */
+export function plainLabel(name: string, kind: string): string {
+  if (kind === "allow_always") return `${name} (the agent remembers: it will not ask again)`;
+  if (kind === "reject_always") return `${name} (the agent remembers: it will refuse without asking)`;
+  return name;
 }
 
 /** The outcome for a choice the prompter returned; an id the agent did not offer is refused. */

@@ -47,7 +47,12 @@ export class Commands {
     const reg = (id: string, fn: (...a: unknown[]) => unknown) => regs.push(vscode.commands.registerCommand(id, fn));
     reg("acp.openChat", () => vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`));
     reg("acp.start", () => sessions.ensureSession().catch(() => undefined));
-    reg("acp.newSession", () => sessions.newSession().catch(() => undefined));
+    reg("acp.newSession", () =>
+      router
+        .settlePending()
+        .then((go) => (go ? sessions.newSession() : undefined))
+        .catch(() => undefined),
+    );
     reg("acp.cancel", () => sessions.cancel());
     reg("acp.attachSelection", () => router.attachSelection());
     reg("acp.restart", () => agent.restart());
@@ -183,7 +188,8 @@ export class Commands {
     }
     const entries = entriesFrom(this.p.store.list(), agentList, { name: conn?.spec.name ?? "", title: conn?.agentTitle ?? "" });
     const pick = await pickSession(entries, sessions.session?.sessionId);
-    if (pick) await sessions.openSaved(pick);
+    // Another conversation replaces this one: its pending review is settled first.
+    if (pick && pick.sessionId !== sessions.session?.sessionId && (await this.p.router.settlePending())) await sessions.openSaved(pick);
   }
 
   /** `ACP: Sign In`: the running agent's methods, offered. */

@@ -12,11 +12,11 @@
 
 import type { ContentBlock } from "@agentclientprotocol/sdk";
 import type { SessionAfterEnd } from "acp-wasm-client";
-import * as path from "node:path";
 import * as vscode from "vscode";
 import { promptParts, type ViewAttachment } from "../bridges/attachments";
 import { Conversation, timerScheduler } from "../bridges/conversation";
 import type { EditReview } from "../bridges/edits";
+import { editsMessage } from "./editsView";
 import type { KnownToolCall } from "../bridges/permission";
 import { sessionTerminalName } from "../bridges/sessionTerminals";
 import type { TerminalManager } from "../bridges/terminal";
@@ -258,7 +258,7 @@ export class SessionController implements SessionSide {
     this.saveSoon();
     this.postCapabilities();
     if (!o.afterCrash) {
-      this.p.edits.keepAll();
+      this.p.edits.reset();
       this.postEdits();
     }
     return this.current;
@@ -396,10 +396,7 @@ export class SessionController implements SessionSide {
 
   /** The files the agent wrote (Keep, Undo, Diff) to the chat. */
   postEdits(): void {
-    this.p.post({
-      type: "edits",
-      files: this.p.edits.list().map((f) => ({ path: f.path, name: path.basename(f.path), created: f.before === null })),
-    });
+    this.p.post(editsMessage(this.p.edits, this.p.policy, this.p.settings.workspaceCwd()));
   }
 
   /** What the running agent takes in a prompt (images, embedded context) to the chat. */

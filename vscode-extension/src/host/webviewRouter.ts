@@ -8,14 +8,15 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { validAttachment, type ViewAttachment } from "../bridges/attachments";
-import type { EditReview } from "../bridges/edits";
+import type { EditReview, Hunker } from "../bridges/edits";
 import type { Logger } from "../protocol/log";
 import { CHAT_VIEW_ID } from "../ui/chatView";
 import type { DiffContentProvider } from "../ui/diff";
-import { VsCodeEditTarget } from "../ui/editReview";
+import { VsCodeEditTarget, VsCodePendingFace } from "../ui/editReview";
 import { mentionCompletions, selectionAttachment } from "../ui/promptInput";
 import type { HostToWebview, WebviewToHost } from "../webview/messages";
 import type { AgentLifecycle } from "./lifecycle";
+import { settlePendingReview } from "./pendingReview";
 import type { SessionController } from "./sessionController";
 
 export interface RouterParts {
@@ -25,7 +26,17 @@ export interface RouterParts {
   post(m: HostToWebview): void;
   diffs: DiffContentProvider;
   edits: EditReview;
+  /** acp-client's hunks (the client policy). */
+  hunker: Hunker;
   log: Logger;
+}
+
+type HunkShape = { oldStart: number; removed: number; newStart: number; added: number };
+
+function validHunk(h: unknown): h is HunkShape {
+  if (typeof h !== "object" || h === null) return false;
+  const o = h as Record<string, unknown>;
+  return ["oldStart", "removed", "newStart", "added"].every((k) => Number.isSafeInteger(o[k]));
 }
 
 export class WebviewRouter {
@@ -48,7 +59,11 @@ export class WebviewRouter {
         } catch (e) {
           this.p.log.warn(`prompt from the view: ${(e as Error).message}`);
         }
-        if (typeof m.text === "string" && (m.text.trim() || atts.length)) void sessions.prompt(m.text.trim(), atts);
+        if (typeof m.text === "string" && (m.text.trim() || atts.length)) {
+          // A checkpoint: the files this turn writes can be put back as they were before it.
+          this.p.edits.beginTurn((m.text.trim().split("\n")[0] ?? "").slice(0, 80));
+          void sessions.prompt(m.text.trim(), atts);
+        }
         break;
       }
       case "complete":
@@ -60,13 +75,38 @@ export class WebviewRouter {
         break;
       case "editAction":
         if (typeof m.path === "string" && ["keep", "undo", "diff"].includes(m.action))
-          void this.editAction(m.action, m.path).catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`));
+          void this.editAction(m.action as "keep" | "undo" | "diff", m.path).catch(
+            (e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`),
+          );
+        else if (
+          typeof m.path === "string" &&
+          (m.action === "acceptHunk" || m.action === "rejectHunk") &&
+          Number.isSafeInteger(m.hunk) &&
+          validHunk(m.expect)
+        )
+          void this.hunkAction(m.action, m.path, m.hunk!, m.expect).catch(
+            (e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`),
+          );
+        break;
+      case "restoreCheckpoint":
+        if (Number.isSafeInteger(m.turn))
+          void this.restoreCheckpoint(m.turn).catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`));
+        break;
+      case "openFile":
+        if (typeof m.path === "string" && path.isAbsolute(m.path)) {
+          const line = Number.isSafeInteger(m.line) && m.line! > 0 ? m.line! - 1 : 0;
+          void vscode.window
+            .showTextDocument(vscode.Uri.file(m.path), { preview: true, selection: new vscode.Range(line, 0, line, 0) })
+            .then(undefined, (e: Error) => void vscode.window.showErrorMessage(`ACP: cannot open ${m.path}: ${e.message}`));
+        }
         break;
       case "cancel":
         sessions.cancel();
         break;
       case "newSession":
-        void sessions.newSession().catch((e: Error) => sessions.conversation().notice("error", e.message));
+        void this.settlePending()
+          .then((go) => (go ? sessions.newSession() : undefined))
+          .catch((e: Error) => sessions.conversation().notice("error", e.message));
         break;
       case "setMode":
         if (typeof m.modeId === "string") sessions.setMode(m.modeId);
@@ -93,13 +133,77 @@ export class WebviewRouter {
     }
   }
 
+  /** Before another conversation is shown: the pending review is kept, undone, or the change
+   *  cancelled (false). */
+  settlePending(): Promise<boolean> {
+    return settlePendingReview(this.p.edits, new VsCodeEditTarget(), new VsCodePendingFace(), (p) => path.basename(p)).finally(() =>
+      this.p.sessions.postEdits(),
+    );
+  }
+
+  /** Accept or Reject of one change the agent made. */
+  async hunkAction(action: "acceptHunk" | "rejectHunk", file: string, index: number, expect: HunkShape): Promise<void> {
+    const { edits, hunker } = this.p;
+    if (action === "acceptHunk") {
+      const r = edits.acceptHunk(file, index, expect, hunker);
+      if (!r.done && r.reason === "stale")
+        void vscode.window.showInformationMessage("ACP: that change is no longer there (the list was refreshed).");
+    } else {
+      const target = new VsCodeEditTarget();
+      let r = await edits.rejectHunk(file, index, expect, hunker, target);
+      if (!r.done && r.reason === "changed_since") {
+        const pick = await vscode.window.showWarningMessage(
+          `${path.basename(file)} changed after the agent's edit. Reject the change anyway (the file is rewritten from the agent's text without it: your later changes are lost)?`,
+          { modal: true },
+          "Reject anyway",
+        );
+        if (pick === "Reject anyway") r = await edits.rejectHunk(file, index, expect, hunker, target, true);
+      }
+      if (!r.done && r.reason === "stale")
+        void vscode.window.showInformationMessage("ACP: that change is no longer there (the list was refreshed).");
+      if (r.done) this.p.log.info(`rejected change ${index + 1} of the agent's edit of ${file}`);
+    }
+    this.p.sessions.postEdits();
+    this.p.diffs.refreshReview(file);
+  }
+
+  /** Restores the files the agent wrote to their state before turn `turn`, after asking. */
+  async restoreCheckpoint(turn: number): Promise<void> {
+    const { edits } = this.p;
+    const cp = edits.restorable().find((c) => c.turn === turn);
+    if (!cp) {
+      void vscode.window.showWarningMessage("ACP: that checkpoint is no longer kept.");
+      return;
+    }
+    const go = await vscode.window.showWarningMessage(
+      `Restore ${cp.files} file${cp.files === 1 ? "" : "s"} the agent wrote to their state before "${cp.label}"?`,
+      { modal: true, detail: "Files the agent created since are deleted. The conversation is not changed." },
+      "Restore",
+    );
+    if (go !== "Restore") return;
+    const target = new VsCodeEditTarget();
+    let r = await edits.restoreTo(turn, target);
+    if (!r.restored && r.reason === "changed_since") {
+      const pick = await vscode.window.showWarningMessage(
+        `Changed since the agent's last write: ${r.files.map((f) => path.basename(f)).join(", ")}. Restore anyway (those changes are lost)?`,
+        { modal: true },
+        "Restore anyway",
+      );
+      if (pick === "Restore anyway") r = await edits.restoreTo(turn, target, true);
+    }
+    if (!r.restored && r.reason === "forgotten")
+      void vscode.window.showWarningMessage("ACP: that checkpoint was dropped to stay within memory; it cannot be restored.");
+    if (r.restored) this.p.log.info(`restored ${r.files.length} file(s) to before turn ${turn}`);
+    this.p.sessions.postEdits();
+  }
+
   /** Keep, Undo or Diff of one file the agent wrote. */
   private async editAction(action: "keep" | "undo" | "diff", file: string): Promise<void> {
     const { edits } = this.p;
     const f = edits.list().find((e) => e.path === file);
     if (!f) return;
     if (action === "keep") edits.keep(file);
-    else if (action === "diff") await this.p.diffs.open(file, f.before, f.after, "agent's edit");
+    else if (action === "diff") await this.p.diffs.openReview(file, f.before, f.after);
     else {
       const target = new VsCodeEditTarget();
       let r = await edits.undo(file, target);
@@ -114,5 +218,6 @@ export class WebviewRouter {
       if (r.undone) this.p.log.info(`undid the agent's edit of ${file}${r.deleted ? " (the file it created was deleted)" : ""}`);
     }
     this.p.sessions.postEdits();
+    this.p.diffs.refreshReview(file);
   }
 }

@@ -51,6 +51,8 @@ export const REQUIRED_EXPORTS = [
   "escapeLine",
   "permissionQuestion",
   "writeQuestion",
+  "editHunks",
+  "selectHunks",
   "failureError",
   "terminalLimits",
   "chooseAuth",

@@ -10,6 +10,7 @@
 // Architecture Invariant: this file does not import `vscode`.
 
 import type {
+  EditHunk,
   FailureError,
   FailureName,
   FileFacts,
@@ -31,6 +32,7 @@ import { RequestError } from "./errors";
 import type { WindowsRules } from "./windowsSpawn";
 
 export type {
+  EditHunk,
   PermissionQuestion,
   QuestionChoice,
   QuestionDiff,
@@ -97,6 +99,17 @@ export class ClientPolicy {
   /** The question a face shows for the agent's `session/request_permission` (its params as
    *  sent): title, options, the tool call's kind and locations and its diffs. `known`: the tool
    *  call as the conversation knows it (what the request leaves out is taken from it), or null. */
+  /** The changed regions from `oldText` to `newText` (acp-client's question::hunks). */
+  editHunks(oldText: string, newText: string): EditHunk[] {
+    return JSON.parse(this.module().editHunks(oldText, newText)) as EditHunk[];
+  }
+
+  /** The text taking the hunks `take` (indexes into editHunks) from `newText`, the rest from
+   *  `oldText`. */
+  selectHunks(oldText: string, newText: string, take: readonly number[]): string {
+    return this.module().selectHunks(oldText, newText, Uint32Array.from(take));
+  }
+
   permissionQuestion(params: unknown, known: unknown): PermissionQuestion {
     const k = known === null || known === undefined ? null : wellFormedJson(known);
     return JSON.parse(this.module().permissionQuestion(wellFormedJson(params), k)) as PermissionQuestion;

@@ -68,5 +68,6 @@ export function chatHtml(webview: vscode.Webview, dist: vscode.Uri): string {
     styleUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, "webview.css")).toString(),
     codiconUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, "codicon.css")).toString(),
     nonce: makeNonce(),
+    root: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
   });
 }

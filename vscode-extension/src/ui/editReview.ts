@@ -4,6 +4,7 @@
 import * as fs from "node:fs";
 import * as vscode from "vscode";
 import type { EditTarget } from "../bridges/edits";
+import type { PendingAnswer, PendingFace } from "../host/pendingReview";
 
 export class VsCodeEditTarget implements EditTarget {
   async currentText(p: string): Promise<string | undefined> {
@@ -38,5 +39,29 @@ export class VsCodeEditTarget implements EditTarget {
     const edit = new vscode.WorkspaceEdit();
     edit.deleteFile(vscode.Uri.file(p), { ignoreIfNotExists: true });
     if (!(await vscode.workspace.applyEdit(edit))) throw new Error("the editor refused to delete the file");
+  }
+}
+
+/** The modal that settles a pending review before another conversation is shown. */
+export class VsCodePendingFace implements PendingFace {
+  async ask(count: number, names: string[]): Promise<PendingAnswer> {
+    const more = count > names.length ? ` and ${count - names.length} more` : "";
+    const pick = await vscode.window.showWarningMessage(
+      `The agent's edits of ${count} file${count === 1 ? "" : "s"} are still under review`,
+      { modal: true, detail: `${names.join(", ")}${more}.\nKeep them all, undo them all, or cancel and review them first.` },
+      "Keep All",
+      "Undo All",
+    );
+    return pick === "Keep All" ? "keep" : pick === "Undo All" ? "undo" : "cancel";
+  }
+
+  async confirmChanged(names: string[]): Promise<boolean> {
+    const pick = await vscode.window.showWarningMessage(
+      `Changed after the agent's edit: ${names.join(", ")}. Undo those too (your later changes are lost)?`,
+      { modal: true, detail: "Otherwise they are kept as they are now." },
+      "Undo Anyway",
+      "Keep Them",
+    );
+    return pick === "Undo Anyway";
   }
 }

@@ -22,43 +22,34 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
 
   async prompt(model: PermissionPromptModel, token: CancellationToken): Promise<string | undefined> {
     if (model.useQuickPick) return this.quickPick(model, token);
-    const items: OptionItem[] = model.items.map((i) => ({
-      title: i.label,
-      optionId: i.optionId,
-      isCloseAffordance: i.isCloseAffordance,
-    }));
-    // An edit: "Review changes" first opens the diffs, then the same question is asked again
-    // as a notification, so the diff editor stays readable and clickable while deciding.
+    // The safe choice (the one a dismissal answers: a refusal) first, where keyboard focus starts.
+    const items: OptionItem[] = [...model.items.filter((i) => i.isCloseAffordance), ...model.items.filter((i) => !i.isCloseAffordance)].map(
+      (i) => ({ title: i.label, optionId: i.optionId, isCloseAffordance: i.isCloseAffordance }),
+    );
+    // An edit: "Review changes" opens the diffs, then the same modal is asked again (the diff
+    // tabs stay open behind it, and close once the question is answered).
     const review: OptionItem = { title: REVIEW_CHOICE, optionId: "" };
-    if (this.diffs && model.diffs.length > 0 && !token.isCancellationRequested) {
-      const withdrawn = token.onCancellationRequested(() => {
-        void vscode.window.showInformationMessage("ACP: the permission request was withdrawn (cancelled); your answer will be ignored.");
-      });
-      let picked: OptionItem | undefined;
-      try {
-        picked = await vscode.window.showWarningMessage(model.message, { modal: true, detail: model.detail }, review, ...items);
-      } finally {
-        withdrawn.dispose();
-      }
-      if (picked !== review) return picked?.optionId;
-      for (const d of model.diffs) await this.diffs.open(d.path, d.oldText, d.newText, "agent's proposed change: review before answering");
-      if (token.isCancellationRequested) return undefined;
-      const again = await Promise.race([
-        vscode.window.showWarningMessage(`${model.message} (after review)`, ...items),
-        new Promise<undefined>((r) => token.onCancellationRequested(() => r(undefined))),
-      ]);
-      return again?.optionId;
-    }
+    const canReview = !!this.diffs && model.diffs.length > 0;
     // A modal message cannot be closed programmatically: if the request is withdrawn while it is
     // open, say so; the bridge has already answered `cancelled` and ignores the late click.
-    const sub = token.onCancellationRequested(() => {
+    const withdrawn = token.onCancellationRequested(() => {
       void vscode.window.showInformationMessage("ACP: the permission request was withdrawn (cancelled); your answer will be ignored.");
     });
+    const opened: number[] = [];
     try {
-      const picked = await vscode.window.showWarningMessage(model.message, { modal: true, detail: model.detail }, ...items);
-      return picked?.optionId;
+      for (let reviewed = false; !token.isCancellationRequested; ) {
+        const message = reviewed ? `${model.message} (the change is open in the diff editor)` : model.message;
+        const buttons = canReview ? [...items, review] : items;
+        const picked = await vscode.window.showWarningMessage(message, { modal: true, detail: model.detail }, ...buttons);
+        if (picked !== review || !this.diffs) return picked?.optionId;
+        for (const d of model.diffs)
+          opened.push(await this.diffs.open(d.path, d.oldText, d.newText, "agent's proposed change: review before answering"));
+        reviewed = true;
+      }
+      return undefined;
     } finally {
-      sub.dispose();
+      withdrawn.dispose();
+      if (opened.length && this.diffs) void this.diffs.closeTabs(opened);
     }
   }
 
@@ -85,14 +76,18 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
   }
 }
 
+/** The terminal question's message: the command, once (acp-client's title: `run \`…\``, with
+ *  its directory and environment when the agent set them). */
+export function terminalQuestionMessage(r: TerminalApprovalRequest): string {
+  return `The agent wants to ${r.question.title}`;
+}
+
 /** The lines of the terminal question's modal, from acp-client's question (every
  *  agent-supplied field is already escaped and on one line there). */
 export function terminalQuestionDetail(r: TerminalApprovalRequest): string {
   const q = r.question;
   const lines = [
-    q.title,
-    "",
-    `Command (${r.shell ? "run by /bin/sh -c" : "run without a shell"}): ${q.commandLine}`,
+    `${r.shell ? "Run by /bin/sh -c" : "Run without a shell"}.`,
     `Directory: ${q.cwd ?? `${r.directory ?? "(the editor's)"} (the default)`}`,
   ];
   if (q.env.length) {
@@ -110,7 +105,7 @@ export class VsCodeTerminalApprover implements TerminalApprover {
     });
     try {
       const picked = await vscode.window.showWarningMessage(
-        "The agent wants to run a command",
+        terminalQuestionMessage(r),
         { modal: true, detail: terminalQuestionDetail(r) },
         "Run",
       );

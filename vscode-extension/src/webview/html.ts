@@ -16,6 +16,8 @@ export interface ChatHtmlParts {
   /** VS Code's icon font's stylesheet (@vscode/codicons). */
   codiconUri: string;
   nonce: string;
+  /** The workspace folder (tool cards show paths relative to it). */
+  root?: string;
 }
 
 const attr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
@@ -38,7 +40,7 @@ export function buildChatHtml(p: ChatHtmlParts): string {
 <link rel="stylesheet" href="${attr(p.styleUri)}">
 <title>ACP Chat</title>
 </head>
-<body>
+<body data-root="${attr(p.root ?? "")}">
 <header>
   <span id="status" data-state="idle">ACP: not started</span>
   <span id="title"></span>

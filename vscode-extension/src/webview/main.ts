@@ -8,9 +8,10 @@
 // shows its raw text.
 
 import type { SessionConfigOption } from "@agentclientprotocol/sdk";
-import type { SavedThread, ThreadBlock, ThreadDelta, ThreadEntry, ThreadMeta, ThreadToolCall, ThreadToolContent } from "acp-wasm-client";
+import { renderToolCall as renderTool, type CardParts } from "./toolCard";
+import type { SavedThread, ThreadBlock, ThreadDelta, ThreadEntry, ThreadMeta, ThreadToolCall } from "acp-wasm-client";
 import { StreamingMarkdown, renderMarkdown } from "./markdown";
-import type { CompletionItem, HostToWebview, ViewAttachment, WebviewToHost } from "./messages";
+import type { CompletionItem, EditsCheckpoint, EditsFile, HostToWebview, ViewAttachment, WebviewToHost } from "./messages";
 import {
   applyCompletion,
   base64OfDataUrl,
@@ -152,49 +153,10 @@ function renderMarkdownSafely(text: string, box: HTMLElement) {
 /** The turn is over (what is still pending or running did not finish). */
 let turnOver = true;
 
-function renderToolCall(n: number, node: HTMLElement, t: ThreadToolCall) {
-  node.replaceChildren();
-  node.className = `tool status-${t.status}`;
-  node.dataset.toolCallId = t.toolCallId;
-  const head = el("div", "tool-head");
-  const st = el("span", "tool-status");
-  st.append(
-    icon(statusIcon(t.status, turnOver), t.status === "in_progress" && !turnOver ? "codicon-modifier-spin" : ""),
-    ` ${statusWords(t.status, turnOver)}`,
-  );
-  head.appendChild(st);
-  head.appendChild(el("span", "tool-title", t.title));
-  if (t.kind && t.kind !== "other") head.appendChild(el("span", "tool-kind", t.kind));
-  node.appendChild(head);
-  for (const loc of t.locations) node.appendChild(el("div", "tool-loc", `${loc.path}${loc.line ? `:${loc.line}` : ""}`));
-  t.content.forEach((c, index) => node.appendChild(renderToolContent(n, c, index, t.kind === "execute")));
-  if (t.contentMore) node.appendChild(el("div", "tool-content", `(${t.contentMore} more items not shown)`));
-}
+const cardParts: CardParts = { post, el, icon, markdown: renderMarkdownSafely, root: document.body.dataset.root ?? "" };
 
-function renderToolContent(n: number, c: ThreadToolContent, index: number, output: boolean): HTMLElement {
-  if (c.type === "diff") {
-    const box = el("div", "tool-diff");
-    box.appendChild(icon(c.oldText == null ? "new-file" : "diff"));
-    box.appendChild(el("span", "path", ` ${c.oldText == null ? "New file" : "Edit"}: ${c.path} `));
-    const btn = el("button", "open-diff secondary", "Open diff");
-    btn.addEventListener("click", () => post({ type: "openDiff", entry: n, index }));
-    box.appendChild(btn);
-    return box;
-  }
-  if (c.type === "terminal") return el("div", "tool-term", `Running in the terminal panel (terminal ${c.terminalId})`);
-  if (c.type === "content") {
-    const inner = c.content;
-    // A command's output: as it is, in a monospace block (line breaks kept), never markdown.
-    if (inner.type === "text" && output) return el("pre", "tool-output", inner.text ?? "");
-    if (inner.type === "text") {
-      const box = el("div", "tool-content md");
-      renderMarkdownSafely(inner.text ?? "", box);
-      return box;
-    }
-    if (inner.type === "resource_link") return el("div", "tool-content", `${inner.title ?? inner.name ?? ""}: ${inner.uri ?? ""}`);
-    return el("div", "tool-content", `[${inner.type} content]`);
-  }
-  return el("div", "tool-content", "[content of a kind this version does not show]");
+function renderToolCall(n: number, node: HTMLElement, t: ThreadToolCall) {
+  renderTool(cardParts, n, node, t, turnOver);
 }
 
 function showEntry(n: number, entry: ThreadEntry, view: EntryView | undefined): EntryView {
@@ -426,8 +388,8 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
       if (attachments.length === 0) for (const a of m.attachments) addAttachment(a);
       showInputError(m.message);
       break;
-    case "edits":
-      renderEdits(m.files);
+    case "edits": // the review and its checkpoints
+      renderEdits(m.files, m.checkpoints);
       break;
   }
   // Messages render on the next frame (renders); everything else is in place already.
@@ -633,17 +595,25 @@ imageFile.addEventListener("change", () => {
 
 // ---- the agent's edits: Keep / Undo --------------------------------------------------------------
 
-function renderEdits(files: Array<{ path: string; name: string; created: boolean }>) {
+function counts(added: number, removed: number): HTMLElement {
+  const c = el("span", "counts");
+  c.append(el("span", "added", `+${added}`), " ", el("span", "removed", `\u2212${removed}`));
+  c.setAttribute("aria-label", `${added} added, ${removed} removed`);
+  return c;
+}
+
+function renderEdits(files: EditsFile[], checkpoints: EditsCheckpoint[] = []) {
   editsEl.replaceChildren();
-  if (files.length === 0) return;
-  editsEl.appendChild(el("div", "edits-title", `${files.length} file${files.length === 1 ? "" : "s"} changed by the agent`));
+  if (files.length > 0)
+    editsEl.appendChild(el("div", "edits-title", `${files.length} file${files.length === 1 ? "" : "s"} changed by the agent`));
   for (const f of files) {
     const row = el("div", "edit-row");
     row.dataset.path = f.path;
     row.appendChild(icon(f.created ? "new-file" : "edit"));
-    const name = el("span", "edit-name", ` ${f.name}`);
+    const name = el("span", "edit-name", ` ${f.shown ?? f.name}`);
     name.title = f.path;
     row.appendChild(name);
+    if (f.added !== undefined && f.removed !== undefined) row.appendChild(counts(f.added, f.removed));
     const act = (action: "keep" | "undo" | "diff", label: string, ic: string, title: string) => {
       const b = el("button", `edit-${action} secondary`);
       b.title = title;
@@ -651,9 +621,43 @@ function renderEdits(files: Array<{ path: string; name: string; created: boolean
       b.addEventListener("click", () => post({ type: "editAction", action, path: f.path }));
       row.appendChild(b);
     };
-    act("diff", "Diff", "diff", "Show the change");
+    act("diff", "Diff", "diff", "Show the change (Accept or Reject each change in the diff too)");
     act("keep", "Keep", "check", "Keep the agent's change");
     act("undo", "Undo", "discard", f.created ? "Delete the file the agent created" : "Put the file back as it was");
+    editsEl.appendChild(row);
+    // Each change, when there is more than one to choose from.
+    const hunks = f.hunks ?? [];
+    if (hunks.length > 1)
+      hunks.forEach((h, i) => {
+        const hr = el("div", "hunk-row");
+        hr.dataset.path = f.path;
+        hr.dataset.hunk = String(i);
+        const at = h.added > 0 ? h.newStart : Math.max(h.newStart, 1);
+        const end = h.added > 1 ? `\u2013${h.newStart + h.added - 1}` : "";
+        hr.append(el("span", "hunk-where", `Line${end ? "s" : ""} ${at}${end}`), counts(h.added, h.removed));
+        for (const [action, label, ic, title] of [
+          ["acceptHunk", "Accept", "check", "Accept this change"],
+          ["rejectHunk", "Reject", "discard", "Take this change out of the file"],
+        ] as const) {
+          const b = el("button", `hunk-${action === "acceptHunk" ? "accept" : "reject"} secondary`);
+          b.title = title;
+          b.append(icon(ic), ` ${label}`);
+          b.addEventListener("click", () => post({ type: "editAction", action, path: f.path, hunk: i, expect: h }));
+          hr.appendChild(b);
+        }
+        editsEl.appendChild(hr);
+      });
+  }
+  if (checkpoints.length > 0) {
+    const row = el("div", "checkpoints");
+    row.appendChild(el("span", "checkpoints-title", "Restore files to before:"));
+    for (const c of checkpoints) {
+      const b = el("button", "checkpoint secondary", `Turn ${c.turn}`);
+      b.dataset.turn = String(c.turn);
+      b.title = `Put the ${c.files} file${c.files === 1 ? "" : "s"} the agent wrote since back as they were before "${c.label}"`;
+      b.addEventListener("click", () => post({ type: "restoreCheckpoint", turn: c.turn }));
+      row.appendChild(b);
+    }
     editsEl.appendChild(row);
   }
 }

@@ -22,8 +22,28 @@ export type HostToWebview =
   | { type: "attach"; attachment: ViewAttachment }
   /** A prompt that was not sent: it goes back into the input, with why. */
   | { type: "promptFailed"; text: string; attachments: ViewAttachment[]; message: string }
-  /** The agent's edits waiting for Keep or Undo. */
-  | { type: "edits"; files: Array<{ path: string; name: string; created: boolean }> };
+  /** The agent's edits waiting for Keep or Undo (each change with Accept / Reject), and the
+   *  turns whose files can be restored (checkpoints). */
+  | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] };
+
+/** A file under review as the chat shows it (host/editsView.ts). */
+export interface EditsFile {
+  path: string;
+  name: string;
+  /** Relative to the workspace folder when inside it. */
+  shown?: string;
+  created: boolean;
+  added?: number;
+  removed?: number;
+  hunks?: Array<{ oldStart: number; removed: number; newStart: number; added: number }>;
+}
+
+/** A turn the files can be restored to the state before. */
+export interface EditsCheckpoint {
+  turn: number;
+  label: string;
+  files: number;
+}
 
 /** An attachment as the view and host exchange it (see bridges/attachments.ts). */
 export type ViewAttachment =
@@ -47,8 +67,19 @@ export type WebviewToHost =
   | { type: "complete"; id: number; query: string }
   /** Attach the active editor's selection. */
   | { type: "attachSelection" }
-  /** Keep, undo or show the agent's edit of `path`. */
-  | { type: "editAction"; action: "keep" | "undo" | "diff"; path: string }
+  /** Keep, undo or show the agent's edit of `path`; accept or reject its change `hunk` (as
+   *  the view showed it: `expect`). */
+  | {
+      type: "editAction";
+      action: "keep" | "undo" | "diff" | "acceptHunk" | "rejectHunk";
+      path: string;
+      hunk?: number;
+      expect?: { oldStart: number; removed: number; newStart: number; added: number };
+    }
+  /** Restore the files the agent wrote to their state before turn `turn`. */
+  | { type: "restoreCheckpoint"; turn: number }
+  /** Open a file (a tool card's path) at `line` (1-based). */
+  | { type: "openFile"; path: string; line?: number }
   | { type: "cancel" }
   | { type: "newSession" }
   | { type: "setMode"; modeId: string }

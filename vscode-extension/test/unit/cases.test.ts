@@ -17,7 +17,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FsBridge, type DocumentHost, type SensitiveWrite, type WriteApprover } from "../../src/bridges/fs";
-import { PermissionBridge, questionDetail, type KnownToolCall, type PermissionPromptModel } from "../../src/bridges/permission";
+import { PermissionBridge, plainLabel, questionDetail, type KnownToolCall, type PermissionPromptModel } from "../../src/bridges/permission";
 import { TerminalManager, type TerminalApprovalRequest } from "../../src/bridges/terminal";
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
@@ -261,7 +261,7 @@ test("question.json: the agent's requests through the PermissionBridge: the moda
     assert.equal(shown?.message, `The agent wants to: ${q.title}`, c.name);
     assert.deepEqual(
       shown?.items.map((i) => [i.optionId, i.label]),
-      q.options.map((o) => [o.optionId, o.name]),
+      q.options.map((o) => [o.optionId, plainLabel(o.name, o.kind)]),
       c.name,
     );
     assert.equal(shown?.detail, questionDetail(q, edits), c.name);

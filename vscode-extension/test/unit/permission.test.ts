@@ -7,6 +7,7 @@ import {
   validateRequest,
   type PermissionPromptModel,
   type PermissionPrompter,
+  plainLabel,
 } from "../../src/bridges/permission";
 import { CancellationSource, type CancellationToken } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
@@ -73,10 +74,12 @@ test("the prompt is built from the agent's own options, in order, with the dismi
     m.items.map((i) => [i.optionId, i.label, i.isCloseAffordance]),
     [
       ["ok", "Allow once", false],
-      ["always", "Always allow", false],
+      ["always", "Always allow (the agent remembers: it will not ask again)", false],
       ["no", "Reject", true],
     ],
   );
+  assert.equal(plainLabel("Never", "reject_always"), "Never (the agent remembers: it will refuse without asking)");
+  assert.equal(plainLabel("Once", "allow_once"), "Once");
   assert.equal(m.message, "The agent wants to: Write hello.txt (edit)");
   assert.equal(m.detail, "at /w/hello.txt");
   assert.equal(m.useQuickPick, false);
