@@ -4,14 +4,14 @@
 
 use std::io;
 
-/// `SIGKILL`'s number (on Windows, where there are no signals: what [`signal_group`] and
+/// `SIGKILL`'s number (on Windows, where there are no signals: what the group signal and
 /// [`AgentProcess::signal`](super::AgentProcess::signal) take to end the whole job).
 #[cfg(unix)]
 pub const SIGKILL: i32 = libc::SIGKILL;
 /// `SIGTERM`'s number (on Windows: ends the whole job, as `SIGKILL` does).
 #[cfg(unix)]
 pub const SIGTERM: i32 = libc::SIGTERM;
-/// `SIGKILL`'s number (on Windows, where there are no signals: what [`signal_group`] and
+/// `SIGKILL`'s number (on Windows, where there are no signals: what the group signal and
 /// [`AgentProcess::signal`](super::AgentProcess::signal) take to end the whole job).
 #[cfg(not(unix))]
 pub const SIGKILL: i32 = 9;
