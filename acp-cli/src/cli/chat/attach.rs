@@ -94,10 +94,25 @@ fn image_type(head: &[u8]) -> Option<&'static str> {
 /// A `file://` URI for an absolute path (bytes outside the unreserved set and `/`
 /// percent-encoded).
 pub(super) fn file_uri(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
     let mut uri = String::from("file://");
-    for &b in path.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    };
+    // Windows: `C:\a\b` is `file:///C:/a/b` (`\\?\` already removed by the caller's path).
+    #[cfg(not(unix))]
+    let bytes = {
+        let text = path.to_string_lossy().replace('\\', "/");
+        if text.starts_with('/') {
+            text
+        } else {
+            format!("/{text}")
+        }
+        .into_bytes()
+    };
+    for &b in &bytes {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) || (cfg!(not(unix)) && b == b':') {
             uri.push(b as char);
         } else {
             uri.push_str(&format!("%{b:02X}"));

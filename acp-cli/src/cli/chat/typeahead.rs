@@ -12,17 +12,20 @@
 //! Bounded: a line is at most what the terminal's line buffer holds (4 KiB on Linux); the
 //! queue they go to is bounded by the chat ([`MAX_QUEUED`](super::input::MAX_QUEUED)).
 
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use tokio::sync::mpsc;
 
 /// The reading thread, while it runs.
+#[cfg(unix)]
 pub(super) struct TypeAhead {
     stop: OwnedFd,
     thread: std::thread::JoinHandle<()>,
     lines: mpsc::UnboundedReceiver<String>,
 }
 
+#[cfg(unix)]
 impl TypeAhead {
     /// Starts reading complete lines from the terminal on stdin.
     pub(super) fn start() -> std::io::Result<TypeAhead> {
@@ -62,6 +65,7 @@ impl TypeAhead {
     }
 }
 
+#[cfg(unix)]
 fn read_lines(wake: &OwnedFd, tx: &mpsc::UnboundedSender<String>) {
     let mut partial: Vec<u8> = Vec::new();
     let mut buf = [0u8; 4096];
@@ -126,5 +130,33 @@ fn read_lines(wake: &OwnedFd, tx: &mpsc::UnboundedSender<String>) {
                 return;
             }
         }
+    }
+}
+
+/// On Windows the console is not read during a turn (yet): [`TypeAhead::start`] says so, and
+/// what is typed then waits in the console's buffer for the line editor.
+#[cfg(not(unix))]
+pub(super) struct TypeAhead {
+    lines: mpsc::UnboundedReceiver<String>,
+}
+
+#[cfg(not(unix))]
+impl TypeAhead {
+    /// Refused: `ErrorKind::Unsupported`.
+    pub(super) fn start() -> std::io::Result<TypeAhead> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "lines typed during a turn are not queued on Windows yet",
+        ))
+    }
+
+    /// Never a line (never started).
+    pub(super) async fn next(&mut self) -> Option<String> {
+        self.lines.recv().await
+    }
+
+    /// Nothing was read.
+    pub(super) fn stop(self) -> Vec<String> {
+        Vec::new()
     }
 }

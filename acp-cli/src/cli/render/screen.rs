@@ -353,6 +353,7 @@ impl Screen {
 }
 
 /// The terminal's width in columns (stdout's), 80 when it cannot be read.
+#[cfg(unix)]
 fn terminal_width() -> usize {
     // SAFETY: TIOCGWINSZ writes a `winsize` into the one given, which outlives the call.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
@@ -362,4 +363,15 @@ fn terminal_width() -> usize {
     } else {
         80
     }
+}
+
+/// The console's width: `COLUMNS` when set, else 80 (the console's own size is not read on
+/// Windows yet).
+#[cfg(not(unix))]
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|&c: &usize| c > 0)
+        .unwrap_or(80)
 }
