@@ -1469,7 +1469,7 @@ try {
     await until("the theme back", async () => (await dark()) === was, 15_000);
   }
 
-  await scenario("per-hunk review: Accept one change in the diff editor (CodeLens), Reject the other from the chat", async () => {
+  await scenario("per-hunk review: Reject one change from the chat, Accept the other in the diff editor (CodeLens)", async () => {
     await newSession();
     const asked = "hunks please";
     fs.writeFileSync(demoFile, `The acp demo agent was told:\n\n${asked}\nOLD TAIL\n`);
@@ -1485,24 +1485,29 @@ try {
     const lenses = page.locator(".codelens-decoration a", { hasText: "Accept change" });
     await until("Accept / Reject above each change in the diff editor", async () => (await lenses.count()) === 2, 20_000);
     await screenshotThemes("per-hunk-diff-codelens");
-    await lenses.first().click();
-    await until(
-      "one change left, in the chat and the diff",
-      async () => (await hunks.count()) === 1 && (await lenses.count()) === 1,
-      15_000,
-    );
-    if (!fs.readFileSync(demoFile, "utf8").startsWith("The acp demo agent was asked:")) throw new Error("accepting changed the file");
-    await hunks.first().locator(".hunk-reject").click();
+    // The second change (OLD TAIL removed) rejected from the chat: the line comes back.
+    await hunks.nth(1).locator(".hunk-reject").click();
     await until(
       "the rejected change taken out of the file",
       () => fs.readFileSync(demoFile, "utf8") === `The acp demo agent was asked:\n\n${asked}\nOLD TAIL\n`,
       15_000,
     );
+    // One change left: the file's row stands for it in the chat; the diff shows one lens.
+    await until(
+      "one change left, in the chat and the diff",
+      async () => (await hunks.count()) === 0 && (await lenses.count()) === 1,
+      15_000,
+    );
+    const left = (await row.locator(".counts").textContent()) ?? "";
+    if (!left.includes("+1") || !left.includes("\u22121")) throw new Error(`the change left is not +1 \u22121: ${left}`);
+    await lenses.first().click();
     await until(
       "the file reviewed: its row and its diff gone",
       async () => (await row.count()) === 0 && (await lenses.count()) === 0,
       15_000,
     );
+    if (fs.readFileSync(demoFile, "utf8") !== `The acp demo agent was asked:\n\n${asked}\nOLD TAIL\n`)
+      throw new Error("accepting changed the file");
   });
 
   await scenario("checkpoints: the files restored to before turn 2, then before turn 1", async () => {
