@@ -8,113 +8,11 @@
 //! only when it cannot be installed.
 
 mod cli_support;
+#[path = "cli_support/tmux.rs"]
+mod tmux;
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
-
-use cli_support::{acp, TempDir, EVENTUALLY};
-
-fn tmux_works() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Makes tmux available; `Err` says why it cannot be.
-fn ensure_tmux() -> Result<(), String> {
-    if tmux_works() {
-        return Ok(());
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "tmux"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-    };
-    let first = install();
-    if !tmux_works() {
-        let _ = Command::new("apt-get").args(["update", "-q"]).output();
-        let second = install();
-        if !tmux_works() {
-            return Err(format!(
-                "`apt-get install tmux` failed: {:?} / {:?}",
-                first.map(|o| String::from_utf8_lossy(&o.stderr).into_owned()),
-                second.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// A private tmux server (its own socket), killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env("TERM", "xterm-256color")
-            .output()
-            .expect("run tmux")
-    }
-
-    fn pane(&self) -> String {
-        let out = self.run(&["capture-pane", "-p", "-J", "-t", "chat", "-S", "-1000"]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// The screen with its colours (`capture-pane -e`: SGR escape sequences kept).
-    fn pane_coloured(&self) -> String {
-        let out = self.run(&[
-            "capture-pane",
-            "-p",
-            "-e",
-            "-J",
-            "-t",
-            "chat",
-            "-S",
-            "-1000",
-        ]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "chat"];
-        args.extend_from_slice(keys);
-        let out = self.run(&args);
-        assert!(out.status.success(), "send-keys failed: {out:?}");
-    }
-
-    /// Polls the screen until `pred` holds (bounded; panics with the screen).
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + EVENTUALLY;
-        loop {
-            let screen = self.pane();
-            if pred(&screen) {
-                return;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; screen:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for(&self, needle: &str) {
-        self.wait(&format!("{needle:?}"), |s| s.contains(needle));
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
+use cli_support::{acp, TempDir};
+use tmux::{ensure_tmux, Tmux};
 
 /// `acp chat` with the demo agent in a new tmux session `chat` (the shell says acp's exit
 /// status when it ends).

@@ -1,5 +1,5 @@
 //! A private tmux server driving `acp chat` in a real terminal, for the interactive tests
-//! (`cli_chat_files.rs`; the same helpers as `cli_interactive.rs`). Waiting is bounded polling
+//! (`cli_chat_files.rs`, `cli_interactive.rs`). Waiting is bounded polling
 //! of the screen for what must appear; nothing sleeps to synchronise.
 #![allow(dead_code)]
 
