@@ -558,22 +558,7 @@ impl Thread {
             return (n, false);
         }
         self.bytes -= block.bytes();
-        let (message_id, content) = (c.message_id, vec![block]);
-        let entry = match kind {
-            ChunkKind::User => Entry::User {
-                message_id,
-                content,
-            },
-            ChunkKind::Agent => Entry::Agent {
-                message_id,
-                content,
-            },
-            ChunkKind::Thought => Entry::Thought {
-                message_id,
-                content,
-            },
-        };
-        (self.push(entry), true)
+        (self.push(kind.entry(c.message_id, vec![block])), true)
     }
 
     fn apply_tool(&mut self, t: WireTool) -> Applied {
@@ -750,4 +735,24 @@ enum ChunkKind {
     User,
     Agent,
     Thought,
+}
+
+impl ChunkKind {
+    /// A new message entry of this kind.
+    fn entry(self, message_id: Option<String>, content: Vec<Block>) -> Entry {
+        match self {
+            ChunkKind::User => Entry::User {
+                message_id,
+                content,
+            },
+            ChunkKind::Agent => Entry::Agent {
+                message_id,
+                content,
+            },
+            ChunkKind::Thought => Entry::Thought {
+                message_id,
+                content,
+            },
+        }
+    }
 }

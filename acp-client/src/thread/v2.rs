@@ -285,23 +285,7 @@ impl Thread {
             Some(n)
         });
         let Some(n) = found else {
-            let content = vec![c.content];
-            let message_id = Some(c.message_id);
-            let entry = match kind {
-                ChunkKind::User => Entry::User {
-                    message_id,
-                    content,
-                },
-                ChunkKind::Agent => Entry::Agent {
-                    message_id,
-                    content,
-                },
-                ChunkKind::Thought => Entry::Thought {
-                    message_id,
-                    content,
-                },
-            };
-            let n = self.push(entry);
+            let n = self.push(kind.entry(Some(c.message_id), vec![c.content]));
             return Applied::Chunk {
                 entry: n,
                 started: true,
@@ -339,23 +323,7 @@ impl Thread {
                 .flatten()
         });
         let Some(n) = found else {
-            let message_id = Some(id);
-            let content = content.unwrap_or_default();
-            let entry = match kind {
-                ChunkKind::User => Entry::User {
-                    message_id,
-                    content,
-                },
-                ChunkKind::Agent => Entry::Agent {
-                    message_id,
-                    content,
-                },
-                ChunkKind::Thought => Entry::Thought {
-                    message_id,
-                    content,
-                },
-            };
-            let n = self.push(entry);
+            let n = self.push(kind.entry(Some(id), content.unwrap_or_default()));
             return Applied::Chunk {
                 entry: n,
                 started: true,
