@@ -15,6 +15,7 @@
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+#[cfg(unix)]
 use tokio::sync::mpsc;
 
 /// The reading thread, while it runs.
@@ -134,11 +135,9 @@ fn read_lines(wake: &OwnedFd, tx: &mpsc::UnboundedSender<String>) {
 }
 
 /// On Windows the console is not read during a turn (yet): [`TypeAhead::start`] says so, and
-/// what is typed then waits in the console's buffer for the line editor.
+/// what is typed then waits in the console's buffer for the line editor. Never made.
 #[cfg(not(unix))]
-pub(super) struct TypeAhead {
-    lines: mpsc::UnboundedReceiver<String>,
-}
+pub(super) enum TypeAhead {}
 
 #[cfg(not(unix))]
 impl TypeAhead {
@@ -150,13 +149,11 @@ impl TypeAhead {
         ))
     }
 
-    /// Never a line (never started).
     pub(super) async fn next(&mut self) -> Option<String> {
-        self.lines.recv().await
+        match *self {}
     }
 
-    /// Nothing was read.
     pub(super) fn stop(self) -> Vec<String> {
-        Vec::new()
+        match self {}
     }
 }
