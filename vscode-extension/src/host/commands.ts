@@ -45,7 +45,8 @@ export class Commands {
     const shown = (e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`);
     const regs: vscode.Disposable[] = [];
     const reg = (id: string, fn: (...a: unknown[]) => unknown) => regs.push(vscode.commands.registerCommand(id, fn));
-    reg("acp.openChat", () => vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`));
+    // The view shown and focused, then the keyboard in its prompt (sent once the view is ready).
+    reg("acp.openChat", () => vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`).then(() => router.focusPrompt()));
     reg("acp.start", () => sessions.ensureSession().catch(() => undefined));
     reg("acp.newSession", () =>
       router

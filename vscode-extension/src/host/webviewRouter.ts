@@ -15,6 +15,7 @@ import type { DiffContentProvider } from "../ui/diff";
 import { VsCodeEditTarget, VsCodePendingFace } from "../ui/editReview";
 import { mentionCompletions, selectionAttachment } from "../ui/promptInput";
 import type { HostToWebview, WebviewToHost } from "../webview/messages";
+import { copyCode, insertCode } from "./codeActions";
 import type { AgentLifecycle } from "./lifecycle";
 import { settlePendingReview } from "./pendingReview";
 import type { SessionController } from "./sessionController";
@@ -114,6 +115,12 @@ export class WebviewRouter {
       case "setConfig":
         if (typeof m.configId === "string") sessions.setConfig(m.configId, m.value);
         break;
+      case "copyCode":
+        void copyCode(m.text);
+        break;
+      case "insertCode":
+        void insertCode(m.text);
+        break;
       case "openDiff": {
         const entry = typeof m.entry === "number" ? sessions.shown?.entry(m.entry) : undefined;
         const c = entry?.type === "tool" ? entry.content[m.index] : undefined;
@@ -121,6 +128,11 @@ export class WebviewRouter {
         break;
       }
     }
+  }
+
+  /** The keyboard to the chat's prompt (the view itself is focused by its `.focus` command). */
+  focusPrompt(): void {
+    this.p.post({ type: "focusPrompt" });
   }
 
   /** The editor's selection attached to the prompt (the chat focused), or why not. */

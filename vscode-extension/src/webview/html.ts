@@ -45,7 +45,6 @@ export function buildChatHtml(p: ChatHtmlParts): string {
   <span id="status" data-state="idle">ACP: not started</span>
   <span id="title"></span>
   <span id="header-usage"></span>
-  <button id="new-session" class="icon" title="New session" aria-label="New session"><i class="codicon codicon-add"></i></button>
 </header>
 <div id="session-controls"></div>
 <main id="transcript" aria-live="polite"></main>
@@ -56,7 +55,7 @@ export function buildChatHtml(p: ChatHtmlParts): string {
   <div id="completions" role="listbox" hidden></div>
   <div id="input-error" role="alert" hidden></div>
   <div id="attachments"></div>
-  <textarea id="prompt" rows="3" placeholder="Ask the agent… (/ for commands, @ to mention files; Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
+  <textarea id="prompt" rows="1" placeholder="Ask the agent (/ commands, @ files)" title="Enter to send, Shift+Enter for a new line" aria-label="Prompt" aria-autocomplete="list" aria-controls="completions"></textarea>
   <div class="buttons">
     <button id="attach-selection" class="icon secondary" title="Attach the editor's selection" aria-label="Attach the editor's selection"><i class="codicon codicon-selection"></i></button>
     <button id="attach-image" class="icon secondary" title="Attach an image" aria-label="Attach an image"><i class="codicon codicon-file-media"></i></button>

@@ -33,7 +33,6 @@ const transcript = $<HTMLDivElement>("transcript");
 const input = $<HTMLTextAreaElement>("prompt");
 const sendBtn = $<HTMLButtonElement>("send");
 const cancelBtn = $<HTMLButtonElement>("cancel");
-const newBtn = $<HTMLButtonElement>("new-session");
 const statusEl = $<HTMLSpanElement>("status");
 const titleEl = $<HTMLSpanElement>("title");
 const headerUsageEl = $<HTMLSpanElement>("header-usage");
@@ -86,9 +85,41 @@ function scrollIfFollowing() {
   if (stickToBottom) transcript.scrollTop = transcript.scrollHeight;
 }
 
+/** The transcript's height when the last scroll or resize was seen. */
+let seenHeight = transcript.clientHeight;
 transcript.addEventListener("scroll", () => {
+  // A scroll that a resize caused (the view got taller and the browser clamped the position)
+  // says nothing about where the user wants to be: only the user's own scrolls change it.
+  if (transcript.clientHeight !== seenHeight) {
+    seenHeight = transcript.clientHeight;
+    scrollIfFollowing();
+    return;
+  }
   // Following the stream only while the view is at (or near) its end: the user can read back.
   stickToBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+});
+// After a resize (the panel dragged, the plan or edits row shown or hidden, the window resized)
+// a view that was following the bottom still is.
+new ResizeObserver(() => {
+  seenHeight = transcript.clientHeight;
+  scrollIfFollowing();
+}).observe(transcript);
+
+// A code block's Copy and Insert buttons (markdown.ts makes them): the block's text to the host.
+transcript.addEventListener("click", (e) => {
+  const button = (e.target as Element | null)?.closest?.("button.code-copy, button.code-insert");
+  const code = button?.closest(".code-block")?.querySelector("pre > code");
+  if (!button || !code) return;
+  const text = code.textContent ?? "";
+  if (button.classList.contains("code-copy")) {
+    post({ type: "copyCode", text });
+    button.classList.add("done");
+    button.setAttribute("title", "Copied");
+    setTimeout(() => {
+      button.classList.remove("done");
+      button.setAttribute("title", "Copy the code");
+    }, 1500);
+  } else post({ type: "insertCode", text });
 });
 
 function messageView(kind: "agent" | "thought" | "user"): MessageView {
@@ -123,8 +154,10 @@ function messageView(kind: "agent" | "thought" | "user"): MessageView {
   return v;
 }
 
-function showMessage(v: MessageView, content: readonly ThreadBlock[]) {
-  const change = textChange(v.source, messageSource(content));
+function showMessage(v: MessageView, content: readonly ThreadBlock[], appended?: string) {
+  // Text added to the message's end (the thread's delta said so): added as it is, without
+  // building the whole source again (that would cost the message's length on every update).
+  const change = appended !== undefined ? { append: appended } : textChange(v.source, messageSource(content));
   if ("append" in change) {
     if (change.append === "") return;
     v.source += change.append;
@@ -159,13 +192,13 @@ function renderToolCall(n: number, node: HTMLElement, t: ThreadToolCall) {
   renderTool(cardParts, n, node, t, turnOver);
 }
 
-function showEntry(n: number, entry: ThreadEntry, view: EntryView | undefined): EntryView {
+function showEntry(n: number, entry: ThreadEntry, view: EntryView | undefined, appended?: string): EntryView {
   switch (entry.type) {
     case "user":
     case "agent":
     case "thought": {
       const message = view?.message ?? messageView(entry.type);
-      showMessage(message, entry.content);
+      showMessage(message, entry.content, view?.message ? appended : undefined);
       return { node: message.node, message };
     }
     case "tool": {
@@ -192,12 +225,25 @@ function renderMeta(m: ThreadMeta) {
   renderInfo(m);
 }
 
+/** The user opened or closed the finished plan (kept until the next turn runs). */
+let planOpenedByUser: boolean | undefined;
+
 function renderPlan(m: ThreadMeta) {
   planEl.replaceChildren();
   const over = m.turn === "idle";
+  if (!over) planOpenedByUser = undefined;
   if (m.plan.length === 0) return;
-  const box = el("div", "plan");
-  box.appendChild(el("div", "plan-title", "Plan"));
+  // While the turn runs the plan is open; once it is over it folds to one line (its steps done),
+  // so the transcript gets the room back.
+  const box = el("details", "plan");
+  box.open = over ? (planOpenedByUser ?? false) : true;
+  box.addEventListener("toggle", () => {
+    if (over) planOpenedByUser = box.open;
+  });
+  const done = m.plan.filter((e) => e.status === "completed").length;
+  const summary = el("summary", "plan-title", "Plan");
+  summary.appendChild(el("span", "plan-count", ` ${done}/${m.plan.length + (m.planMore ?? 0)} done`));
+  box.appendChild(summary);
   const ol = el("ol");
   for (const e of m.plan) {
     const li = el("li", `plan-entry plan-${over && e.status !== "completed" ? "unfinished" : e.status}`);
@@ -302,7 +348,7 @@ function run(ops: ViewOp[]) {
       }
       case "update": {
         const old = views.get(op.n);
-        const v = showEntry(op.n, op.entry, old);
+        const v = showEntry(op.n, op.entry, old, op.appended);
         if (old && old.node !== v.node) old.node.replaceWith(v.node);
         views.set(op.n, v);
         break;
@@ -391,6 +437,9 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
     case "edits": // the review and its checkpoints
       renderEdits(m.files, m.checkpoints);
       break;
+    case "focusPrompt":
+      input.focus();
+      break;
   }
   // Messages render on the next frame (renders); everything else is in place already.
   if (renders.pending === 0) scrollIfFollowing();
@@ -462,6 +511,17 @@ function hideCompletions() {
   choices = [];
   completionsEl.hidden = true;
   completionsEl.replaceChildren();
+  input.removeAttribute("aria-activedescendant");
+}
+
+/** The screen reader follows the highlighted row while the keyboard stays in the prompt. */
+function markActive() {
+  completionsEl.querySelectorAll(".completion").forEach((r, j) => {
+    r.classList.toggle("active", j === active);
+    r.setAttribute("aria-selected", String(j === active));
+  });
+  if (choices.length > 0) input.setAttribute("aria-activedescendant", `completion-${active}`);
+  else input.removeAttribute("aria-activedescendant");
 }
 
 function showCompletions(list: Choice[]) {
@@ -474,7 +534,8 @@ function showCompletions(list: Choice[]) {
     );
   }
   list.forEach((c, i) => {
-    const row = el("div", `completion${i === active ? " active" : ""}`);
+    const row = el("div", "completion");
+    row.id = `completion-${i}`;
     row.setAttribute("role", "option");
     row.appendChild(icon(c.icon));
     row.appendChild(el("span", "completion-label", ` ${c.label}`));
@@ -486,11 +547,12 @@ function showCompletions(list: Choice[]) {
     completionsEl.appendChild(row);
   });
   completionsEl.hidden = false;
+  markActive();
 }
 
 function highlight(i: number) {
   active = (i + choices.length) % choices.length;
-  completionsEl.querySelectorAll(".completion").forEach((r, j) => r.classList.toggle("active", j === active));
+  markActive();
   completionsEl.querySelectorAll(".completion")[active]?.scrollIntoView({ block: "nearest" });
 }
 
@@ -663,6 +725,5 @@ function renderEdits(files: EditsFile[], checkpoints: EditsCheckpoint[] = []) {
 }
 
 cancelBtn.addEventListener("click", () => post({ type: "cancel" }));
-newBtn.addEventListener("click", () => post({ type: "newSession" }));
 setBusy(false);
 post({ type: "ready" });

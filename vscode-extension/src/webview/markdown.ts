@@ -1,4 +1,5 @@
-// Agent text as markdown, rendered safely and in time linear in its length.
+// Agent text as markdown, rendered safely and in time linear in its length. Code blocks come
+// with a bar (language, Copy, Insert) and syntax highlighting from highlight.ts's tokens.
 //
 // Agent text is untrusted. It is parsed by markdown-it (pinned; CommonMark, linear-time
 // parsers) with raw HTML off and no linkify, into tokens; the tokens are turned into DOM here
@@ -14,6 +15,7 @@
 // Pure (no DOM globals) so it is tested under node with a fake document.
 
 import MarkdownIt from "markdown-it";
+import { highlightCode } from "./highlight";
 
 type Token = MarkdownIt.Token;
 
@@ -78,10 +80,20 @@ export function renderMarkdown(doc: DomLike, src: string, parent: ElementLike): 
     parent.appendChild(p);
     return;
   }
-  renderTokens(doc, tokens, parent);
+  let lines: string[] | undefined;
+  // A fence is highlighted once it is closed: while its text still streams in it is plain (so
+  // a long block is not tokenized again on every update).
+  const closed = (t: Token): boolean => {
+    if (t.type !== "fence" || !t.map) return false;
+    const last = (lines ??= src.split("\n"))[t.map[1] - 1];
+    if (t.map[1] - 1 <= t.map[0] || last === undefined) return false;
+    const m = FENCE.exec(last);
+    return !!m && m[1]![0] === t.markup[0] && m[1]!.length >= t.markup.length && last.slice(m[0].length).trim() === "";
+  };
+  renderTokens(doc, tokens, parent, closed);
 }
 
-function renderTokens(doc: DomLike, tokens: Token[], root: ElementLike): void {
+function renderTokens(doc: DomLike, tokens: Token[], root: ElementLike, closed: (t: Token) => boolean): void {
   // A stack instead of recursion: depth is bounded by maxNesting, but a flat loop cannot
   // overflow whatever the tokens are.
   const stack: ElementLike[] = [root];
@@ -105,13 +117,9 @@ function renderTokens(doc: DomLike, tokens: Token[], root: ElementLike): void {
     } else if (t.nesting === -1) {
       if (stack.length > 1) stack.pop();
     } else if (t.type === "fence" || t.type === "code_block") {
-      const pre = doc.createElement("pre");
-      const code = doc.createElement("code");
       const lang = (t.info ?? "").trim().split(/\s+/)[0] ?? "";
-      if (/^[\w+.-]+$/.test(lang)) code.setAttribute("data-lang", lang);
-      code.textContent = t.content.endsWith("\n") ? t.content.slice(0, -1) : t.content;
-      pre.appendChild(code);
-      top().appendChild(pre);
+      const text = t.content.endsWith("\n") ? t.content.slice(0, -1) : t.content;
+      top().appendChild(codeBlock(doc, text, LANG.test(lang) ? lang : "", closed(t)));
     } else if (t.type === "hr") {
       top().appendChild(doc.createElement("hr"));
     } else if (t.content) {
@@ -119,6 +127,62 @@ function renderTokens(doc: DomLike, tokens: Token[], root: ElementLike): void {
       top().appendChild(doc.createTextNode(t.content));
     }
   }
+}
+
+/** What a fence's language word may be to be shown (and named in `data-lang`). */
+const LANG = /^[\w+#.-]{1,30}$/;
+
+/**
+ * A code block: a bar with its language and the Copy and Insert buttons (the webview handles
+ * their clicks, by class: `code-copy`, `code-insert`), then the code, highlighted when
+ * highlight.ts has a grammar for `lang` and the fence is closed (a span per token, text set
+ * with textContent).
+ */
+function codeBlock(doc: DomLike, text: string, lang: string, highlight: boolean): ElementLike {
+  const box = doc.createElement("div");
+  box.setAttribute("class", "code-block");
+  const head = doc.createElement("div");
+  head.setAttribute("class", "code-head");
+  const label = doc.createElement("span");
+  label.setAttribute("class", "code-lang");
+  label.textContent = lang || "text";
+  head.appendChild(label);
+  for (const [cls, icon, words, title] of [
+    ["code-copy", "copy", "Copy", "Copy the code"],
+    ["code-insert", "insert", "Insert", "Insert the code at the editor's cursor"],
+  ] as const) {
+    const b = doc.createElement("button");
+    b.setAttribute("type", "button");
+    b.setAttribute("class", `${cls} icon`);
+    b.setAttribute("title", title);
+    b.setAttribute("aria-label", `${title}${lang ? ` (${lang})` : ""}`);
+    const i = doc.createElement("i");
+    i.setAttribute("class", `codicon codicon-${icon}`);
+    i.setAttribute("aria-hidden", "true");
+    b.appendChild(i);
+    b.appendChild(doc.createTextNode(` ${words}`));
+    head.appendChild(b);
+  }
+  box.appendChild(head);
+  const pre = doc.createElement("pre");
+  const code = doc.createElement("code");
+  if (lang) code.setAttribute("data-lang", lang);
+  const pieces = lang && highlight ? highlightCode(text, lang) : undefined;
+  if (pieces === undefined) code.textContent = text;
+  else
+    for (const p of pieces) {
+      if (p.kind === undefined) {
+        code.appendChild(doc.createTextNode(p.text));
+        continue;
+      }
+      const span = doc.createElement("span");
+      span.setAttribute("class", `tok-${p.kind}`);
+      span.textContent = p.text;
+      code.appendChild(span);
+    }
+  pre.appendChild(code);
+  box.appendChild(pre);
+  return box;
 }
 
 function renderInline(doc: DomLike, tokens: Token[], root: ElementLike): void {

@@ -24,7 +24,9 @@ export type HostToWebview =
   | { type: "promptFailed"; text: string; attachments: ViewAttachment[]; message: string }
   /** The agent's edits waiting for Keep or Undo (each change with Accept / Reject), and the
    *  turns whose files can be restored (checkpoints). */
-  | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] };
+  | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] }
+  /** Move the keyboard focus to the prompt (ACP: Open Chat). */
+  | { type: "focusPrompt" };
 
 /** A file under review as the chat shows it (host/editsView.ts). */
 export interface EditsFile {
@@ -84,5 +86,8 @@ export type WebviewToHost =
   | { type: "newSession" }
   | { type: "setMode"; modeId: string }
   | { type: "setConfig"; configId: string; value: string | boolean }
+  /** A code block's text: to the clipboard, or inserted at the active editor's cursor. */
+  | { type: "copyCode"; text: string }
+  | { type: "insertCode"; text: string }
   /** The diff `index` of the tool call in entry `entry`. */
   | { type: "openDiff"; entry: number; index: number };

@@ -11,7 +11,9 @@ import type { SavedThread, ThreadBlock, ThreadDelta, ThreadEntry, ThreadMeta } f
 
 export type ViewOp =
   | { op: "add"; n: number; entry: ThreadEntry }
-  | { op: "update"; n: number; entry: ThreadEntry }
+  /** `appended`: the entry is a message whose last block only grew by this text (the view adds
+   *  it without rebuilding the message's source). */
+  | { op: "update"; n: number; entry: ThreadEntry; appended?: string }
   | { op: "drop"; n: number }
   | { op: "meta"; meta: ThreadMeta }
   /** A turn that was running is over: `stop` is how it ended (`end_turn`, `cancelled`, `error`…),
@@ -43,7 +45,7 @@ export class ThreadModel {
       const block = entry.content[b];
       if (block?.type !== "text") continue; // not what the host has: it sends all again when the view reloads
       block.text = (block.text ?? "") + text;
-      ops.push({ op: "update", n, entry });
+      ops.push(b === entry.content.length - 1 ? { op: "update", n, entry, appended: text } : { op: "update", n, entry });
     }
     if (delta.meta) {
       ops.push({ op: "meta", meta: delta.meta });

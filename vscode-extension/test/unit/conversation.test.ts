@@ -466,3 +466,50 @@ test("messageSource: text as it is, other blocks named", () => {
     "see [a](file:///a)[image]",
   );
 });
+
+/** Streams a `chunks`-chunk agent message through a session engine's conversation, the view
+ *  updated after every chunk (the worst case: one delivery per chunk); the bytes of delta JSON
+ *  posted to the view, and the view's ops. */
+function streamedBytes(chunks: number, chunkText: string) {
+  const s = setupSession();
+  let bytes = 0;
+  const conv = new Conversation(
+    s.session.thread(),
+    (json) => {
+      bytes += Buffer.byteLength(json);
+      s.ops.push(...s.view.apply(JSON.parse(json) as ThreadDelta));
+    },
+    s.sched,
+    50,
+    rustStopWords,
+    (json) => s.session.update(json),
+  );
+  conv.beginTurn([{ type: "text", text: "go" }]);
+  const start = bytes;
+  for (let i = 0; i < chunks; i++) {
+    conv.applyUpdate(chunk(chunkText));
+    conv.flush();
+  }
+  const streamed = bytes - start;
+  const text = [...s.view.entries.values()].filter((e) => e.type === "agent").map(textOf);
+  conv.dispose();
+  s.conv.dispose();
+  return { streamed, text, ops: s.ops };
+}
+
+test("a long streamed message is posted as appended text: bytes linear in its length, not quadratic", { skip }, () => {
+  const piece = "Some streamed words, ";
+  const small = streamedBytes(500, piece);
+  const large = streamedBytes(2_000, piece);
+  assert.deepEqual(large.text, [piece.repeat(2_000)], "the view's message is whole");
+  // Each delivery carries the new chunk and a constant envelope, whatever the message's length
+  // (the whole message each time would be 2,000 × 21,000 bytes on average).
+  const perChunk = large.streamed / 2_000;
+  assert.ok(perChunk < piece.length + 120, `${perChunk.toFixed(1)} bytes per ${piece.length}-byte chunk`);
+  const ratio = large.streamed / small.streamed;
+  assert.ok(ratio > 3.5 && ratio < 4.5, `4× the chunks cost ${ratio.toFixed(2)}× the bytes (quadratic would be ~16×)`);
+  // The view is told what was appended, so it does not rebuild the message's source each time.
+  const appends = large.ops.filter((o) => o.op === "update" && o.appended !== undefined);
+  assert.ok(appends.length >= 1_999, `${appends.length} appended updates`);
+  assert.ok(appends.every((o) => o.op === "update" && o.appended === piece));
+});

@@ -9,6 +9,7 @@ import {
   type DomLike,
   type ElementLike,
 } from "../../src/webview/markdown";
+import { MAX_HIGHLIGHT_CHARS, grammarName, highlightCode, highlightStats } from "../../src/webview/highlight";
 
 /** A fake DOM that records what the renderer builds; it has no HTML parser to abuse. */
 class FakeEl implements ElementLike {
@@ -63,6 +64,17 @@ function countingDoc() {
   } satisfies DomLike;
   return { doc, counts };
 }
+/** A code block as the renderer builds it: the bar (language, Copy, Insert), then `inner` in
+ *  pre > code. */
+const codeHtml = (lang: string, inner: string) => {
+  const l = lang ? ` (${lang})` : "";
+  return (
+    `<div class="code-block"><div class="code-head"><span class="code-lang">${lang || "text"}</span>` +
+    `<button type="button" class="code-copy icon" title="Copy the code" aria-label="Copy the code${l}"><i class="codicon codicon-copy" aria-hidden="true"></i> Copy</button>` +
+    `<button type="button" class="code-insert icon" title="Insert the code at the editor's cursor" aria-label="Insert the code at the editor's cursor${l}"><i class="codicon codicon-insert" aria-hidden="true"></i> Insert</button>` +
+    `</div><pre><code${lang ? ` data-lang="${lang}"` : ""}>${inner}</code></pre></div>`
+  );
+};
 const render = (md: string) => {
   const root = new FakeEl("div");
   renderMarkdown(countingDoc().doc, md, root);
@@ -76,7 +88,15 @@ test("common markdown renders to the expected elements", () => {
   );
   assert.equal(render("- a\n- b\n\n1. x\n2. y"), "<div><ul><li>a</li><li>b</li></ul><ol><li>x</li><li>y</li></ol></div>");
   assert.equal(render("3. c\n4. d"), '<div><ol start="3"><li>c</li><li>d</li></ol></div>');
-  assert.equal(render("```ts\nconst a = 1 < 2;\n```"), '<div><pre><code data-lang="ts">const a = 1 &lt; 2;</code></pre></div>');
+  assert.equal(
+    render("```ts\nconst a = 1 < 2;\n```"),
+    `<div>${codeHtml(
+      "ts",
+      '<span class="tok-keyword">const</span> a <span class="tok-operator">=</span> <span class="tok-number">1</span> <span class="tok-operator">&lt;</span> <span class="tok-number">2</span><span class="tok-punctuation">;</span>',
+    )}</div>`,
+  );
+  assert.equal(render("```\nplain < text\n```"), `<div>${codeHtml("", "plain &lt; text")}</div>`);
+  assert.equal(render("```nosuchlang\nx = 1\n```"), `<div>${codeHtml("nosuchlang", "x = 1")}</div>`, "no grammar: plain, labelled");
   assert.equal(render("> quoted"), "<div><blockquote><p>quoted</p></blockquote></div>");
   assert.equal(render("a\n\n---\n\nb"), "<div><p>a</p><hr></hr><p>b</p></div>");
 });
@@ -113,7 +133,7 @@ test("links keep only http(s)/mailto targets; images become their alt text", () 
 
 test("no attribute but href/title/start/data-lang is ever set (no style, no handlers)", () => {
   const root = new FakeEl("div");
-  renderMarkdown(countingDoc().doc, '| a | b |\n|:--|--:|\n| 1 | 2 |\n\n[x](https://e.org "t")\n\n```js onload=x\ny\n```', root);
+  renderMarkdown(countingDoc().doc, '| a | b |\n|:--|--:|\n| 1 | 2 |\n\n[x](https://e.org "t")\n\n```js onload=x\nlet y\n```', root);
   const seen = new Set<string>();
   const todo: FakeEl[] = [root];
   while (todo.length) {
@@ -122,14 +142,86 @@ test("no attribute but href/title/start/data-lang is ever set (no style, no hand
     for (const c of e.children) if (typeof c !== "string") todo.push(c);
   }
   assert.deepEqual(
-    [...seen].filter((k) => !["href", "title", "start", "data-lang"].includes(k)),
+    [...seen].filter((k) => !["href", "title", "start", "data-lang", "class", "type", "aria-label", "aria-hidden"].includes(k)),
     [],
   );
+  // Classes are the renderer's own words or a token kind, never agent text.
+  const OWN = /^(code-block|code-head|code-lang|code-copy icon|code-insert icon|codicon codicon-(copy|insert)|tok-[a-z][a-z0-9-]*)$/;
+  const classes: string[] = [];
+  const all: FakeEl[] = [root];
+  while (all.length) {
+    const e = all.pop()!;
+    if (e.attrs.class !== undefined) classes.push(e.attrs.class);
+    for (const c of e.children) if (typeof c !== "string") all.push(c);
+  }
+  assert.deepEqual(
+    classes.filter((c) => !OWN.test(c)),
+    [],
+  );
+  assert.ok(classes.includes("tok-keyword"), "the js block is highlighted");
   assert.match(root.html(), /<table>/);
 });
 
-test("an unclosed fence (still streaming) renders as code so far", () => {
-  assert.equal(render("text\n```\npartial"), "<div><p>text</p><pre><code>partial</code></pre></div>");
+test("an unclosed fence (still streaming) renders as code so far, plain until it closes", () => {
+  assert.equal(render("text\n```\npartial"), `<div><p>text</p>${codeHtml("", "partial")}</div>`);
+  assert.equal(render("```js\nlet x"), `<div>${codeHtml("js", "let x")}</div>`, "not highlighted while open");
+  assert.equal(render("```js\nlet x\n``"), `<div>${codeHtml("js", "let x\n``")}</div>`, "a short marker does not close it");
+  assert.match(render("```js\nlet x\n```"), /<span class="tok-keyword">let<\/span> x/);
+  assert.match(render("~~~~js\nlet x\n~~~~~\n\nafter"), /<span class="tok-keyword">let<\/span> x/);
+});
+
+test("HTML in code stays text, highlighted or not", () => {
+  for (const lang of ["html", "js", "", "nosuchlang"]) {
+    const root = new FakeEl("div");
+    renderMarkdown(countingDoc().doc, "```" + lang + '\n<script>alert(1)</script><img src=x onerror="alert(2)">\n```', root);
+    const tags = new Set<string>();
+    const todo: FakeEl[] = [root];
+    let text = "";
+    while (todo.length) {
+      const e = todo.pop()!;
+      tags.add(e.tag);
+      for (const c of e.children) if (typeof c !== "string") todo.push(c);
+    }
+    assert.deepEqual(
+      [...tags].filter((t) => !["div", "span", "button", "i", "pre", "code"].includes(t)),
+      [],
+      lang,
+    );
+    // The code's text is exactly what the agent wrote.
+    const code = ((root.children[0] as FakeEl).children[1] as FakeEl).children[0] as FakeEl;
+    assert.equal(code.tag, "code");
+    text = code.textContent ?? code.children.map((x) => (typeof x === "string" ? x : (x.textContent ?? ""))).join("");
+    assert.equal(text, '<script>alert(1)</script><img src=x onerror="alert(2)">', lang);
+  }
+});
+
+test("highlightCode: pieces join to the code; over the caps or without a grammar it declines", () => {
+  const code = 'fn main() {\n    let s = "a \\" b"; // c\n}';
+  const pieces = highlightCode(code, "rust")!;
+  assert.equal(pieces.map((p) => p.text).join(""), code);
+  assert.ok(pieces.some((p) => p.kind === "string" && p.text.includes('\\"')));
+  assert.ok(pieces.some((p) => p.kind === "comment"));
+  assert.equal(grammarName("TS"), "typescript");
+  assert.equal(grammarName("sh"), "bash");
+  assert.equal(grammarName("toString"), undefined, "no inherited property is a grammar");
+  assert.equal(grammarName("__proto__"), undefined);
+  assert.equal(highlightCode("x", "nosuchlang"), undefined);
+  assert.equal(highlightCode("a".repeat(MAX_HIGHLIGHT_CHARS + 1), "js"), undefined);
+  assert.equal(highlightCode("let a = 1;" + " ".repeat(2_000), "js"), undefined, "a very long line (minified code)");
+  assert.ok(highlightCode("let a = 1;\n".repeat(1_000), "js"));
+});
+
+test("streaming a long code block tokenizes it a bounded number of times", () => {
+  const block = "```ts\n" + "const value: number = compute(1, 'two');\n".repeat(400) + "```\n\nDone.\n";
+  const s = new StreamingMarkdown(countingDoc().doc, new FakeEl("div"));
+  const before = highlightStats.chars;
+  for (let i = 0; i < block.length; i += 13) {
+    s.append(block.slice(i, i + 13));
+    s.render();
+  }
+  const tokenized = highlightStats.chars - before;
+  assert.ok(tokenized > 0, "the closed block is highlighted");
+  assert.ok(tokenized <= 3 * block.length, `tokenized ${tokenized} characters for a ${block.length}-character block`);
 });
 
 test("escapes and unmatched markers are literal", () => {
@@ -148,6 +240,15 @@ const PATHOLOGICAL: Array<[string, string]> = [
   ["40,000 *", "*".repeat(40_000)],
   ["20,000 `[a](` ", "[a](".repeat(10_000)],
   ["nested emphasis", "*a **b ".repeat(5_000)],
+  // Code blocks: one past the highlighter's cap (plain), and ones inside it built to make a
+  // regular-expression grammar backtrack (quotes and escapes, unclosed comments and strings).
+  ["a 300,000-character python block", "```python\n" + "x = '<b>' # <script>\n".repeat(15_000) + "```\n"],
+  ["a js block of quotes and backslashes", "```js\n" + ('"\\'.repeat(150) + "'\\".repeat(150) + "\n").repeat(30) + "```"],
+  ["a js block of unclosed comments and templates", "```js\n" + ("/*`${".repeat(150) + "\n").repeat(25) + "```"],
+  ["a bash block of nested substitutions", "```bash\n" + ('$("${'.repeat(150) + "\n").repeat(25) + "```"],
+  ["a markup block of open tags", "```html\n" + ("<a b='".repeat(150) + "\n").repeat(20) + "```"],
+  ["a python block of open strings", "```python\n" + (("'".repeat(3) + '"'.repeat(3)).repeat(150) + "\n").repeat(20) + "```"],
+  ["many small code blocks", "```rust\nfn a() {}\n```\n".repeat(3_000)],
 ];
 
 function bestOf(n: number, fn: () => void): number {
@@ -179,7 +280,7 @@ for (const [name, input] of PATHOLOGICAL) {
       took <= 30 * baseline + 250,
       `${name}: ${took.toFixed(1)} ms vs ${baseline.toFixed(1)} ms for ordinary text of the same length`,
     );
-    assert.ok(counts.elements + counts.texts <= input.length + 10, `${name}: ${counts.elements} elements, ${counts.texts} text nodes`);
+    assert.ok(counts.elements + counts.texts <= input.length + 20, `${name}: ${counts.elements} elements, ${counts.texts} text nodes`);
     assert.ok(root.depth() <= MAX_NESTING + 5, `${name}: depth ${root.depth()}`);
   });
 }
