@@ -376,7 +376,7 @@ export async function settlePendingIfAsked(answer = "Keep All") {
 
 export async function newSession() {
   const before = await transcript.getAttribute("data-session-seq");
-  await chat.locator("#new-session").click();
+  await runCommand("ACP: New Session"); // the view's title bar has the + (the chat's header has none)
   await until("a new session", async () => {
     await settlePendingIfAsked();
     const seq = await transcript.getAttribute("data-session-seq");

@@ -11,6 +11,7 @@ import {
   log,
   newSession,
   page,
+  runCommand,
   scenario,
   screenshot,
   screenshotThemes,
@@ -151,7 +152,7 @@ export async function run() {
     const row = chat.locator("#edits .edit-row", { hasText: DEMO_FILE });
     await until("the pending review", async () => (await row.count()) === 1, 15_000);
     const session = await transcript.getAttribute("data-session-id");
-    await chat.locator("#new-session").click();
+    await runCommand("ACP: New Session"); // the view's title bar has the + (the chat's header has none)
     await until(
       "the pending-review question",
       async () => (await dialog.isVisible().catch(() => false)) && ((await dialog.textContent()) ?? "").includes("still under review"),
@@ -163,7 +164,7 @@ export async function run() {
     if ((await row.count()) !== 1 || (await transcript.getAttribute("data-session-id")) !== session)
       throw new Error("Cancel lost the review or the session");
     if (!fs.readFileSync(demoFile, "utf8").includes("pending edit")) throw new Error("Cancel changed the file");
-    await chat.locator("#new-session").click();
+    await runCommand("ACP: New Session"); // the view's title bar has the + (the chat's header has none)
     await (await dialogButton("Undo All")).click();
     await until("the file restored", () => fs.readFileSync(demoFile, "utf8") === "BEFORE THE PENDING EDIT\n", 15_000);
     await until(

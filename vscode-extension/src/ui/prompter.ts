@@ -22,10 +22,15 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
 
   async prompt(model: PermissionPromptModel, token: CancellationToken): Promise<string | undefined> {
     if (model.useQuickPick) return this.quickPick(model, token);
-    // The safe choice (the one a dismissal answers: a refusal) first, where keyboard focus starts.
-    const items: OptionItem[] = [...model.items.filter((i) => i.isCloseAffordance), ...model.items.filter((i) => !i.isCloseAffordance)].map(
-      (i) => ({ title: i.label, optionId: i.optionId, isCloseAffordance: i.isCloseAffordance }),
-    );
+    // The safe choice (the one a dismissal answers: a refusal) first, where keyboard focus
+    // starts. VS Code's modal focuses its first button that is not the close affordance (which
+    // it moves to the end), so the refusal is an ordinary first button, and a dismissal (Escape,
+    // or the Cancel button VS Code then adds) answers it too.
+    const safe = model.items.find((i) => i.isCloseAffordance);
+    const items: OptionItem[] = [...(safe ? [safe] : []), ...model.items.filter((i) => i !== safe)].map((i) => ({
+      title: i.label,
+      optionId: i.optionId,
+    }));
     // An edit: "Review changes" opens the diffs, then the same modal is asked again (the diff
     // tabs stay open behind it, and close once the question is answered).
     const review: OptionItem = { title: REVIEW_CHOICE, optionId: "" };
@@ -41,7 +46,8 @@ export class VsCodePermissionPrompter implements PermissionPrompter {
         const message = reviewed ? `${model.message} (the change is open in the diff editor)` : model.message;
         const buttons = canReview ? [...items, review] : items;
         const picked = await vscode.window.showWarningMessage(message, { modal: true, detail: model.detail }, ...buttons);
-        if (picked !== review || !this.diffs) return picked?.optionId;
+        if (picked === undefined) return safe?.optionId;
+        if (picked !== review || !this.diffs) return picked.optionId;
         for (const d of model.diffs)
           opened.push(await this.diffs.open(d.path, d.oldText, d.newText, "agent's proposed change: review before answering"));
         reviewed = true;
@@ -104,9 +110,11 @@ export class VsCodeTerminalApprover implements TerminalApprover {
       void vscode.window.showInformationMessage("ACP: the agent withdrew its command; your answer will be ignored.");
     });
     try {
+      // "Refuse" first: VS Code's modal focuses its first button (Cancel and Escape refuse too).
       const picked = await vscode.window.showWarningMessage(
         terminalQuestionMessage(r),
         { modal: true, detail: terminalQuestionDetail(r) },
+        "Refuse",
         "Run",
       );
       return picked === "Run" && !token.isCancellationRequested;
