@@ -4,9 +4,9 @@
 // first text in the chat (taken inside the webview: the keydown's clock to the mutation that
 // shows the text), the keystroke latency while typing the prompt (each keydown to the next
 // animation frame, inside the webview), and the extension host's resident memory before the
-// first turn and after the last. Permissions are auto-approved and terminal commands allowed, so
-// every turn runs the demo agent's whole script (plan, thought, terminal, write, a markdown
-// sample with code blocks and a table).
+// first turn and after the last. Terminal commands are allowed (the harness's setting) and the
+// write's permission is answered (Allow) as it comes, so every turn runs the demo agent's whole
+// script (plan, thought, terminal, write, a markdown sample with code blocks and a table).
 //
 //   VSIX=path/to.vsix ACP_BIN=target/release/acp node e2e/bench30.mjs [turns]
 //
@@ -15,7 +15,7 @@
 
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { chat, finish, log, openWorkbench, settingsFile, transcript, until, userData } from "./harness.mjs";
+import { answerTurn, chat, finish, log, markTurnStart, openWorkbench, screenshot, transcript, userData } from "./harness.mjs";
 import * as start from "./scenarios/start.mjs";
 
 const TURNS = Number(process.argv[2] ?? 30);
@@ -58,10 +58,6 @@ let out;
 try {
   await openWorkbench();
   await start.run();
-  const settings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
-  settings["acp.permissions.autoApprove"] = true;
-  settings["acp.terminal.approval"] = "allow";
-  fs.writeFileSync(settingsFile, JSON.stringify(settings, null, 2));
   // The probe, inside the chat's webview (playwright's evaluate is not bound by its CSP).
   await chat.locator("body").evaluate((body) => {
     const doc = body.ownerDocument;
@@ -94,13 +90,11 @@ try {
   const rssBefore = extensionHostRss();
   const input = chat.locator("#prompt");
   for (let i = 1; i <= TURNS; i++) {
-    const ends = await chat.locator(".turn-end").count();
+    await markTurnStart();
     await input.click();
     await input.pressSequentially(`Turn ${i}: please say hello #markdown`);
     await input.press("Enter");
-    await until(`turn ${i} to end`, async () => (await chat.locator(".turn-end").count()) > ends, 120_000, 50);
-    const last = await chat.locator(".turn-end").last().getAttribute("data-stop");
-    if (last !== "end_turn") throw new Error(`turn ${i} ended with ${last}`);
+    await answerTurn(); // the write's permission, allowed
   }
   const p = await chat.locator("body").evaluate((b) => b.ownerDocument.defaultView.__bench);
   const rssAfter = extensionHostRss();
@@ -121,6 +115,7 @@ try {
   };
 } catch (e) {
   log(`bench30 failed: ${e.stack ?? e}`);
+  await screenshot("bench30-failure").catch(() => {});
 } finally {
   await finish();
 }
