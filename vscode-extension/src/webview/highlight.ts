@@ -5,7 +5,8 @@
 // token. Prism runs no eval and adds no inline style or script, so it fits the webview's CSP;
 // it is loaded in manual mode (prismSetup.ts) so it never scans the page by itself.
 //
-// Cost: Prism's grammars are regular expressions, so a block is tokenized only when it is at most
+// Cost: Prism's grammars are regular expressions (some superlinear on hostile input), so a block
+// is tokenized only when it is at most
 // MAX_HIGHLIGHT_CHARS long and has no line longer than MAX_HIGHLIGHT_LINE; anything larger is
 // shown as plain text. Each highlighted block's work is then bounded by a constant, and a message
 // costs time linear in its length. The bundle grows by the grammars below (docs/benchmarks.md:
@@ -33,8 +34,11 @@ import "prismjs/components/prism-yaml";
 import "prismjs/components/prism-toml";
 import "prismjs/components/prism-sql";
 
-/** Longest code block that is highlighted (characters); longer ones are plain text. */
-export const MAX_HIGHLIGHT_CHARS = 20_000;
+/** Longest code block that is highlighted (characters); longer ones are plain text. Some
+ *  grammars are superlinear on hostile input (bash's nested `$("${`, markup's unclosed tags:
+ *  about 0.1 s for 8,000 such characters on a loaded 2-core machine, against ~1 ms for
+ *  ordinary code), so this bounds the worst cost of a block. */
+export const MAX_HIGHLIGHT_CHARS = 8_000;
 /** Longest line a highlighted block may have (minified code is plain text). */
 export const MAX_HIGHLIGHT_LINE = 1_000;
 
