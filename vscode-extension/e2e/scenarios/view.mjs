@@ -7,6 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import {
+  SLOW_AGENT,
   chat,
   context,
   dialog,
@@ -15,8 +16,10 @@ import {
   newSession,
   page,
   port,
+  ready,
   runCommand,
   scenario,
+  selectAgent,
   screenshotThemes,
   setTerminalApproval,
   turnEnds,
@@ -55,6 +58,11 @@ async function dialogFocus() {
 
 export async function run() {
   await scenario("a highlighted code block: language, tokens, long lines scroll; Copy and Insert", async () => {
+    // The groups before may leave another agent chosen (the broken one): the demo agent again.
+    if ((await page.locator(".statusbar-item", { hasText: `ACP: ${SLOW_AGENT}` }).count()) === 0) {
+      await selectAgent(SLOW_AGENT);
+      await until("the demo agent ready", ready, 60_000);
+    }
     await newSession();
     await markTurnStart();
     const input = chat.locator("#prompt");
@@ -139,6 +147,25 @@ export async function run() {
     await turnEnds("end_turn");
     if ((await lastAgentText()).trim() !== "typed-without-a-mouse-7") throw new Error(`the answer: ${await lastAgentText()}`);
     await screenshotThemes("keyboard-turn");
+  });
+
+  await scenario("after a resize the chat keeps following the bottom", async () => {
+    const atBottom = () => chat.locator("#transcript").evaluate((t) => t.scrollHeight - t.scrollTop - t.clientHeight < 40);
+    const longEcho = async (tag) => {
+      await markTurnStart();
+      const input = chat.locator("#prompt");
+      await input.fill(`/echo ${Array.from({ length: 60 }, (_, i) => `${tag} line ${i}`).join("\n\n")}`);
+      await input.press("Enter");
+      await turnEnds("end_turn");
+    };
+    await longEcho("first");
+    await until("the end of the answer shown", atBottom, 10_000);
+    for (const height of [420, 950, 300, 950]) {
+      await page.setViewportSize({ width: 1500, height });
+      await until(`the end still shown at height ${height}`, atBottom, 10_000);
+    }
+    await longEcho("second");
+    await until("the next answer followed to its end", atBottom, 10_000);
   });
 
   await scenario("the permission modal's keyboard focus starts on the safe choice; the finished plan folds", async () => {
