@@ -638,7 +638,7 @@ impl<T> Connection<T> {
             ));
         }
         for e in &entries {
-            if !is_batchable(&e.method) {
+            if !self.batchable(&e.method) {
                 return Err(Error::NotAllowedInBatch(e.method.clone()));
             }
             self.check_can_send(&e.method)?;
@@ -889,8 +889,10 @@ impl<T> Connection<T> {
         }
         #[cfg(feature = "unstable_protocol_v2")]
         self.v2_check_method(method)?;
-        // v1's capability rules read v1's capability objects; v2 connections skip them.
+        // v1's capability rules read v1's capability objects; v2 connections have their own.
         if self.is_v2() {
+            #[cfg(feature = "unstable_protocol_v2")]
+            self.v2_check_can_send(method)?;
             return Ok(());
         }
         if self.config.role == Role::Agent && self.config.enforce_capabilities {
@@ -1474,7 +1476,7 @@ impl<T> Connection<T> {
         batch: Option<u64>,
         now: Millis,
     ) {
-        if batch.is_some() && !is_batchable(&method) {
+        if batch.is_some() && !self.batchable(&method) {
             // Seed 002: these change which later messages are valid, so a batch holding them
             // is ambiguous. That entry alone is refused (with its id, so the peer can match
             // it); the rest of the batch is processed.
@@ -1490,7 +1492,7 @@ impl<T> Connection<T> {
             return;
         }
         #[cfg(feature = "unstable_protocol_v2")]
-        if self.v2_refuse_request(&id, &method, batch) {
+        if self.v2_refuse_request(&id, &method, params, batch) {
             return;
         }
         #[cfg(feature = "unstable")]
@@ -1739,6 +1741,18 @@ pub struct BatchEntry<T> {
 
 /// Why a batch entry that is not a JSON object is refused.
 const NOT_AN_OBJECT: &str = "a batch entry must be a JSON-RPC message object";
+
+impl<T> Connection<T> {
+    /// Whether `method` may travel inside a batch on this connection: [`is_batchable`], and on
+    /// a v2 connection not one of v2's lifecycle messages (`v2::capabilities::NOT_BATCHABLE`).
+    fn batchable(&self, method: &str) -> bool {
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.is_v2() && crate::v2::capabilities::NOT_BATCHABLE.contains(&method) {
+            return false;
+        }
+        is_batchable(method)
+    }
+}
 
 /// Whether `method` may travel inside a batch: not one of [`acp::NOT_BATCHABLE`] (nor, with
 /// the feature `unstable`, of `unstable::NOT_BATCHABLE`).
