@@ -2,7 +2,8 @@
 // block with its language, Copy (the clipboard checked) and Insert (the editor checked), long
 // lines that scroll; a keyboard-only turn from ACP: Open Chat (its keybinding and the palette),
 // the completion list's aria-activedescendant, the permission modal's focus on the safe choice;
-// the finished plan folded.
+// the finished plan folded; code blocks outlined in high contrast; the bottom followed across
+// resizes.
 
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -19,8 +20,9 @@ import {
   ready,
   runCommand,
   scenario,
-  selectAgent,
+  screenshot,
   screenshotThemes,
+  selectAgent,
   setTerminalApproval,
   turnEnds,
   until,
@@ -204,5 +206,48 @@ export async function run() {
       if (!((await plan.locator("summary").textContent()) ?? "").includes("done")) throw new Error("the plan's summary has no count");
     } else throw new Error("no plan shown");
     await setTerminalApproval("allow");
+  });
+
+  await scenario("high contrast: code blocks keep their outline", async () => {
+    const block = chat.locator(".msg.agent .code-block").last();
+    const border = () => block.evaluate((e) => e.ownerDocument.defaultView.getComputedStyle(e).borderTopColor);
+    const hc = async () => (await page.locator(".monaco-workbench.hc-black, .monaco-workbench.hc-light").count()) > 0;
+    const input = page.locator(".quick-input-widget input");
+    /** The theme picker open; returns the current theme's name (the row it starts on). */
+    const openPicker = async () => {
+      // Preferences: Color Theme, by its keys (the palette ranks "Browse Color Themes" first).
+      await page.locator(".editor-instance .monaco-editor").first().click();
+      await page.keyboard.press("Control+K");
+      await page.keyboard.press("Control+T");
+      const current = page.locator(".quick-input-list .monaco-list-row.focused .label-name").first();
+      await until("the theme picker", async () => (await current.count()) > 0, 10_000);
+      return ((await current.textContent()) ?? "").trim();
+    };
+    const choose = async (name) => {
+      await input.fill(name);
+      await until(
+        `${name} in the theme picker`,
+        async () =>
+          ((await page.locator(".quick-input-list .monaco-list-row.focused .label-name").first().textContent()) ?? "").trim() === name,
+        10_000,
+      );
+      await page.keyboard.press("Enter");
+    };
+    const original = await openPicker();
+    await choose("Dark High Contrast");
+    try {
+      await until("the high contrast theme", hc, 15_000);
+      await until(
+        "the code block's outline in the theme's contrast border",
+        async () => !["rgba(0, 0, 0, 0)", "transparent"].includes(await border()),
+        10_000,
+      );
+      await block.scrollIntoViewIfNeeded();
+      await screenshot("code-block-high-contrast");
+    } finally {
+      await openPicker();
+      await choose(original);
+      await until("the theme back", async () => !(await hc()), 15_000);
+    }
   });
 }
