@@ -87,8 +87,9 @@ export function renderMarkdown(doc: DomLike, src: string, parent: ElementLike): 
     if (t.type !== "fence" || !t.map) return false;
     const last = (lines ??= src.split("\n"))[t.map[1] - 1];
     if (t.map[1] - 1 <= t.map[0] || last === undefined) return false;
-    const m = FENCE.exec(last);
-    return !!m && m[1]![0] === t.markup[0] && m[1]!.length >= t.markup.length && last.slice(m[0].length).trim() === "";
+    // The closing line, inside quotes or list items too (their markers and indent before it).
+    const m = CLOSING_FENCE.exec(last);
+    return !!m && m[1]![0] === t.markup[0] && m[1]!.length >= t.markup.length;
   };
   renderTokens(doc, tokens, parent, closed);
 }
@@ -238,6 +239,7 @@ function renderInline(doc: DomLike, tokens: Token[], root: ElementLike): void {
 }
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+const CLOSING_FENCE = /^[ \t>]*(`{3,}|~{3,})[ \t]*$/;
 const LIST_ITEM = /^(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)/;
 
 /**

@@ -168,6 +168,9 @@ test("an unclosed fence (still streaming) renders as code so far, plain until it
   assert.equal(render("```js\nlet x\n``"), `<div>${codeHtml("js", "let x\n``")}</div>`, "a short marker does not close it");
   assert.match(render("```js\nlet x\n```"), /<span class="tok-keyword">let<\/span> x/);
   assert.match(render("~~~~js\nlet x\n~~~~~\n\nafter"), /<span class="tok-keyword">let<\/span> x/);
+  assert.match(render("> ```js\n> let x\n> ```"), /<span class="tok-keyword">let<\/span> x/, "in a quote");
+  assert.match(render("- item\n\n  ```js\n  let x\n  ```"), /<span class="tok-keyword">let<\/span> x/, "in a list item");
+  assert.doesNotMatch(render("> ```js\n> let x"), /tok-/, "an open one in a quote");
 });
 
 test("HTML in code stays text, highlighted or not", () => {
