@@ -1,9 +1,12 @@
-// Builds the extension (dist/extension.js, CommonJS for the extension host), the chat webview
+// Builds the extension (dist/extension.js, CommonJS for the Node extension host;
+// dist/extension.browser.js, CommonJS for the browser's web worker extension host, with the
+// web build of the wasm engine in dist/acp-wasm-web), the chat webview
 // (dist/webview.js + dist/webview.css), the protocol trace panel (dist/trace.js + dist/trace.css,
 // from ../trace-viewer/) and copies the wasm protocol engine (acp-wasm/pkg/nodejs-client)
 // into dist/acp-wasm. With --tests, also bundles test/unit/*.test.ts to out/test/.
 import * as esbuild from "esbuild";
 import * as fs from "node:fs";
+import { builtinModules } from "node:module";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -25,6 +28,76 @@ await esbuild.build({
   format: "cjs",
   external: ["vscode"],
 });
+
+// The browser entry point (package.json "browser"): nothing it reaches may import a Node module
+// (`node:*` or a bare built-in such as "fs"): the web worker host has none. The build fails
+// naming the importer when one does (`noNodeBuiltins`); the browser's Platform
+// (src/platform/browser.ts) stands in for what Node provides.
+const webPkg = process.env.ACP_WASM_WEB_PKG ?? path.join(root, "..", "acp-wasm", "pkg", "web-client");
+const haveWebPkg = fs.existsSync(path.join(webPkg, "acp_wasm.js"));
+if (haveWebPkg) {
+  await esbuild.build({
+    ...common,
+    entryPoints: [path.join(root, "src/extension.browser.ts")],
+    outfile: path.join(dist, "extension.browser.js"),
+    platform: "browser",
+    format: "cjs",
+    external: ["vscode"],
+    alias: { "acp-wasm-web": path.join(webPkg, "acp_wasm.js") },
+    // The web glue's default .wasm URL (import.meta.url) is never used: the bytes are passed in.
+    logOverride: { "empty-import-meta": "silent" },
+    plugins: [noNodeBuiltins()],
+  });
+  checkNoNodeGlobals(path.join(dist, "extension.browser.js"));
+  fs.mkdirSync(path.join(dist, "acp-wasm-web"));
+  fs.copyFileSync(path.join(webPkg, "acp_wasm_bg.wasm"), path.join(dist, "acp-wasm-web", "acp_wasm_bg.wasm"));
+  console.log(`esbuild: bundled ${webPkg} into dist/extension.browser.js (+ dist/acp-wasm-web)`);
+} else if (production) {
+  console.error(`esbuild: the web build of the wasm engine is missing at ${webPkg}; run scripts/build-wasm.sh first`);
+  process.exit(1);
+} else {
+  console.warn(`esbuild: warning: no web wasm engine at ${webPkg} (run scripts/build-wasm.sh); no browser bundle built`);
+}
+
+/** Fails the build when the browser bundle uses Node's globals (`process.`, `Buffer.`,
+ *  `__dirname`, `require(` of anything but "vscode"): the web worker has none, and an import
+ *  check cannot see a global. A line that only mentions one in a comment does not count. */
+function checkNoNodeGlobals(file) {
+  const found = [];
+  fs.readFileSync(file, "utf8")
+    .split("\n")
+    .forEach((line, i) => {
+      const code = line.replace(/^\s*(\/\/|\*|\/\*).*$/, "");
+      for (const m of code.matchAll(/(?<![\w$.])(process|Buffer|__dirname|__filename|require)\b\s*(\.|\(|\[)/g)) {
+        if (m[1] === "require" && code.slice(m.index).startsWith('require("vscode")')) continue;
+        found.push(`${path.basename(file)}:${i + 1}: ${code.trim().slice(0, 120)}`);
+      }
+    });
+  if (found.length) {
+    console.error(`esbuild: the browser bundle uses Node globals (put them behind the Platform, src/platform/):\n${found.join("\n")}`);
+    process.exit(1);
+  }
+}
+
+/** An esbuild plugin failing the build on any import of a Node built-in, naming the importer. */
+function noNodeBuiltins() {
+  const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
+  return {
+    name: "no-node-builtins",
+    setup(build) {
+      build.onResolve({ filter: /.*/ }, (args) => {
+        if (!builtins.has(args.path) && !args.path.startsWith("node:")) return undefined;
+        return {
+          errors: [
+            {
+              text: `the browser bundle must not import the Node module "${args.path}" (imported by ${path.relative(root, args.importer)}): put it behind the Platform (src/platform/)`,
+            },
+          ],
+        };
+      });
+    },
+  };
+}
 
 await esbuild.build({
   ...common,
@@ -76,5 +149,7 @@ if (tests) {
     format: "cjs",
     // Architecture Invariant check: bridge and protocol code must bundle without `vscode`.
     external: [],
+    // The host's paths are Node's, as src/extension.ts sets them (src/platform/hostPaths.ts).
+    inject: [path.join(root, "test/unit/setup-node-platform.ts")],
   });
 }

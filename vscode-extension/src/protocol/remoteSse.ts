@@ -80,8 +80,8 @@ export class SseDecoder {
   }
 }
 
-/** How to reach the agent, and the engine whose wire rules the transport follows (the one
- *  `loadEngine` loaded if not given). */
+/** How to reach the agent, and the engine whose wire rules the transport follows (the
+ *  one loaded if not given). */
 export type SseRemoteOptions = RemoteOptions & { engine?: EngineModule };
 
 export class SseRemoteAgent implements AgentTransport {

@@ -7,6 +7,7 @@
 //
 // The `acp` binary: $ACP_BIN (scripts/test-vscode.sh sets it; then it must exist), else the
 // repository's target/release/acp or target/debug/acp; without one these tests are skipped.
+import { nodeTransports } from "../../src/platform/nodeTransports";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -159,6 +160,7 @@ function setup() {
       { name: "remote", command: "", args: [], url, caFile },
       {
         engine: E,
+        transports: nodeTransports,
         engineOptions: {},
         capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
         clientInfo: { name: "test", version: "0" },
