@@ -4,7 +4,7 @@
 // the web build of the wasm engine), opened in a second tab of the same Chromium. There the
 // extension completes a turn with a remote demo agent (`acp serve --http` over WebSocket, the
 // token sent as a subprotocol), refuses a local agent with its words, and is shown in light and
-// dark themes. Its code-server runs in its own process group and is stopped at the end.
+// dark themes; then the same over the official HTTP transport (POST + SSE through `fetch`). Its code-server runs in its own process group and is stopped at the end.
 
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -28,6 +28,7 @@ import {
 
 const EXTENSION_ID = "acp-rs.acp-rs-vscode";
 const WEB_REMOTE = "remote in the browser (acp serve --http)";
+const WEB_SSE = "remote over HTTP in the browser (acp serve --http)";
 const WEB_LOCAL = "local in the browser (refused)";
 const userData = path.join(tmp, "web-user-data");
 fs.mkdirSync(path.join(userData, "User"), { recursive: true });
@@ -39,6 +40,7 @@ fs.writeFileSync(
       "remote.extensionKind": { [EXTENSION_ID]: ["web"] },
       "acp.agents": [
         { name: WEB_REMOTE, url: remoteServer.url },
+        { name: WEB_SSE, url: remoteServer.sseUrl },
         { name: WEB_LOCAL, command: ACP_BIN, args: ["demo-agent"] },
       ],
       "acp.defaultAgent": WEB_REMOTE,
@@ -103,6 +105,36 @@ function workbench(page) {
       await until(`command palette entry "${title}"`, async () => (await row.count()) > 0, 10_000);
       await row.first().click();
     },
+    /** Picks an agent (ACP: Select Agent), answering the switch question and the token box. */
+    async selectAgent(name, token) {
+      await this.runCommand("ACP: Select Agent");
+      await page.locator(".quick-input-widget input").fill(name);
+      const row = page.locator(".quick-input-list .monaco-list-row", { hasText: name });
+      await until(`${name} in the picker`, async () => (await row.count()) > 0, 10_000);
+      await row.first().click();
+      const dialog = page.locator(".monaco-dialog-box");
+      const widget = page.locator(".quick-input-widget");
+      const password = widget.locator('input[type="password"]');
+      const tokenAsked = async () => (await password.count()) === 1 && (await password.isVisible());
+      if (token) {
+        await until("the switch question or the token box", async () => (await dialog.isVisible()) || (await tokenAsked()), 30_000);
+        if (await dialog.isVisible()) await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Switch" }).click();
+        await until("the token box", tokenAsked, 30_000);
+        await page.keyboard.type(token);
+        await page.keyboard.press("Enter");
+      } else {
+        await until("the switch question", async () => await dialog.isVisible(), 30_000);
+        await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Switch" }).click();
+      }
+    },
+    /** Sends `text` and waits for the turn's end (the n-th end_turn of the view). */
+    async turn(text, n) {
+      await chat.locator("#prompt").fill(text);
+      await chat.locator("#send").click();
+      await until("the turn to end", async () => (await chat.locator(".turn-end.stop-end_turn").count()) === n, 60_000);
+      const answer = (await chat.locator(".msg.agent").last().textContent()) ?? "";
+      if (!answer.includes(text.replace(/^\/echo /, ""))) throw new Error(`the agent's answer is not the echo: ${answer}`);
+    },
     async screenshot(name) {
       const file = path.join(ARTIFACTS, `web-${String(++shot).padStart(2, "0")}-${name}.png`);
       await page.screenshot({ path: file });
@@ -154,11 +186,7 @@ export async function run() {
         60_000,
       );
       await until("a session", async () => !!(await chat.locator("#transcript").getAttribute("data-session-id")), 30_000);
-      await chat.locator("#prompt").fill("/echo hello from the browser host");
-      await chat.locator("#send").click();
-      await until("the turn to end", async () => (await chat.locator(".turn-end.stop-end_turn").count()) === 1, 60_000);
-      const answer = (await chat.locator(".msg.agent").last().textContent()) ?? "";
-      if (!answer.includes("hello from the browser host")) throw new Error(`the agent's answer is not the echo: ${answer}`);
+      await wb.turn("/echo hello from the browser host", 1);
       await wb.screenshot("turn-light");
       await wb.runCommand("Preferences: Color Theme");
       await page.locator(".quick-input-widget input").fill("Dark Modern");
@@ -172,6 +200,31 @@ export async function run() {
         15_000,
       );
       await wb.screenshot("turn-dark");
+    });
+
+    await scenario("browser host: a turn over the official HTTP transport (POST + SSE through fetch)", async () => {
+      await wb.selectAgent(WEB_SSE, REMOTE_TOKEN);
+      const header = chat.locator("#status");
+      await until(
+        "the HTTP agent's session",
+        async () => (await header.getAttribute("data-state")) === "ready" && (await chat.locator(".msg").count()) === 0,
+        60_000,
+      );
+      await until("a session", async () => !!(await chat.locator("#transcript").getAttribute("data-session-id")), 30_000);
+      await wb.turn("/echo hello over http from the browser host", 1);
+      await wb.screenshot("turn-http-dark");
+    });
+
+    await scenario("browser host: a local agent is refused with what to do instead", async () => {
+      await wb.selectAgent(WEB_LOCAL);
+      const words = "local agents cannot run in VS Code for the Web";
+      const toast = page.locator(".notification-toast", { hasText: words });
+      await until(
+        "the refusal",
+        async () => (await toast.count()) > 0 || ((await chat.locator("#transcript").textContent()) ?? "").includes(words),
+        60_000,
+      );
+      await wb.screenshot("local-agent-refused");
     });
   } finally {
     await page.close().catch(() => {});

@@ -1,14 +1,16 @@
 // AgentTransports in the browser (VS Code for the Web): no process can be spawned, so a local
 // agent is refused with words that say what works instead; a remote agent is reached over the
-// browser's WebSocket (protocol/remoteBrowser.ts). The official HTTP transport (http:// and
-// https:// URLs) needs a streaming fetch client that is not written yet: refused with words.
+// browser's WebSocket (protocol/remoteBrowser.ts), or over the official HTTP transport
+// (http:// and https:// URLs: protocol/remoteSse.ts on `fetch`, protocol/httpFetch.ts).
 
+import { FetchHttpClient } from "../protocol/httpFetch";
 import { BrowserRemoteAgent } from "../protocol/remoteBrowser";
+import { SseRemoteAgent } from "../protocol/remoteSse";
 import { TransportRefused, type AgentTransports } from "./platform";
 
 export const LOCAL_AGENTS_UNAVAILABLE =
   "local agents cannot run in VS Code for the Web (the browser cannot start processes): " +
-  'add a remote agent to acp.agents, e.g. { "name": "remote", "url": "ws://HOST:PORT/acp" } for `acp serve --http`';
+  'add a remote agent to acp.agents, e.g. { "name": "remote", "url": "ws://HOST:PORT/acp" } for `acp serve --http` (or its http://HOST:PORT/acp for the HTTP transport)';
 
 export const browserTransports: AgentTransports = {
   localAgentsUnavailable: LOCAL_AGENTS_UNAVAILABLE,
@@ -20,9 +22,7 @@ export const browserTransports: AgentTransports = {
       );
     }
     if (/^https?:/i.test(spec.url)) {
-      throw new TransportRefused(
-        `the HTTP transport (${spec.url}) is not available in VS Code for the Web yet: use the server's WebSocket URL (ws://HOST:PORT/acp or wss://…)`,
-      );
+      return new SseRemoteAgent(spec.url, { token: o.token, engine: o.engine, http: (url) => new FetchHttpClient(url) }, events);
     }
     return new BrowserRemoteAgent(spec.url, { token: o.token }, events);
   },

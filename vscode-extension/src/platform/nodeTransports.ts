@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import { AgentProcess } from "../protocol/process";
 import { RemoteAgent } from "../protocol/remote";
 import { SseRemoteAgent } from "../protocol/remoteSse";
+import { NodeHttpClient } from "../protocol/httpNode";
 import { SpawnRefused } from "../protocol/windowsSpawn";
 import { TransportRefused, type AgentTransports } from "./platform";
 
@@ -31,7 +32,7 @@ export const nodeTransports: AgentTransports = {
       }
     }
     return /^https?:/i.test(spec.url)
-      ? new SseRemoteAgent(spec.url, { token: o.token, ca, engine: o.engine }, events)
+      ? new SseRemoteAgent(spec.url, { token: o.token, engine: o.engine, http: (url) => new NodeHttpClient(url, { ca }) }, events)
       : new RemoteAgent(spec.url, { token: o.token, ca }, events);
   },
 };

@@ -46,6 +46,7 @@ export class BrowserRemoteAgent implements AgentTransport {
   private queued: string[] = [];
   private readonly decoder = new TextDecoder();
   private readonly encoder = new TextEncoder();
+  private readonly finish: (info: ExitInfo) => void;
 
   constructor(
     readonly url: string,
@@ -59,7 +60,7 @@ export class BrowserRemoteAgent implements AgentTransport {
     this.started = new Promise((res, rej) => ((resolveStart = res), (rejectStart = rej)));
     this.started.catch(() => {});
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const finish = (info: ExitInfo) => {
+    const finish = (this.finish = (info: ExitInfo) => {
       if (this.exitInfo) return;
       this.exitInfo = info;
       if (timer) clearTimeout(timer);
@@ -67,7 +68,7 @@ export class BrowserRemoteAgent implements AgentTransport {
       else events.onStdoutEnd();
       resolveExit(info);
       events.onExit(info);
-    };
+    });
     const fail = (e: RemoteError) => queueMicrotask(() => finish({ code: null, signal: null, remote: e, reason: e.message }));
     const checked = checkRemoteUrl(url);
     if (checked instanceof RemoteError) {
@@ -163,17 +164,15 @@ export class BrowserRemoteAgent implements AgentTransport {
     }
   }
 
-  /** Closes the WebSocket (the server ends the agent) and waits for the close, up to `graceMs`. */
+  /** Closes the WebSocket (the server ends the agent) and waits for the close, up to
+   *  `graceMs`; then the transport ends without it (the browser drops the socket). */
   async stop(graceMs = 2000): Promise<ExitInfo> {
     if (this.exitInfo) return this.exitInfo;
     this.stopping = true;
     if (!this.ws) return this.exited;
     this.ws.close(1000, "client stopping");
-    let t: ReturnType<typeof setTimeout> | undefined;
-    const forced = new Promise<ExitInfo>((r) => {
-      t = setTimeout(() => r({ code: null, signal: null, reason: "closed without the server's answer" }), graceMs);
-    });
-    const info = await Promise.race([this.exited, forced]);
+    const t = setTimeout(() => this.finish({ code: null, signal: null, reason: "closed without the server's answer" }), graceMs);
+    const info = await this.exited;
     clearTimeout(t);
     return info;
   }
