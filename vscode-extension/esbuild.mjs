@@ -6,9 +6,9 @@
 // into dist/acp-wasm. With --tests, also bundles test/unit/*.test.ts to out/test/.
 import * as esbuild from "esbuild";
 import * as fs from "node:fs";
-import { builtinModules } from "node:module";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { noNodeBuiltins, nodeGlobalsIn } from "./scripts/browserBundleChecks.mjs";
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 const production = process.argv.includes("--production");
@@ -46,9 +46,13 @@ if (haveWebPkg) {
     alias: { "acp-wasm-web": path.join(webPkg, "acp_wasm.js") },
     // The web glue's default .wasm URL (import.meta.url) is never used: the bytes are passed in.
     logOverride: { "empty-import-meta": "silent" },
-    plugins: [noNodeBuiltins()],
+    plugins: [noNodeBuiltins(root)],
   });
-  checkNoNodeGlobals(path.join(dist, "extension.browser.js"));
+  const globals = nodeGlobalsIn(fs.readFileSync(path.join(dist, "extension.browser.js"), "utf8"));
+  if (globals.length) {
+    console.error(`esbuild: the browser bundle uses Node globals (put them behind the Platform, src/platform/):\n${globals.join("\n")}`);
+    process.exit(1);
+  }
   fs.mkdirSync(path.join(dist, "acp-wasm-web"));
   fs.copyFileSync(path.join(webPkg, "acp_wasm_bg.wasm"), path.join(dist, "acp-wasm-web", "acp_wasm_bg.wasm"));
   console.log(`esbuild: bundled ${webPkg} into dist/extension.browser.js (+ dist/acp-wasm-web)`);
@@ -57,46 +61,6 @@ if (haveWebPkg) {
   process.exit(1);
 } else {
   console.warn(`esbuild: warning: no web wasm engine at ${webPkg} (run scripts/build-wasm.sh); no browser bundle built`);
-}
-
-/** Fails the build when the browser bundle uses Node's globals (`process.`, `Buffer.`,
- *  `__dirname`, `require(` of anything but "vscode"): the web worker has none, and an import
- *  check cannot see a global. A line that only mentions one in a comment does not count. */
-function checkNoNodeGlobals(file) {
-  const found = [];
-  fs.readFileSync(file, "utf8")
-    .split("\n")
-    .forEach((line, i) => {
-      const code = line.replace(/^\s*(\/\/|\*|\/\*).*$/, "");
-      for (const m of code.matchAll(/(?<![\w$.])(process|Buffer|__dirname|__filename|require)\b\s*(\.|\(|\[)/g)) {
-        if (m[1] === "require" && code.slice(m.index).startsWith('require("vscode")')) continue;
-        found.push(`${path.basename(file)}:${i + 1}: ${code.trim().slice(0, 120)}`);
-      }
-    });
-  if (found.length) {
-    console.error(`esbuild: the browser bundle uses Node globals (put them behind the Platform, src/platform/):\n${found.join("\n")}`);
-    process.exit(1);
-  }
-}
-
-/** An esbuild plugin failing the build on any import of a Node built-in, naming the importer. */
-function noNodeBuiltins() {
-  const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
-  return {
-    name: "no-node-builtins",
-    setup(build) {
-      build.onResolve({ filter: /.*/ }, (args) => {
-        if (!builtins.has(args.path) && !args.path.startsWith("node:")) return undefined;
-        return {
-          errors: [
-            {
-              text: `the browser bundle must not import the Node module "${args.path}" (imported by ${path.relative(root, args.importer)}): put it behind the Platform (src/platform/)`,
-            },
-          ],
-        };
-      });
-    },
-  };
 }
 
 await esbuild.build({

@@ -24,7 +24,7 @@ function normalize(p: string): string {
   const trailing = p.endsWith("/");
   const body = normalizeParts(p.split("/"), absolute).join("/");
   const joined = (absolute ? "/" : "") + body;
-  if (!body) return absolute ? "/" : ".";
+  if (!body) return absolute ? "/" : trailing ? "./" : ".";
   return trailing ? `${joined}/` : joined;
 }
 
