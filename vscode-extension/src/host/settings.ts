@@ -88,8 +88,11 @@ export class HostSettings {
     const want = cfg().get<string>("defaultAgent", DEMO_AGENT_NAME);
     const spec = agents.find((a) => a.name === want) ?? agents[0];
     if (!spec) {
+      const local = this.platform.transports.localAgentsUnavailable;
       throw new AgentStartError(
-        "no agent configured: the demo agent's `acp` binary was not found (set acp.demoAgentPath, put `acp` on PATH, or add an agent to acp.agents)",
+        local
+          ? `no agent configured: ${local}`
+          : "no agent configured: the demo agent's `acp` binary was not found (set acp.demoAgentPath, put `acp` on PATH, or add an agent to acp.agents)",
         "",
       );
     }
