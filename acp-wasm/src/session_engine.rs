@@ -61,7 +61,9 @@ export interface SessionOptions {
 export type SessionOpen =
   | { send: "new" }
   | { send: "resume"; sessionId: string }
-  | { send: "load"; sessionId: string };
+  | { send: "load"; sessionId: string }
+  /** ACP v2 only (never on this build, which has no v2): `session/resume` with a replay. */
+  | { send: "replay"; sessionId: string };
 
 /** How a `session/update` was taken (`update`). */
 export type SessionRouted =
@@ -414,9 +416,12 @@ mod tests {
             Open::New,
             Open::Resume { session_id: id() },
             Open::Load { session_id: id() },
+            Open::Replay { session_id: id() },
         ] {
             match open {
-                Open::New | Open::Resume { .. } | Open::Load { .. } => in_ts(&tag(&open, "send")),
+                Open::New | Open::Resume { .. } | Open::Load { .. } | Open::Replay { .. } => {
+                    in_ts(&tag(&open, "send"))
+                }
             }
         }
         let routed = [

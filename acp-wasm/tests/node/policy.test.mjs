@@ -240,6 +240,7 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
 const NOT_EXPORTED = {
   "restart.json": "acp_client::restart (the crash budget) is the session engine's: Session.agentEnded decides restarts, and session.json's rows replay it with their policies",
   "registry.json": "acp_client::registry (agents by name) is exported as agentPresets only: registry.test.mjs, and the extension's cases.test.ts replays the rows about one agent",
+  "session_v2.json": "ACP v2 in the session engine (feature unstable_protocol_v2): the wasm packages are built without it, so this build cannot replay v2 sessions",
   "edits.json": "acp_client::edits (the turn's edit record and the undo decision) is acp chat's /undo so far; the extension's EditReview (bridges/edits.ts) still decides its Undo itself until it is exported",
 };
 
