@@ -317,6 +317,32 @@ impl Session {
         ))
     }
 
+    /// ACP v2 (feature `unstable_protocol_v2`, the `client-v2` test build only): the
+    /// `session/prompt` answer (its JSON text) of the turn begun on `thread()`: the turn's stop
+    /// reason when it is over (v1: always; v2: only if its idle `state_update` came already,
+    /// the answer otherwise only acknowledging the prompt), else `undefined`. Throws an `Error`
+    /// when a v1 answer is unreadable.
+    #[cfg(feature = "unstable_protocol_v2")]
+    #[wasm_bindgen(js_name = promptAnswered)]
+    pub fn prompt_answered(
+        &mut self,
+        #[wasm_bindgen(js_name = resultJson, unchecked_param_type = "string")] result_json: JsValue,
+    ) -> Result<Option<String>, JsValue> {
+        let result = string_arg(&result_json, "resultJson")?;
+        self.inner
+            .borrow_mut()
+            .prompt_answered(&result)
+            .map_err(|e| error(&e.to_string()))
+    }
+
+    /// ACP v2 (the `client-v2` test build only): the stop reason of the last turn once its idle
+    /// `state_update` ended it, `undefined` while it runs.
+    #[cfg(feature = "unstable_protocol_v2")]
+    #[wasm_bindgen(getter = turnEnded)]
+    pub fn turn_ended(&self) -> Option<String> {
+        self.inner.borrow().turn_ended()
+    }
+
     /// The session's id, once known (or being reopened).
     #[wasm_bindgen(getter = sessionId)]
     pub fn session_id(&self) -> Option<String> {
