@@ -27,8 +27,8 @@ const HELD_EVENTS: usize = 256;
 
 /// How a `session/prompt` was answered.
 enum Answered {
-    /// v1: the turn is over.
-    Done(s::PromptResponse),
+    /// v1: the turn is over (boxed: with feature `unstable` it carries the turn's usage).
+    Done(Box<s::PromptResponse>),
     /// v2 (feature `unstable_protocol_v2`): the prompt was accepted (the answer as sent); the
     /// turn goes on until an idle `state_update` ends it.
     #[cfg_attr(not(feature = "unstable_protocol_v2"), allow(dead_code))]
@@ -105,7 +105,9 @@ impl Chat {
                     .await
                     .map(Answered::Accepted);
             }
-            conn.prompt(request).await.map(Answered::Done)
+            conn.prompt(request)
+                .await
+                .map(|r| Answered::Done(Box::new(r)))
         };
         tokio::pin!(prompt);
         // v2: the prompt was accepted; the turn ends when the engine says so.
@@ -128,7 +130,7 @@ impl Chat {
             let withdrawn = turn.open.as_ref().map(|a| a.withdrawn.clone());
             tokio::select! {
                 answer = &mut prompt, if !accepted => match answer {
-                    Ok(Answered::Done(response)) => break Ok(response),
+                    Ok(Answered::Done(response)) => break Ok(*response),
                     Ok(Answered::Accepted(raw)) => {
                         accepted = true;
                         if let Err(e) = self.ui.prompt_answered(raw.get()) {
