@@ -199,7 +199,14 @@ export class AgentConnection {
    *  `openFailed`'s retry); `atAnswer` gets its answer at its place in wire order (what the
    *  engine's `opened` must be fed at: the end of a `session/load`'s replay). */
   open(open: SessionOpen, cwd: string, mcpServers: unknown[], atAnswer: (answer: Answer) => void): Promise<unknown> {
-    const params = open.send === "new" ? { cwd, mcpServers } : { sessionId: open.sessionId, cwd, mcpServers };
+    if (open.send === "new") return this.client.request("session/new", { cwd, mcpServers }, undefined, atAnswer);
+    // "replay" (ACP v2 only, never named on a v1 connection): v2's merged load, a
+    // session/resume replaying from the start.
+    if (open.send === "replay") {
+      const params = { sessionId: open.sessionId, cwd, mcpServers, replayFrom: { type: "start" } };
+      return this.client.request("session/resume", params, undefined, atAnswer);
+    }
+    const params = { sessionId: open.sessionId, cwd, mcpServers };
     return this.client.request(`session/${open.send}`, params, undefined, atAnswer);
   }
 
