@@ -11,12 +11,13 @@
 // history. One reason to change: what a session or a turn does with the conversation shown.
 
 import type { ContentBlock } from "@agentclientprotocol/sdk";
-import type { SessionAfterEnd } from "acp-wasm-client";
+import type { QueueTurnEnd, SessionAfterEnd } from "acp-wasm-client";
 import * as vscode from "vscode";
 import { promptParts, type ViewAttachment } from "../bridges/attachments";
 import { Conversation, timerScheduler } from "../bridges/conversation";
 import type { EditReview } from "../bridges/edits";
 import { editsMessage } from "./editsView";
+import type { TurnNotifier } from "../ui/turnNotifier";
 import type { KnownToolCall } from "../bridges/permission";
 import { sessionTerminalName } from "../bridges/sessionTerminals";
 import type { TerminalManager } from "../bridges/terminal";
@@ -26,6 +27,7 @@ import { RpcError } from "../protocol/client";
 import type { Logger } from "../protocol/log";
 import type { ClientPolicy } from "../protocol/policy";
 import type { SessionDecisions } from "../sessions/decisions";
+import { PromptQueue, QueueRefused, type PromptToSend } from "../sessions/promptQueue";
 import { CannotOpen, openSession, RestartNeeded, type SessionIntent, type SignIn } from "../sessions/opener";
 import type { HistoryEntry, SessionStore } from "../sessions/store";
 import type { HostToWebview } from "../webview/messages";
@@ -53,7 +55,18 @@ export interface SessionParts {
   terminals: TerminalManager;
   /** The agent's writes waiting for Keep or Undo (shown after each turn). */
   edits: EditReview;
+  /** Tells the user a turn ended when they are not looking (ui/turnNotifier.ts). */
+  notifier: TurnNotifier;
   log: Logger;
+  /** This conversation is the one shown again after a window reload (the side view's). */
+  restorable: boolean;
+  /** Its session's updates may be folded inside wasm (no other conversation's are). */
+  mayAttach(): boolean;
+  /** A turn started or ended, or the title changed (host/conversations.ts shows it). */
+  changed(): void;
+  /** A new session of this conversation: the edit review starts over, when no other
+   *  conversation has edits in it. */
+  resetEdits(): void;
 }
 
 const LAST_SESSION_KEY = "acp.lastSession";
@@ -88,6 +101,10 @@ export class SessionController implements SessionSide {
    *  session starts a new conversation. */
   private keep = false;
   private saveTimer: NodeJS.Timeout | undefined;
+  /** A session is being opened (its id not known yet: updates with an unknown id are its). */
+  private openingNow = false;
+  /** Prompts sent while a turn runs, waiting for it to end (acp-client's queue). */
+  private prompts: PromptQueue | undefined;
 
   constructor(private readonly p: SessionParts) {}
 
@@ -99,6 +116,16 @@ export class SessionController implements SessionSide {
   /** A prompt turn is running. */
   get busy(): boolean {
     return this.running;
+  }
+
+  /** A session is being opened for this conversation (its id not known yet). */
+  get opening(): boolean {
+    return this.openingNow;
+  }
+
+  /** Its session engine is the one `conn` folds updates into. */
+  attachedTo(conn: AgentConnection): boolean {
+    return !!this.engine && conn.foldsInto(this.engine);
   }
 
   /** The conversation shown, if there is one (conversation() makes one). */
@@ -157,13 +184,19 @@ export class SessionController implements SessionSide {
     this.conv = conv;
     conv.discardChanges();
     this.p.post({ type: "conversation", sessionId: null, agent: null, reset: true, saved: conv.savedJson() });
+    // Prompts queued for the conversation that was shown are not sent into this one.
+    const dropped = this.prompts?.clear() ?? 0;
+    if (dropped)
+      conv.notice("info", `${dropped} queued prompt${dropped === 1 ? " was" : "s were"} not sent (another conversation was opened).`);
+    this.postQueue();
     return conv;
   }
 
   /** The conversation shown and its engine are released (the running agent folds into it no
    *  more). */
   dispose(): void {
-    if (this.engine) this.p.agent.conn?.foldInto(undefined);
+    const conn = this.p.agent.conn;
+    if (this.engine && conn?.foldsInto(this.engine)) conn.foldInto(undefined);
     this.conv?.dispose();
     this.engine?.free();
     this.conv = undefined;
@@ -172,9 +205,14 @@ export class SessionController implements SessionSide {
 
   /** The conversation's title (the agent's, else its first prompt: acp-client's list title),
    *  if it has one yet. */
-  private conversationTitle(): string | undefined {
+  conversationTitle(): string | undefined {
     const title = this.engine?.title;
     return title === undefined || title === "(no prompt yet)" ? undefined : title;
+  }
+
+  /** Tells the user the agent asks permission (`title`) when they are not looking. */
+  notifyPermission(title: string): void {
+    this.p.notifier.notify(this.conversationTitle(), { kind: "permission", title });
   }
 
   /** The terminal panel's name for `sessionId`: the agent's, and the conversation's title. */
@@ -197,6 +235,7 @@ export class SessionController implements SessionSide {
       saved: this.conv?.savedJson(),
     });
     this.p.post({ type: "busy", busy: this.running });
+    this.postQueue();
     this.postCapabilities();
     this.postEdits();
   }
@@ -218,8 +257,10 @@ export class SessionController implements SessionSide {
     // A conversation shown already (saved, or continued) that this open reopens.
     const reopening = reuse && !o.afterCrash;
     let sessionId: string;
+    this.openingNow = true;
     try {
       const opened = await openSession(conn, engine, {
+        attach: this.p.mayAttach(),
         cwd: this.p.settings.workspaceCwd(),
         mcpSetting: cfg().get("mcpServers", {}),
         decisions: this.p.decisions,
@@ -250,6 +291,8 @@ export class SessionController implements SessionSide {
       // The next attempt opens the engine shown (its intent, or a restart's re-establishing).
       this.keep = true;
       throw new Error(words);
+    } finally {
+      this.openingNow = false;
     }
     if (this.current && this.current.sessionId !== sessionId) this.p.terminals.endSession(this.current.sessionId);
     this.current = { sessionId, agent: conn.agentTitle };
@@ -258,7 +301,7 @@ export class SessionController implements SessionSide {
     this.saveSoon();
     this.postCapabilities();
     if (!o.afterCrash) {
-      this.p.edits.reset();
+      this.p.resetEdits();
       this.postEdits();
     }
     return this.current;
@@ -317,10 +360,67 @@ export class SessionController implements SessionSide {
 
   // ---- turns -------------------------------------------------------------------------------
 
+  /** The user sent a prompt: sent now, or queued while a turn runs (acp-client's prompt queue
+   *  decides, and what its end sends next). Resolves when nothing more is sent. */
   async prompt(text: string, attachments: ViewAttachment[] = []): Promise<void> {
-    if (this.running) return;
+    let next: PromptToSend | null;
+    try {
+      next = this.queue().submit({ text, attachments }, this.running);
+    } catch (e) {
+      if (!(e instanceof QueueRefused)) throw e;
+      this.p.post({ type: "promptFailed", text, attachments, message: e.message });
+      return;
+    }
+    this.postQueue();
+    await this.sendFrom(next);
+  }
+
+  /** Turns for `next`, then for what the queue sends after each, until it sends nothing. */
+  private async sendFrom(next: PromptToSend | null | undefined): Promise<void> {
+    while (next) {
+      const end = await this.turn(next.text, next.attachments);
+      const after = this.queue().turnEnded(end);
+      if (after.held) this.conv?.notice("info", after.held);
+      next = after.send;
+      this.postQueue();
+      if (next) this.p.log.info(`sending the queued prompt (${this.queue().length} more waiting)`);
+    }
+  }
+
+  /** What the view asked of the queue: edit or remove a prompt, send a held queue's first one,
+   *  or drop every prompt. */
+  queueAction(a: { action: "edit"; id: number; text: string } | { action: "remove"; id: number } | { action: "sendHeld" | "clear" }): void {
+    const q = this.queue();
+    try {
+      if (a.action === "edit") q.edit(a.id, a.text);
+      else if (a.action === "remove") q.remove(a.id);
+      else if (a.action === "clear") q.clear();
+      else if (!this.running) void this.sendFrom(q.sendHeld());
+    } catch (e) {
+      if (!(e instanceof QueueRefused)) throw e;
+      void vscode.window.showInformationMessage(`ACP: ${e.message}`);
+    }
+    this.postQueue();
+  }
+
+  /** The queue of the conversation shown (made on first use). */
+  private queue(): PromptQueue {
+    return (this.prompts ??= new PromptQueue(this.p.engine()));
+  }
+
+  /** The queued prompts to the chat. */
+  postQueue(): void {
+    this.p.post({ type: "queue", ...(this.prompts?.view() ?? { items: [], held: false }) });
+  }
+
+  /** One prompt turn; how it ended, for the queue. */
+  private async turn(text: string, attachments: ViewAttachment[]): Promise<QueueTurnEnd> {
+    if (this.running) return "failed";
     this.setBusy(true);
     this.turnCancelled = false;
+    // A checkpoint: the files this turn writes can be put back as they were before it.
+    this.p.edits.beginTurn((text.split("\n")[0] ?? "").slice(0, 80));
+    let end: QueueTurnEnd = "failed";
     let blocks: ContentBlock[] = [{ type: "text", text }];
     let conv: Conversation | undefined;
     let conn: AgentConnection | undefined;
@@ -336,12 +436,15 @@ export class SessionController implements SessionSide {
       } catch (e) {
         // Not sent: the prompt goes back into the input with why (nothing is lost).
         this.p.post({ type: "promptFailed", text, attachments, message: `Not sent: ${(e as Error).message}` });
-        return;
+        return "failed";
       }
       conv = this.conversation();
       conv.beginTurn(blocks);
       const res = await conn!.prompt(session.sessionId, blocks);
       conv.endTurn(res.stopReason);
+      end = res.stopReason === "cancelled" ? "cancelled" : "done";
+      if (end === "done")
+        this.p.notifier.notify(this.conversationTitle(), { kind: "ended", words: this.p.decisions.stopWords(res.stopReason) });
     } catch (e) {
       const message = this.p.decisions.errorWords(e);
       if (conv?.turnRunning && conn && e instanceof RpcError && e.kind === "closed") {
@@ -355,11 +458,15 @@ export class SessionController implements SessionSide {
         conv = this.conversation();
         conv.beginTurn(blocks);
       }
-      if (conv.turnRunning) conv.failTurn(message);
+      if (conv.turnRunning) {
+        conv.failTurn(message);
+        this.p.notifier.notify(this.conversationTitle(), { kind: "ended", words: `failed: ${message}` });
+      }
     } finally {
       this.setBusy(false);
       this.postEdits();
     }
+    return end;
   }
 
   cancel(): void {
@@ -381,8 +488,7 @@ export class SessionController implements SessionSide {
   private setBusy(busy: boolean): void {
     this.running = busy;
     this.p.post({ type: "busy", busy });
-    void vscode.commands.executeCommand("setContext", "acp.busy", busy);
-    this.p.agent.showBusy(busy);
+    this.p.changed();
   }
 
   /** The conversation's tool call `toolCallId` as acp-client's thread keeps it (for the
@@ -426,7 +532,7 @@ export class SessionController implements SessionSide {
         { sessionId: this.current.sessionId, agent: agent ?? "", agentTitle: this.current.agent, title: this.engine.title },
         this.conv.savedJson(),
       );
-      void this.p.extension.workspaceState.update(LAST_SESSION_KEY, this.current.sessionId);
+      if (this.p.restorable) void this.p.extension.workspaceState.update(LAST_SESSION_KEY, this.current.sessionId);
     } catch (e) {
       this.p.log.warn(`cannot save the conversation: ${(e as Error).message}`);
     }

@@ -14,6 +14,9 @@ export type HostToWebview =
    *  its stop reason (the view has no words of its own). */
   | { type: "delta"; json: string; stopWords?: string }
   | { type: "busy"; busy: boolean }
+  /** The prompts waiting for the turn to end (acp-client's queue; `held` after a cancelled or
+   *  failed turn: nothing is sent until the user says so). */
+  | { type: "queue"; items: QueueItem[]; held: boolean }
   /** What the agent accepts in prompts (its promptCapabilities), for the attach buttons. */
   | { type: "capabilities"; image: boolean; embeddedContext: boolean }
   /** The answer to `complete` number `id`: files and symbols for an `@` mention. */
@@ -25,6 +28,21 @@ export type HostToWebview =
   /** The agent's edits waiting for Keep or Undo (each change with Accept / Reject), and the
    *  turns whose files can be restored (checkpoints). */
   | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] };
+
+/** A queued prompt as the chat shows it. */
+export interface QueueItem {
+  id: number;
+  text: string;
+  /** How many attachments go with it. */
+  attachments: number;
+}
+
+/** What the user does with the queue: edit or remove a prompt, send a held queue's first
+ *  prompt now, drop them all. */
+export type QueueAction =
+  | { action: "edit"; id: number; text: string }
+  | { action: "remove"; id: number }
+  | { action: "sendHeld" | "clear" };
 
 /** A file under review as the chat shows it (host/editsView.ts). */
 export interface EditsFile {
@@ -81,6 +99,9 @@ export type WebviewToHost =
   /** Open a file (a tool card's path) at `line` (1-based). */
   | { type: "openFile"; path: string; line?: number }
   | { type: "cancel" }
+  /** The chat got (true) or lost keyboard focus: notifications are for a chat not focused. */
+  | { type: "focus"; focused: boolean }
+  | ({ type: "queue" } & QueueAction)
   | { type: "newSession" }
   | { type: "setMode"; modeId: string }
   | { type: "setConfig"; configId: string; value: string | boolean }
