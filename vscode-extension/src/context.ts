@@ -66,7 +66,8 @@ export class AcpContext implements vscode.Disposable {
 
   constructor(readonly extension: vscode.ExtensionContext) {
     this.log = this.own(vscode.window.createOutputChannel("ACP", { log: true }));
-    const status = this.own(new AgentStatus((m) => this.chat.post(m)));
+    // The agent's state goes to every chat view (the side view's and the editor tabs').
+    const status = this.own(new AgentStatus((m) => (this.conversations ? this.conversations.broadcast(m) : this.chat.post(m))));
     this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.router.onMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));

@@ -218,7 +218,11 @@ export async function run() {
     await screenshotThemes("turn-ended-notification");
     await toast.first().locator(".monaco-button", { hasText: "Show" }).click();
     // Show: keyboard focus goes to the chat (a webview), away from the editor.
-    await until("the chat focused", async () => (await page.evaluate(() => globalThis.document.activeElement?.tagName)) === "IFRAME", 10_000);
+    await until(
+      "the chat focused",
+      async () => (await page.evaluate(() => globalThis.document.activeElement?.tagName)) === "IFRAME",
+      10_000,
+    );
     if (!(await lastAgentText()).includes("I wrote")) throw new Error(`the turn's answer: ${await lastAgentText()}`);
   });
 }

@@ -6,7 +6,8 @@
 // terminals, cancels), says which conversation's session is folded inside wasm (the fast path,
 // only while no other conversation has a session: one opening a new session would otherwise
 // hold the others' updates), and shows every turn running: the status bar while any runs, the
-// side view's header and each tab's title while its own does. Commands act on the active
+// count on the side view's icon, the side view's header and each tab's title while its own
+// does. The agent's state goes to every view (broadcast). Commands act on the active
 // conversation (the editor tab in front, else the side view).
 // One reason to change: how conversations are held side by side.
 
@@ -159,13 +160,13 @@ export class Conversations implements SessionSide {
     if (mayResetEdits(this.all(), c)) this.p.sessions.edits.reset();
   }
 
-  /** Every turn running shown: the status bar while any runs, the side view's header, each
-   *  tab's title. */
+  /** Every turn running shown: the status bar while any runs, the side view's header (and
+   *  the count of turns running on its icon), each tab's title. */
   private showRunning(): void {
-    const any = this.all().some((c) => c.busy);
+    const running = this.all().filter((c) => c.busy).length;
     void vscode.commands.executeCommand("setContext", "acp.busy", this.active.busy);
-    this.p.agent.showBusy(any);
-    this.p.sideView.showRunning(this.side.busy);
+    this.p.agent.showBusy(running > 0);
+    this.p.sideView.showRunning(this.side.busy, running);
     for (const t of this.tabs) {
       t.panel!.setTitle(t.sessions.conversationTitle());
       t.panel!.showRunning(t.sessions.busy);
@@ -239,6 +240,12 @@ export class Conversations implements SessionSide {
   /** The side view's session (re-established after a crash; a tab's is at its next prompt). */
   ensureSession(o: { afterCrash?: boolean } = {}): Promise<unknown> {
     return this.side.ensureSession(o);
+  }
+
+  /** To every chat view open (the agent's state: there is one agent for them all). */
+  broadcast(m: HostToWebview): void {
+    this.p.sideView.post(m);
+    for (const t of this.tabs) t.panel!.post(m);
   }
 
   /** Every conversation saved now. */

@@ -1,7 +1,7 @@
 // The chat webview view (the side bar): strict CSP (default-src 'none'; scripts only with a
 // fresh nonce; styles from the extension and the nonce'd block), local resources only from
 // dist/. Its messages go through a ChatChannel (chatChannel.ts); its header says when the
-// conversation's turn runs.
+// conversation's turn runs, its icon how many turns run.
 
 import * as vscode from "vscode";
 import { buildChatHtml, makeNonce } from "../webview/html";
@@ -15,6 +15,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private readonly channel: ChatChannel;
   private readonly subs: vscode.Disposable[] = [];
   private running = false;
+  private runningAll = 0;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -29,7 +30,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
     view.webview.html = chatHtml(view.webview, dist);
     this.channel.attach(view.webview);
-    this.showRunning(this.running);
+    this.showRunning(this.running, this.runningAll);
     this.subs.push(
       view.onDidDispose(() => {
         this.view = undefined;
@@ -50,10 +51,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     return this.channel.focused && this.isVisible;
   }
 
-  /** The view's header says whether the conversation's turn runs. */
-  showRunning(running: boolean): void {
+  /** The view's header says whether its conversation's turn runs; its icon, how many turns
+   *  run in all the conversations (the tabs' too). */
+  showRunning(running: boolean, all: number): void {
     this.running = running;
-    if (this.view) this.view.description = running ? "running…" : undefined;
+    this.runningAll = all;
+    if (!this.view) return;
+    this.view.description = running ? "running…" : undefined;
+    this.view.badge = all > 0 ? { value: all, tooltip: `${all} ACP turn${all === 1 ? "" : "s"} running` } : undefined;
   }
 
   /** Posts to the webview; held until it is ready. */
