@@ -8,7 +8,10 @@
 // folding updates inside wasm; the agent's end) and carries out what it says; runs prompt
 // turns (busy, cancel, the agent's writes listed after each), saves the conversation shown
 // (debounced) and shows the last one again after a window reload, and opens one from the
-// history. One reason to change: what a session or a turn does with the conversation shown.
+// history. Its prompts go through its queue (queuedTurns.ts); a turn's end is notified when the
+// user is not looking. It is one conversation among several (conversations.ts keeps them, one
+// per view, and routes the agent's messages to each by session id).
+// One reason to change: what a session or a turn does with the conversation shown.
 
 import type { ContentBlock } from "@agentclientprotocol/sdk";
 import type { QueueTurnEnd, SessionAfterEnd } from "acp-wasm-client";
@@ -17,6 +20,7 @@ import { promptParts, type ViewAttachment } from "../bridges/attachments";
 import { Conversation, timerScheduler } from "../bridges/conversation";
 import type { EditReview } from "../bridges/edits";
 import { editsMessage } from "./editsView";
+import { QueuedTurns } from "./queuedTurns";
 import type { TurnNotifier } from "../ui/turnNotifier";
 import type { KnownToolCall } from "../bridges/permission";
 import { sessionTerminalName } from "../bridges/sessionTerminals";
@@ -27,10 +31,9 @@ import { RpcError } from "../protocol/client";
 import type { Logger } from "../protocol/log";
 import type { ClientPolicy } from "../protocol/policy";
 import type { SessionDecisions } from "../sessions/decisions";
-import { PromptQueue, QueueRefused, type PromptToSend } from "../sessions/promptQueue";
 import { CannotOpen, openSession, RestartNeeded, type SessionIntent, type SignIn } from "../sessions/opener";
 import type { HistoryEntry, SessionStore } from "../sessions/store";
-import type { HostToWebview } from "../webview/messages";
+import type { HostToWebview, QueueAction } from "../webview/messages";
 import type { AgentLifecycle, SessionSide } from "./lifecycle";
 import { cfg, type HostSettings } from "./settings";
 
@@ -103,10 +106,20 @@ export class SessionController implements SessionSide {
   private saveTimer: NodeJS.Timeout | undefined;
   /** A session is being opened (its id not known yet: updates with an unknown id are its). */
   private openingNow = false;
-  /** Prompts sent while a turn runs, waiting for it to end (acp-client's queue). */
-  private prompts: PromptQueue | undefined;
+  /** Prompts sent while a turn runs, waiting for it to end (acp-client's queue), and the turns
+   *  that send them. */
+  private readonly queued: QueuedTurns;
 
-  constructor(private readonly p: SessionParts) {}
+  constructor(private readonly p: SessionParts) {
+    this.queued = new QueuedTurns({
+      engine: p.engine,
+      running: () => this.running,
+      turn: (text, attachments) => this.turn(text, attachments),
+      post: p.post,
+      notice: (text) => this.conv?.notice("info", text),
+      log: p.log,
+    });
+  }
 
   /** The session with the running agent, if one is open. */
   get session(): SessionInfo | null {
@@ -185,10 +198,9 @@ export class SessionController implements SessionSide {
     conv.discardChanges();
     this.p.post({ type: "conversation", sessionId: null, agent: null, reset: true, saved: conv.savedJson() });
     // Prompts queued for the conversation that was shown are not sent into this one.
-    const dropped = this.prompts?.clear() ?? 0;
+    const dropped = this.queued.clear();
     if (dropped)
       conv.notice("info", `${dropped} queued prompt${dropped === 1 ? " was" : "s were"} not sent (another conversation was opened).`);
-    this.postQueue();
     return conv;
   }
 
@@ -235,7 +247,7 @@ export class SessionController implements SessionSide {
       saved: this.conv?.savedJson(),
     });
     this.p.post({ type: "busy", busy: this.running });
-    this.postQueue();
+    this.queued.post();
     this.postCapabilities();
     this.postEdits();
   }
@@ -360,57 +372,15 @@ export class SessionController implements SessionSide {
 
   // ---- turns -------------------------------------------------------------------------------
 
-  /** The user sent a prompt: sent now, or queued while a turn runs (acp-client's prompt queue
-   *  decides, and what its end sends next). Resolves when nothing more is sent. */
-  async prompt(text: string, attachments: ViewAttachment[] = []): Promise<void> {
-    let next: PromptToSend | null;
-    try {
-      next = this.queue().submit({ text, attachments }, this.running);
-    } catch (e) {
-      if (!(e instanceof QueueRefused)) throw e;
-      this.p.post({ type: "promptFailed", text, attachments, message: e.message });
-      return;
-    }
-    this.postQueue();
-    await this.sendFrom(next);
+  /** The user sent a prompt: sent now, or queued while a turn runs (host/queuedTurns.ts).
+   *  Resolves when nothing more is sent. */
+  prompt(text: string, attachments: ViewAttachment[] = []): Promise<void> {
+    return this.queued.submit(text, attachments);
   }
 
-  /** Turns for `next`, then for what the queue sends after each, until it sends nothing. */
-  private async sendFrom(next: PromptToSend | null | undefined): Promise<void> {
-    while (next) {
-      const end = await this.turn(next.text, next.attachments);
-      const after = this.queue().turnEnded(end);
-      if (after.held) this.conv?.notice("info", after.held);
-      next = after.send;
-      this.postQueue();
-      if (next) this.p.log.info(`sending the queued prompt (${this.queue().length} more waiting)`);
-    }
-  }
-
-  /** What the view asked of the queue: edit or remove a prompt, send a held queue's first one,
-   *  or drop every prompt. */
-  queueAction(a: { action: "edit"; id: number; text: string } | { action: "remove"; id: number } | { action: "sendHeld" | "clear" }): void {
-    const q = this.queue();
-    try {
-      if (a.action === "edit") q.edit(a.id, a.text);
-      else if (a.action === "remove") q.remove(a.id);
-      else if (a.action === "clear") q.clear();
-      else if (!this.running) void this.sendFrom(q.sendHeld());
-    } catch (e) {
-      if (!(e instanceof QueueRefused)) throw e;
-      void vscode.window.showInformationMessage(`ACP: ${e.message}`);
-    }
-    this.postQueue();
-  }
-
-  /** The queue of the conversation shown (made on first use). */
-  private queue(): PromptQueue {
-    return (this.prompts ??= new PromptQueue(this.p.engine()));
-  }
-
-  /** The queued prompts to the chat. */
-  postQueue(): void {
-    this.p.post({ type: "queue", ...(this.prompts?.view() ?? { items: [], held: false }) });
+  /** What the view asked of the queue (edit, remove, send a held queue's first, clear). */
+  queueAction(a: QueueAction): void {
+    this.queued.action(a);
   }
 
   /** One prompt turn; how it ended, for the queue. */
