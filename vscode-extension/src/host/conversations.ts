@@ -141,12 +141,7 @@ export class Conversations implements SessionSide {
     const at = this.tabs.indexOf(one);
     if (at < 0) return;
     this.tabs.splice(at, 1);
-    const s = one.sessions;
-    if (s.busy) s.cancel();
-    s.saveNow();
-    const id = s.session?.sessionId;
-    if (id) this.p.sessions.terminals.endSession(id);
-    s.dispose();
+    one.sessions.close();
     this.showRunning();
   }
 

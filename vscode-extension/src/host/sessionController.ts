@@ -106,6 +106,8 @@ export class SessionController implements SessionSide {
   private saveTimer: NodeJS.Timeout | undefined;
   /** A session is being opened (its id not known yet: updates with an unknown id are its). */
   private openingNow = false;
+  /** Its view is gone (close): no turn starts. */
+  private closed = false;
   /** Prompts sent while a turn runs, waiting for it to end (acp-client's queue), and the turns
    *  that send them. */
   private readonly queued: QueuedTurns;
@@ -202,6 +204,17 @@ export class SessionController implements SessionSide {
     if (dropped)
       conv.notice("info", `${dropped} queued prompt${dropped === 1 ? " was" : "s were"} not sent (another conversation was opened).`);
     return conv;
+  }
+
+  /** Its view is gone (an editor tab closed): nothing queued is sent, a running turn is
+   *  cancelled, the conversation saved and released; no turn starts any more. */
+  close(): void {
+    this.closed = true;
+    this.queued.clear();
+    if (this.running) this.cancel();
+    this.saveNow();
+    if (this.current) this.p.terminals.endSession(this.current.sessionId);
+    this.dispose();
   }
 
   /** The conversation shown and its engine are released (the running agent folds into it no
@@ -385,7 +398,7 @@ export class SessionController implements SessionSide {
 
   /** One prompt turn; how it ended, for the queue. */
   private async turn(text: string, attachments: ViewAttachment[]): Promise<QueueTurnEnd> {
-    if (this.running) return "failed";
+    if (this.running || this.closed) return "failed";
     this.setBusy(true);
     this.turnCancelled = false;
     // A checkpoint: the files this turn writes can be put back as they were before it.
@@ -411,11 +424,14 @@ export class SessionController implements SessionSide {
       conv = this.conversation();
       conv.beginTurn(blocks);
       const res = await conn!.prompt(session.sessionId, blocks);
+      // Another conversation was shown meanwhile, or this one closed: its turn is over with it.
+      if (this.conv !== conv) return "cancelled";
       conv.endTurn(res.stopReason);
       end = res.stopReason === "cancelled" ? "cancelled" : "done";
       if (end === "done")
         this.p.notifier.notify(this.conversationTitle(), { kind: "ended", words: this.p.decisions.stopWords(res.stopReason) });
     } catch (e) {
+      if (conv && this.conv !== conv) return "failed"; // shown no more (see above)
       const message = this.p.decisions.errorWords(e);
       if (conv?.turnRunning && conn && e instanceof RpcError && e.kind === "closed") {
         // The connection closed under the turn: the agent's end follows the end of its output,
