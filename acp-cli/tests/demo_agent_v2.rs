@@ -280,3 +280,51 @@ fn a_v1_client_gets_the_v1_agent_from_the_same_build() {
     let session = c.answer(new).unwrap();
     assert!(session["sessionId"].is_string(), "{session}");
 }
+
+#[test]
+fn a_retried_prompt_with_its_idempotency_key_inserts_nothing() {
+    let mut c = Client::start();
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+    );
+    c.answer(init).unwrap();
+    let new = c.request("session/new", json!({"cwd": "/tmp"}));
+    c.session = c.answer(new).unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let prompt = |session: &str, text: &str, key: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": text}], "idempotencyKey": key});
+    let session = c.session.clone();
+    let first = c.request("session/prompt", prompt(&session, "once", "key-1"));
+    let original = c.answer(first).unwrap()["messageId"].clone();
+    while c.conn.turn_state(&session) != TurnState::Idle {
+        c.step();
+    }
+    // The client retries (say the answer was lost): the same key, the original message, and
+    // the session's state (idle) ends the wait for that turn.
+    let retry = c.request("session/prompt", prompt(&session, "once", "key-1"));
+    assert_eq!(c.answer(retry).unwrap()["messageId"], original);
+    while c.conn.turn_state(&session) != TurnState::Idle {
+        c.step();
+    }
+    // A new key is a new submission: a second turn.
+    let second = c.request("session/prompt", prompt(&session, "twice", "key-2"));
+    assert_ne!(c.answer(second).unwrap()["messageId"], original);
+    while c.conn.turn_state(&session) != TurnState::Idle {
+        c.step();
+    }
+    // The replay holds the two prompts, not three.
+    c.kinds.clear();
+    c.thread = Thread::default();
+    let resume = c.request(
+        "session/resume",
+        json!({"sessionId": session, "cwd": "/tmp", "replayFrom": {"type": "start"}}),
+    );
+    c.answer(resume).unwrap();
+    let users: Vec<_> = shown(&c.thread)
+        .into_iter()
+        .filter(|(k, _)| k == "user")
+        .collect();
+    assert_eq!(users, [pair("user", "once"), pair("user", "twice")]);
+}

@@ -47,7 +47,7 @@ fn v2_agent() -> Connection {
     );
     c.respond(
         t,
-        &json!({"protocolVersion":2,"info":{"name":"a","version":"1"}}),
+        &json!({"protocolVersion":2,"capabilities":{"session":{}},"info":{"name":"a","version":"1"}}),
     )
     .unwrap();
     sent(&mut c);
@@ -221,4 +221,135 @@ fn the_v2_vectors_updates_are_schema_v2_updates() {
         }
     }
     assert!(checked >= 10, "only {checked} updates checked");
+}
+
+/// A v2 agent whose client advertised `capabilities` (JSON).
+fn v2_agent_for(client_caps: Value) -> (Connection, u64) {
+    let mut c = agent();
+    let t = request(
+        &mut c,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"c","version":"1"},"capabilities":client_caps}}),
+    );
+    (c, t)
+}
+
+fn not_advertised(e: Error) -> (String, &'static str) {
+    match e {
+        Error::CapabilityNotAdvertised { method, capability } => (method, capability),
+        other => panic!("expected CapabilityNotAdvertised, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_agent_offers_terminal_auth_only_to_a_client_that_advertised_it() {
+    let answer = json!({"protocolVersion":2,"capabilities":{"session":{}},"info":{"name":"a","version":"1"},
+        "authMethods":[{"methodId":"tui","name":"Terminal","type":"terminal"}]});
+    let (mut c, t) = v2_agent_for(json!({}));
+    assert_eq!(
+        not_advertised(c.respond(t, &answer).unwrap_err()),
+        ("initialize".to_owned(), "auth.terminal")
+    );
+    assert!(sent(&mut c).is_empty(), "nothing is sent");
+    let (mut c, t) = v2_agent_for(json!({"auth":{"terminal":{}}}));
+    c.respond(t, &answer).unwrap();
+    assert_eq!(sent(&mut c).len(), 1);
+    // Its authMethods are not empty: auth/login exists for this client.
+    let login = request(
+        &mut c,
+        json!({"jsonrpc":"2.0","id":1,"method":"auth/login","params":{"methodId":"tui"}}),
+    );
+    c.respond(login, &json!({})).unwrap();
+}
+
+#[test]
+fn an_agent_asks_elicitations_only_in_the_modes_the_client_advertised() {
+    let form = json!({"sessionId":"s","mode":"form","message":"Name?","requestedSchema":{"type":"object","properties":{}}});
+    let url = json!({"sessionId":"s","mode":"url","message":"Sign in","url":"https://example.invalid/","elicitationId":"e"});
+    let (mut c, t) = v2_agent_for(json!({"elicitation":{"form":{},"url":null}}));
+    c.respond(
+        t,
+        &json!({"protocolVersion":2,"capabilities":{"session":{}},"info":{"name":"a","version":"1"}}),
+    )
+    .unwrap();
+    sent(&mut c);
+    let err = c
+        .send_request("elicitation/create", Some(&url), Default::default(), 0)
+        .unwrap_err();
+    assert_eq!(
+        not_advertised(err),
+        ("elicitation/create".to_owned(), "elicitation.url")
+    );
+    assert!(sent(&mut c).is_empty());
+    c.send_request("elicitation/create", Some(&form), Default::default(), 0)
+        .unwrap();
+    assert_eq!(sent(&mut c)[0]["params"]["mode"], "form");
+}
+
+#[test]
+fn a_v2_client_does_not_batch_lifecycle_messages_and_reports_unasked_terminal_auth() {
+    use acp_core::{BatchEntry, RequestOptions};
+    let mut c: Connection = Connection::new(Config::new(Role::Client));
+    let params = json!({"protocolVersion":2,"info":{"name":"c","version":"1"},"capabilities":{}});
+    c.send_request("initialize", Some(&params), Default::default(), 0)
+        .unwrap();
+    let answer = json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"capabilities":{"session":{}},
+        "info":{"name":"a","version":"1"},"authMethods":[{"methodId":"tui","name":"T","type":"terminal"}]}});
+    c.handle_bytes(format!("{answer}\n").as_bytes(), 0);
+    let mut reported = Vec::new();
+    while let Some(ev) = c.poll_event() {
+        if let Event::ProtocolError(e) = ev {
+            reported.push(e.message);
+        }
+    }
+    assert_eq!(
+        reported,
+        ["initialize offers an auth method that needs the client capability auth.terminal, which was not advertised"]
+    );
+    sent(&mut c);
+    let entry = |method: &str| BatchEntry {
+        method: method.to_owned(),
+        params: Some(
+            serde_json::value::to_raw_value(&json!({"sessionId":"s","cwd":"/w"})).unwrap(),
+        ),
+        request: Some(RequestOptions::default()),
+    };
+    let err = c
+        .send_batch(vec![entry("session/list"), entry("session/resume")], 0)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::NotAllowedInBatch(m) if m == "session/resume"),
+        "{err:?}"
+    );
+    assert!(sent(&mut c).is_empty(), "nothing of the batch is sent");
+    assert_eq!(
+        c.send_batch(vec![entry("session/list"), entry("session/close")], 0)
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+/// acp-core's idempotency-key rule agrees with the schema crate's `IdempotencyKey` on every
+/// case: what one accepts the other does.
+#[test]
+fn idempotency_keys_agree_with_the_schema_crate() {
+    use agent_client_protocol_schema::v2::PromptRequest;
+    let max = "é".repeat(255);
+    let long = "k".repeat(256);
+    for key in [
+        json!(null),
+        json!(""),
+        json!("k"),
+        json!(max),
+        json!(long),
+        json!(7),
+        json!({"k":1}),
+        json!(["k"]),
+    ] {
+        let params =
+            json!({"sessionId":"s","prompt":[{"type":"text","text":"hi"}],"idempotencyKey":key});
+        let ours = acp_core::v2::capabilities::check_idempotency_key(&params.to_string()).is_ok();
+        let theirs = serde_json::from_value::<PromptRequest>(params.clone()).is_ok();
+        assert_eq!(ours, theirs, "{key}");
+    }
 }

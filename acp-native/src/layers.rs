@@ -505,14 +505,36 @@ where
 
 /// Maps any `tower` error (e.g. from `tower::timeout` on an [`crate::RpcClient`]) back to an
 /// [`RpcError`]: an [`RpcError`] is unboxed, `tower::timeout`'s `Elapsed` becomes
-/// `Call(CallError::TimedOut { after_ms: 0 })` (the error does not say after how long), anything
+/// `Call(CallError::TimedOut { after_ms: 0 })` (the error does not say after how long: with a
+/// `TimeoutLayer` of your own, map with [`rpc_error_from_box_after`] and its duration), anything
 /// else `Other` with its message.
 pub fn rpc_error_from_box(e: tower::BoxError) -> RpcError {
+    from_box(e, 0)
+}
+
+/// [`rpc_error_from_box`] for a stack whose `tower::timeout` waits `timeout`: its `Elapsed`
+/// becomes `Call(CallError::TimedOut { after_ms })` with that duration, so the message says
+/// "request timed out after 250 ms", not "after 0 ms".
+///
+/// ```
+/// # use std::time::Duration;
+/// let map = acp_native::layers::rpc_error_from_box_after(Duration::from_millis(250));
+/// let e = map(Box::new(tower::timeout::error::Elapsed::new()));
+/// assert_eq!(e.to_string(), "request timed out after 250 ms");
+/// ```
+pub fn rpc_error_from_box_after(
+    timeout: std::time::Duration,
+) -> impl Fn(tower::BoxError) -> RpcError + Clone {
+    let after_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    move |e| from_box(e, after_ms)
+}
+
+fn from_box(e: tower::BoxError, after_ms: u64) -> RpcError {
     match e.downcast::<RpcError>() {
         Ok(e) => *e,
         Err(e) => {
             if e.is::<tower::timeout::error::Elapsed>() {
-                RpcError::Call(acp_core::CallError::TimedOut { after_ms: 0 })
+                RpcError::Call(acp_core::CallError::TimedOut { after_ms })
             } else {
                 RpcError::Other(e.to_string())
             }

@@ -428,6 +428,50 @@ async fn tower_stack_on_the_outgoing_side() {
     assert_eq!(remote(e).code, -32601);
 }
 
+/// A `tower::timeout` of the caller's own on the outgoing side: the call fails as `TimedOut`
+/// with that layer's duration (mapped by `rpc_error_from_box_after`), and the peer's handler
+/// is cancelled (the future is dropped, so the engine sends `$/cancel_request`).
+#[tokio::test(start_paused = true)]
+async fn a_tower_timeout_says_after_how_long() {
+    let (fired_tx, fired_rx) = tokio::sync::oneshot::channel::<()>();
+    let fired_tx = Arc::new(Mutex::new(Some(fired_tx)));
+    let router = agent_router().route_raw("_test/slow", move |_p, cx| {
+        let fired_tx = fired_tx.clone();
+        async move {
+            cx.cancel.cancelled().await;
+            if let Some(tx) = fired_tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            Err(acp_core::ErrorObject::new(
+                acp_core::ErrorCode::RequestCancelled,
+                "cancelled",
+            ))
+        }
+    });
+    let (client, _agent, _) = pair(RpcService::new(router));
+    let limit = Duration::from_millis(250);
+    let mut svc = ServiceBuilder::new()
+        .timeout(limit)
+        .service(client.handle().client());
+    let e = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(RpcRequest::new("_test/slow", None))
+        .await
+        .map_err(acp_native::layers::rpc_error_from_box_after(limit))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            RpcError::Call(acp_core::CallError::TimedOut { after_ms: 250 })
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "request timed out after 250 ms");
+    fired_rx.await.expect("the peer's handler was cancelled");
+}
+
 /// A peer that reads one request line and hangs up: the pending call fails at once with
 /// `Closed`, `closed()` resolves with the same reason, the token is cancelled, and later calls
 /// fail the same way.

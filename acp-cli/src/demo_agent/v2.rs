@@ -7,12 +7,17 @@
 //! message's id, then a turn in notifications — the echoed `user_message`, `running`, a
 //! `tool_call_update` and a permission question (`requires_action` while it waits), the answer
 //! streamed as `agent_message_chunk`s, and an idle `state_update` with the stop reason;
-//! `session/cancel` ends the turn with an idle `cancelled`; `session/resume` with `replayFrom`
+//! `session/cancel` ends the turn with an idle `cancelled`; a prompt's `idempotencyKey` seen
+//! before in the session (a client's retry) is answered with the original message's id and
+//! starts nothing (v2: agents that advertise `session` must support the key; acp-core already
+//! refused malformed keys); `session/resume` with `replayFrom`
 //! replays the session's messages as `user_message`/`agent_message` upserts, then
 //! `replay_complete`, the current state, and answers; `session/list` and `session/close`.
 //!
 //! Memory: a session keeps its messages for the replay, at most [`MAX_MESSAGES`] (the oldest
-//! go first); sessions live until `session/close` or the end of the process.
+//! go first), and the idempotency keys of the prompts it keeps, as many (a key is recognized
+//! while its message is retained, as v2 asks); sessions live until `session/close` or the end
+//! of the process.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -35,6 +40,8 @@ pub(super) struct V2Session {
     /// `user_message` / `agent_message` upserts, oldest first, for the replay.
     messages: VecDeque<Value>,
     next_message: u64,
+    /// Idempotency keys of the prompts taken, with their user message's id, oldest first.
+    keys: VecDeque<(String, String)>,
     /// The running turn's cancellation.
     turn: Option<CancellationToken>,
 }
@@ -45,6 +52,21 @@ impl V2Session {
             self.messages.pop_front();
         }
         self.messages.push_back(upsert);
+    }
+
+    /// The user message a prompt with this idempotency key inserted, if the session keeps it.
+    fn retried(&self, key: &str) -> Option<String> {
+        self.keys
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, id)| id.clone())
+    }
+
+    fn record_key(&mut self, key: String, message: String) {
+        if self.keys.len() == MAX_MESSAGES {
+            self.keys.pop_front();
+        }
+        self.keys.push_back((key, message));
     }
 
     fn message_id(&mut self, prefix: &str) -> String {
@@ -184,17 +206,33 @@ impl DemoAgent {
             .filter(|a| !a.is_empty())
             .cloned()
             .ok_or_else(|| ErrorObject::invalid_params("prompt must be a non-empty array"))?;
+        let key = p["idempotencyKey"].as_str().map(str::to_owned);
         let (user_id, token) = {
             let mut sessions = self.v2_sessions.lock().unwrap();
             let s = sessions
                 .get_mut(&session)
                 .ok_or_else(|| ErrorObject::invalid_params(format!("unknown session {session}")))?;
+            // A retry of a prompt already taken: its message, nothing inserted or run again.
+            // When its turn is over, the session's state follows (idle), so a client that
+            // waits for the turn's end after any prompt is not left waiting.
+            if let Some(original) = key.as_deref().and_then(|k| s.retried(k)) {
+                if s.turn.is_none() {
+                    tokio::spawn(async move {
+                        let idle = json!({"sessionUpdate": "state_update", "state": "idle"});
+                        update(&peer, &session, idle).await;
+                    });
+                }
+                return raw(json!({ "messageId": original }));
+            }
             if s.turn.is_some() {
                 return Err(ErrorObject::invalid_params(
                     "a turn is running in this session: cancel it or wait for idle",
                 ));
             }
             let id = s.message_id("u");
+            if let Some(key) = key {
+                s.record_key(key, id.clone());
+            }
             let token = CancellationToken::new();
             s.turn = Some(token.clone());
             (id, token)

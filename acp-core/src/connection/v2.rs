@@ -1,6 +1,9 @@
 //! The connection's ACP v2 rules (feature `unstable_protocol_v2`; what they are: [`crate::v2`]):
 //! version negotiation in `initialize`, the removed methods, checked updates, the turn ended by
-//! an idle `state_update` and the replay order of `session/resume`.
+//! an idle `state_update`, the replay order of `session/resume`, and v2's capability rules
+//! ([`v2::capabilities`]: read from `initialize`, held both ways with
+//! [`Config::enforce_capabilities`](crate::Config::enforce_capabilities); a prompt's
+//! idempotency key is checked always).
 //!
 //! Memory: the replays under way are one entry per `session/resume` with `replayFrom` still in
 //! flight (our outgoing requests, or the peer's requests, at most
@@ -14,6 +17,7 @@ use crate::acp::{self, capabilities::member, Role, TurnState};
 use crate::error::{CallError, Error, PeerErrorKind};
 use crate::jsonrpc::{write_error_response, ErrorCode, ErrorObject, Id};
 use crate::v2;
+use crate::v2::capabilities::{self as caps, AgentCapabilities, ClientCapabilities};
 
 /// Where a connection stands with v2.
 #[derive(Debug, Default)]
@@ -25,6 +29,10 @@ pub(super) struct V2State {
     /// `session/resume` requests with `replayFrom` in flight (client: by outgoing id; agent: by
     /// incoming token).
     replays: Vec<Replay>,
+    /// What the agent advertised in its v2 `initialize` result (sent or received).
+    agent: AgentCapabilities,
+    /// What the client advertised in its v2 `initialize` params (sent or received).
+    client: ClientCapabilities,
 }
 
 #[derive(Debug)]
@@ -54,11 +62,53 @@ impl<T> Connection<T> {
         }
     }
 
-    /// Checks a message we just wrote at `out[start..]`: an agent's `session/update` (and its
-    /// `replay_complete` needs a replay under way).
-    pub(super) fn v2_check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
-        if self.config.role != Role::Agent || method != acp::client::SESSION_UPDATE {
+    /// A local call on a v2 connection: a client's call of a method surface the agent did not
+    /// advertise ([`caps::required_agent_capability`]).
+    pub(super) fn v2_check_can_send(&self, method: &str) -> Result<(), Error> {
+        if self.config.role != Role::Client || !self.config.enforce_capabilities {
             return Ok(());
+        }
+        match caps::required_agent_capability(method) {
+            Some(cap) if !self.v2.agent.allows(cap) => Err(Error::CapabilityNotAdvertised {
+                method: method.to_owned(),
+                capability: cap,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks a message we just wrote at `out[start..]`: a client's params against the agent's
+    /// capabilities and its prompt's idempotency key; an agent's `elicitation/create` mode; an
+    /// agent's `session/update` (and its `replay_complete` needs a replay under way).
+    pub(super) fn v2_check_sent(&self, method: &str, start: usize) -> Result<(), Error> {
+        let enforce = self.config.enforce_capabilities;
+        let params =
+            || acp::capabilities::member_of_message(&self.out[start..], false).unwrap_or_default();
+        let refuse = |cap: &'static str| Error::CapabilityNotAdvertised {
+            method: method.to_owned(),
+            capability: cap,
+        };
+        match self.config.role {
+            Role::Client => {
+                let params = params();
+                if method == acp::agent::SESSION_PROMPT {
+                    caps::check_idempotency_key(&params).map_err(Error::InvalidParams)?;
+                }
+                if enforce {
+                    if let Some(cap) = caps::missing_for_params(&self.v2.agent, method, &params) {
+                        return Err(refuse(cap));
+                    }
+                }
+                return Ok(());
+            }
+            Role::Agent if method == acp::client::ELICITATION_CREATE && enforce => {
+                return match self.v2.client.missing_for_elicitation(&params()) {
+                    Some(cap) => Err(refuse(cap)),
+                    None => Ok(()),
+                };
+            }
+            Role::Agent if method != acp::client::SESSION_UPDATE => return Ok(()),
+            Role::Agent => {}
         }
         let params =
             acp::capabilities::member_of_message(&self.out[start..], false).unwrap_or_default();
@@ -117,6 +167,8 @@ impl<T> Connection<T> {
         if method == acp::agent::INITIALIZE {
             let params = acp::capabilities::member_of_message(&self.out[start..], false);
             self.v2.offered = version_of(params.as_deref());
+            self.v2.client =
+                ClientCapabilities::from_initialize_params(&params.unwrap_or_default());
         } else if self.is_v2() && method == acp::agent::SESSION_RESUME {
             let params = acp::capabilities::member_of_message(&self.out[start..], false);
             if let Some(p) = params.filter(|p| v2::asks_replay(p)) {
@@ -133,20 +185,84 @@ impl<T> Connection<T> {
         }
     }
 
-    /// A peer's request of a method v2 removed, on a v2 connection: answered -32601 and
-    /// reported. Returns whether it was refused.
-    pub(super) fn v2_refuse_request(&mut self, id: &Id, method: &str, batch: Option<u64>) -> bool {
-        let Some(message) = v2::removed_method(method).filter(|_| self.is_v2()) else {
+    /// A peer's request on a v2 connection that breaks v2's rules, answered with an error and
+    /// reported: a method v2 removed (-32601); with capabilities enforced, a method surface the
+    /// agent did not advertise (-32601), params that need a capability it did not advertise
+    /// (-32602), an `elicitation/create` mode the client did not advertise (-32602); a
+    /// malformed idempotency key (-32602, always: v2 says agents MUST reject it). Returns
+    /// whether it was refused.
+    pub(super) fn v2_refuse_request(
+        &mut self,
+        id: &Id,
+        method: &str,
+        params: Option<&RawValue>,
+        batch: Option<u64>,
+    ) -> bool {
+        if !self.is_v2() {
+            return false;
+        }
+        let params = params.map_or("", RawValue::get);
+        let enforce = self.config.enforce_capabilities;
+        let not_advertised = |side: &str, cap: &str| {
+            format!("{method} needs the {side} capability {cap}, which was not advertised")
+        };
+        let refusal = if let Some(message) = v2::removed_method(method) {
+            Some((
+                ErrorCode::MethodNotFound,
+                PeerErrorKind::ProtocolVersionRule,
+                message,
+            ))
+        } else {
+            match self.config.role {
+                Role::Agent => {
+                    let surface = caps::required_agent_capability(method)
+                        .filter(|cap| enforce && !self.v2.agent.allows(cap));
+                    let content = || {
+                        caps::missing_for_params(&self.v2.agent, method, params).filter(|_| enforce)
+                    };
+                    if let Some(cap) = surface {
+                        Some((
+                            ErrorCode::MethodNotFound,
+                            PeerErrorKind::CapabilityNotAdvertised,
+                            not_advertised("agent", cap),
+                        ))
+                    } else if let Some(cap) = content() {
+                        Some((
+                            ErrorCode::InvalidParams,
+                            PeerErrorKind::CapabilityNotAdvertised,
+                            not_advertised("agent", cap),
+                        ))
+                    } else if method == acp::agent::SESSION_PROMPT {
+                        caps::check_idempotency_key(params).err().map(|why| {
+                            (
+                                ErrorCode::InvalidParams,
+                                PeerErrorKind::ProtocolVersionRule,
+                                why,
+                            )
+                        })
+                    } else {
+                        None
+                    }
+                }
+                Role::Client if method == acp::client::ELICITATION_CREATE && enforce => {
+                    self.v2.client.missing_for_elicitation(params).map(|cap| {
+                        (
+                            ErrorCode::InvalidParams,
+                            PeerErrorKind::CapabilityNotAdvertised,
+                            not_advertised("client", cap),
+                        )
+                    })
+                }
+                Role::Client => None,
+            }
+        };
+        let Some((code, kind, message)) = refusal else {
             return false;
         };
         let mut out = Vec::new();
-        write_error_response(
-            &mut out,
-            id,
-            &ErrorObject::new(ErrorCode::MethodNotFound, message.clone()),
-        );
+        write_error_response(&mut out, id, &ErrorObject::new(code, message.clone()));
         self.emit_response_unbatched(batch, out);
-        self.protocol_error(PeerErrorKind::ProtocolVersionRule, message);
+        self.protocol_error(kind, message);
         true
     }
 
@@ -158,6 +274,7 @@ impl<T> Connection<T> {
         }
         if method == acp::agent::INITIALIZE {
             self.v2.offered = version_of(params);
+            self.v2.client = ClientCapabilities::from_initialize_params(params.unwrap_or(""));
         } else if self.is_v2() && method == acp::agent::SESSION_RESUME {
             if let Some(p) = params.filter(|p| v2::asks_replay(p)) {
                 if let Some(session) = acp::session_id_of(Some(p)) {
@@ -196,6 +313,19 @@ impl<T> Connection<T> {
                         self.v2.offered
                     )));
                 }
+                let result = result.unwrap_or_default();
+                if let Some(cap) = self
+                    .v2
+                    .client
+                    .missing_for_initialize_result(&result)
+                    .filter(|_| self.config.enforce_capabilities)
+                {
+                    return Err(Error::CapabilityNotAdvertised {
+                        method: acp::agent::INITIALIZE.to_owned(),
+                        capability: cap,
+                    });
+                }
+                self.v2.agent = AgentCapabilities::from_initialize_result(&result);
                 self.v2.version = v2::PROTOCOL_VERSION;
             } else {
                 self.v2.version = 0;
@@ -290,14 +420,26 @@ impl<T> Connection<T> {
         }
     }
 
-    /// A response to our request `o` (id `n`) on a v2 client: a `session/resume` answered
-    /// before its `replay_complete` is reported (the replay was truncated).
+    /// A response to our request `o` (id `n`) on a v2 client: the agent's capabilities from a
+    /// v2 `initialize` result (a `terminal` auth method offered to a client without
+    /// `auth.terminal` is reported); a `session/resume` answered before its `replay_complete`
+    /// is reported (the replay was truncated).
     pub(super) fn v2_received_response(
         &mut self,
         n: u64,
         o: &Outgoing<T>,
         result: &Result<Box<RawValue>, CallError>,
     ) {
+        if let (true, Ok(raw)) = (o.method == acp::agent::INITIALIZE && self.is_v2(), result) {
+            self.v2.agent = AgentCapabilities::from_initialize_result(raw.get());
+            let missing = self.v2.client.missing_for_initialize_result(raw.get());
+            if let Some(cap) = missing.filter(|_| self.config.enforce_capabilities) {
+                self.protocol_error(
+                    PeerErrorKind::CapabilityNotAdvertised,
+                    format!("initialize offers an auth method that needs the client capability {cap}, which was not advertised"),
+                );
+            }
+        }
         let Some(i) = self.v2.replays.iter().position(|r| r.key == n) else {
             return;
         };

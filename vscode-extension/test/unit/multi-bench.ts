@@ -10,7 +10,7 @@
 import * as path from "node:path";
 import { Conversation } from "../../src/bridges/conversation";
 import { AcpClient } from "../../src/protocol/client";
-import { loadEngine } from "../../src/protocol/engine";
+import { loadEngine } from "../../src/platform/nodeEngine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
 
 const N = Number(process.env.N ?? 20000);

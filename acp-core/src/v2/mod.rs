@@ -27,8 +27,12 @@
 //!   client reports an answer without it (the replay was truncated), and a `replay_complete`
 //!   nobody asked for is refused (agent) or reported and dropped (client).
 //!
-//! v1's capability rules (`acp::capabilities`, and the `unstable` drafts' rules) read v1's
-//! `clientCapabilities`/`agentCapabilities`; on a v2 connection they do not apply.
+//! - capabilities: v2's own rules ([`capabilities`]: method surfaces, prompt content, MCP
+//!   transports, elicitation modes, terminal auth, idempotency keys, what is not batched).
+//!   v1's capability rules (`acp::capabilities`, and the `unstable` drafts' rules) read v1's
+//!   `clientCapabilities`/`agentCapabilities`; on a v2 connection they do not apply.
+
+pub mod capabilities;
 
 use crate::acp::capabilities::{member, path};
 
