@@ -50,7 +50,7 @@ RAW="$ACP_WASM_TARGET_DIR/wasm32-unknown-unknown/$PROFILE/acp_wasm.wasm"
 # question model and the Windows rules) plus about 4 % (650,000 B), then for the session engine
 # (docs/wasm.md, "The session engine and the fold inside wasm").
 LIMIT_default="${ACP_WASM_SIZE_LIMIT:-250000}"
-LIMIT_client="${ACP_WASM_CLIENT_SIZE_LIMIT:-690000}"
+LIMIT_client="${ACP_WASM_CLIENT_SIZE_LIMIT:-705000}"
 say "mode=$ACP_WASM_MODE profile=$PROFILE target-dir=$ACP_WASM_TARGET_DIR flavours=$FLAVOURS"
 
 # Features the Rust wasm32-unknown-unknown target enables by default (rustc >= 1.82/1.87);

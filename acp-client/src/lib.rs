@@ -89,6 +89,8 @@
 //! - [`edits`]: the record of a turn's edits (each file's text before the agent's first write
 //!   and after its last) and the undo decision: put back, remove a created file, or refuse when
 //!   the file changed since.
+//! - [`queue`]: the prompt queue: prompts sent while a turn runs wait, editable and removable,
+//!   and go in order when it ends; a cancelled or failed turn holds them.
 //! - [`errors`]: one JSON-RPC error code and `data.reason` per way an fs/terminal request fails.
 //! - [`env`](mod@env): the environment allowlist, valid variable names, and what an agent's `env`
 //!   changes from the user's.
@@ -120,6 +122,7 @@ pub mod mcp;
 pub mod permission;
 pub mod prompt;
 pub mod question;
+pub mod queue;
 pub mod registry;
 pub mod remote;
 pub mod restart;

@@ -16,7 +16,8 @@
 //!   question's model with its diff ([`question`]), the session engine ([`session_engine`]:
 //!   one session's lifecycle, its crash budget and its conversation, and
 //!   `AcpConnection.pollEventsFor`, which folds `session/update`s into it inside wasm), the
-//!   conversation thread alone ([`thread`]) and the HTTP transport's wire ([`http_sse`]: the
+//!   conversation thread alone ([`thread`]), the prompt queue ([`queue`]) and the HTTP
+//!   transport's wire ([`http_sse`]: the
 //!   SSE reader and the session routing of acp-core's `http_sse`). The default build is the
 //!   engine alone, within the 250 KB goal (docs/wasm.md).
 
@@ -28,6 +29,8 @@ pub mod http_sse;
 pub mod policy;
 #[cfg(feature = "client")]
 pub mod question;
+#[cfg(feature = "client")]
+pub mod queue;
 #[cfg(feature = "client")]
 pub mod registry;
 #[cfg(feature = "client")]

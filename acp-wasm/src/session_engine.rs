@@ -378,7 +378,8 @@ impl AcpConnection {
     /// as `pollEvents()` gives them. To keep wire order across the open request's answer,
     /// which changes how the updates after it are taken, it stops after the first response
     /// (or failed request): call it again until it returns `[]`. An update the session cannot
-    /// read comes back as its "notification" event.
+    /// read, or does not take (another session's, on a connection with several sessions),
+    /// comes back as its "notification" event, for the face to hand to the session it is for.
     #[wasm_bindgen(js_name = pollEventsFor, unchecked_return_type = "AcpEvent[]")]
     pub fn poll_events_for(&mut self, session: &mut Session) -> Result<JsValue, JsValue> {
         let mut session = session.inner.borrow_mut();
@@ -390,7 +391,9 @@ impl AcpConnection {
                 params: Some(params),
             } = &event
             {
-                if method == "session/update" && session.fold_update(params.get()).is_ok() {
+                if method == "session/update"
+                    && matches!(session.fold_update(params.get()), Ok(true))
+                {
                     continue;
                 }
             }

@@ -2,8 +2,9 @@
 // channel, the chat view, the diff provider, the status bar item, the trace and its panel, the terminals,
 // the commands), loads the wasm engine once, makes the bridges (permission, fs, terminal) with
 // their VS Code parts, and wires the host's parts to one another: the agent's lifecycle
-// (host/lifecycle.ts), the session controller (host/sessionController.ts), the webview router
-// (host/webviewRouter.ts) and the commands (host/commands.ts), with host/settings.ts,
+// (host/lifecycle.ts), the conversations open (host/conversations.ts: the side view's and each
+// editor tab's session controller, host/sessionController.ts, and webview router,
+// host/webviewRouter.ts) and the commands (host/commands.ts), with host/settings.ts,
 // host/status.ts and host/trace.ts. Disposing saves the conversation and stops the agent.
 // One reason to change: a part is added, or what a part is given changes.
 
@@ -16,6 +17,7 @@ import { PermissionBridge } from "./bridges/permission";
 import { ClientRouter } from "./bridges/router";
 import { SessionTerminals } from "./bridges/sessionTerminals";
 import { Commands } from "./host/commands";
+import { Conversations } from "./host/conversations";
 import { AgentLifecycle } from "./host/lifecycle";
 import { SessionController, type SessionInfo } from "./host/sessionController";
 import { cfg, HostSettings } from "./host/settings";
@@ -55,7 +57,9 @@ export class AcpContext implements vscode.Disposable {
   private readonly decisions = new SessionDecisions(() => this.loadEngineOnce());
   /** Starting, restarting and stopping the agent. */
   readonly agent: AgentLifecycle;
-  /** The session with the agent and the conversation the chat shows. */
+  /** The conversations open (the side view's and the editor tabs'). */
+  readonly conversations: Conversations;
+  /** The side view's conversation: its session with the agent. */
   readonly sessions: SessionController;
   /** The chat view's messages, to the part that acts on each. */
   private readonly router: WebviewRouter;
@@ -69,7 +73,8 @@ export class AcpContext implements vscode.Disposable {
     useHostPaths(platform.path);
     useHostOs(platform.os);
     this.log = this.own(vscode.window.createOutputChannel("ACP", { log: true }));
-    const status = this.own(new AgentStatus((m) => this.chat.post(m)));
+    // The agent's state goes to every chat view (the side view's and the editor tabs').
+    const status = this.own(new AgentStatus((m) => (this.conversations ? this.conversations.broadcast(m) : this.chat.post(m))));
     this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.router.onMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
@@ -77,7 +82,7 @@ export class AcpContext implements vscode.Disposable {
     // No terminals where the host cannot run processes (the browser): not advertised.
     const terminals = platform.terminals?.(
       // One terminal panel per session, named after the agent and the conversation.
-      new SessionTerminals(new PseudoterminalPanels(), (sessionId) => this.sessions.terminalName(sessionId)),
+      new SessionTerminals(new PseudoterminalPanels(), (sessionId) => this.conversations.terminalName(sessionId)),
       () => ({
         useShell: cfg().get<boolean>("terminal.useShell", false),
         approval: cfg().get<string>("terminal.approval", "ask") === "allow" ? "allow" : "ask",
@@ -89,13 +94,20 @@ export class AcpContext implements vscode.Disposable {
       new VsCodeTerminalApprover(),
     );
     this.own({ dispose: () => terminals?.disposeAll() });
+    const prompter = new VsCodePermissionPrompter(this.diffs);
     const permission = new PermissionBridge(
-      new VsCodePermissionPrompter(this.diffs),
+      {
+        prompt: (model, token) => {
+          // Told when the user is not looking (the conversation that asks names it).
+          this.conversations.notifyPermission(model.sessionId, model.message);
+          return prompter.prompt(model, token);
+        },
+      },
       () => ({ autoApprove: cfg().get<boolean>("permissions.autoApprove", false) }),
       this.log,
       this.policy,
-      (sessionId) => this.sessions.cancelTurn(sessionId),
-      (sessionId, toolCallId) => this.sessions.knownToolCall(sessionId, toolCallId),
+      (sessionId) => this.conversations.cancelTurn(sessionId),
+      (sessionId, toolCallId) => this.conversations.knownToolCall(sessionId, toolCallId),
     );
     // No fs bridge where the host cannot check paths on disk (the browser): not advertised.
     const fsBridge: FsBridge | undefined = platform.fsBridge?.(
@@ -109,7 +121,7 @@ export class AcpContext implements vscode.Disposable {
       this.log,
       this.edits,
     );
-    this.own({ dispose: () => this.sessions.dispose() });
+    this.own({ dispose: () => this.conversations.dispose() });
     // Remote agents' tokens (SecretStorage, per origin).
     const remoteTokens = new RemoteTokens(extension.secrets);
     // This workspace's saved conversations (sessions/store.ts).
@@ -139,37 +151,35 @@ export class AcpContext implements vscode.Disposable {
           permission,
           fs: fsBridge,
           terminal: terminals,
-          onSessionUpdate: (sessionId, params) => this.sessions.onSessionUpdate(sessionId, params),
+          onSessionUpdate: (sessionId, params) => this.conversations.onSessionUpdate(sessionId, params),
           log: this.log,
         }),
     });
-    this.sessions = new SessionController({
-      extension,
+    this.conversations = new Conversations({
+      extensionUri: extension.extensionUri,
       agent: this.agent,
-      settings,
-      post: (m) => this.chat.post(m),
-      policy: this.policy,
-      engine,
-      decisions: this.decisions,
-      signIn,
-      store,
-      files: platform.files,
-      terminals,
-      edits: this.edits,
-      log: this.log,
+      sideView: this.chat,
+      sessions: {
+        extension,
+        agent: this.agent,
+        settings,
+        policy: this.policy,
+        engine,
+        decisions: this.decisions,
+        signIn,
+        store,
+        files: platform.files,
+        terminals,
+        edits: this.edits,
+        log: this.log,
+      },
+      router: { agent: this.agent, diffs: this.diffs, edits: this.edits, hunker: this.policy, log: this.log },
     });
-    this.agent.serve(this.sessions);
-    this.router = new WebviewRouter({
-      agent: this.agent,
-      sessions: this.sessions,
-      post: (m) => this.chat.post(m),
-      diffs: this.diffs,
-      edits: this.edits,
-      hunker: this.policy,
-      log: this.log,
-    });
+    this.sessions = this.conversations.side;
+    this.router = this.conversations.sideRouter;
+    this.agent.serve(this.conversations);
     // Disposed before the conversation is (disposables go in reverse): the last changes saved.
-    this.own({ dispose: () => this.sessions.saveNow() });
+    this.own({ dispose: () => this.conversations.saveNow() });
     // The edit review inside the diff editor: Accept / Reject above each change.
     this.diffs.reviewSource = (p) => this.edits.list().find((f) => f.path === p);
     this.own(vscode.languages.registerCodeLensProvider({ scheme: DIFF_SCHEME }, new HunkLensProvider(this.diffs, this.edits, this.policy)));
@@ -188,8 +198,7 @@ export class AcpContext implements vscode.Disposable {
     this.sessions.restoreLast();
     const commands = new Commands({
       agent: this.agent,
-      sessions: this.sessions,
-      router: this.router,
+      conversations: this.conversations,
       settings,
       trace,
       tracePanel,
@@ -255,7 +264,7 @@ export class AcpContext implements vscode.Disposable {
 
   async dispose(): Promise<void> {
     if (this.agent.isShutDown) return;
-    this.sessions.saveNow();
+    this.conversations.saveNow();
     // Window closing: pending permission requests are answered `cancelled` by the engine's
     // close, then the agent is stopped (stdin closed, grace, TERM, KILL of its group).
     await this.agent.shutDown();

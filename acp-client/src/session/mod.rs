@@ -389,15 +389,22 @@ impl Session {
     /// [`Session::update`] for a face that draws from the thread's deltas
     /// ([`Thread::take_delta`]): routed the same, an update shown is folded without building
     /// what it did ([`Thread::fold_read`]).
-    pub fn fold_update(&mut self, params: &str) -> Result<(), BadUpdate> {
+    ///
+    /// Returns whether the session took it: `false` for an update it ignores (another
+    /// session's, on a connection with several; or one past the hold limit), which a face
+    /// with several sessions hands to the one it is for.
+    pub fn fold_update(&mut self, params: &str) -> Result<bool, BadUpdate> {
         #[cfg(feature = "unstable_protocol_v2")]
         if self.v2 {
-            return self.update_v2(params).map(drop);
+            return Ok(!matches!(self.update_v2(params)?, Routed::Ignored));
         }
-        if let Route::Show(read) = self.route(params)? {
-            self.thread.fold_read(read);
-        }
-        Ok(())
+        Ok(match self.route(params)? {
+            Route::Show(read) => {
+                self.thread.fold_read(read);
+                true
+            }
+            Route::Taken(routed) => !matches!(routed, Routed::Ignored),
+        })
     }
 
     /// Where an update goes: one to show is handed back to be folded, the others are taken here.

@@ -420,7 +420,13 @@ test("Session: a new session's updates fold inside wasm; JS gets the other event
     say("other", "not ours") + JSON.stringify({ jsonrpc: "2.0", method: "_x/ping" }) + "\n", 0);
   let opened;
   const events = pollAll(conn, s, (ev) => (opened = JSON.parse(s.opened(JSON.stringify(ev.result)))));
-  assert.deepEqual(events.map((e) => e.type + (e.method ? ` ${e.method}` : "")), ["response session/new", "notification _x/ping"]);
+  // Another session's update is not taken: it comes back, for the face to hand to its session.
+  assert.deepEqual(events.map((e) => e.type + (e.method ? ` ${e.method}` : "")), [
+    "response session/new",
+    "notification session/update",
+    "notification _x/ping",
+  ]);
+  assert.equal(events[1].params.sessionId, "other");
   assert.equal(opened.sessionId, "s1");
   assert.equal(opened.memory, "fresh");
   assert.equal(s.isOpen, true);
@@ -435,6 +441,55 @@ test("Session: a new session's updates fold inside wasm; JS gets the other event
   t.free();
   conn.free();
   s.free();
+});
+
+test("two sessions on one connection: the one folded into takes its updates, the other's come back for it", () => {
+  const conn = new client.AcpConnection("client");
+  const open = (sid) => {
+    const s = new client.Session(JSON.stringify({ open: "new" }), "/p");
+    s.initialized(JSON.stringify(loadsOnly));
+    s.opened(JSON.stringify({ sessionId: sid }));
+    return s;
+  };
+  const a = open("a");
+  const b = open("b");
+  conn.feedString(say("a", "for a ") + say("b", "for b") + say("a", "again"), 0);
+  const back = pollAll(conn, a);
+  assert.deepEqual(back.map((e) => [e.method, e.params.sessionId]), [["session/update", "b"]]);
+  // The face hands it to b, whose session it is.
+  assert.equal(JSON.parse(b.update(JSON.stringify(back[0].params))).routed, "shown");
+  const text = (s) => {
+    const t = s.thread();
+    const entries = JSON.parse(t.toJson()).entries.filter((e) => e.type === "agent").map((e) => e.content[0].text);
+    t.free();
+    return entries;
+  };
+  assert.deepEqual(text(a), ["for a again"]);
+  assert.deepEqual(text(b), ["for b"]);
+  conn.free();
+  a.free();
+  b.free();
+});
+
+test("PromptQueue: sent now or queued, in order at the turn's end, held after a cancel; refusals named", () => {
+  const q = new client.PromptQueue();
+  assert.deepEqual(JSON.parse(q.submit("one", "", false)), { do: "send", prompt: { id: 1, text: "one", data: "" } });
+  assert.equal(JSON.parse(q.submit("two", "[1]", true)).do, "queued");
+  assert.equal(q.length, 1);
+  assert.deepEqual(JSON.parse(q.state()), { items: [{ id: 2, text: "two", data: "[1]" }], held: false });
+  assert.deepEqual(JSON.parse(q.turnEnded("done")), { next: "send", prompt: { id: 2, text: "two", data: "[1]" } });
+  q.submit("three", "", true);
+  assert.equal(JSON.parse(q.turnEnded("cancelled")).next, "held");
+  assert.equal(JSON.parse(q.state()).held, true);
+  assert.equal(JSON.parse(q.sendHeld()).text, "three");
+  assert.equal(q.sendHeld(), undefined);
+  const refused = throwsNamed(assert, () => q.submit("  ", "", true), "QueueRefused");
+  assert.match(refused.message, /empty prompt/);
+  throwsNamed(assert, () => q.remove(99), "QueueRefused");
+  assert.throws(() => q.turnEnded("maybe"), TypeError);
+  assert.throws(() => q.edit(-1, "x"), TypeError);
+  assert.throws(() => q.submit(5, "", true), TypeError);
+  q.free();
 });
 
 test("pollEventsFor keeps wire order across a session/load's answer: the replay is folded, what follows is shown", () => {

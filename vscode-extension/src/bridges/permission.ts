@@ -44,6 +44,8 @@ export interface PromptItem {
 export interface PermissionPromptModel {
   /** One line: what the agent wants to do. */
   message: string;
+  /** The session that asks (the conversation a notification names). */
+  sessionId?: string;
   /** More lines: kind, locations, input. */
   detail: string;
   items: PromptItem[];
@@ -196,7 +198,10 @@ export class PermissionBridge {
     const question = this.policy.permissionQuestion(req, known);
     const model = promptModel(question, edits, dismissal.answer === "select" ? dismissal.optionId : undefined);
     const cancelled = whenCancelled(token).then(() => "cancelled" as const);
-    const answer = await Promise.race([this.prompter.prompt(model, token).then((id) => ({ id })), cancelled]);
+    const answer = await Promise.race([
+      this.prompter.prompt({ ...model, sessionId: req.sessionId }, token).then((id) => ({ id })),
+      cancelled,
+    ]);
     if (answer === "cancelled" || token.isCancellationRequested) {
       this.log.info("permission prompt closed: request cancelled");
       return { outcome: { outcome: "cancelled" } };

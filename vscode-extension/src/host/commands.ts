@@ -16,16 +16,16 @@ import { entriesFrom, type SessionStore } from "../sessions/store";
 import type { Platform } from "../platform/platform";
 import { CHAT_VIEW_ID } from "../ui/chatView";
 import type { AgentLifecycle } from "./lifecycle";
-import type { SessionController } from "./sessionController";
+import type { Conversations } from "./conversations";
 import { cfg, type HostSettings } from "./settings";
 import type { RawTrace } from "./trace";
 import type { TracePanel } from "./tracePanel";
-import type { WebviewRouter } from "./webviewRouter";
 
 export interface CommandParts {
   agent: AgentLifecycle;
-  sessions: SessionController;
-  router: WebviewRouter;
+  /** The conversations open: commands act on the active one (the editor tab in front, else
+   *  the side view's). */
+  conversations: Conversations;
   settings: HostSettings;
   trace: RawTrace;
   tracePanel: TracePanel;
@@ -44,21 +44,32 @@ export class Commands {
 
   /** Every acp.* command registered; the registrations to dispose. */
   register(): vscode.Disposable[] {
-    const { agent, sessions, router, log } = this.p;
+    const { agent, conversations, log } = this.p;
+    const sessions = () => conversations.active;
+    const router = () => conversations.activeRouter;
     const shown = (e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`);
     const regs: vscode.Disposable[] = [];
     const reg = (id: string, fn: (...a: unknown[]) => unknown) => regs.push(vscode.commands.registerCommand(id, fn));
-    // The view shown and focused, then the keyboard in its prompt (sent once the view is ready).
-    reg("acp.openChat", () => vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`).then(() => router.focusPrompt()));
-    reg("acp.start", () => sessions.ensureSession().catch(() => undefined));
-    reg("acp.newSession", () =>
-      router
-        .settlePending()
-        .then((go) => (go ? sessions.newSession() : undefined))
+    // The side view shown and focused, then the keyboard in its prompt (sent once the view is
+    // ready).
+    reg("acp.openChat", () =>
+      vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`).then(() => conversations.sideRouter.focusPrompt()),
+    );
+    reg("acp.start", () =>
+      sessions()
+        .ensureSession()
         .catch(() => undefined),
     );
-    reg("acp.cancel", () => sessions.cancel());
-    reg("acp.attachSelection", () => router.attachSelection());
+    reg("acp.newSession", () =>
+      router()
+        .settlePending()
+        .then((go) => (go ? sessions().newSession() : undefined))
+        .catch(() => undefined),
+    );
+    // Another conversation beside the others, in an editor tab (a running turn goes on).
+    reg("acp.newChatInEditor", () => conversations.openTab().catch(shown));
+    reg("acp.cancel", () => sessions().cancel());
+    reg("acp.attachSelection", () => router().attachSelection());
     reg("acp.restart", () => agent.restart());
     reg("acp.stop", () => agent.stop());
     reg("acp.history", () => this.showHistory().catch(shown));
@@ -66,7 +77,7 @@ export class Commands {
     reg("acp.showLog", () => log.show(true));
     reg("acp.forgetRemoteToken", () => this.forgetRemoteToken());
     reg("acp.toggleTrace", () => this.toggleTrace());
-    reg("acp.showTrace", () => this.p.tracePanel.show(sessions.session?.sessionId));
+    reg("acp.showTrace", () => this.p.tracePanel.show(sessions().session?.sessionId));
     reg("acp.selectAgent", () => this.selectAgent().catch(shown));
     return regs;
   }
@@ -130,16 +141,21 @@ export class Commands {
     const name = preset ? preset.name : pick.name;
     if (!name) return;
     // Switching starts a new session: ask first when there is a conversation to lose, and
-    // before adding a preset (it runs a command that may download the agent).
-    const conv = this.p.sessions.shown;
+    // before adding a preset (it runs a command that may download the agent). Every
+    // conversation's session is with the one agent: turns running are stopped, said plainly.
+    const conv = this.p.conversations.side.shown;
     const hasConversation = !!conv && conv.saved().entries.some((e) => e.type !== "notice");
-    if (preset?.entry || hasConversation) {
+    const running = this.p.conversations.all().filter((c) => c.busy).length;
+    if (preset?.entry || hasConversation || running) {
       const what = preset?.entry
         ? `Add ${name} to acp.agents and switch to it? It runs: ${preset.detail}${preset.entry.command === "npx" || preset.entry.command === "uvx" ? ` (${preset.entry.command} downloads it the first time)` : ""}.`
         : `Switch to ${name}?`;
       const button = preset?.entry ? "Add and Switch" : "Switch";
+      const stops = running
+        ? ` ${running === 1 ? "A turn is" : `${running} turns are`} running: switching stops ${running === 1 ? "it" : "them"}.`
+        : "";
       const ok = await vscode.window.showWarningMessage(
-        `${what}${hasConversation ? " The chat starts over in a new session with it." : ""}`,
+        `${what}${hasConversation ? " The chat starts over in a new session with it." : ""}${stops}`,
         { modal: true },
         button,
       );
@@ -180,7 +196,7 @@ export class Commands {
   /** `ACP: Session History`: this workspace's saved conversations and the running agent's
    *  sessions (session/list, when it can list them); the one picked is opened. */
   private async showHistory(): Promise<void> {
-    const { sessions } = this.p;
+    const sessions = this.p.conversations.active;
     const agentList: Array<{ sessionId: string; title?: string | null; updatedAt?: string | null }> = [];
     const conn = this.p.agent.conn;
     if (conn?.canList) {
@@ -193,8 +209,14 @@ export class Commands {
     }
     const entries = entriesFrom(this.p.store.list(), agentList, { name: conn?.spec.name ?? "", title: conn?.agentTitle ?? "" });
     const pick = await pickSession(entries, sessions.session?.sessionId);
+    if (!pick || pick.sessionId === sessions.session?.sessionId) return;
+    // Open in a conversation already: shown there. While a turn runs here, the one picked opens
+    // in a new editor tab (the turn goes on).
+    const open = this.p.conversations.all().find((c) => c.session?.sessionId === pick.sessionId);
+    if (open) return void this.p.conversations.reveal(open);
+    if (sessions.busy) return void (await this.p.conversations.openTab(pick));
     // Another conversation replaces this one: its pending review is settled first.
-    if (pick && pick.sessionId !== sessions.session?.sessionId && (await this.p.router.settlePending())) await sessions.openSaved(pick);
+    if (await this.p.conversations.activeRouter.settlePending()) await sessions.openSaved(pick);
   }
 
   /** `ACP: Sign In`: the running agent's methods, offered. */
@@ -202,6 +224,6 @@ export class Commands {
     const conn = await this.p.agent.ensureAgent();
     const outcome = await this.p.signIn.offer(conn, (conn.init.authMethods ?? []) as AuthMethodInfo[]);
     if (outcome === "restart") await this.p.agent.restart();
-    else if (outcome === "authenticated" && !this.p.sessions.session) await this.p.sessions.ensureSession();
+    else if (outcome === "authenticated" && !this.p.conversations.active.session) await this.p.conversations.active.ensureSession();
   }
 }

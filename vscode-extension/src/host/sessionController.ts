@@ -8,15 +8,20 @@
 // folding updates inside wasm; the agent's end) and carries out what it says; runs prompt
 // turns (busy, cancel, the agent's writes listed after each), saves the conversation shown
 // (debounced) and shows the last one again after a window reload, and opens one from the
-// history. One reason to change: what a session or a turn does with the conversation shown.
+// history. Its prompts go through its queue (queuedTurns.ts); a turn's end is notified when the
+// user is not looking. It is one conversation among several (conversations.ts keeps them, one
+// per view, and routes the agent's messages to each by session id).
+// One reason to change: what a session or a turn does with the conversation shown.
 
 import type { ContentBlock } from "@agentclientprotocol/sdk";
-import type { SessionAfterEnd } from "acp-wasm-client";
+import type { QueueTurnEnd, SessionAfterEnd } from "acp-wasm-client";
 import * as vscode from "vscode";
 import { promptParts, type ViewAttachment } from "../bridges/attachments";
 import { Conversation, timerScheduler } from "../bridges/conversation";
 import type { EditReview } from "../bridges/edits";
 import { editsMessage } from "./editsView";
+import { QueuedTurns } from "./queuedTurns";
+import type { TurnNotifier } from "../ui/turnNotifier";
 import type { KnownToolCall } from "../bridges/permission";
 import { sessionTerminalName } from "../bridges/sessionTerminals";
 import type { TerminalManager } from "../bridges/terminal";
@@ -29,7 +34,7 @@ import type { SessionDecisions } from "../sessions/decisions";
 import { CannotOpen, openSession, RestartNeeded, type SessionIntent, type SignIn } from "../sessions/opener";
 import type { HistoryEntry, SessionStore } from "../sessions/store";
 import type { HostFiles } from "../platform/hostFiles";
-import type { HostToWebview } from "../webview/messages";
+import type { HostToWebview, QueueAction } from "../webview/messages";
 import type { AgentLifecycle, SessionSide } from "./lifecycle";
 import { cfg, type HostSettings } from "./settings";
 
@@ -57,7 +62,18 @@ export interface SessionParts {
   terminals: TerminalManager | undefined;
   /** The agent's writes waiting for Keep or Undo (shown after each turn). */
   edits: EditReview;
+  /** Tells the user a turn ended when they are not looking (ui/turnNotifier.ts). */
+  notifier: TurnNotifier;
   log: Logger;
+  /** This conversation is the one shown again after a window reload (the side view's). */
+  restorable: boolean;
+  /** Its session's updates may be folded inside wasm (no other conversation's are). */
+  mayAttach(): boolean;
+  /** A turn started or ended, or the title changed (host/conversations.ts shows it). */
+  changed(): void;
+  /** A new session of this conversation: the edit review starts over, when no other
+   *  conversation has edits in it. */
+  resetEdits(): void;
 }
 
 const LAST_SESSION_KEY = "acp.lastSession";
@@ -92,8 +108,24 @@ export class SessionController implements SessionSide {
    *  session starts a new conversation. */
   private keep = false;
   private saveTimer: NodeJS.Timeout | undefined;
+  /** A session is being opened (its id not known yet: updates with an unknown id are its). */
+  private openingNow = false;
+  /** Its view is gone (close): no turn starts. */
+  private closed = false;
+  /** Prompts sent while a turn runs, waiting for it to end (acp-client's queue), and the turns
+   *  that send them. */
+  private readonly queued: QueuedTurns;
 
-  constructor(private readonly p: SessionParts) {}
+  constructor(private readonly p: SessionParts) {
+    this.queued = new QueuedTurns({
+      engine: p.engine,
+      running: () => this.running,
+      turn: (text, attachments) => this.turn(text, attachments),
+      post: p.post,
+      notice: (text) => this.conv?.notice("info", text),
+      log: p.log,
+    });
+  }
 
   /** The session with the running agent, if one is open. */
   get session(): SessionInfo | null {
@@ -103,6 +135,16 @@ export class SessionController implements SessionSide {
   /** A prompt turn is running. */
   get busy(): boolean {
     return this.running;
+  }
+
+  /** A session is being opened for this conversation (its id not known yet). */
+  get opening(): boolean {
+    return this.openingNow;
+  }
+
+  /** Its session engine is the one `conn` folds updates into. */
+  attachedTo(conn: AgentConnection): boolean {
+    return !!this.engine && conn.foldsInto(this.engine);
   }
 
   /** The conversation shown, if there is one (conversation() makes one). */
@@ -161,13 +203,29 @@ export class SessionController implements SessionSide {
     this.conv = conv;
     conv.discardChanges();
     this.p.post({ type: "conversation", sessionId: null, agent: null, reset: true, saved: conv.savedJson() });
+    // Prompts queued for the conversation that was shown are not sent into this one.
+    const dropped = this.queued.clear();
+    if (dropped)
+      conv.notice("info", `${dropped} queued prompt${dropped === 1 ? " was" : "s were"} not sent (another conversation was opened).`);
     return conv;
+  }
+
+  /** Its view is gone (an editor tab closed): nothing queued is sent, a running turn is
+   *  cancelled, the conversation saved and released; no turn starts any more. */
+  close(): void {
+    this.closed = true;
+    this.queued.clear();
+    if (this.running) this.cancel();
+    this.saveNow();
+    if (this.current) this.p.terminals?.endSession(this.current.sessionId);
+    this.dispose();
   }
 
   /** The conversation shown and its engine are released (the running agent folds into it no
    *  more). */
   dispose(): void {
-    if (this.engine) this.p.agent.conn?.foldInto(undefined);
+    const conn = this.p.agent.conn;
+    if (this.engine && conn?.foldsInto(this.engine)) conn.foldInto(undefined);
     this.conv?.dispose();
     this.engine?.free();
     this.conv = undefined;
@@ -176,9 +234,14 @@ export class SessionController implements SessionSide {
 
   /** The conversation's title (the agent's, else its first prompt: acp-client's list title),
    *  if it has one yet. */
-  private conversationTitle(): string | undefined {
+  conversationTitle(): string | undefined {
     const title = this.engine?.title;
     return title === undefined || title === "(no prompt yet)" ? undefined : title;
+  }
+
+  /** Tells the user the agent asks permission (`title`) when they are not looking. */
+  notifyPermission(title: string): void {
+    this.p.notifier.notify(this.conversationTitle(), { kind: "permission", title });
   }
 
   /** The terminal panel's name for `sessionId`: the agent's, and the conversation's title. */
@@ -201,6 +264,7 @@ export class SessionController implements SessionSide {
       saved: this.conv?.savedJson(),
     });
     this.p.post({ type: "busy", busy: this.running });
+    this.queued.post();
     this.postCapabilities();
     this.postEdits();
   }
@@ -222,8 +286,10 @@ export class SessionController implements SessionSide {
     // A conversation shown already (saved, or continued) that this open reopens.
     const reopening = reuse && !o.afterCrash;
     let sessionId: string;
+    this.openingNow = true;
     try {
       const opened = await openSession(conn, engine, {
+        attach: this.p.mayAttach(),
         cwd: this.p.settings.workspaceCwd(),
         mcpSetting: cfg().get("mcpServers", {}),
         decisions: this.p.decisions,
@@ -254,6 +320,8 @@ export class SessionController implements SessionSide {
       // The next attempt opens the engine shown (its intent, or a restart's re-establishing).
       this.keep = true;
       throw new Error(words);
+    } finally {
+      this.openingNow = false;
     }
     if (this.current && this.current.sessionId !== sessionId) this.p.terminals?.endSession(this.current.sessionId);
     this.current = { sessionId, agent: conn.agentTitle };
@@ -262,7 +330,7 @@ export class SessionController implements SessionSide {
     this.saveSoon();
     this.postCapabilities();
     if (!o.afterCrash) {
-      this.p.edits.reset();
+      this.p.resetEdits();
       this.postEdits();
     }
     return this.current;
@@ -321,10 +389,25 @@ export class SessionController implements SessionSide {
 
   // ---- turns -------------------------------------------------------------------------------
 
-  async prompt(text: string, attachments: ViewAttachment[] = []): Promise<void> {
-    if (this.running) return;
+  /** The user sent a prompt: sent now, or queued while a turn runs (host/queuedTurns.ts).
+   *  Resolves when nothing more is sent. */
+  prompt(text: string, attachments: ViewAttachment[] = []): Promise<void> {
+    return this.queued.submit(text, attachments);
+  }
+
+  /** What the view asked of the queue (edit, remove, send a held queue's first, clear). */
+  queueAction(a: QueueAction): void {
+    this.queued.action(a);
+  }
+
+  /** One prompt turn; how it ended, for the queue. */
+  private async turn(text: string, attachments: ViewAttachment[]): Promise<QueueTurnEnd> {
+    if (this.running || this.closed) return "failed";
     this.setBusy(true);
     this.turnCancelled = false;
+    // A checkpoint: the files this turn writes can be put back as they were before it.
+    this.p.edits.beginTurn((text.split("\n")[0] ?? "").slice(0, 80));
+    let end: QueueTurnEnd = "failed";
     let blocks: ContentBlock[] = [{ type: "text", text }];
     let conv: Conversation | undefined;
     let conn: AgentConnection | undefined;
@@ -345,13 +428,19 @@ export class SessionController implements SessionSide {
       } catch (e) {
         // Not sent: the prompt goes back into the input with why (nothing is lost).
         this.p.post({ type: "promptFailed", text, attachments, message: `Not sent: ${(e as Error).message}` });
-        return;
+        return "failed";
       }
       conv = this.conversation();
       conv.beginTurn(blocks);
       const res = await conn!.prompt(session.sessionId, blocks);
+      // Another conversation was shown meanwhile, or this one closed: its turn is over with it.
+      if (this.conv !== conv) return "cancelled";
       conv.endTurn(res.stopReason);
+      end = res.stopReason === "cancelled" ? "cancelled" : "done";
+      if (end === "done")
+        this.p.notifier.notify(this.conversationTitle(), { kind: "ended", words: this.p.decisions.stopWords(res.stopReason) });
     } catch (e) {
+      if (conv && this.conv !== conv) return "failed"; // shown no more (see above)
       const message = this.p.decisions.errorWords(e);
       if (conv?.turnRunning && conn && e instanceof RpcError && e.kind === "closed") {
         // The connection closed under the turn: the agent's end follows the end of its output,
@@ -364,11 +453,15 @@ export class SessionController implements SessionSide {
         conv = this.conversation();
         conv.beginTurn(blocks);
       }
-      if (conv.turnRunning) conv.failTurn(message);
+      if (conv.turnRunning) {
+        conv.failTurn(message);
+        this.p.notifier.notify(this.conversationTitle(), { kind: "ended", words: `failed: ${message}` });
+      }
     } finally {
       this.setBusy(false);
       this.postEdits();
     }
+    return end;
   }
 
   cancel(): void {
@@ -390,8 +483,7 @@ export class SessionController implements SessionSide {
   private setBusy(busy: boolean): void {
     this.running = busy;
     this.p.post({ type: "busy", busy });
-    void vscode.commands.executeCommand("setContext", "acp.busy", busy);
-    this.p.agent.showBusy(busy);
+    this.p.changed();
   }
 
   /** The conversation's tool call `toolCallId` as acp-client's thread keeps it (for the
@@ -435,7 +527,7 @@ export class SessionController implements SessionSide {
         { sessionId: this.current.sessionId, agent: agent ?? "", agentTitle: this.current.agent, title: this.engine.title },
         this.conv.savedJson(),
       );
-      void this.p.extension.workspaceState.update(LAST_SESSION_KEY, this.current.sessionId);
+      if (this.p.restorable) void this.p.extension.workspaceState.update(LAST_SESSION_KEY, this.current.sessionId);
     } catch (e) {
       this.p.log.warn(`cannot save the conversation: ${(e as Error).message}`);
     }

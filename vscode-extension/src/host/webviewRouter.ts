@@ -14,6 +14,7 @@ import { CHAT_VIEW_ID } from "../ui/chatView";
 import type { DiffContentProvider } from "../ui/diff";
 import { VsCodeEditTarget, VsCodePendingFace } from "../ui/editReview";
 import { mentionCompletions, selectionAttachment } from "../ui/promptInput";
+import { validQueueAction } from "../sessions/promptQueue";
 import type { HostToWebview, WebviewToHost } from "../webview/messages";
 import { copyCode, insertCode } from "./codeActions";
 import type { AgentLifecycle } from "./lifecycle";
@@ -60,11 +61,12 @@ export class WebviewRouter {
         } catch (e) {
           this.p.log.warn(`prompt from the view: ${(e as Error).message}`);
         }
-        if (typeof m.text === "string" && (m.text.trim() || atts.length)) {
-          // A checkpoint: the files this turn writes can be put back as they were before it.
-          this.p.edits.beginTurn((m.text.trim().split("\n")[0] ?? "").slice(0, 80));
-          void sessions.prompt(m.text.trim(), atts);
-        }
+        if (typeof m.text === "string" && (m.text.trim() || atts.length)) void sessions.prompt(m.text.trim(), atts);
+        break;
+      }
+      case "queue": {
+        const a = validQueueAction(m);
+        if (a) sessions.queueAction(a);
         break;
       }
       case "complete":

@@ -216,6 +216,11 @@ export class AgentConnection {
     this.client.foldInto(session, onFolded);
   }
 
+  /** `session` is the one updates are folded into (foldInto). */
+  foldsInto(session: WasmSession): boolean {
+    return this.client.foldsInto(session);
+  }
+
   newSession(cwd: string, mcpServers: unknown[] = []): Promise<NewSessionResponse> {
     return this.client.request<NewSessionResponse>("session/new", { cwd, mcpServers });
   }

@@ -148,6 +148,11 @@ export class AcpClient {
     this.onFolded = session ? onFolded : undefined;
   }
 
+  /** `session` is the one updates are folded into. */
+  foldsInto(session: WasmSession): boolean {
+    return this.session === session;
+  }
+
   /** `atAnswer` is called with the answer at its place in wire order (synchronously, before
    *  any event after it is handled and before the promise settles). */
   request<T = unknown>(method: string, params: unknown, timeoutMs?: number, atAnswer?: (answer: Answer) => void): Promise<T> {

@@ -33,6 +33,7 @@ export type SkippedSseEvent = Wasm.SkippedSseEvent;
 export const REQUIRED_EXPORTS = [
   "AcpConnection",
   "Session",
+  "PromptQueue",
   "Thread",
   "SseDecoder",
   "httpOutgoing",

@@ -43,12 +43,16 @@ export interface OpenOptions {
   signIn?: SignIn;
   /** The session may have changes for the view (its updates are folded inside wasm). */
   onFolded?(): void;
+  /** Its updates are folded into it inside wasm (the fast path; the default). False when
+   *  another session of the connection is folded into: this one's updates then reach it
+   *  through the handler, routed by session id (host/conversations.ts). */
+  attach?: boolean;
   /** Something of the extension's own to tell in the conversation (MCP servers left out). */
   notice(level: "info" | "warning" | "error", text: string): void;
 }
 
 /** Opens `session` (an engine, fresh, or restarted after `agentEnded`) with `conn`: its
- *  updates are folded into it from now on. Resolves with what the engine made of the answer;
+ *  updates are folded into it from now on (unless `o.attach` is false). Resolves with what the engine made of the answer;
  *  rejects with `CannotOpen` (the engine's words), `RestartNeeded`, or the request's error when
  *  the connection failed. */
 export async function openSession(conn: AgentConnection, session: WasmSession, o: OpenOptions): Promise<SessionOpened> {
@@ -65,7 +69,7 @@ export async function openSession(conn: AgentConnection, session: WasmSession, o
   } catch (e) {
     throw new CannotOpen((e as Error).message);
   }
-  conn.foldInto(session, o.onFolded);
+  if (o.attach !== false) conn.foldInto(session, o.onFolded);
   let signedIn = false;
   for (;;) {
     const got: { opened?: SessionOpened; after?: SessionAfterFailure; unreadable?: Error } = {};

@@ -1,43 +1,43 @@
-// The chat webview view: strict CSP (default-src 'none'; scripts only with a fresh nonce; styles
-// from the extension and the nonce'd block), local resources only from dist/.
+// The chat webview view (the side bar): strict CSP (default-src 'none'; scripts only with a
+// fresh nonce; styles from the extension and the nonce'd block), local resources only from
+// dist/. Its messages go through a ChatChannel (chatChannel.ts); its header says when the
+// conversation's turn runs, its icon how many turns run.
 
 import * as vscode from "vscode";
 import { buildChatHtml, makeNonce } from "../webview/html";
 import type { HostToWebview, WebviewToHost } from "../webview/messages";
+import { ChatChannel } from "./chatChannel";
 
 export const CHAT_VIEW_ID = "acp.chat";
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
-  private ready = false;
-  private backlog: HostToWebview[] = [];
+  private readonly channel: ChatChannel;
   private readonly subs: vscode.Disposable[] = [];
+  private running = false;
+  private runningAll = 0;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
-    private readonly onMessage: (m: WebviewToHost) => void,
-  ) {}
+    onMessage: (m: WebviewToHost) => void,
+  ) {
+    this.channel = new ChatChannel(onMessage);
+  }
 
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
-    this.ready = false;
     const dist = vscode.Uri.joinPath(this.extensionUri, "dist");
     view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
     view.webview.html = chatHtml(view.webview, dist);
+    this.channel.attach(view.webview);
+    this.showRunning(this.running, this.runningAll);
     this.subs.push(
-      view.webview.onDidReceiveMessage((m: WebviewToHost) => {
-        if (!m || typeof m !== "object" || typeof m.type !== "string") return;
-        if (m.type === "ready") {
-          this.ready = true;
-          const pending = this.backlog;
-          this.backlog = [];
-          for (const p of pending) void view.webview.postMessage(p);
-        }
-        this.onMessage(m);
-      }),
       view.onDidDispose(() => {
         this.view = undefined;
-        this.ready = false;
+        this.channel.detach();
+      }),
+      view.onDidChangeVisibility(() => {
+        if (!view.visible) this.channel.blurred();
       }),
     );
   }
@@ -46,18 +46,29 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     return !!this.view?.visible;
   }
 
-  /** Posts to the webview; held until it is ready (bounded: only the latest state matters then). */
+  /** The chat is shown and has keyboard focus. */
+  get focused(): boolean {
+    return this.channel.focused && this.isVisible;
+  }
+
+  /** The view's header says whether its conversation's turn runs; its icon, how many turns
+   *  run in all the conversations (the tabs' too). */
+  showRunning(running: boolean, all: number): void {
+    this.running = running;
+    this.runningAll = all;
+    if (!this.view) return;
+    this.view.description = running ? "running…" : undefined;
+    this.view.badge = all > 0 ? { value: all, tooltip: `${all} ACP turn${all === 1 ? "" : "s"} running` } : undefined;
+  }
+
+  /** Posts to the webview; held until it is ready. */
   post(m: HostToWebview): void {
-    if (this.view && this.ready) {
-      void this.view.webview.postMessage(m);
-      return;
-    }
-    this.backlog.push(m);
-    if (this.backlog.length > 2000) this.backlog.splice(0, this.backlog.length - 2000);
+    this.channel.post(m);
   }
 
   dispose(): void {
     for (const s of this.subs) s.dispose();
+    this.channel.dispose();
   }
 }
 

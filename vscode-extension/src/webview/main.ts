@@ -21,6 +21,7 @@ import {
   statusWords,
   type CompletionContext,
 } from "./promptInput";
+import { QueueView } from "./queueView";
 import { RenderQueue, frameScheduler, type Renderable } from "./renderQueue";
 import { ThreadModel, headerUsage, messageSource, textChange, type ViewOp } from "./threadModel";
 
@@ -44,6 +45,13 @@ const completionsEl = $<HTMLDivElement>("completions");
 const inputError = $<HTMLDivElement>("input-error");
 const attachmentsEl = $<HTMLDivElement>("attachments");
 const imageFile = $<HTMLInputElement>("image-file");
+// The prompts waiting for the turn to end, above the prompt (queueView.ts).
+const queueEl = document.createElement("div");
+attachmentsEl.before(queueEl);
+const queueView = new QueueView(queueEl, (a) => post({ type: "queue", ...a }));
+// Whether the chat has keyboard focus, for the host's notifications (ui/turnNotifier.ts).
+window.addEventListener("focus", () => post({ type: "focus", focused: true }));
+window.addEventListener("blur", () => post({ type: "focus", focused: false }));
 
 function icon(name: string, extra = ""): HTMLElement {
   const i = el("i", `codicon codicon-${name}${extra ? ` ${extra}` : ""}`);
@@ -394,7 +402,8 @@ function startOver(saved: SavedThread | undefined) {
 
 function setBusy(busy: boolean) {
   document.body.classList.toggle("busy", busy);
-  sendBtn.disabled = busy;
+  // A prompt sent while the agent works waits in the queue (acp-client's queue decides).
+  sendBtn.title = busy ? "Queue: sent when the turn ends (Enter)" : "Send (Enter)";
   cancelBtn.disabled = !busy;
 }
 
@@ -414,6 +423,9 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
     case "delta":
       if (typeof m.json === "string")
         run(model.apply(JSON.parse(m.json) as ThreadDelta, typeof m.stopWords === "string" ? m.stopWords : undefined));
+      break;
+    case "queue":
+      queueView.show(m.items, m.held);
       break;
     case "busy":
       setBusy(m.busy);

@@ -14,6 +14,9 @@ export type HostToWebview =
    *  its stop reason (the view has no words of its own). */
   | { type: "delta"; json: string; stopWords?: string }
   | { type: "busy"; busy: boolean }
+  /** The prompts waiting for the turn to end (acp-client's queue; `held` after a cancelled or
+   *  failed turn: nothing is sent until the user says so). */
+  | { type: "queue"; items: QueueItem[]; held: boolean }
   /** What the agent accepts in prompts (its promptCapabilities), for the attach buttons. */
   | { type: "capabilities"; image: boolean; embeddedContext: boolean }
   /** The answer to `complete` number `id`: files and symbols for an `@` mention. */
@@ -27,6 +30,21 @@ export type HostToWebview =
   | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] }
   /** Move the keyboard focus to the prompt (ACP: Open Chat). */
   | { type: "focusPrompt" };
+
+/** A queued prompt as the chat shows it. */
+export interface QueueItem {
+  id: number;
+  text: string;
+  /** How many attachments go with it. */
+  attachments: number;
+}
+
+/** What the user does with the queue: edit or remove a prompt, send a held queue's first
+ *  prompt now, drop them all. */
+export type QueueAction =
+  | { action: "edit"; id: number; text: string }
+  | { action: "remove"; id: number }
+  | { action: "sendHeld" | "clear" };
 
 /** A file under review as the chat shows it (host/editsView.ts). */
 export interface EditsFile {
@@ -83,6 +101,9 @@ export type WebviewToHost =
   /** Open a file (a tool card's path) at `line` (1-based). */
   | { type: "openFile"; path: string; line?: number }
   | { type: "cancel" }
+  /** The chat got (true) or lost keyboard focus: notifications are for a chat not focused. */
+  | { type: "focus"; focused: boolean }
+  | ({ type: "queue" } & QueueAction)
   | { type: "newSession" }
   | { type: "setMode"; modeId: string }
   | { type: "setConfig"; configId: string; value: string | boolean }
