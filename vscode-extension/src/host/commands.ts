@@ -52,9 +52,7 @@ export class Commands {
     const reg = (id: string, fn: (...a: unknown[]) => unknown) => regs.push(vscode.commands.registerCommand(id, fn));
     // The side view shown and focused, then the keyboard in its prompt (sent once the view is
     // ready).
-    reg("acp.openChat", () =>
-      vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`).then(() => conversations.sideRouter.focusPrompt()),
-    );
+    reg("acp.openChat", () => vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`).then(() => conversations.sideRouter.focusPrompt()));
     reg("acp.start", () =>
       sessions()
         .ensureSession()
