@@ -256,13 +256,13 @@ fn commands_run_in_a_client_terminal() {
 fn a_failed_command_says_how_it_ended() {
     let dir = TempDir::new("term-failed");
     let r = run(
-        &["chat", "--prompt", "run `sh -c 'exit 3'`", "--yes"],
+        &["chat", "--prompt", "run `false`", "--yes"],
         dir.path(),
         None,
     );
     // The status says it failed; the text says how (the status cannot).
     assert!(r.stdout.contains("failed"), "{}", r.dump());
-    assert!(r.stdout.contains("[exit code 3]"), "{}", r.dump());
+    assert!(r.stdout.contains("[exit code 1]"), "{}", r.dump());
 }
 
 #[test]
