@@ -230,3 +230,52 @@ impl EditRecord {
         self.inner.bytes() as f64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TS_TYPES;
+    use acp_client::edits::{Refusal, UndoStep};
+
+    /// The TypeScript above is written by hand: it names every wire name of acp-client's
+    /// `Refusal` and `UndoStep` (the matches are exhaustive: a new variant fails to compile here
+    /// until it is typed).
+    #[test]
+    fn every_variant_is_typed() {
+        for r in [
+            Refusal::Unknown,
+            Refusal::ChangedSince,
+            Refusal::Unreadable,
+            Refusal::NotKept,
+        ] {
+            match r {
+                Refusal::Unknown
+                | Refusal::ChangedSince
+                | Refusal::Unreadable
+                | Refusal::NotKept => {}
+            }
+            let name = serde_json::to_value(r).unwrap();
+            let name = name.as_str().unwrap();
+            assert!(TS_TYPES.contains(&format!("\"{name}\"")), "{name}");
+        }
+        for s in [
+            UndoStep::Restore {
+                text: String::new(),
+            },
+            UndoStep::Remove,
+            UndoStep::Nothing,
+            UndoStep::Refuse {
+                reason: Refusal::Unknown,
+            },
+        ] {
+            match s {
+                UndoStep::Restore { .. }
+                | UndoStep::Remove
+                | UndoStep::Nothing
+                | UndoStep::Refuse { .. } => {}
+            }
+            let v = serde_json::to_value(&s).unwrap();
+            let tag = v["undo"].as_str().unwrap();
+            assert!(TS_TYPES.contains(&format!("undo: \"{tag}\"")), "{tag}");
+        }
+    }
+}
