@@ -24,7 +24,10 @@ export type HostToWebview =
   | { type: "promptFailed"; text: string; attachments: ViewAttachment[]; message: string }
   /** The agent's edits waiting for Keep or Undo (each change with Accept / Reject), and the
    *  turns whose files can be restored (checkpoints). */
-  | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] };
+  | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] }
+  /** The lines a tool call's diff adds and removes (acp-client's hunks, as the edits row
+   *  counts them), for its card. */
+  | { type: "diffCounts"; entry: number; index: number; added: number; removed: number };
 
 /** A file under review as the chat shows it (host/editsView.ts). */
 export interface EditsFile {
@@ -85,4 +88,6 @@ export type WebviewToHost =
   | { type: "setMode"; modeId: string }
   | { type: "setConfig"; configId: string; value: string | boolean }
   /** The diff `index` of the tool call in entry `entry`. */
-  | { type: "openDiff"; entry: number; index: number };
+  | { type: "openDiff"; entry: number; index: number }
+  /** The +N −M counts of that diff (answered with `diffCounts`). */
+  | { type: "diffCounts"; entry: number; index: number };
