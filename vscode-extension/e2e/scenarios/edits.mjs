@@ -73,8 +73,7 @@ export async function run() {
     await until(
       "the tool card's +N \u2212M, as the edits row's",
       async () =>
-        /^\+\d+ \u2212\d+$/.test(rowCounts) &&
-        (await chat.locator(".tool-diff .diff-counts", { hasText: rowCounts }).count()) >= 1,
+        /^\+\d+ \u2212\d+$/.test(rowCounts) && (await chat.locator(".tool-diff .diff-counts", { hasText: rowCounts }).count()) >= 1,
       10_000,
     );
     await screenshot("edit-review-list");
