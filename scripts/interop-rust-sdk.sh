@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Interop with the official ACP Rust SDK, both directions: `agent-client-protocol` 5.2.0 and its
-# HTTP transport `agent-client-protocol-http` 5.0.0 (benches/acp-bench/tests/interop_*.rs).
+# HTTP transport `agent-client-protocol-http` 5.0.0 (benches/acp-bench/tests/interop_*.rs), and
+# ACP v2 with the SDK's v2 connection types (acp-cli/tests/interop_rust_sdk_v2.rs).
 #
 # The SDK pins its own version of the schema crate (=1.17.0 for 5.2.0), which cannot be in one
 # build with acp-core's (=1.20.0), so the SDK's side is its own program, `rust-sdk-peer`
@@ -43,4 +44,10 @@ for v in $versions; do
   # (AcpHttpServer, behind a bearer-token check) hosting the SDK's agent, over SSE and WebSocket.
   cargo test --release --features native --manifest-path benches/acp-bench/Cargo.toml \
     --test interop_rust_sdk --test interop_http_server --test interop_http_client "$@"
+  # ACP v2 (draft) with the SDK's v2 connection types (the peer's feature `v2`, 5.2.0 only):
+  # its v2 client against `acp demo-agent`, `acp chat` against its v2 agent. acp's side is
+  # acp-cli built with unstable_protocol_v2 (the debug build scripts/test.sh's v2 steps made).
+  if [ "$v" = 5.2.0 ]; then
+    cargo test --locked -p acp-cli --features unstable_protocol_v2 --test interop_rust_sdk_v2 "$@"
+  fi
 done

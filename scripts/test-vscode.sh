@@ -25,12 +25,13 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund
 fi
 
-# Rebuilt when the client flavour (nodejs-client, what the extension loads) or the default one
+# Rebuilt when the client flavour (nodejs-client, what the extension loads on Node; web-client,
+# what its browser entry bundles) or the default one
 # is missing, or older than any of their sources (acp-core, acp-client, acp-wasm, Cargo.lock,
 # build-wasm.sh: ACP_WASM_SOURCES in wasm-env.sh).
 if (source "$ROOT/scripts/wasm-env.sh" &&
   acp_wasm_pkg_stale "$ROOT/acp-wasm/pkg/nodejs-client/acp_wasm_bg.wasm" "$ROOT/acp-wasm/pkg/node/acp_wasm_bg.wasm") ||
-  [ ! -f "$ROOT/acp-wasm/pkg/nodejs-client/acp_wasm.js" ]; then
+  [ ! -f "$ROOT/acp-wasm/pkg/nodejs-client/acp_wasm.js" ] || [ ! -f "$ROOT/acp-wasm/pkg/web-client/acp_wasm.js" ]; then
   say "building the wasm engine (scripts/build-wasm.sh)"
   bash "$ROOT/scripts/wasm-toolchain.sh"
   bash "$ROOT/scripts/build-wasm.sh"
@@ -65,6 +66,10 @@ rm -f acp-rs-vscode.vsix
 npm run --silent package
 # (grep without -q reads all its input: with pipefail, -q would make a SIGPIPE'd lister fail the check)
 python3 -m zipfile -l acp-rs-vscode.vsix | grep "extension/dist/acp-wasm/acp_wasm_bg.wasm" >/dev/null || { say "the .vsix lacks the wasm engine"; exit 1; }
+# The browser entry (package.json "browser") and the web build of the engine it instantiates.
+for f in extension/dist/extension.browser.js extension/dist/acp-wasm-web/acp_wasm_bg.wasm; do
+  python3 -m zipfile -l acp-rs-vscode.vsix | grep "$f" >/dev/null || { say "the .vsix lacks $f (the browser entry)"; exit 1; }
+done
 
 if [ -n "${SKIP_E2E:-}" ]; then
   say "SKIP_E2E set: not running the end-to-end test"

@@ -26,6 +26,13 @@ step "build"
 # (ACP_WASM_ENFORCE_SIZE=0 to only warn).
 ACP_WASM_ENFORCE_SIZE="${ACP_WASM_ENFORCE_SIZE:-1}" bash "$HERE/build-wasm.sh"
 
+# ACP v2 (draft): the client flavour with unstable_protocol_v2 (pkg/nodejs-client-v2), for the
+# node tests' v2 vectors (vectors.test.mjs; ACP_WASM_V2=1 makes it required there). One more
+# wasm build; the default packages stay v1.
+step "build (client-v2: ACP v2 test build)"
+ACP_WASM_FLAVOURS=client-v2 bash "$HERE/build-wasm.sh"
+export ACP_WASM_V2=1
+
 step "no env imports"
 node "$ACP_ROOT/acp-wasm/tests/no-env-imports.mjs"
 

@@ -14,66 +14,18 @@
 // each a promise of the JSON described in trace-viewer/README.md; rows/locate may reject with
 // an error whose `superseded` is true (a newer search replaced it), which is ignored.
 
+import { jsonTree, textBlock } from "./viewer/json.js";
+import { count, el, formatBytes, formatMs, visibleLine } from "./viewer/text.js";
+
+export { formatMs, visibleLine, visibleText } from "./viewer/text.js";
+export { jsonTree } from "./viewer/json.js";
+
 const ROW_H = 24;
 const PAGE = 200;
 const MAX_PAGES = 40;
 /** Browsers cap an element's height; past it the scrollbar maps to rows proportionally. */
 const MAX_SCROLL_PX = 8_000_000;
 const POLL_MS = 1000;
-const FOLD_CHARS = 400;
-const FOLD_CHILDREN = 200;
-const TEXT_SHOWN = 64 << 10;
-
-// ---- text ------------------------------------------------------------------------------------
-
-const HIDDEN =
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff\ufff9-\ufffb]/g;
-const hex = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
-
-/** Text as it may be shown: ESC as ␛, other controls, bidi and invisible characters as \uXXXX
- *  (line breaks and tabs kept). */
-export function visibleText(s) {
-  return String(s).replace(HIDDEN, (c) => (c === "\u001b" ? "␛" : hex(c)));
-}
-
-/** One line of text: visibleText, with line breaks as ⏎ and tabs as spaces. */
-export function visibleLine(s) {
-  return visibleText(
-    String(s)
-      .replace(/\r\n|\n|\r/g, "⏎")
-      .replace(/\t/g, " "),
-  );
-}
-
-/** A JSON string literal with every hidden character escaped. */
-function quoted(s) {
-  return JSON.stringify(s).replace(HIDDEN, hex);
-}
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
-  return e;
-}
-
-export function formatMs(ms) {
-  if (ms === null || ms === undefined) return "";
-  if (ms < 1) return `${ms.toFixed(2)} ms`;
-  if (ms < 100) return `${ms.toFixed(1)} ms`;
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(2)} s`;
-  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
-}
-
-function formatBytes(n) {
-  if (n < 1024) return `${n} B`;
-  if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1 << 30) return `${(n / (1 << 20)).toFixed(1)} MiB`;
-  return `${(n / (1 << 30)).toFixed(2)} GiB`;
-}
-
-const count = (n) => Number(n).toLocaleString("en-US");
 
 // ---- the viewer ------------------------------------------------------------------------------
 
@@ -846,88 +798,4 @@ class Viewer {
     );
     this.summaryEl.replaceChildren(...parts);
   }
-}
-
-// ---- JSON, folded ------------------------------------------------------------------------------
-
-function textBlock(text) {
-  const pre = el("pre", "tv-text");
-  if (text.length <= TEXT_SHOWN) {
-    pre.textContent = visibleText(text);
-    return pre;
-  }
-  pre.textContent = visibleText(text.slice(0, TEXT_SHOWN));
-  const wrap = el("div");
-  const more = el("button", "tv-more", `Show the other ${count(text.length - TEXT_SHOWN)} characters`);
-  more.type = "button";
-  more.addEventListener("click", () => {
-    pre.textContent = visibleText(text);
-    more.remove();
-  });
-  wrap.append(pre, more);
-  return wrap;
-}
-
-function keyEl(key) {
-  if (key === undefined) return [];
-  return [el("span", "tv-key", typeof key === "number" ? `${key}` : quoted(key)), document.createTextNode(": ")];
-}
-
-function leaf(key, v) {
-  const d = el("div", "tv-leaf");
-  d.append(...keyEl(key));
-  if (typeof v === "string") {
-    if (v.length <= FOLD_CHARS) d.append(el("span", "tv-str", quoted(v)));
-    else {
-      const s = el("span", "tv-str", `${quoted(v.slice(0, FOLD_CHARS))}…`);
-      const more = el("button", "tv-link tv-more", ` ${count(v.length - FOLD_CHARS)} more characters`);
-      more.type = "button";
-      more.addEventListener("click", () => {
-        s.textContent = quoted(v);
-        more.remove();
-      });
-      d.append(s, more);
-    }
-  } else d.append(el("span", v === null ? "tv-null" : typeof v === "number" ? "tv-num" : "tv-bool", JSON.stringify(v)));
-  return d;
-}
-
-/** A folding tree of `value`. Nodes start open while they are small (50 entries at most), not
- *  deeper than 5 levels and within `budget` (entries built open in the whole tree); the others
- *  are built when opened, FOLD_CHILDREN children at a time. */
-export function jsonTree(value, key, depth, budget = { left: 1500 }) {
-  if (value === null || typeof value !== "object") return leaf(key, value);
-  const isArray = Array.isArray(value);
-  const keys = isArray ? undefined : Object.keys(value);
-  const size = isArray ? value.length : keys.length;
-  const node = el("details");
-  const summary = el("summary");
-  summary.append(...keyEl(key), el("span", "tv-sub", isArray ? `[${count(size)} items]` : `{${count(size)} keys}`));
-  node.append(summary);
-  let shown = 0;
-  const more = el("button", "tv-link tv-more");
-  more.type = "button";
-  const build = () => {
-    const end = Math.min(size, shown + FOLD_CHILDREN);
-    const frag = document.createDocumentFragment();
-    for (let i = shown; i < end; i++)
-      frag.append(isArray ? jsonTree(value[i], i, depth + 1, budget) : jsonTree(value[keys[i]], keys[i], depth + 1, budget));
-    shown = end;
-    more.remove();
-    node.append(frag);
-    if (shown < size) {
-      more.textContent = `show ${count(Math.min(FOLD_CHILDREN, size - shown))} more of ${count(size - shown)}`;
-      node.append(more);
-    }
-  };
-  more.addEventListener("click", build);
-  if (depth < 6 && size <= 50 && budget.left >= size) {
-    budget.left -= size;
-    node.open = true;
-    build();
-  } else
-    node.addEventListener("toggle", () => {
-      if (node.open && shown === 0) build();
-    });
-  return node;
 }

@@ -1,4 +1,6 @@
-// Builds the extension (dist/extension.js, CommonJS for the extension host), the chat webview
+// Builds the extension (dist/extension.js, CommonJS for the Node extension host;
+// dist/extension.browser.js, CommonJS for the browser's web worker extension host, with the
+// web build of the wasm engine in dist/acp-wasm-web), the chat webview
 // (dist/webview.js + dist/webview.css), the protocol trace panel (dist/trace.js + dist/trace.css,
 // from ../trace-viewer/) and copies the wasm protocol engine (acp-wasm/pkg/nodejs-client)
 // into dist/acp-wasm. With --tests, also bundles test/unit/*.test.ts to out/test/.
@@ -6,6 +8,7 @@ import * as esbuild from "esbuild";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { noNodeBuiltins, nodeGlobalsIn } from "./scripts/browserBundleChecks.mjs";
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 const production = process.argv.includes("--production");
@@ -25,6 +28,40 @@ await esbuild.build({
   format: "cjs",
   external: ["vscode"],
 });
+
+// The browser entry point (package.json "browser"): nothing it reaches may import a Node module
+// (`node:*` or a bare built-in such as "fs"): the web worker host has none. The build fails
+// naming the importer when one does (`noNodeBuiltins`); the browser's Platform
+// (src/platform/browser.ts) stands in for what Node provides.
+const webPkg = process.env.ACP_WASM_WEB_PKG ?? path.join(root, "..", "acp-wasm", "pkg", "web-client");
+const haveWebPkg = fs.existsSync(path.join(webPkg, "acp_wasm.js"));
+if (haveWebPkg) {
+  await esbuild.build({
+    ...common,
+    entryPoints: [path.join(root, "src/extension.browser.ts")],
+    outfile: path.join(dist, "extension.browser.js"),
+    platform: "browser",
+    format: "cjs",
+    external: ["vscode"],
+    alias: { "acp-wasm-web": path.join(webPkg, "acp_wasm.js") },
+    // The web glue's default .wasm URL (import.meta.url) is never used: the bytes are passed in.
+    logOverride: { "empty-import-meta": "silent" },
+    plugins: [noNodeBuiltins(root)],
+  });
+  const globals = nodeGlobalsIn(fs.readFileSync(path.join(dist, "extension.browser.js"), "utf8"));
+  if (globals.length) {
+    console.error(`esbuild: the browser bundle uses Node globals (put them behind the Platform, src/platform/):\n${globals.join("\n")}`);
+    process.exit(1);
+  }
+  fs.mkdirSync(path.join(dist, "acp-wasm-web"));
+  fs.copyFileSync(path.join(webPkg, "acp_wasm_bg.wasm"), path.join(dist, "acp-wasm-web", "acp_wasm_bg.wasm"));
+  console.log(`esbuild: bundled ${webPkg} into dist/extension.browser.js (+ dist/acp-wasm-web)`);
+} else if (production) {
+  console.error(`esbuild: the web build of the wasm engine is missing at ${webPkg}; run scripts/build-wasm.sh first`);
+  process.exit(1);
+} else {
+  console.warn(`esbuild: warning: no web wasm engine at ${webPkg} (run scripts/build-wasm.sh); no browser bundle built`);
+}
 
 await esbuild.build({
   ...common,
@@ -76,5 +113,7 @@ if (tests) {
     format: "cjs",
     // Architecture Invariant check: bridge and protocol code must bundle without `vscode`.
     external: [],
+    // The host's paths are Node's, as src/extension.ts sets them (src/platform/hostPaths.ts).
+    inject: [path.join(root, "test/unit/setup-node-platform.ts")],
   });
 }

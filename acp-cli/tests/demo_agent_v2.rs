@@ -35,8 +35,14 @@ struct Client {
 
 impl Client {
     fn start() -> Client {
+        Client::start_with(&[])
+    }
+
+    /// `acp demo-agent ARGS`.
+    fn start_with(args: &[&std::ffi::OsStr]) -> Client {
         let mut child = Command::new(env!("CARGO_BIN_EXE_acp"))
             .arg("demo-agent")
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -327,4 +333,59 @@ fn a_retried_prompt_with_its_idempotency_key_inserts_nothing() {
         .filter(|(k, _)| k == "user")
         .collect();
     assert_eq!(users, [pair("user", "once"), pair("user", "twice")]);
+}
+
+/// A retried key is recognized by another agent process too (`--state-dir`), once the client
+/// resumed the session there: v2 asks a key be recognized as long as its message is retained,
+/// across restarts.
+#[test]
+fn an_idempotency_key_survives_the_agent_s_restart() {
+    let dir = std::env::temp_dir().join(format!("acp-v2-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = [std::ffi::OsStr::new("--state-dir"), dir.as_os_str()];
+    let init =
+        json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}});
+    let prompt = |session: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": "once"}], "idempotencyKey": "key-r"});
+    let (session, original) = {
+        let mut c = Client::start_with(&args);
+        let i = c.request("initialize", init.clone());
+        c.answer(i).unwrap();
+        let new = c.request("session/new", json!({"cwd": "/tmp"}));
+        c.session = c.answer(new).unwrap()["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let first = c.request("session/prompt", prompt(&c.session.clone()));
+        let original = c.answer(first).unwrap()["messageId"].clone();
+        let session = c.session.clone();
+        while c.conn.turn_state(&session) != TurnState::Idle {
+            c.step();
+        }
+        (session, original)
+    }; // the agent process ends here
+    let mut c = Client::start_with(&args);
+    let i = c.request("initialize", init);
+    c.answer(i).unwrap();
+    c.session = session.clone();
+    let resume = c.request(
+        "session/resume",
+        json!({"sessionId": session, "cwd": "/tmp", "replayFrom": {"type": "start"}}),
+    );
+    c.answer(resume).unwrap();
+    let retry = c.request("session/prompt", prompt(&session));
+    assert_eq!(c.answer(retry).unwrap()["messageId"], original);
+    while c.conn.turn_state(&session) != TurnState::Idle {
+        c.step();
+    }
+    let users = shown(&c.thread)
+        .into_iter()
+        .filter(|(k, _)| k == "user")
+        .count();
+    assert_eq!(
+        users,
+        1,
+        "the retry inserted nothing: {:?}",
+        shown(&c.thread)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

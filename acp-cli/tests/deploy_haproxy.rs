@@ -105,8 +105,9 @@ fn backend(dir: &TempDir, name: &str, port: u16) -> Proc {
     Proc(child)
 }
 
-/// The HAProxy configuration of docs/deployment.md, for these ports.
-fn haproxy_config(front: u16, a: u16, b: u16) -> String {
+/// The HAProxy configuration of docs/deployment.md, for these ports, plus a stats listener on
+/// `stats` (the test's own: it reads the servers' health from it instead of sleeping).
+fn haproxy_config(front: u16, a: u16, b: u16, stats: u16) -> String {
     format!(
         r#"global
     log stderr format short local0 warning
@@ -133,8 +134,75 @@ backend agents
     default-server check inter 300ms fall 1 rise 2
     server a 127.0.0.1:{a}
     server b 127.0.0.1:{b}
+listen stats
+    bind 127.0.0.1:{stats}
+    stats enable
+    stats uri /stats
 "#
     )
+}
+
+/// Waits until HAProxy's health checks hold every server of backend `agents` named in
+/// `servers` UP (its stats page as CSV: `pxname,svname,…`, the status in the column named
+/// `status`).
+async fn servers_up(stats: u16, servers: &[&str]) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    loop {
+        if let Ok(csv) = stats_csv(stats).await {
+            let mut lines = csv.lines();
+            let header: Vec<&str> = lines
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("# ")
+                .split(',')
+                .collect();
+            let col = |name: &str| header.iter().position(|h| *h == name);
+            if let (Some(px), Some(sv), Some(st)) = (col("pxname"), col("svname"), col("status")) {
+                let up = lines
+                    .map(|l| l.split(',').collect::<Vec<_>>())
+                    .filter(|r| r.get(px) == Some(&"agents") && r.get(st) == Some(&"UP"))
+                    .filter_map(|r| r.get(sv).map(|s| s.to_string()))
+                    .collect::<Vec<_>>();
+                if servers.iter().all(|s| up.iter().any(|u| u == s)) {
+                    return;
+                }
+                last = format!("up: {up:?}");
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "HAProxy never saw {servers:?} up ({last})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn stats_csv(port: u16) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    s.write_all(b"GET /stats;csv HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .await?;
+    let mut response = String::new();
+    s.read_to_string(&mut response).await?;
+    let (head, mut body) = response.split_once("\r\n\r\n").unwrap_or_default();
+    if !head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return Ok(body.to_owned());
+    }
+    // HAProxy answers in chunks (even to HTTP/1.0): a hex size line, the bytes, CRLF.
+    let mut csv = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        csv.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    Ok(csv)
 }
 
 fn opened(dir: &TempDir, name: &str) -> usize {
@@ -205,11 +273,11 @@ async fn two_backends_behind_haproxy_serve_every_client_and_a_stopped_one_fails_
     let dir = TempDir::new("deploy");
     std::fs::write(dir.join("token"), TOKEN).unwrap();
     std::fs::create_dir_all(dir.join("sessions")).unwrap();
-    let (pa, pb, front) = (free_port(), free_port(), free_port());
+    let (pa, pb, front, stats) = (free_port(), free_port(), free_port(), free_port());
     let mut a = Some(backend(&dir, "a", pa));
     let b = backend(&dir, "b", pb);
     let config = dir.join("haproxy.cfg");
-    std::fs::write(&config, haproxy_config(front, pa, pb)).unwrap();
+    std::fs::write(&config, haproxy_config(front, pa, pb, stats)).unwrap();
     let hlog = std::fs::File::create(dir.join("haproxy.log")).unwrap();
     let _haproxy = Proc(
         Command::new("haproxy")
@@ -224,7 +292,7 @@ async fn two_backends_behind_haproxy_serve_every_client_and_a_stopped_one_fails_
     );
     wait_port(front, "haproxy");
     // Both backends up in HAProxy's eyes (health checks pass) before the clients come.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    servers_up(stats, &["a", "b"]).await;
 
     let cwd = dir.path().to_path_buf();
     let mut tasks = Vec::new();
@@ -295,7 +363,7 @@ async fn two_backends_behind_haproxy_serve_every_client_and_a_stopped_one_fails_
     // `acp chat --connect` through HAProxy: its backend stopped between two turns, it
     // reconnects by itself (to the other backend) and the second turn continues the session.
     let a2 = backend(&dir, "a2", pa);
-    tokio::time::sleep(Duration::from_millis(1500)).await; // a is back in HAProxy's eyes
+    servers_up(stats, &["a", "b"]).await; // a is back in HAProxy's eyes
     let mut backends = [("a2", Some(a2)), ("b", Some(b))];
     let before: Vec<usize> = backends.iter().map(|(n, _)| opened(&dir, n)).collect();
     let mut chat = tokio::process::Command::new(acp())

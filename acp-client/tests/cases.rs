@@ -268,11 +268,22 @@ fn prompt_cases() {
 
 #[test]
 fn session_cases() {
+    session_table("session.json");
+}
+
+/// ACP v2 in the session engine (feature `unstable_protocol_v2`): the same steps, a v2 agent.
+#[cfg(feature = "unstable_protocol_v2")]
+#[test]
+fn session_v2_cases() {
+    session_table("session_v2.json");
+}
+
+fn session_table(file: &str) {
     use acp_client::restart::RestartPolicy;
     use acp_client::session::{Intent, Session};
     use acp_client::thread::{Block, Limits};
     use std::time::Duration;
-    replay("session.json", |case| {
+    replay(file, |case| {
         let intent: Intent = serde_json::from_value(case["intent"].clone()).expect("intent");
         let policy: RestartPolicy = match case.get("policy") {
             Some(p) if !p.is_null() => serde_json::from_value(p.clone()).expect("policy"),
@@ -320,6 +331,11 @@ fn session_cases() {
                         .end_turn(input.as_str().expect("stop reason"));
                     Value::Null
                 }
+                "promptAnswered" => match session.prompt_answered(&text(input)) {
+                    Ok(stop) => json!({ "stopReason": stop }),
+                    Err(e) => json!({ "error": e.to_string() }),
+                },
+                "turnEnded" => json!({ "stopReason": session.turn_ended() }),
                 other => panic!("unknown step {other}"),
             };
             outputs.push(out);

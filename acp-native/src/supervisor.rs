@@ -516,7 +516,8 @@ async fn reattach(shared: &Supervision, running: &Running) {
                     .await
                     .map(|_| "session/load")
             }
-            Some(Open::New) | None => {
+            // `reopen` names a v2 replay never (it is the session engine's, on a v2 connection).
+            Some(Open::New | Open::Replay { .. }) | None => {
                 shared.emit(SupervisorEvent::SessionLost {
                     session_id: t.id.to_string(),
                     reason: "the agent supports neither session/resume nor session/load".into(),

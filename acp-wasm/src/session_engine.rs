@@ -61,7 +61,9 @@ export interface SessionOptions {
 export type SessionOpen =
   | { send: "new" }
   | { send: "resume"; sessionId: string }
-  | { send: "load"; sessionId: string };
+  | { send: "load"; sessionId: string }
+  /** ACP v2 only (never on this build, which has no v2): `session/resume` with a replay. */
+  | { send: "replay"; sessionId: string };
 
 /** How a `session/update` was taken (`update`). */
 export type SessionRouted =
@@ -315,6 +317,32 @@ impl Session {
         ))
     }
 
+    /// ACP v2 (feature `unstable_protocol_v2`, the `client-v2` test build only): the
+    /// `session/prompt` answer (its JSON text) of the turn begun on `thread()`: the turn's stop
+    /// reason when it is over (v1: always; v2: only if its idle `state_update` came already,
+    /// the answer otherwise only acknowledging the prompt), else `undefined`. Throws an `Error`
+    /// when a v1 answer is unreadable.
+    #[cfg(feature = "unstable_protocol_v2")]
+    #[wasm_bindgen(js_name = promptAnswered)]
+    pub fn prompt_answered(
+        &mut self,
+        #[wasm_bindgen(js_name = resultJson, unchecked_param_type = "string")] result_json: JsValue,
+    ) -> Result<Option<String>, JsValue> {
+        let result = string_arg(&result_json, "resultJson")?;
+        self.inner
+            .borrow_mut()
+            .prompt_answered(&result)
+            .map_err(|e| error(&e.to_string()))
+    }
+
+    /// ACP v2 (the `client-v2` test build only): the stop reason of the last turn once its idle
+    /// `state_update` ended it, `undefined` while it runs.
+    #[cfg(feature = "unstable_protocol_v2")]
+    #[wasm_bindgen(getter = turnEnded)]
+    pub fn turn_ended(&self) -> Option<String> {
+        self.inner.borrow().turn_ended()
+    }
+
     /// The session's id, once known (or being reopened).
     #[wasm_bindgen(getter = sessionId)]
     pub fn session_id(&self) -> Option<String> {
@@ -414,9 +442,12 @@ mod tests {
             Open::New,
             Open::Resume { session_id: id() },
             Open::Load { session_id: id() },
+            Open::Replay { session_id: id() },
         ] {
             match open {
-                Open::New | Open::Resume { .. } | Open::Load { .. } => in_ts(&tag(&open, "send")),
+                Open::New | Open::Resume { .. } | Open::Load { .. } | Open::Replay { .. } => {
+                    in_ts(&tag(&open, "send"))
+                }
             }
         }
         let routed = [

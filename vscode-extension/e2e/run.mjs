@@ -22,9 +22,10 @@ import * as composer from "./scenarios/composer.mjs";
 import * as edits from "./scenarios/edits.mjs";
 import * as agentFeatures from "./scenarios/agentFeatures.mjs";
 import * as agents from "./scenarios/agents.mjs";
+import * as web from "./scenarios/web.mjs";
 
 /** The groups in the order they run. */
-const GROUPS = { basics, lifecycle, consent, composer, edits, agentFeatures, agents };
+const GROUPS = { basics, lifecycle, consent, composer, edits, agentFeatures, agents, web };
 
 const only = process.env.ACP_E2E_GROUPS?.split(",")
   .map((g) => g.trim())

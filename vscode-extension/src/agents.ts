@@ -1,10 +1,10 @@
 // Which agents exist: the user's `acp.agents` plus the built-in demo agent (`acp demo-agent`).
-// Pure (no `vscode`), so the resolution rules are unit-tested.
+// Pure (no `vscode`, no Node: paths are the host's, files are read by the caller's functions),
+// so the resolution rules are unit-tested.
 
-import * as fs from "node:fs";
-import * as path from "node:path";
+import { hostPaths } from "./platform/hostPaths";
 import type { AgentSpec } from "./protocol/process";
-import { checkRemoteUrl } from "./protocol/remote";
+import { checkRemoteUrl } from "./protocol/remoteUrl";
 import { RemoteError } from "./protocol/transport";
 import type { AgentPresets } from "acp-wasm-client";
 
@@ -20,15 +20,6 @@ export interface AgentSetting {
   caFile?: unknown;
 }
 
-function isExecutable(p: string): boolean {
-  try {
-    fs.accessSync(p, fs.constants.X_OK);
-    return fs.statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The `acp` binary for the demo agent: the `acp.demoAgentPath` setting, else `acp` on PATH,
  * else the repository's target/release/acp relative to the extension (development).
@@ -37,9 +28,10 @@ export function resolveDemoAgentBinary(
   setting: string | undefined,
   envPath: string | undefined,
   extensionPath: string,
-  exists: (p: string) => boolean = isExecutable,
+  exists: (p: string) => boolean,
 ): { path: string; source: "setting" | "PATH" | "repository" } | undefined {
   if (setting && setting.trim()) return { path: setting.trim(), source: "setting" };
+  const path = hostPaths();
   for (const dir of (envPath ?? "").split(path.delimiter)) {
     if (!dir) continue;
     const p = path.join(dir, "acp");
@@ -126,6 +118,7 @@ export function registryPlatform(platform: string, arch: string): string {
 /** The cached copy of the public ACP registry that `acp agents` keeps
  *  (`$XDG_CACHE_HOME/acp/registry.json`, else `~/.cache/acp/registry.json`). */
 export function registryCachePath(env: NodeJS.ProcessEnv): string | undefined {
+  const path = hostPaths();
   if (env.XDG_CACHE_HOME) return path.join(env.XDG_CACHE_HOME, "acp", "registry.json");
   return env.HOME ? path.join(env.HOME, ".cache", "acp", "registry.json") : undefined;
 }
@@ -186,17 +179,8 @@ export function loadPresets(
   agentPresets: (platform: string, overlayJson: string | null) => string,
   platform: string,
   cachePath: string | undefined,
-  read: (p: string) => string | undefined = readSmallFile,
+  read: (p: string) => string | undefined,
 ): AgentPresets {
   const overlay = cachePath ? read(cachePath) : undefined;
   return JSON.parse(agentPresets(platform, overlay ?? null)) as AgentPresets;
-}
-
-function readSmallFile(p: string): string | undefined {
-  try {
-    if (fs.statSync(p).size > 4 << 20) return undefined;
-    return fs.readFileSync(p, "utf8");
-  } catch {
-    return undefined;
-  }
 }

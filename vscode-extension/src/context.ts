@@ -7,16 +7,14 @@
 // host/status.ts and host/trace.ts. Disposing saves the conversation and stops the agent.
 // One reason to change: a part is added, or what a part is given changes.
 
-import * as path from "node:path";
 import * as vscode from "vscode";
 import { VsCodeSignIn } from "./auth";
 import type { ViewAttachment } from "./bridges/attachments";
 import { EditReview } from "./bridges/edits";
-import { FsBridge } from "./bridges/fs";
+import type { FsBridge } from "./bridges/fs";
 import { PermissionBridge } from "./bridges/permission";
 import { ClientRouter } from "./bridges/router";
 import { SessionTerminals } from "./bridges/sessionTerminals";
-import { TerminalManager } from "./bridges/terminal";
 import { Commands } from "./host/commands";
 import { AgentLifecycle } from "./host/lifecycle";
 import { SessionController, type SessionInfo } from "./host/sessionController";
@@ -26,7 +24,10 @@ import { RawTrace } from "./host/trace";
 import { TracePanel } from "./host/tracePanel";
 import { WebviewRouter } from "./host/webviewRouter";
 import type { AgentConnection } from "./protocol/agent";
-import { loadEngine, type EngineModule } from "./protocol/engine";
+import type { EngineModule } from "./protocol/engine";
+import type { Platform } from "./platform/platform";
+import { useHostPaths } from "./platform/hostPaths";
+import { useHostOs } from "./platform/hostOs";
 import { ClientPolicy } from "./protocol/policy";
 import type { AgentSpec } from "./protocol/process";
 import { RemoteTokens } from "./remoteTokens";
@@ -60,14 +61,21 @@ export class AcpContext implements vscode.Disposable {
   private readonly router: WebviewRouter;
   private readonly settings: HostSettings;
 
-  constructor(readonly extension: vscode.ExtensionContext) {
+  constructor(
+    readonly extension: vscode.ExtensionContext,
+    /** Node's or the browser's (chosen by the entry point: extension.ts, extension.browser.ts). */
+    readonly platform: Platform,
+  ) {
+    useHostPaths(platform.path);
+    useHostOs(platform.os);
     this.log = this.own(vscode.window.createOutputChannel("ACP", { log: true }));
     const status = this.own(new AgentStatus((m) => this.chat.post(m)));
     this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.router.onMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
-    const settings = (this.settings = new HostSettings(extension, this.policy, this.log));
-    const terminals = new TerminalManager(
+    const settings = (this.settings = new HostSettings(extension, this.policy, this.log, platform));
+    // No terminals where the host cannot run processes (the browser): not advertised.
+    const terminals = platform.terminals?.(
       // One terminal panel per session, named after the agent and the conversation.
       new SessionTerminals(new PseudoterminalPanels(), (sessionId) => this.sessions.terminalName(sessionId)),
       () => ({
@@ -80,7 +88,7 @@ export class AcpContext implements vscode.Disposable {
       this.policy,
       new VsCodeTerminalApprover(),
     );
-    this.own({ dispose: () => terminals.disposeAll() });
+    this.own({ dispose: () => terminals?.disposeAll() });
     const permission = new PermissionBridge(
       new VsCodePermissionPrompter(this.diffs),
       () => ({ autoApprove: cfg().get<boolean>("permissions.autoApprove", false) }),
@@ -89,7 +97,8 @@ export class AcpContext implements vscode.Disposable {
       (sessionId) => this.sessions.cancelTurn(sessionId),
       (sessionId, toolCallId) => this.sessions.knownToolCall(sessionId, toolCallId),
     );
-    const fsBridge = new FsBridge(
+    // No fs bridge where the host cannot check paths on disk (the browser): not advertised.
+    const fsBridge: FsBridge | undefined = platform.fsBridge?.(
       new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true)),
       () => ({
         allowWritesOutsideWorkspace: cfg().get<boolean>("fs.allowWritesOutsideWorkspace", false),
@@ -104,7 +113,7 @@ export class AcpContext implements vscode.Disposable {
     // Remote agents' tokens (SecretStorage, per origin).
     const remoteTokens = new RemoteTokens(extension.secrets);
     // This workspace's saved conversations (sessions/store.ts).
-    const store = new SessionStore(path.join((extension.storageUri ?? extension.globalStorageUri).fsPath, "sessions"));
+    const store = new SessionStore(platform.storeFiles(extension));
     const signIn = new VsCodeSignIn(extension.secrets, this.decisions, this.log, (conn) =>
       Object.entries(conn.spec.env ?? {})
         .filter(([, v]) => v)
@@ -122,7 +131,9 @@ export class AcpContext implements vscode.Disposable {
       policy: this.policy,
       engine,
       remoteTokens,
+      transports: platform.transports,
       terminals,
+      hasFs: fsBridge !== undefined,
       handler: () =>
         new ClientRouter({
           permission,
@@ -142,6 +153,7 @@ export class AcpContext implements vscode.Disposable {
       decisions: this.decisions,
       signIn,
       store,
+      files: platform.files,
       terminals,
       edits: this.edits,
       log: this.log,
@@ -185,6 +197,7 @@ export class AcpContext implements vscode.Disposable {
       engine,
       remoteTokens,
       store,
+      platform,
       decisions: this.decisions,
       signIn,
     });
@@ -200,8 +213,8 @@ export class AcpContext implements vscode.Disposable {
 
   private loadEngineOnce(): EngineModule {
     if (!this.engine) {
-      const { module, dir } = loadEngine(this.extension.extensionPath);
-      this.log.info(`protocol engine: ${dir}`);
+      const { module, from } = this.platform.engine(this.extension);
+      this.log.info(`protocol engine (${this.platform.name}): ${from}`);
       this.engine = module;
     }
     return this.engine;

@@ -3,7 +3,7 @@
 // URL's origin (scheme, host, port), sent only to that origin, never logged.
 
 import * as vscode from "vscode";
-import { tokenKey } from "./protocol/remote";
+import { tokenKey } from "./protocol/remoteUrl";
 
 const PREFIX = "acp.remoteToken:";
 

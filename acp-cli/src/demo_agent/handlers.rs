@@ -363,7 +363,7 @@ impl DemoAgent {
 
 /// A session this agent does not have (not in memory, not in `--state-dir`): -32002 with the
 /// id, as the official SDK's `RequestError.sessionNotFound`.
-fn unknown_session(key: &str) -> ErrorObject {
+pub(super) fn unknown_session(key: &str) -> ErrorObject {
     ErrorObject::new(
         ErrorCode::ResourceNotFound,
         format!("Resource not found: unknown session {key}"),

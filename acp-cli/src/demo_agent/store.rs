@@ -6,7 +6,8 @@
 //! where `updates` are the `SessionUpdate`s sent so far (what `session/load` replays). Written
 //! whole (a temporary file renamed over it) after each change. Bounded: at most
 //! [`MAX_SESSIONS`] files (the least recently updated are deleted past it) and
-//! [`MAX_SESSION_BYTES`] of updates per session (the oldest are dropped past it). A file that
+//! [`MAX_SESSION_BYTES`] of updates per session (the oldest are dropped past it; an ACP v2
+//! session's messages, `v2Messages`, the same). A file that
 //! cannot be read (not ours, another format, truncated) is skipped, never fatal; ids that are
 //! not plain file names (`[A-Za-z0-9_.-]`, at most 128, no leading `.`) are never stored.
 //!
@@ -41,6 +42,19 @@ pub struct Saved {
     /// Unix seconds of the last change.
     pub updated: u64,
     pub updates: Vec<s::SessionUpdate>,
+    /// An ACP v2 session's `user_message`/`agent_message` upserts (what its replay sends),
+    /// bounded as `updates` are; empty for a v1 session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub v2_messages: Vec<serde_json::Value>,
+    /// An ACP v2 session's message counter (ids stay unique across restarts); `None` for a
+    /// v1 session (a v2 client resumes only v2 sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v2_next: Option<u64>,
+    /// An ACP v2 session's prompt idempotency keys with the user message each inserted, oldest
+    /// first: kept while that message is (v2 asks a key be recognized as long as its message
+    /// is retained, across restarts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub v2_keys: Vec<(String, String)>,
 }
 
 /// The state directory.
@@ -77,7 +91,7 @@ pub fn iso8601(secs: u64) -> String {
 }
 
 /// Drops the oldest updates until the rest are within [`MAX_SESSION_BYTES`].
-fn trim(updates: &mut Vec<s::SessionUpdate>) {
+fn trim<T: Serialize>(updates: &mut Vec<T>) {
     let sizes: Vec<usize> = updates
         .iter()
         .map(|u| serde_json::to_vec(u).map_or(0, |v| v.len()))
@@ -107,6 +121,13 @@ impl Store {
             return Ok(());
         }
         trim(&mut saved.updates);
+        trim(&mut saved.v2_messages);
+        let kept: std::collections::HashSet<&str> = saved
+            .v2_messages
+            .iter()
+            .filter_map(|m| m["messageId"].as_str())
+            .collect();
+        saved.v2_keys.retain(|(_, id)| kept.contains(id.as_str()));
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -212,6 +233,9 @@ impl Saved {
             title: None,
             updated: now(),
             updates: Vec::new(),
+            v2_messages: Vec::new(),
+            v2_next: None,
+            v2_keys: Vec::new(),
         }
     }
 
@@ -300,6 +324,25 @@ mod tests {
         assert!(loaded.updates.len() < 15 && !loaded.updates.is_empty());
         // The newest updates are the ones kept.
         assert_eq!(loaded.updates.last(), Some(&chunk(&format!("14:{piece}"))));
+
+        // A v2 session's messages are bounded the same, its counter kept.
+        let mut v2 = Saved::new("v2", Path::new("/w"));
+        v2.v2_next = Some(30);
+        for n in 0..15 {
+            v2.v2_messages
+                .push(serde_json::json!({"sessionUpdate": "agent_message",
+                "messageId": format!("a{n}"), "content": [{"type": "text", "text": piece}]}));
+        }
+        store.save(&mut v2).unwrap();
+        let loaded = store.load("v2").unwrap();
+        assert!(loaded.v2_messages.len() < 15 && !loaded.v2_messages.is_empty());
+        assert_eq!(loaded.v2_messages.last().unwrap()["messageId"], "a14");
+        assert_eq!(loaded.v2_next, Some(30));
+        assert_eq!(
+            store.load("big").unwrap().v2_next,
+            None,
+            "a v1 session is not v2's"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -17,7 +17,10 @@
 //! Memory: a session keeps its messages for the replay, at most [`MAX_MESSAGES`] (the oldest
 //! go first), and the idempotency keys of the prompts it keeps, as many (a key is recognized
 //! while its message is retained, as v2 asks); sessions live until `session/close` or the end
-//! of the process.
+//! of the process. With `--state-dir` each session is also saved there after each change (the
+//! v1 store's files and bounds, its messages in `v2Messages`, its keys in `v2Keys`), so
+//! `session/resume` replays it from another process (after a restart, or `acp chat
+//! --resume`) and a retried key is recognized there too.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -173,6 +176,7 @@ impl DemoAgent {
             ..V2Session::default()
         };
         self.v2_sessions.lock().unwrap().insert(id.clone(), session);
+        self.v2_save(&id);
         raw(json!({"sessionId": id}))
     }
 
@@ -372,21 +376,80 @@ impl DemoAgent {
         if let Some(s) = self.v2_sessions.lock().unwrap().get_mut(session) {
             s.remember(upsert);
         }
+        self.v2_save(session);
+    }
+
+    /// Saves the session to `--state-dir`, if given (best effort, as v1's).
+    fn v2_save(&self, session: &str) {
+        let Some(store) = &self.store else { return };
+        let mut saved = {
+            let sessions = self.v2_sessions.lock().unwrap();
+            let Some(s) = sessions.get(session) else {
+                return;
+            };
+            let mut saved = super::store::Saved::new(session, std::path::Path::new(&s.cwd));
+            saved.v2_messages = s.messages.iter().cloned().collect();
+            saved.v2_next = Some(s.next_message);
+            saved.v2_keys = s.keys.iter().cloned().collect();
+            saved.title = s
+                .messages
+                .iter()
+                .find(|m| m["sessionUpdate"] == "user_message")
+                .and_then(|m| m["content"][0]["text"].as_str())
+                .and_then(super::store::title_from);
+            saved
+        };
+        let _ = store.save(&mut saved);
+    }
+
+    /// A session of another process, from `--state-dir` (a v2 one: it has messages or a
+    /// message number), taken into this one.
+    fn v2_restore(&self, session: &str) {
+        let Some(saved) = self.store.as_ref().and_then(|s| s.load(session)) else {
+            return;
+        };
+        let Some(next_message) = saved.v2_next else {
+            return;
+        };
+        let mut sessions = self.v2_sessions.lock().unwrap();
+        sessions
+            .entry(session.to_string())
+            .or_insert_with(|| V2Session {
+                cwd: saved.cwd.display().to_string(),
+                messages: saved
+                    .v2_messages
+                    .into_iter()
+                    .rev()
+                    .take(MAX_MESSAGES)
+                    .rev()
+                    .collect(),
+                next_message,
+                keys: saved
+                    .v2_keys
+                    .into_iter()
+                    .rev()
+                    .take(MAX_MESSAGES)
+                    .rev()
+                    .collect(),
+                turn: None,
+            });
     }
 
     /// `session/resume`: with `replayFrom` `start`, the messages, `replay_complete`, the state;
-    /// other cursors are refused (-32602), as v2 requires.
+    /// other cursors are refused (-32602), as v2 requires; a session neither in memory nor in
+    /// `--state-dir` is -32002, as in v1.
     async fn v2_resume(
         &self,
         p: Value,
         peer: ConnectionHandle,
     ) -> Result<Box<RawValue>, ErrorObject> {
         let session = str_param(&p, "sessionId")?;
+        self.v2_restore(&session);
         let (messages, running) = {
             let sessions = self.v2_sessions.lock().unwrap();
             let s = sessions
                 .get(&session)
-                .ok_or_else(|| ErrorObject::invalid_params(format!("unknown session {session}")))?;
+                .ok_or_else(|| super::handlers::unknown_session(&session))?;
             (s.messages.clone(), s.turn.is_some())
         };
         match &p["replayFrom"] {

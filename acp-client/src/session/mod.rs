@@ -25,6 +25,8 @@
 
 mod open;
 mod title;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -188,6 +190,20 @@ enum Route {
     Taken(Routed),
 }
 
+/// An update held until a new session's id is known: read (v1), or its params as sent (v2:
+/// folded by the v2 reader when the session opens).
+enum Held {
+    Read(ReadUpdate),
+    #[cfg(feature = "unstable_protocol_v2")]
+    V2(String),
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Held")
+    }
+}
+
 /// Where the session is.
 #[derive(Clone, Debug, PartialEq)]
 enum Phase {
@@ -223,7 +239,13 @@ pub struct Session {
     replay_view: ReplayView,
     /// Updates of the replay under way.
     replayed: u64,
-    held: VecDeque<(String, ReadUpdate)>,
+    /// ACP v2 was negotiated (feature `unstable_protocol_v2`): updates are v2's upserts, a
+    /// reopen is a `session/resume` with a replay ([`Open::Replay`]), a turn ends with an idle
+    /// `state_update` (`v2.rs`).
+    v2: bool,
+    /// v2: the replay under way ended (its `replay_complete` came).
+    replay_done: bool,
+    held: VecDeque<(String, Held)>,
     held_bytes: usize,
     dropped: u64,
     crashes: CrashBudget,
@@ -273,6 +295,8 @@ impl Session {
             fell_back: false,
             replay_view: ReplayView::Show,
             replayed: 0,
+            v2: false,
+            replay_done: false,
             held: VecDeque::new(),
             held_bytes: 0,
             dropped: 0,
@@ -318,6 +342,10 @@ impl Session {
     pub fn initialized(&mut self, result: &str) -> Result<Open, String> {
         let facts = AgentFacts::read(result)?;
         self.agent = facts.name.clone();
+        #[cfg(feature = "unstable_protocol_v2")]
+        {
+            self.v2 = v2::negotiated(result);
+        }
         let holds = self.thread.replay_view() == ReplayView::Fold;
         let open = match (&self.session_id, self.recovering) {
             (Some(id), true) => open::recover(&facts, id, holds),
@@ -325,6 +353,8 @@ impl Session {
             (_, false) => open::first(&facts, &self.intent, holds)
                 .map_err(|why| format!("{}: {why}", self.agent))?,
         };
+        #[cfg(feature = "unstable_protocol_v2")]
+        let open = if self.v2 { v2::reopen(open) } else { open };
         self.facts = Some(facts);
         self.fell_back = false;
         self.begin(open.clone());
@@ -333,21 +363,21 @@ impl Session {
 
     fn begin(&mut self, open: Open) {
         self.replayed = 0;
+        self.replay_done = false;
         self.replay_view = self.thread.replay_view();
         self.held.clear();
         self.held_bytes = 0;
         self.dropped = 0;
-        match &open {
-            Open::Resume { session_id } | Open::Load { session_id } => {
-                self.session_id = Some(session_id.clone());
-            }
-            Open::New => self.session_id = None,
-        }
+        self.session_id = open.session_id().map(str::to_string);
         self.phase = Phase::Opening(open);
     }
 
     /// A `session/update` (its params' JSON text), in wire order.
     pub fn update(&mut self, params: &str) -> Result<Routed, BadUpdate> {
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.v2 {
+            return self.update_v2(params);
+        }
         Ok(match self.route(params)? {
             Route::Show(read) => Routed::Shown {
                 applied: self.thread.apply_read(read),
@@ -360,6 +390,10 @@ impl Session {
     /// ([`Thread::take_delta`]): routed the same, an update shown is folded without building
     /// what it did ([`Thread::fold_read`]).
     pub fn fold_update(&mut self, params: &str) -> Result<(), BadUpdate> {
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.v2 {
+            return self.update_v2(params).map(drop);
+        }
         if let Route::Show(read) = self.route(params)? {
             self.thread.fold_read(read);
         }
@@ -383,7 +417,7 @@ impl Session {
                     return Ok(Route::Taken(Routed::Ignored));
                 }
                 self.held_bytes += params.len();
-                self.held.push_back((sid, read));
+                self.held.push_back((sid, Held::Read(read)));
                 Ok(Route::Taken(Routed::Held))
             }
             Phase::Opening(Open::Load { .. }) if ours(&self.session_id) => {
@@ -416,7 +450,9 @@ impl Session {
                 .session_id
                 .clone()
                 .ok_or("the session/new answer has no sessionId")?,
-            Open::Resume { session_id } | Open::Load { session_id } => session_id.clone(),
+            Open::Resume { session_id }
+            | Open::Load { session_id }
+            | Open::Replay { session_id } => session_id.clone(),
         };
         self.thread.set_session(
             &session_id,
@@ -427,9 +463,15 @@ impl Session {
         self.session_id = Some(session_id.clone());
         self.phase = Phase::Open;
         let mut shown = Vec::new();
-        for (sid, read) in std::mem::take(&mut self.held) {
-            if sid == session_id {
-                shown.push(self.thread.apply_read(read));
+        for (sid, held) in std::mem::take(&mut self.held) {
+            if sid != session_id {
+                continue;
+            }
+            match held {
+                Held::Read(read) => shown.push(self.thread.apply_read(read)),
+                // Checked when it was held.
+                #[cfg(feature = "unstable_protocol_v2")]
+                Held::V2(params) => shown.extend(self.thread.apply_v2_json(&params).ok()),
             }
         }
         self.held_bytes = 0;
@@ -470,7 +512,16 @@ impl Session {
                 )));
                 Memory::Resumed
             }
-            Open::Load { .. } if self.replayed == 0 && holds_conversation => {
+            Open::Replay { .. } if self.replayed > 0 && holds_conversation => {
+                notices.push(info(format!(
+                    "{agent}{} session {id} resumed with a replay of {} update(s), folded into \
+                     the conversation above (what it lacked is added, nothing is shown twice)",
+                    if self.recovering { " restarted;" } else { ":" },
+                    self.replayed
+                )));
+                Memory::Replayed
+            }
+            Open::Load { .. } | Open::Replay { .. } if self.replayed == 0 && holds_conversation => {
                 notices.push(warning(format!(
                     "{agent} did not restore the conversation of session {id} (it replayed \
                      nothing): what is above is the copy saved here, and the agent does not \
@@ -478,14 +529,14 @@ impl Session {
                 )));
                 Memory::Lost
             }
-            Open::Load { .. } if self.replayed == 0 => {
+            Open::Load { .. } | Open::Replay { .. } if self.replayed == 0 => {
                 notices.push(warning(format!(
                     "{agent} opened session {id} in {cwd} but replayed nothing: it did not \
                      restore a conversation"
                 )));
                 Memory::Lost
             }
-            Open::Load { .. } if holds_conversation => {
+            Open::Load { .. } | Open::Replay { .. } if holds_conversation => {
                 notices.push(info(format!(
                     "{agent}{} session {id} reloaded: {} replayed update(s) not shown again \
                      (the conversation is above)",
@@ -494,7 +545,7 @@ impl Session {
                 )));
                 Memory::Replayed
             }
-            Open::Load { .. } => {
+            Open::Load { .. } | Open::Replay { .. } => {
                 notices.push(info(format!(
                     "connected to {agent}; loaded session {id} in {cwd} ({} replayed update(s))",
                     self.replayed
@@ -533,7 +584,12 @@ impl Session {
         };
         let agent = self.agent.clone();
         let why = match (&open, code) {
-            (Open::Resume { session_id } | Open::Load { session_id }, -32002) => format!(
+            (
+                Open::Resume { session_id }
+                | Open::Load { session_id }
+                | Open::Replay { session_id },
+                -32002,
+            ) => format!(
                 "{agent} does not have session {} (any more)",
                 crate::display::escape_line(session_id)
             ),
@@ -589,6 +645,37 @@ impl Session {
                 self.tell(&notices);
                 AfterEnd::GiveUp { notices }
             }
+        }
+    }
+
+    /// Whether ACP v2 was negotiated with the agent (feature `unstable_protocol_v2`): a turn
+    /// is then ended by an idle `state_update`, not by the `session/prompt` answer
+    /// ([`Session::prompt_answered`]).
+    pub fn is_v2(&self) -> bool {
+        self.v2
+    }
+
+    /// The `session/prompt` answer (its JSON text) of the turn begun with
+    /// [`Thread::begin_turn`]. v1: the turn is over, its stop reason returned (the thread's
+    /// turn ended with it). v2: the answer only acknowledges the prompt (its entry takes the
+    /// agent's `messageId`): the turn goes on until an idle `state_update`, so the stop reason
+    /// is returned only if that came already (it may precede the answer on the wire).
+    pub fn prompt_answered(&mut self, result: &str) -> Result<Option<String>, BadUpdate> {
+        #[cfg(feature = "unstable_protocol_v2")]
+        if self.v2 {
+            self.thread.v2_prompt_accepted(result);
+            return Ok(self.turn_ended());
+        }
+        self.thread.end_turn_json(result).map(Some)
+    }
+
+    /// v2: the stop reason of the last turn once its idle `state_update` ended it (`None` while
+    /// it runs; empty when the agent went idle without one). v1 faces end turns from the
+    /// `session/prompt` answer.
+    pub fn turn_ended(&self) -> Option<String> {
+        match self.thread.turn {
+            crate::thread::Turn::Idle => Some(self.thread.last_stop.clone().unwrap_or_default()),
+            crate::thread::Turn::Running => None,
         }
     }
 

@@ -30,6 +30,10 @@ impl AgentFacts {
         if !init.is_object() {
             return Err(bad("not an object"));
         }
+        #[cfg(feature = "unstable_protocol_v2")]
+        if init.get("protocolVersion").and_then(Value::as_u64) == Some(2) {
+            return read_v2(&init);
+        }
         let caps = object(&init, "agentCapabilities").map_err(|e| bad(&e))?;
         let load = match caps.and_then(|c| c.get("loadSession")) {
             None | Some(Value::Null) => false,
@@ -43,32 +47,51 @@ impl AgentFacts {
         let resume = session_caps
             .and_then(|s| s.get("resume"))
             .is_some_and(|r| !r.is_null());
-        let name = match object(&init, "agentInfo").map_err(|e| bad(&e))? {
-            Some(info) => {
-                let text = |key: &str| match info.get(key) {
-                    None | Some(Value::Null) => Ok(None),
-                    Some(Value::String(s)) => Ok(Some(s.clone())),
-                    Some(_) => Err(bad(&format!("agentInfo.{key} is not a string"))),
-                };
-                let (name, title, version) = (text("name")?, text("title")?, text("version")?);
-                title
-                    .filter(|t| !t.trim().is_empty())
-                    .or(name)
-                    .map(|name| match version {
-                        Some(v) if !v.is_empty() => format!("{name} {v}"),
-                        _ => name,
-                    })
-            }
-            None => None,
-        };
         Ok(AgentFacts {
-            name: name
-                .map(|n| crate::display::escape_line(&n))
-                .unwrap_or_else(|| "the agent".to_string()),
+            name: agent_name(&init, "agentInfo")?,
             load,
             resume,
         })
     }
+}
+
+/// The agent in words from `init[key]` (v1's `agentInfo`, v2's `info`): title or name, and
+/// version, escaped; "the agent" without one.
+fn agent_name(init: &Value, key: &str) -> Result<String, String> {
+    let bad = |why: &str| format!("unreadable initialize answer: {why}");
+    let name = match object(init, key).map_err(|e| bad(&e))? {
+        Some(info) => {
+            let text = |field: &str| match info.get(field) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(bad(&format!("{key}.{field} is not a string"))),
+            };
+            let (name, title, version) = (text("name")?, text("title")?, text("version")?);
+            title
+                .filter(|t| !t.trim().is_empty())
+                .or(name)
+                .map(|name| match version {
+                    Some(v) if !v.is_empty() => format!("{name} {v}"),
+                    _ => name,
+                })
+        }
+        None => None,
+    };
+    Ok(name
+        .map(|n| crate::display::escape_line(&n))
+        .unwrap_or_else(|| "the agent".to_string()))
+}
+
+/// A v2 agent's facts: its `info`; `session/resume` (with a replay when asked) is part of
+/// v2's baseline, so every v2 agent reopens sessions (as `load` and `resume` say for v1).
+#[cfg(feature = "unstable_protocol_v2")]
+fn read_v2(init: &Value) -> Result<AgentFacts, String> {
+    object(init, "capabilities").map_err(|e| format!("unreadable initialize answer: {e}"))?;
+    Ok(AgentFacts {
+        name: agent_name(init, "info")?,
+        load: true,
+        resume: true,
+    })
 }
 
 /// `v[key]` when it is an object; `None` when absent or `null`; another type is an error.
@@ -98,6 +121,14 @@ pub enum Open {
         /// The session id.
         session_id: String,
     },
+    /// ACP v2 only (feature `unstable_protocol_v2`; never named on a v1 connection):
+    /// `session/resume` of that id with `replayFrom: {"type": "start"}`, v2's merged load
+    /// (the agent replays the conversation, sends `replay_complete`, then answers).
+    #[serde(rename_all = "camelCase")]
+    Replay {
+        /// The session id.
+        session_id: String,
+    },
 }
 
 impl Open {
@@ -107,6 +138,17 @@ impl Open {
             Open::New => "session/new",
             Open::Resume { .. } => "session/resume",
             Open::Load { .. } => "session/load",
+            Open::Replay { .. } => "session/resume",
+        }
+    }
+
+    /// The session id it reopens (`None` for a new session).
+    pub fn session_id(&self) -> Option<&str> {
+        match self {
+            Open::New => None,
+            Open::Resume { session_id }
+            | Open::Load { session_id }
+            | Open::Replay { session_id } => Some(session_id),
         }
     }
 }

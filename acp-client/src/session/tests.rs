@@ -102,3 +102,74 @@ fn an_answer_without_an_open_request_is_an_error_not_a_panic() {
     assert!(s.initialized("not json").is_err());
     assert!(s.update("{").is_err());
 }
+
+/// A v2 replay folded into the conversation held (after a crash) adds only the messages the
+/// conversation lacks, in their place, and shows nothing twice.
+#[cfg(feature = "unstable_protocol_v2")]
+#[test]
+fn a_v2_replay_into_the_conversation_held_adds_only_what_it_lacks() {
+    use crate::thread::{Block, Entry};
+    let init = r#"{"protocolVersion":2,"info":{"name":"demo"},"capabilities":{}}"#;
+    let up = |u: serde_json::Value| serde_json::json!({"sessionId": "s1", "update": u}).to_string();
+    let msg = |kind: &str, id: &str, text: &str| {
+        up(serde_json::json!({"sessionUpdate": kind, "messageId": id,
+            "content": [{"type": "text", "text": text}]}))
+    };
+    let mut s = session();
+    s.initialized(init).unwrap();
+    assert!(s.is_v2());
+    s.opened(r#"{"sessionId":"s1"}"#).unwrap();
+    s.thread_mut().begin_turn(vec![Block::text("one")]);
+    assert_eq!(s.prompt_answered(r#"{"messageId":"u1"}"#).unwrap(), None);
+    s.update(&msg("agent_message", "a1", "first")).unwrap();
+    s.update(&up(serde_json::json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})))
+        .unwrap();
+    assert_eq!(s.turn_ended().as_deref(), Some("end_turn"));
+    s.agent_ended(Duration::from_secs(1), "exit 1");
+    assert_eq!(
+        s.initialized(init).unwrap(),
+        Open::Replay {
+            session_id: "s1".into()
+        }
+    );
+    for u in [
+        msg("user_message", "u1", "one"),
+        msg("agent_message", "a1", "first"),
+        msg("user_message", "u2", "two"),
+        msg("agent_message", "a2", "second"),
+        up(serde_json::json!({"sessionUpdate": "replay_complete"})),
+    ] {
+        assert_eq!(s.update(&u).unwrap(), Routed::Folded);
+    }
+    let opened = s.opened("{}").unwrap();
+    assert_eq!(opened.memory, Memory::Replayed);
+    let said: Vec<(String, String)> = s
+        .thread()
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::User {
+                message_id,
+                content,
+            }
+            | Entry::Agent {
+                message_id,
+                content,
+            } => Some((
+                message_id.clone().unwrap_or_default(),
+                content.iter().filter_map(|b| b.text.clone()).collect(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        said,
+        [
+            pair("u1", "one"),
+            pair("a1", "first"),
+            pair("u2", "two"),
+            pair("a2", "second")
+        ]
+    );
+}

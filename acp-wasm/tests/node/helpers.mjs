@@ -18,6 +18,13 @@ const require = createRequire(import.meta.url);
 export const acp = require(join(pkgDir, "node", "acp_wasm.js"));
 export const { AcpConnection } = acp;
 export const client = require(join(pkgDir, "nodejs-client", "acp_wasm.js"));
+// The ACP v2 test build (flavour client-v2: the client flavour with unstable_protocol_v2), when
+// built; scripts/test-wasm.sh builds it and sets ACP_WASM_V2=1, which makes it required.
+const v2Path = join(pkgDir, "nodejs-client-v2", "acp_wasm.js");
+if (process.env.ACP_WASM_V2 === "1" && !existsSync(v2Path)) {
+  throw new Error(`ACP_WASM_V2=1 but the client-v2 flavour is not built at ${v2Path}: run ACP_WASM_FLAVOURS=client-v2 scripts/build-wasm.sh`);
+}
+export const clientV2 = existsSync(v2Path) ? require(v2Path) : undefined;
 
 /** Drains a connection per the drain rule: all transmitted text and all events. */
 export function drain(conn) {

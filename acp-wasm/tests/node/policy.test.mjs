@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
-import { client as acp, pkgDir, throwsNamed } from "./helpers.mjs";
+import { client as acp, clientV2, pkgDir, throwsNamed } from "./helpers.mjs";
 
 const tablesDir = process.env.ACP_CLIENT_CASES_DIR ??
   join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "client");
@@ -75,12 +75,12 @@ function thread(c) {
  *  `update` steps go through `update` (the routing and what it did); each row is replayed
  *  again with its updates arriving on a connection, folded inside wasm by
  *  `AcpConnection.pollEventsFor`, which must leave the same conversation. */
-function session(c) {
+function session(c, lib = acp) {
   const run = (fold) => {
-    const conn = new acp.AcpConnection("client");
+    const conn = new lib.AcpConnection("client");
     let s;
     try {
-      s = new acp.Session(canonical(c.intent), "/p", c.policy ? JSON.stringify({ policy: c.policy }) : undefined);
+      s = new lib.Session(canonical(c.intent), "/p", c.policy ? JSON.stringify({ policy: c.policy }) : undefined);
     } catch (e) {
       conn.free();
       if (!(e instanceof Error) || e.name !== "SessionRefused") throw e;
@@ -119,6 +119,11 @@ function session(c) {
             return thread.beginTurn(JSON.stringify([{ type: "text", text: input }]));
           case "endTurn":
             return thread.endTurn(input) ?? null;
+          // session_v2.json's, through the client-v2 build (ACP v2).
+          case "promptAnswered":
+            return error(() => ({ stopReason: s.promptAnswered(canonical(input)) ?? null }));
+          case "turnEnded":
+            return { stopReason: s.turnEnded ?? null };
           default:
             throw new Error(`unknown step in ${JSON.stringify(c.name)}: ${kind}`);
         }
@@ -182,6 +187,9 @@ const REPLAYS = {
   "question.json": (c) => questionRow(c),
   "hunks.json": (c) => ({ hunks: JSON.parse(acp.editHunks(c.old, c.new)), text: acp.selectHunks(c.old, c.new, new Uint32Array(c.take)) }),
   "session.json": session,
+  // ACP v2's session engine through the client-v2 test build, when built (scripts/test-wasm.sh
+  // builds it and makes it required).
+  ...(clientV2 ? { "session_v2.json": (c) => session(c, clientV2) } : {}),
   "permission.json": permission,
   "writes.json": (c) => acp.classifyWrite(c.path, JSON.stringify(c.facts), JSON.stringify(c.ownDirs ?? [])),
   "terminal.json": (c) => acp.terminalQuestion(JSON.stringify(c.request), JSON.stringify(c.userEnv)),
@@ -260,6 +268,8 @@ for (const [file, replay] of Object.entries(REPLAYS)) {
 const NOT_EXPORTED = {
   "restart.json": "acp_client::restart (the crash budget) is the session engine's: Session.agentEnded decides restarts, and session.json's rows replay it with their policies",
   "registry.json": "acp_client::registry (agents by name) is exported as agentPresets only: registry.test.mjs, and the extension's cases.test.ts replays the rows about one agent",
+  // Replayed above when the client-v2 test build is there.
+  ...(clientV2 ? {} : { "session_v2.json": "ACP v2 in the session engine: the client-v2 test build (pkg/nodejs-client-v2) is not built; scripts/test-wasm.sh builds it" }),
 };
 
 test("every case table in tests/client is replayed here (or named as not exported)", (t) => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
-import { AcpConnection } from "./helpers.mjs";
+import { AcpConnection, clientV2 } from "./helpers.mjs";
 
 const vectorsDir = process.env.ACP_VECTORS_DIR ??
   join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "vectors");
@@ -15,7 +15,7 @@ const vectorsDir = process.env.ACP_VECTORS_DIR ??
 class Fail extends Error {}
 
 /** Replays one transcript; throws a Fail saying where and why it diverged. */
-export function check(transcript, bytewise) {
+export function check(transcript, bytewise, Connection = AcpConnection) {
   let r = null;
   const lines = transcript.split("\n");
   if (lines.at(-1) === "") lines.pop(); // like Rust's str::lines
@@ -32,7 +32,7 @@ export function check(transcript, bytewise) {
     };
     if (tag === "=") {
       if (r) throw fail("a second header");
-      r = guard(() => new Runner(parse(arg)));
+      r = guard(() => new Runner(parse(arg), Connection));
       continue;
     }
     if (!r) throw fail("no `=` header before");
@@ -71,13 +71,13 @@ export function check(transcript, bytewise) {
 }
 
 class Runner {
-  constructor(header) {
+  constructor(header, Connection) {
     if (header === null || typeof header !== "object" || Array.isArray(header)) {
       throw new Error("the header is not an object");
     }
     const { role, ...options } = header;
     // Unknown keys and bad values are refused by the AcpConnection constructor (TypeError).
-    this.conn = new AcpConnection(role, options);
+    this.conn = new Connection(role, options);
     this.now = 0;
     this.out = new Uint8Array(0); // transmitted bytes not yet split into lines
     this.tx = []; // transmitted lines (parsed) not yet expected
@@ -228,6 +228,30 @@ for (const f of files) {
     });
   }
 }
+
+// ACP v2: the `v2-*` vectors, and every vector the default build replays (v1 untouched with the
+// feature), through the client-v2 test build (pkg/nodejs-client-v2, feature
+// unstable_protocol_v2), which scripts/test-wasm.sh builds (ACP_WASM_V2=1 makes it required).
+const v2Files = readdirSync(vectorsDir)
+  .filter((f) => f.endsWith(".transcript") && f.startsWith("v2-"))
+  .sort();
+const v2Skip = clientV2 ? false : "pkg/nodejs-client-v2 is not built (scripts/test-wasm.sh builds it)";
+
+test("the v2 vectors are there", () => {
+  assert.ok(v2Files.length >= 5, `expected the v2 vectors in ${vectorsDir}, found ${v2Files.length}`);
+});
+
+for (const f of [...v2Files, ...files]) {
+  const text = readFileSync(join(vectorsDir, f), "utf8");
+  test(`vector ${f} through the v2 build (byte by byte)`, { skip: v2Skip }, () => {
+    check(text, true, clientV2.AcpConnection);
+  });
+}
+
+test("a v2 vector fails the default build (it has no v2)", () => {
+  const text = readFileSync(join(vectorsDir, v2Files[0]), "utf8");
+  assert.throws(() => check(text, false), Fail);
+});
 
 test("the runner refuses wrong vectors", () => {
   const ok = '= {"role":"agent"}\n> {"jsonrpc":"2.0","method":"n"}\n! {"type":"notification","method":"n"}\n';

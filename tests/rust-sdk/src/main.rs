@@ -19,6 +19,11 @@
 //!                                                report line (`{"failed": …}` and exit status 1
 //!                                                when the connection failed)
 //!
+//! ACP v2 (feature `v2`, the SDK's `unstable_protocol_v2`; on for the 5.2.0 pin, `v2.rs`):
+//!
+//!   rust-sdk-peer v2-client [--deny] -- COMMAND ARGS…  the SDK's v2 client against an agent
+//!   rust-sdk-peer v2-agent                            the SDK's v2 agent on stdio
+//!
 //! Benchmarks (benches/acp-bench, `--sdk-peer`):
 //!
 //!   rust-sdk-peer one (sdk|sdk-stdio) SCENARIO…  one measurement (`bench.rs`)
@@ -34,6 +39,8 @@ mod agent;
 mod bench;
 mod client;
 mod http;
+#[cfg(feature = "v2")]
+mod v2;
 
 /// The schema crate's types `messages.rs` builds with: the SDK's.
 mod schema {
@@ -76,6 +83,10 @@ fn main() {
         Some("agent") => agent::serve_stdio(),
         Some("http-server") => http::interop_server(&args[1..]),
         Some("client") => client::main(&args[1..]),
+        #[cfg(feature = "v2")]
+        Some("v2-client") => v2::client_main(&args[1..]),
+        #[cfg(feature = "v2")]
+        Some("v2-agent") => v2::agent_main(),
         _ => {
             eprintln!(
                 "usage: rust-sdk-peer agent | http-server --token T | client SCENARIO … | \

@@ -7,9 +7,8 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
-import * as fsp from "node:fs/promises";
-import * as path from "node:path";
-import { pathToFileURL } from "node:url";
+import { hostPaths } from "../platform/hostPaths";
+import type { HostFiles } from "../platform/hostFiles";
 import type { ContentBlock } from "@agentclientprotocol/sdk";
 import type { ClientPolicy, PromptAttachment } from "../protocol/policy";
 
@@ -31,7 +30,7 @@ export function validAttachment(a: unknown): ViewAttachment {
   };
   const abs = () => {
     const p = str("path");
-    if (!path.isAbsolute(p)) throw new Error(`attachment: path must be absolute: ${p}`);
+    if (!hostPaths().isAbsolute(p)) throw new Error(`attachment: path must be absolute: ${p}`);
     return p;
   };
   const int = (v: unknown, k: string) => {
@@ -62,24 +61,14 @@ export function validAttachment(a: unknown): ViewAttachment {
 }
 
 /** The file's size and, when it is text of at most `max` bytes, its text (null otherwise). */
-export async function readForPrompt(file: string, max: number, openText?: string): Promise<{ size?: number; text: string | null }> {
-  if (openText !== undefined) return { size: Buffer.byteLength(openText), text: openText };
-  const fh = await fsp.open(file, "r");
-  try {
-    const { size } = await fh.stat();
-    if (size > max) return { size, text: null };
-    const buf = Buffer.alloc(Math.min(size, max) + 1);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    const bytes = buf.subarray(0, bytesRead);
-    if (bytes.includes(0)) return { size, text: null };
-    try {
-      return { size, text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
-    } catch {
-      return { size, text: null };
-    }
-  } finally {
-    await fh.close();
-  }
+export async function readForPrompt(
+  files: HostFiles,
+  file: string,
+  max: number,
+  openText?: string,
+): Promise<{ size?: number; text: string | null }> {
+  if (openText !== undefined) return { size: new TextEncoder().encode(openText).length, text: openText };
+  return files.readForPrompt(file, max);
 }
 
 /** The prompt's blocks: the text, then each attachment as acp-client decides. */
@@ -88,6 +77,7 @@ export async function promptParts(
   attachments: readonly ViewAttachment[],
   caps: unknown,
   policy: ClientPolicy,
+  files: HostFiles,
   openText: (file: string) => string | undefined = () => undefined,
 ): Promise<PromptParts> {
   const blocks: ContentBlock[] = [];
@@ -98,11 +88,11 @@ export async function promptParts(
     let input: PromptAttachment;
     if (a.kind === "image") input = a;
     else {
-      const uri = pathToFileURL(a.path).href;
+      const uri = files.fileUrl(a.path);
       if (a.kind === "file") {
         let facts: { size?: number; text: string | null };
         try {
-          facts = await readForPrompt(a.path, limits!.maxEmbedBytes, openText(a.path));
+          facts = await readForPrompt(files, a.path, limits!.maxEmbedBytes, openText(a.path));
         } catch (e) {
           refused.push(`${a.name} not sent: ${(e as Error).message}`);
           continue;

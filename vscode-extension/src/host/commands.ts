@@ -13,6 +13,7 @@ import type { RemoteTokens } from "../remoteTokens";
 import type { SessionDecisions } from "../sessions/decisions";
 import { pickSession } from "../sessions/history";
 import { entriesFrom, type SessionStore } from "../sessions/store";
+import type { Platform } from "../platform/platform";
 import { CHAT_VIEW_ID } from "../ui/chatView";
 import type { AgentLifecycle } from "./lifecycle";
 import type { SessionController } from "./sessionController";
@@ -32,6 +33,8 @@ export interface CommandParts {
   engine(): EngineModule;
   remoteTokens: RemoteTokens;
   store: SessionStore;
+  /** Node's or the browser's (the host OS for the registry's presets, the registry cache). */
+  platform: Platform;
   decisions: SessionDecisions;
   signIn: VsCodeSignIn;
 }
@@ -93,8 +96,9 @@ export class Commands {
     try {
       const loaded = loadPresets(
         this.p.engine().agentPresets,
-        registryPlatform(process.platform, process.arch),
-        registryCachePath(process.env),
+        registryPlatform(this.p.platform.os, this.p.platform.arch),
+        registryCachePath(this.p.platform.env),
+        this.p.platform.files.readSmallFile,
       );
       if (loaded.overlayProblem) log.warn(`the cached ACP registry is left out: ${loaded.overlayProblem}`);
       presets = presetChoices(loaded, agents);

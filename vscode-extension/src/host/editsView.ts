@@ -3,7 +3,7 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
-import * as path from "node:path";
+import { hostPaths } from "../platform/hostPaths";
 import type { EditReview, Hunker } from "../bridges/edits";
 import type { HostToWebview } from "../webview/messages";
 
@@ -17,7 +17,7 @@ export function editsMessage(edits: EditReview, hunker: Hunker, root?: string): 
       const hunks = edits.hunks(f.path, hunker);
       return {
         path: f.path,
-        name: path.basename(f.path),
+        name: hostPaths().basename(f.path),
         shown: relativeTo(root, f.path),
         created: f.before === null,
         added: hunks.reduce((n, h) => n + h.added, 0),
@@ -32,6 +32,6 @@ export function editsMessage(edits: EditReview, hunker: Hunker, root?: string): 
 /** `p` relative to `root` when inside it, else `p`. */
 export function relativeTo(root: string | undefined, p: string): string {
   if (!root) return p;
-  const r = path.relative(root, p);
-  return r && !r.startsWith("..") && !path.isAbsolute(r) ? r : p;
+  const r = hostPaths().relative(root, p);
+  return r && !r.startsWith("..") && !hostPaths().isAbsolute(r) ? r : p;
 }

@@ -15,6 +15,7 @@ import type { TerminalManager } from "../bridges/terminal";
 import { AgentConnection, AgentStartError, describeExit } from "../protocol/agent";
 import type { IncomingHandler } from "../protocol/client";
 import type { EngineModule } from "../protocol/engine";
+import type { AgentTransports } from "../platform/platform";
 import type { TraceSink } from "../protocol/log";
 import type { SessionAfterEnd } from "acp-wasm-client";
 import type { ClientPolicy } from "../protocol/policy";
@@ -50,7 +51,12 @@ export interface LifecycleParts {
   policy: ClientPolicy;
   engine(): EngineModule;
   remoteTokens: RemoteTokens;
-  terminals: TerminalManager;
+  /** How this host reaches agents (the Platform's). */
+  transports: AgentTransports;
+  /** The terminal bridge, where the host can run commands (not in the browser). */
+  terminals: TerminalManager | undefined;
+  /** Whether the fs bridge answers fs/read_text_file and fs/write_text_file here. */
+  hasFs: boolean;
   /** What answers the agent's requests and takes its notifications (one per agent started). */
   handler(): IncomingHandler;
 }
@@ -147,7 +153,12 @@ export class AgentLifecycle {
           engineOptions: { permissionTimeoutMs: permissionTimeout > 0 ? permissionTimeout * 1000 : undefined },
           // auth.terminal: a `terminal` sign-in method runs in a VS Code terminal (src/auth.ts);
           // not for a remote agent (its login command would run here, not where it runs).
-          capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true, auth: { terminal: !spec.url } },
+          capabilities: {
+            fs: { readTextFile: this.p.hasFs, writeTextFile: this.p.hasFs },
+            terminal: this.p.terminals !== undefined,
+            auth: { terminal: !spec.url && this.p.terminals !== undefined },
+          },
+          transports: this.p.transports,
           token: token || undefined,
           allowInsecure,
           clientInfo: { name: "acp-rs-vscode", version: String(extension.extension.packageJSON.version ?? "0") },
@@ -205,7 +216,7 @@ export class AgentLifecycle {
   private onAgentExit(conn: AgentConnection, exit: ExitInfo): void {
     if (this.running !== conn) return; // an agent stop() already cleaned up after
     const { log } = this.p;
-    this.p.terminals.disposeAll();
+    this.p.terminals?.disposeAll();
     this.running = undefined;
     if (conn.isStopping || this.disposed) {
       this.sessions.agentGone();
@@ -284,7 +295,7 @@ export class AgentLifecycle {
       const exit = await conn.stop();
       this.p.log.info(`agent ${conn.spec.name} stopped: ${describeExit(exit)}`);
     }
-    this.p.terminals.disposeAll();
+    this.p.terminals?.disposeAll();
     this.setState("stopped", "stopped");
   }
 

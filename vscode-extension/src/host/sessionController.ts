@@ -28,6 +28,7 @@ import type { ClientPolicy } from "../protocol/policy";
 import type { SessionDecisions } from "../sessions/decisions";
 import { CannotOpen, openSession, RestartNeeded, type SessionIntent, type SignIn } from "../sessions/opener";
 import type { HistoryEntry, SessionStore } from "../sessions/store";
+import type { HostFiles } from "../platform/hostFiles";
 import type { HostToWebview } from "../webview/messages";
 import type { AgentLifecycle, SessionSide } from "./lifecycle";
 import { cfg, type HostSettings } from "./settings";
@@ -50,7 +51,10 @@ export interface SessionParts {
   signIn: SignIn;
   /** This workspace's saved conversations (sessions/store.ts). */
   store: SessionStore;
-  terminals: TerminalManager;
+  /** Files attached to a prompt are read through the host's (platform/hostFiles.ts). */
+  files: HostFiles;
+  /** The terminal bridge (none in the browser). */
+  terminals: TerminalManager | undefined;
   /** The agent's writes waiting for Keep or Undo (shown after each turn). */
   edits: EditReview;
   log: Logger;
@@ -251,7 +255,7 @@ export class SessionController implements SessionSide {
       this.keep = true;
       throw new Error(words);
     }
-    if (this.current && this.current.sessionId !== sessionId) this.p.terminals.endSession(this.current.sessionId);
+    if (this.current && this.current.sessionId !== sessionId) this.p.terminals?.endSession(this.current.sessionId);
     this.current = { sessionId, agent: conn.agentTitle };
     this.p.post({ type: "conversation", sessionId, agent: conn.agentTitle, reset: false });
     conv.flush();
@@ -328,8 +332,13 @@ export class SessionController implements SessionSide {
       let session: SessionInfo;
       try {
         ({ conn, session } = await this.ensureSession());
-        const parts = await promptParts(text, attachments, conn.init.agentCapabilities?.promptCapabilities, this.p.policy, (p) =>
-          vscode.workspace.textDocuments.find((d) => d.uri.scheme === "file" && d.uri.fsPath === p)?.getText(),
+        const parts = await promptParts(
+          text,
+          attachments,
+          conn.init.agentCapabilities?.promptCapabilities,
+          this.p.policy,
+          this.p.files,
+          (p) => vscode.workspace.textDocuments.find((d) => d.uri.scheme === "file" && d.uri.fsPath === p)?.getText(),
         );
         if (parts.refused.length) throw new Error(parts.refused.join("\n"));
         blocks = parts.blocks;
@@ -468,7 +477,7 @@ export class SessionController implements SessionSide {
       void vscode.window.showErrorMessage(`ACP: the saved conversation "${e.title}" cannot be read (see the log).`);
       return;
     }
-    if (this.current) this.p.terminals.endSession(this.current.sessionId);
+    if (this.current) this.p.terminals?.endSession(this.current.sessionId);
     this.current = null;
     const conn = await this.p.agent.ensureAgent();
     try {

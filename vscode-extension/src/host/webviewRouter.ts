@@ -5,7 +5,7 @@
 // the diff view; and the editor's selection attached to the prompt.
 // One reason to change: a message between the chat view and the host is added or changed.
 
-import * as path from "node:path";
+import { hostPaths } from "../platform/hostPaths";
 import * as vscode from "vscode";
 import { validAttachment, type ViewAttachment } from "../bridges/attachments";
 import type { EditReview, Hunker } from "../bridges/edits";
@@ -93,7 +93,7 @@ export class WebviewRouter {
           void this.restoreCheckpoint(m.turn).catch((e: Error) => void vscode.window.showErrorMessage(`ACP: ${e.message}`));
         break;
       case "openFile":
-        if (typeof m.path === "string" && path.isAbsolute(m.path)) {
+        if (typeof m.path === "string" && hostPaths().isAbsolute(m.path)) {
           const line = Number.isSafeInteger(m.line) && m.line! > 0 ? m.line! - 1 : 0;
           void vscode.window
             .showTextDocument(vscode.Uri.file(m.path), { preview: true, selection: new vscode.Range(line, 0, line, 0) })
@@ -146,7 +146,7 @@ export class WebviewRouter {
   /** Before another conversation is shown: the pending review is kept, undone, or the change
    *  cancelled (false). */
   settlePending(): Promise<boolean> {
-    return settlePendingReview(this.p.edits, new VsCodeEditTarget(), new VsCodePendingFace(), (p) => path.basename(p)).finally(() =>
+    return settlePendingReview(this.p.edits, new VsCodeEditTarget(), new VsCodePendingFace(), (p) => hostPaths().basename(p)).finally(() =>
       this.p.sessions.postEdits(),
     );
   }
@@ -163,7 +163,7 @@ export class WebviewRouter {
       let r = await edits.rejectHunk(file, index, expect, hunker, target);
       if (!r.done && r.reason === "changed_since") {
         const pick = await vscode.window.showWarningMessage(
-          `${path.basename(file)} changed after the agent's edit. Reject the change anyway (the file is rewritten from the agent's text without it: your later changes are lost)?`,
+          `${hostPaths().basename(file)} changed after the agent's edit. Reject the change anyway (the file is rewritten from the agent's text without it: your later changes are lost)?`,
           { modal: true },
           "Reject anyway",
         );
@@ -195,7 +195,7 @@ export class WebviewRouter {
     let r = await edits.restoreTo(turn, target);
     if (!r.restored && r.reason === "changed_since") {
       const pick = await vscode.window.showWarningMessage(
-        `Changed since the agent's last write: ${r.files.map((f) => path.basename(f)).join(", ")}. Restore anyway (those changes are lost)?`,
+        `Changed since the agent's last write: ${r.files.map((f) => hostPaths().basename(f)).join(", ")}. Restore anyway (those changes are lost)?`,
         { modal: true },
         "Restore anyway",
       );
@@ -219,7 +219,7 @@ export class WebviewRouter {
       let r = await edits.undo(file, target);
       if (!r.undone && r.reason === "changed_since") {
         const pick = await vscode.window.showWarningMessage(
-          `${path.basename(file)} changed after the agent's edit. Undo anyway (your later changes are lost)?`,
+          `${hostPaths().basename(file)} changed after the agent's edit. Undo anyway (your later changes are lost)?`,
           { modal: true },
           "Undo anyway",
         );

@@ -1,5 +1,6 @@
-// AgentConnection: one running agent = one AgentTransport (a spawned AgentProcess over its
-// stdio, or a RemoteAgent over WebSocket when the spec has a `url`) + one AcpClient over it,
+// AgentConnection: one running agent = one AgentTransport (opened by the platform's
+// AgentTransports: a spawned process over its stdio, or a remote agent over WebSocket or HTTP
+// when the spec has a `url`) + one AcpClient over it,
 // after a successful `initialize`. Typed helpers for the client→agent methods the extension uses.
 //
 // Architecture Invariant: this file does not import `vscode`.
@@ -17,13 +18,10 @@ import { AcpClient, type Answer, type Clock, type IncomingHandler, realClock } f
 import type { ConnectionOptions, EngineModule, WasmSession } from "./engine";
 import { invalidEnvNames } from "./env";
 import { ClientPolicy } from "./policy";
-import { SpawnRefused } from "./windowsSpawn";
 import type { Logger, TraceSink } from "./log";
-import * as fs from "node:fs";
-import { AgentProcess, type AgentSpec } from "./process";
-import { RemoteAgent } from "./remote";
+import type { AgentSpec } from "./process";
 import type { ExitInfo, RemoteError } from "./transport";
-import { SseRemoteAgent } from "./remoteSse";
+import { TransportRefused, type AgentTransports } from "../platform/platform";
 import type { AgentTransport, TransportEvents } from "./transport";
 
 export const PROTOCOL_VERSION = 1;
@@ -46,6 +44,8 @@ export interface StartOptions {
   capabilities: ClientCapabilities;
   clientInfo: { name: string; version: string };
   handler: IncomingHandler;
+  /** How this host reaches an agent (the platform's: spawn, `ws`, `http`; or the browser's). */
+  transports: AgentTransports;
   log: Logger;
   trace: TraceSink;
   /** Gets every stderr chunk of the agent. */
@@ -126,14 +126,6 @@ export class AgentConnection {
       envPolicy: spec.envPolicy ?? { allowlist: policy.envAllowlist(), passthrough: [], inheritAll: false },
       windowsRules: o.engine,
     };
-    let ca: Buffer | undefined;
-    if (spec.url && spec.caFile) {
-      try {
-        ca = fs.readFileSync(spec.caFile);
-      } catch (e) {
-        throw new AgentStartError(`${spec.name}: cannot read its caFile ${JSON.stringify(spec.caFile)}: ${(e as Error).message}`, "");
-      }
-    }
     const engine = new o.engine.AcpConnection("client", o.engineOptions);
     let client: AcpClient | undefined;
     const events: TransportEvents = {
@@ -147,14 +139,11 @@ export class AgentConnection {
     };
     let proc: AgentTransport;
     try {
-      proc = !spec.url
-        ? new AgentProcess(spec, events)
-        : /^https?:/i.test(spec.url)
-          ? new SseRemoteAgent(spec.url, { token: o.token, ca, engine: o.engine }, events)
-          : new RemoteAgent(spec.url, { token: o.token, ca }, events);
+      proc = o.transports.open(spec, { token: o.token, engine: o.engine }, events);
     } catch (e) {
-      // Windows: found nowhere, or a batch file an argument cannot be passed to safely.
-      if (e instanceof SpawnRefused) throw new AgentStartError(`${spec.name}: ${e.message}`, "");
+      // A local agent where none can run, a caFile that cannot be read, a Windows program found
+      // nowhere or a batch file an argument cannot be passed to safely.
+      if (e instanceof TransportRefused) throw new AgentStartError(`${spec.name}: ${e.message}`, "");
       throw e;
     }
     client = new AcpClient(engine, { write: (b) => proc.write(b) }, o.handler, o.log, o.trace, o.clock ?? realClock);
@@ -210,7 +199,14 @@ export class AgentConnection {
    *  `openFailed`'s retry); `atAnswer` gets its answer at its place in wire order (what the
    *  engine's `opened` must be fed at: the end of a `session/load`'s replay). */
   open(open: SessionOpen, cwd: string, mcpServers: unknown[], atAnswer: (answer: Answer) => void): Promise<unknown> {
-    const params = open.send === "new" ? { cwd, mcpServers } : { sessionId: open.sessionId, cwd, mcpServers };
+    if (open.send === "new") return this.client.request("session/new", { cwd, mcpServers }, undefined, atAnswer);
+    // "replay" (ACP v2 only, never named on a v1 connection): v2's merged load, a
+    // session/resume replaying from the start.
+    if (open.send === "replay") {
+      const params = { sessionId: open.sessionId, cwd, mcpServers, replayFrom: { type: "start" } };
+      return this.client.request("session/resume", params, undefined, atAnswer);
+    }
+    const params = { sessionId: open.sessionId, cwd, mcpServers };
     return this.client.request(`session/${open.send}`, params, undefined, atAnswer);
   }
 

@@ -80,6 +80,8 @@ interface PendingIncoming {
   autoAnswered?: string;
 }
 
+/** Bytes to text for the trace (a chunk split inside a character shows U+FFFD there). */
+const traceDecoder = new TextDecoder();
 export class AcpClient {
   private readonly outgoing = new Map<number, PendingOutgoing>();
   private readonly incoming = new Map<number, PendingIncoming>();
@@ -123,7 +125,7 @@ export class AcpClient {
   /** Bytes read from the agent's stdout, in any chunking. */
   receive(bytes: Uint8Array): void {
     if (this.freed) return;
-    if (this.trace.enabled) this.trace.write("recv", Buffer.from(bytes).toString("utf8"));
+    if (this.trace.enabled) this.trace.write("recv", traceDecoder.decode(bytes));
     if (this.eofSeen || this.engine.isClosed) return; // nothing is read after the end
     this.engine.feed(bytes, this.clock.now());
     this.pump();
@@ -214,7 +216,7 @@ export class AcpClient {
       do {
         this.pumpAgain = false;
         for (let bytes = this.engine.pollTransmit(); bytes !== undefined; bytes = this.engine.pollTransmit()) {
-          if (this.trace.enabled) this.trace.write("send", Buffer.from(bytes).toString("utf8"));
+          if (this.trace.enabled) this.trace.write("send", traceDecoder.decode(bytes));
           try {
             this.sink.write(bytes);
           } catch (e) {

@@ -1,5 +1,6 @@
-// The acp-wasm engine, `client` build (acp-wasm/pkg/nodejs-client: the engine plus every
-// acp-client export), and its loader. Everything protocol-shaped (framing, correlation,
+// The acp-wasm engine, `client` build (acp-wasm/pkg/nodejs-client on Node, web-client in the
+// browser: the engine plus every acp-client export), its types and the check of a loaded one
+// (the loaders are the platform's: platform/nodeEngine.ts, platform/browserEngine.ts). Everything protocol-shaped (framing, correlation,
 // timeouts, permission auto-cancel) happens inside the engine; the client's decisions and the
 // conversation model are its exports too (policy.ts). The types are the ones wasm-bindgen
 // generates from the Rust sources (the package's .d.ts, type-only: `acp-wasm-client` is a
@@ -7,8 +8,6 @@
 //
 // Architecture Invariant: nothing under src/protocol imports `vscode`.
 
-import * as fs from "node:fs";
-import * as path from "node:path";
 import type * as Wasm from "acp-wasm-client";
 
 export type { AcpEvent, ConnectionOptions, JsonRpcError, Role } from "acp-wasm-client";
@@ -67,73 +66,34 @@ export const REQUIRED_EXPORTS = [
   "windowsShimReadLimit",
 ] as const satisfies ReadonlyArray<keyof EngineModule>;
 
-/** The directory names tried, in order, for the wasm package (wasm-bindgen `--target nodejs`). */
-export function candidateEngineDirs(extensionRoot: string): string[] {
-  const dirs: string[] = [];
-  if (process.env.ACP_WASM_PKG) dirs.push(process.env.ACP_WASM_PKG);
-  // Packaged: esbuild.mjs copies acp-wasm/pkg/nodejs-client to dist/acp-wasm.
-  dirs.push(path.join(extensionRoot, "dist", "acp-wasm"));
-  // Development: the repository's build output.
-  dirs.push(path.join(extensionRoot, "..", "acp-wasm", "pkg", "nodejs-client"));
-  return dirs;
-}
-
-/**
- * The JS entry point of a wasm-bindgen `--target nodejs` package directory, or undefined if it is
- * not one. scripts/build-wasm.sh writes `acp_wasm.js` next to a package.json that only sets the
- * module type, so `main` is optional.
- */
-export function engineEntry(dir: string): string | undefined {
-  const names: string[] = [];
-  const pkgJson = path.join(dir, "package.json");
-  if (fs.existsSync(pkgJson)) {
-    const pkg = JSON.parse(fs.readFileSync(pkgJson, "utf8")) as { main?: string };
-    if (pkg.main) names.push(pkg.main);
-  }
-  names.push("acp_wasm.js", "index.js");
-  for (const n of names) {
-    const main = path.join(dir, n);
-    if (fs.existsSync(main)) return main;
-  }
-  return undefined;
-}
-
 export class EngineNotFoundError extends Error {
   override name = "EngineNotFoundError";
 }
 
-/** The module `loadEngine` loaded last (Node loads a package once: there is one engine). */
+/** The module adopted last (a host loads the package once: there is one engine). */
 let loaded: EngineModule | undefined;
 
 /**
- * The engine already loaded by `loadEngine`, for code that uses its plain functions without
+ * The engine already loaded (adoptEngine), for code that uses its plain functions without
  * being handed the module (remoteSse.ts's wire helpers). Throws if none was loaded yet.
  */
 export function loadedEngine(): EngineModule {
-  if (!loaded) throw new EngineNotFoundError("the wasm engine is not loaded yet (loadEngine first)");
+  if (!loaded) throw new EngineNotFoundError("the wasm engine is not loaded yet (the platform loads it first)");
   return loaded;
 }
 
 /**
- * Loads the wasm engine. Uses the Node `require` (not the bundler's) because the package is
- * a directory next to the bundle, not part of it.
+ * Checks that `module` is acp-wasm's client build (every REQUIRED_EXPORTS name) and makes it
+ * the loaded engine (`loadedEngine`). `from` names where it came from, for the error.
  */
-export function loadEngine(extensionRoot: string): { module: EngineModule; dir: string } {
-  const tried = candidateEngineDirs(extensionRoot);
-  for (const dir of tried) {
-    const entry = engineEntry(dir);
-    if (!entry) continue;
-    // A non-literal require: esbuild leaves it to Node at run time.
-    const module = require(entry) as EngineModule;
-    for (const name of REQUIRED_EXPORTS) {
-      if (typeof module[name] !== "function") {
-        throw new EngineNotFoundError(
-          `${entry} does not export ${name}: it is not acp-wasm's client build (rebuild it with scripts/build-wasm.sh)`,
-        );
-      }
+export function adoptEngine(module: EngineModule, from: string): EngineModule {
+  for (const name of REQUIRED_EXPORTS) {
+    if (typeof module[name] !== "function") {
+      throw new EngineNotFoundError(
+        `${from} does not export ${name}: it is not acp-wasm's client build (rebuild it with scripts/build-wasm.sh)`,
+      );
     }
-    loaded = module;
-    return { module, dir };
   }
-  throw new EngineNotFoundError(`acp-wasm package not found (tried ${tried.join(", ")}); build it with scripts/build-wasm.sh`);
+  loaded = module;
+  return module;
 }

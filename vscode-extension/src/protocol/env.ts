@@ -7,6 +7,7 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
+import { hostOs } from "../platform/hostOs";
 import type { ClientPolicy } from "./policy";
 
 export interface EnvPolicy {
@@ -44,7 +45,7 @@ export function envPolicyFrom(
 
 /** Whether `name` matches `pattern` (a trailing `*`: a prefix); on Windows, whose variable
  *  names ignore case (`Path` is `PATH`), ignoring ASCII case. */
-export function matches(name: string, pattern: string, windows = process.platform === "win32"): boolean {
+export function matches(name: string, pattern: string, windows = hostOs() === "win32"): boolean {
   if (windows) {
     name = name.toUpperCase();
     pattern = pattern.toUpperCase();
@@ -57,7 +58,7 @@ export function explicitEnv(
   host: NodeJS.ProcessEnv,
   policy: EnvPolicy,
   extra: Record<string, string> = {},
-  windows = process.platform === "win32",
+  windows = hostOs() === "win32",
 ): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   const allow = [...policy.allowlist, ...policy.passthrough];

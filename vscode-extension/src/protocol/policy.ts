@@ -9,6 +9,7 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
+import { hostOs } from "../platform/hostOs";
 import type {
   EditHunk,
   FailureError,
@@ -153,7 +154,7 @@ export class ClientPolicy {
   /** Host variables passed to agents and commands by default (`LC_*`: a prefix). */
   /** acp-client's allowlist of host variables; on Windows with what a Windows process needs
    *  (SystemRoot, ComSpec, PATHEXT, USERPROFILE, APPDATA, TEMP…: windowsEnvAllowlist). */
-  envAllowlist(platform: NodeJS.Platform = process.platform): string[] {
+  envAllowlist(platform: string = hostOs()): string[] {
     const m = this.module();
     return platform === "win32" ? [...m.envAllowlist(), ...m.windowsEnvAllowlist()] : m.envAllowlist();
   }

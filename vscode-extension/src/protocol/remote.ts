@@ -11,6 +11,9 @@
 import WebSocket from "ws";
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { RemoteError, TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
+import { checkRemoteUrl, describeHttpRefusal } from "./remoteUrl";
+
+export { checkRemoteUrl, describeHttpRefusal, tokenKey } from "./remoteUrl";
 
 /** Why a remote connection could not be made, or ended. */
 export interface RemoteOptions {
@@ -49,27 +52,6 @@ const CLOSE_WORDS: Record<number, string> = {
   1011: "a server error",
 };
 
-/** The URL a remote agent setting names, or why it is not one this client speaks. */
-export function checkRemoteUrl(url: string): URL | RemoteError {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return new RemoteError("url", `${JSON.stringify(url)} is not a URL (expected ws://HOST:PORT/acp, wss://…, http://… or https://…)`);
-  }
-  if (!["ws:", "wss:", "http:", "https:"].includes(u.protocol)) {
-    return new RemoteError("url", `${url}: the scheme must be ws:// or wss:// (WebSocket), or http:// or https:// (HTTP + SSE)`);
-  }
-  if (u.username || u.password)
-    return new RemoteError("url", `${url}: put no credentials in the URL (the token is asked for and kept in VS Code's secret storage)`);
-  return u;
-}
-
-/** The key a token is kept under: the URL's origin (scheme, host, port). */
-export function tokenKey(url: string): string {
-  return new URL(url).origin;
-}
-
 /** Words for a failed connection attempt (a `ws` error event). */
 export function describeConnectError(url: string, err: NodeJS.ErrnoException): RemoteError {
   const code = err.code ?? "";
@@ -83,21 +65,6 @@ export function describeConnectError(url: string, err: NodeJS.ErrnoException): R
     return new RemoteError("tls", `TLS handshake with ${where} failed: ${err.message}${code ? ` (${code})` : ""}`);
   }
   return new RemoteError("network", `cannot connect to ${url}: ${err.message}${code ? ` (${code})` : ""}`);
-}
-
-/** Words for an HTTP error answer (to the WebSocket upgrade, or to a request `during`). */
-export function describeHttpRefusal(url: string, status: number, body: string, during = "the WebSocket upgrade"): RemoteError {
-  const said = body.trim() ? `: ${body.trim().slice(0, 200)}` : "";
-  switch (status) {
-    case 401:
-      return new RemoteError("unauthorized", `${url} refused the token (HTTP 401${said})`, status);
-    case 403:
-      return new RemoteError("forbidden", `${url} refused the connection (HTTP 403${said})`, status);
-    case 404:
-      return new RemoteError("not_found", `nothing at ${url} (HTTP 404${said}): the path of acp serve --http is /acp`, status);
-    default:
-      return new RemoteError("http", `${url} answered HTTP ${status} to ${during}${said}`, status);
-  }
 }
 
 export class RemoteAgent implements AgentTransport {

@@ -4,7 +4,7 @@
 // reader, which session a message goes with, the session an answer names) is acp-core's
 // `http_sse`, called through the wasm engine (acp-wasm's client build: SseDecoder,
 // httpOutgoing, httpAnswer; tests/client/http_routing.json is its case table); this file does
-// the HTTP:
+// the HTTP, through the host's HttpClient (httpNode.ts on Node, httpFetch.ts in the browser):
 //
 // * the first message must be the `initialize` request: it is POSTed; the answer's body is the
 //   initialize response (passed to the engine) and its `Acp-Connection-Id` names the
@@ -19,13 +19,12 @@
 // * stop() ends the connection with DELETE. A stream that ends, or a POST that fails, ends the
 //   transport (a "crash" for the extension, which reconnects).
 //
-// Architecture Invariant: this file does not import `vscode`.
+// Architecture Invariant: this file imports neither `vscode` nor any Node module.
 
-import * as http from "node:http";
-import * as https from "node:https";
 import type { HttpAnswer, HttpOutgoing } from "acp-wasm-client";
 import { loadedEngine, type EngineModule, type SkippedSseEvent, type WasmSseDecoder } from "./engine";
-import { checkRemoteUrl, describeConnectError, describeHttpRefusal, type RemoteOptions } from "./remote";
+import type { HttpClient, HttpReply } from "./httpClient";
+import { checkRemoteUrl, describeHttpRefusal } from "./remoteUrl";
 import { RemoteError, TailBuffer, type ExitInfo } from "./transport";
 import type { AgentTransport, TransportEvents } from "./transport";
 
@@ -80,9 +79,17 @@ export class SseDecoder {
   }
 }
 
-/** How to reach the agent, and the engine whose wire rules the transport follows (the one
- *  `loadEngine` loaded if not given). */
-export type SseRemoteOptions = RemoteOptions & { engine?: EngineModule };
+/** How to reach the agent, and the engine whose wire rules the transport follows (the
+ *  one loaded if not given). */
+export interface SseRemoteOptions {
+  /** Sent as `Authorization: Bearer TOKEN`. */
+  token?: string;
+  /** Largest message accepted from the agent (acp-core's default limit). */
+  maxMessageBytes?: number;
+  /** The host's HTTP client for the (checked) URL. */
+  http(url: URL): HttpClient;
+  engine?: EngineModule;
+}
 
 export class SseRemoteAgent implements AgentTransport {
   readonly stderrTail = new TailBuffer();
@@ -91,7 +98,7 @@ export class SseRemoteAgent implements AgentTransport {
   private exitInfo: ExitInfo | undefined;
   private readonly target: URL | undefined;
   private readonly headers: Record<string, string> = {};
-  private readonly agent: http.Agent;
+  private http: HttpClient | undefined;
   private connectionId: string | undefined;
   private initialized = false;
   private stopping = false;
@@ -104,7 +111,6 @@ export class SseRemoteAgent implements AgentTransport {
   /** Our answers to the agent's requests (after initialize). */
   private answers: Promise<void>;
   private markInitialized!: () => void;
-  private readonly streams = new Set<http.ClientRequest>();
   private partial = "";
   private readonly decoder = new TextDecoder();
   private readonly encoder = new TextEncoder();
@@ -124,16 +130,12 @@ export class SseRemoteAgent implements AgentTransport {
     this.finish = (info) => {
       if (this.exitInfo) return;
       this.exitInfo = info;
-      for (const s of this.streams) s.destroy();
-      this.streams.clear();
-      this.agent.destroy();
+      this.http?.close();
       events.onStdoutEnd();
       resolveExit(info);
       events.onExit(info);
     };
     const checked = checkRemoteUrl(url);
-    const secure = checked instanceof URL && checked.protocol === "https:";
-    this.agent = secure ? new https.Agent({ keepAlive: true, ca: o.ca }) : new http.Agent({ keepAlive: true });
     if (o.token) this.headers.authorization = `Bearer ${o.token}`;
     this.headers["user-agent"] = "acp-rs-vscode";
     if (checked instanceof RemoteError) {
@@ -144,6 +146,7 @@ export class SseRemoteAgent implements AgentTransport {
       return;
     }
     this.target = checked;
+    this.http = o.http(checked);
     // Nothing to open before `initialize` (its POST opens the connection).
     this.started = Promise.resolve();
   }
@@ -200,62 +203,32 @@ export class SseRemoteAgent implements AgentTransport {
       .catch((e: RemoteError) => this.fail(e));
   }
 
-  /** One HTTP request; resolves with the response once its head arrived. */
-  private request(
-    method: string,
-    o: { accept: string; session?: string; body?: string; stream?: boolean },
-  ): Promise<{ res: http.IncomingMessage; req: http.ClientRequest }> {
+  /** One HTTP request; resolves with the answer once its head arrived. */
+  private async request(method: string, o: { accept: string; session?: string; body?: string; stream?: boolean }): Promise<HttpReply> {
     const headers: Record<string, string> = { ...this.headers, accept: o.accept };
     if (this.connectionId) headers[CONNECTION_ID] = this.connectionId;
     if (o.session) headers[SESSION_ID] = o.session;
     if (o.body !== undefined) headers["content-type"] = "application/json";
-    const mod = this.target!.protocol === "https:" ? https : http;
-    return new Promise((resolve, reject) => {
-      const req = mod.request(this.target!, { method, headers, agent: this.agent, timeout: this.o.connectTimeoutMs ?? 10_000 });
-      req.on("timeout", () => req.destroy(Object.assign(new Error("timed out"), { code: "ETIMEDOUT" })));
-      req.on("error", (err: NodeJS.ErrnoException) => {
-        this.streams.delete(req);
-        if (this.stopping) return reject(new RemoteError("closed", "stopped"));
-        const e = describeConnectError(this.url, err);
-        // Once connected, any failure is the connection lost.
-        reject(this.connectionId ? new RemoteError("closed", `the connection to ${this.url} was lost: ${e.message}`) : e);
-      });
-      req.on("response", (res) => {
-        // A stream may stay quiet for long (the server sends a keepalive every 15 s).
-        if (o.stream) req.setTimeout(0);
-        resolve({ res, req });
-      });
-      if (o.stream) this.streams.add(req);
-      req.end(o.body);
-    });
+    try {
+      return await this.http!.request(method, headers, { body: o.body, stream: o.stream });
+    } catch (e) {
+      if (this.stopping) throw new RemoteError("closed", "stopped");
+      const err = e instanceof RemoteError ? e : new RemoteError("network", (e as Error).message);
+      // Once connected, any failure is the connection lost.
+      throw this.connectionId ? new RemoteError("closed", `the connection to ${this.url} was lost: ${err.message}`) : err;
+    }
   }
 
-  private readBody(res: http.IncomingMessage, limit: number): Promise<string> {
-    return new Promise((resolve, reject) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (s: string) => {
-        body += s;
-        if (body.length > limit) {
-          res.destroy();
-          reject(new RemoteError("closed", `an answer from ${this.url} is over ${limit} characters`));
-        }
-      });
-      res.on("end", () => resolve(body));
-      res.on("error", (e) => reject(new RemoteError("closed", `reading an answer from ${this.url} failed: ${e.message}`)));
-    });
-  }
-
-  private async refusal(res: http.IncomingMessage, during: string): Promise<RemoteError> {
-    const body = await this.readBody(res, 4096).catch(() => "");
-    return describeHttpRefusal(this.url, res.statusCode ?? 0, body, during);
+  private async refusal(res: HttpReply, during: string): Promise<RemoteError> {
+    const body = await res.text(4096).catch(() => "");
+    return describeHttpRefusal(this.url, res.status, body, during);
   }
 
   private async initialize(out: Outgoing): Promise<void> {
-    const { res } = await this.request("POST", { accept: "application/json", body: out.line });
-    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) throw await this.refusal(res, "initialize");
-    const id = res.headers[CONNECTION_ID];
-    const body = await this.readBody(res, this.o.maxMessageBytes ?? 64 * 1024 * 1024);
+    const res = await this.request("POST", { accept: "application/json", body: out.line });
+    if (res.status < 200 || res.status > 299) throw await this.refusal(res, "initialize");
+    const id = res.header(CONNECTION_ID);
+    const body = await res.text(this.o.maxMessageBytes ?? 64 * 1024 * 1024);
     let value: { error?: unknown };
     try {
       value = JSON.parse(body) as typeof value;
@@ -278,46 +251,43 @@ export class SseRemoteAgent implements AgentTransport {
 
   private async post(out: Outgoing, during: string): Promise<void> {
     if (this.exitInfo) return;
-    const { res } = await this.request("POST", { accept: "application/json", session: out.session, body: out.line });
-    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) throw await this.refusal(res, during);
-    res.resume();
+    const res = await this.request("POST", { accept: "application/json", session: out.session, body: out.line });
+    if (res.status < 200 || res.status > 299) throw await this.refusal(res, during);
+    res.discard();
   }
 
   /** Opens the connection's (undefined) or a session's stream; resolves once the server
    *  accepted it. Its events then go to the engine; its end ends the transport. */
   private async openStream(session: string | undefined): Promise<void> {
     const during = session ? `the stream of session ${session}` : "the connection's stream";
-    const { res, req } = await this.request("GET", { accept: "text/event-stream", session, stream: true });
-    if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) > 299) {
-      this.streams.delete(req);
-      throw await this.refusal(res, during);
-    }
+    const res = await this.request("GET", { accept: "text/event-stream", session, stream: true });
+    if (res.status < 200 || res.status > 299) throw await this.refusal(res, during);
     const decoder = new SseDecoder(this.o.maxMessageBytes ?? 64 * 1024 * 1024, this.engine);
     let freed = false;
-    res.on("data", (chunk: Buffer) => {
-      if (freed) return;
-      for (const ev of decoder.feed(chunk)) {
-        if (typeof ev !== "string") {
-          this.skipped(ev, during);
-          continue;
-        }
-        if (ev.trim()) {
-          this.noteAnswer(ev);
-          this.deliver(ev);
-        }
-      }
-    });
-    res.on("close", () => {
+    const ended = (why: string) => {
       if (!freed) decoder.free();
       freed = true;
-    });
-    const ended = (why: string) => {
-      this.streams.delete(req);
       if (!this.stopping) this.fail(new RemoteError("closed", `${during} from ${this.url} ended: ${why}`));
     };
-    res.on("end", () => ended("the server closed it"));
-    res.on("error", (e) => ended(e.message));
-    res.on("aborted", () => ended("aborted"));
+    // Not awaited: the stream runs for the connection's (or the session's) life.
+    res
+      .stream((chunk) => {
+        if (freed) return;
+        for (const ev of decoder.feed(chunk)) {
+          if (typeof ev !== "string") {
+            this.skipped(ev, during);
+            continue;
+          }
+          if (ev.trim()) {
+            this.noteAnswer(ev);
+            this.deliver(ev);
+          }
+        }
+      })
+      .then(
+        () => ended("the server closed it"),
+        (e: Error) => ended(e.message),
+      );
   }
 
   /** An event over the limit was skipped (never held), as acp-core skips an oversize line on
@@ -357,16 +327,18 @@ export class SseRemoteAgent implements AgentTransport {
   /** Lets queued messages go (up to `graceMs`), ends the connection with DELETE, closes the streams. */
   async stop(graceMs = 2000): Promise<ExitInfo> {
     if (this.exitInfo) return this.exitInfo;
-    const grace = () => new Promise<void>((r) => setTimeout(r, graceMs).unref());
+    const timers: Array<ReturnType<typeof setTimeout>> = [];
+    const grace = () => new Promise<void>((r) => timers.push(setTimeout(r, graceMs)));
     await Promise.race([Promise.all([this.ordered, this.initialized ? this.answers : undefined]), grace()]);
     this.stopping = true;
     if (this.connectionId && !this.exitInfo) {
       const del = this.request("DELETE", { accept: "application/json" }).then(
-        ({ res }) => res.resume(),
+        (res) => res.discard(),
         () => undefined,
       );
       await Promise.race([del, grace()]);
     }
+    for (const t of timers) clearTimeout(t);
     this.finish({ code: null, signal: null, reason: "connection closed" });
     return this.exitInfo!;
   }

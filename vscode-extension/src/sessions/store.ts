@@ -1,6 +1,6 @@
 // The saved conversations of one workspace: each is acp-client's thread in its saved form
 // (`Thread.toJson()`, versioned, FORMAT 1) in its own file under the extension's workspace
-// storage, plus an index (`index.json`: session id, agent, title, dates, size) for the history
+// storage (StoreFiles: a directory on Node, the workspace state in the browser), plus an index (`index.json`: session id, agent, title, dates, size) for the history
 // list. Bounded: at most MAX_SESSIONS conversations and MAX_TOTAL_BYTES of saved threads (the
 // least recently updated are deleted past either); one thread is at most what the thread model
 // keeps (its own byte limit). A file that cannot be read (truncated, another version, not
@@ -8,9 +8,7 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
-import * as crypto from "node:crypto";
-import * as fs from "node:fs";
-import * as path from "node:path";
+import type { StoreFiles } from "../platform/storeFiles";
 
 export const MAX_SESSIONS = 50;
 export const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
@@ -38,18 +36,13 @@ interface IndexFile {
   sessions: SessionRecord[];
 }
 
-/** A session id as a file name (sha-256: any id, no path games). */
-function fileOf(sessionId: string): string {
-  return `${crypto.createHash("sha256").update(sessionId).digest("hex").slice(0, 32)}.json`;
-}
-
 export class SessionStore {
   private index: SessionRecord[] | undefined;
   /** Problems met reading (each reported once by the caller). */
   readonly problems: string[] = [];
 
   constructor(
-    readonly dir: string,
+    readonly files: StoreFiles,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -65,7 +58,7 @@ export class SessionStore {
   /** The saved thread's JSON text, or undefined (missing or unreadable: reported in problems). */
   thread(sessionId: string): string | undefined {
     try {
-      return fs.readFileSync(path.join(this.dir, fileOf(sessionId)), "utf8");
+      return this.files.readThread(sessionId);
     } catch (e) {
       this.problems.push(`saved conversation ${sessionId}: ${(e as Error).message}`);
       return undefined;
@@ -75,8 +68,7 @@ export class SessionStore {
   /** Saves (or updates) a conversation; `title` is its list title (the session engine's, acp-client's
    *  `list_title`, the same as `acp sessions` shows). */
   save(r: { sessionId: string; agent: string; agentTitle: string; title: string }, savedJson: string): SessionRecord {
-    fs.mkdirSync(this.dir, { recursive: true });
-    writeAtomic(path.join(this.dir, fileOf(r.sessionId)), savedJson);
+    this.files.writeThread(r.sessionId, savedJson);
     const index = this.load();
     const now = this.now();
     const old = index.find((x) => x.sessionId === r.sessionId);
@@ -87,7 +79,7 @@ export class SessionStore {
       title: r.title,
       createdAt: old?.createdAt ?? now,
       updatedAt: Math.max(now, (old?.updatedAt ?? 0) + 1),
-      bytes: Buffer.byteLength(savedJson),
+      bytes: utf8Length(savedJson),
     };
     this.index = [rec, ...index.filter((x) => x.sessionId !== r.sessionId)];
     this.prune();
@@ -98,7 +90,7 @@ export class SessionStore {
   /** Forgets a conversation. */
   remove(sessionId: string): void {
     this.index = this.load().filter((x) => x.sessionId !== sessionId);
-    fs.rmSync(path.join(this.dir, fileOf(sessionId)), { force: true });
+    this.files.removeThread(sessionId);
     this.writeIndex();
   }
 
@@ -111,7 +103,7 @@ export class SessionStore {
         keep.push(r);
         total += r.bytes;
       } else {
-        fs.rmSync(path.join(this.dir, fileOf(r.sessionId)), { force: true });
+        this.files.removeThread(r.sessionId);
       }
     }
     this.index = keep;
@@ -120,12 +112,14 @@ export class SessionStore {
   private load(): SessionRecord[] {
     if (this.index) return this.index;
     this.index = [];
-    let text: string;
+    let text: string | undefined;
     try {
-      text = fs.readFileSync(path.join(this.dir, "index.json"), "utf8");
-    } catch {
-      return this.index; // nothing saved yet
+      text = this.files.readIndex();
+    } catch (e) {
+      this.problems.push(`the saved sessions' index is unreadable (${(e as Error).message}); starting a new one`);
+      return this.index;
     }
+    if (text === undefined) return this.index; // nothing saved yet
     try {
       const parsed = JSON.parse(text) as IndexFile;
       if (parsed.format !== INDEX_FORMAT || !Array.isArray(parsed.sessions)) throw new Error(`format ${String(parsed.format)}`);
@@ -139,18 +133,23 @@ export class SessionStore {
   }
 
   private writeIndex(): void {
-    fs.mkdirSync(this.dir, { recursive: true });
-    writeAtomic(
-      path.join(this.dir, "index.json"),
-      JSON.stringify({ format: INDEX_FORMAT, sessions: this.index ?? [] } satisfies IndexFile),
-    );
+    this.files.writeIndex(JSON.stringify({ format: INDEX_FORMAT, sessions: this.index ?? [] } satisfies IndexFile));
   }
 }
 
-function writeAtomic(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, text);
-  fs.renameSync(tmp, file);
+/** The UTF-8 length of `s`, without encoding it. */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
 }
 
 // ---- the history list's entries ------------------------------------------------------------

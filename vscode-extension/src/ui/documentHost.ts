@@ -2,7 +2,7 @@
 // undoable WorkspaceEdit, then saved so the agent and the disk agree.
 
 import * as vscode from "vscode";
-import * as fs from "node:fs";
+import { exists as fileExists } from "./editReview";
 import type { DocumentHost } from "../bridges/fs";
 
 export class VsCodeDocumentHost implements DocumentHost {
@@ -16,7 +16,7 @@ export class VsCodeDocumentHost implements DocumentHost {
   async applyWrite(fsPath: string, content: string): Promise<void> {
     const uri = vscode.Uri.file(fsPath);
     const edit = new vscode.WorkspaceEdit();
-    const exists = fs.existsSync(fsPath);
+    const exists = await fileExists(uri);
     if (exists) {
       const doc = await vscode.workspace.openTextDocument(uri);
       const all = new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length));

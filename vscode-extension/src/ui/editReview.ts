@@ -1,17 +1,24 @@
 // The VS Code side of the edit review (bridges/edits.ts): undo through a WorkspaceEdit
 // (replace the whole text, or delete a file the agent created), saved like the agent's write.
 
-import * as fs from "node:fs";
 import * as vscode from "vscode";
 import type { EditTarget } from "../bridges/edits";
 import type { PendingAnswer, PendingFace } from "../host/pendingReview";
+
+/** Whether a file is there (through VS Code's file system: the same on Node and in the browser). */
+export function exists(uri: vscode.Uri): Promise<boolean> {
+  return Promise.resolve(vscode.workspace.fs.stat(uri)).then(
+    () => true,
+    () => false,
+  );
+}
 
 export class VsCodeEditTarget implements EditTarget {
   async currentText(p: string): Promise<string | undefined> {
     const open = vscode.workspace.textDocuments.find((d) => d.uri.scheme === "file" && d.uri.fsPath === p);
     if (open) return open.getText();
     try {
-      return await fs.promises.readFile(p, "utf8");
+      return new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(p)));
     } catch {
       return undefined;
     }
@@ -20,7 +27,7 @@ export class VsCodeEditTarget implements EditTarget {
   async replace(p: string, text: string): Promise<void> {
     const uri = vscode.Uri.file(p);
     const edit = new vscode.WorkspaceEdit();
-    if (fs.existsSync(p)) {
+    if (await exists(uri)) {
       const doc = await vscode.workspace.openTextDocument(uri);
       edit.replace(uri, new vscode.Range(doc.positionAt(0), doc.positionAt(doc.getText().length)), text, {
         label: "Undo ACP agent edit",

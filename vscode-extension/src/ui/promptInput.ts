@@ -2,7 +2,7 @@
 // findFiles, bounded; symbols through the workspace symbol providers, bounded in count and
 // time) and the active editor's selection as an attachment.
 
-import * as path from "node:path";
+import { hostPaths } from "../platform/hostPaths";
 import * as vscode from "vscode";
 import type { CompletionItem, ViewAttachment } from "../webview/messages";
 
@@ -19,17 +19,17 @@ export function mentionGlob(query: string): string {
 
 export async function mentionCompletions(query: string): Promise<CompletionItem[]> {
   const root = (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.scheme === "file");
-  const rel = (p: string) => (root ? path.relative(root.uri.fsPath, p) : p);
+  const rel = (p: string) => (root ? hostPaths().relative(root.uri.fsPath, p) : p);
   const files = vscode.workspace.findFiles(mentionGlob(query), "**/{node_modules,.git,target,dist,out}/**", MAX_FILES).then(
     (uris) =>
       uris
         .filter((u) => u.scheme === "file")
         .map(
           (u): CompletionItem => ({
-            label: path.basename(u.fsPath),
+            label: hostPaths().basename(u.fsPath),
             detail: rel(u.fsPath),
             icon: "file",
-            attachment: { kind: "file", path: u.fsPath, name: path.basename(u.fsPath) },
+            attachment: { kind: "file", path: u.fsPath, name: hostPaths().basename(u.fsPath) },
           }),
         )
         .sort((a, b) => a.detail.length - b.detail.length),
@@ -71,7 +71,7 @@ export function selectionAttachment(): ViewAttachment | string {
   return {
     kind: "selection",
     path: ed.document.uri.fsPath,
-    name: path.basename(ed.document.uri.fsPath),
+    name: hostPaths().basename(ed.document.uri.fsPath),
     lines: { start: sel.start.line + 1, end: endLine },
     text: ed.document.getText(sel),
     language: ed.document.languageId,

@@ -1,12 +1,17 @@
 // The chat webview's HTML. Strict CSP: nothing by default; scripts only with this load's nonce
 // (no inline script, no eval); styles and images only from the extension's own files.
-import * as crypto from "node:crypto";
 
+/** 24 random characters from [A-Za-z0-9] (Web Crypto: Node and the browser alike). */
 export function makeNonce(): string {
-  return crypto
-    .randomBytes(18)
-    .toString("base64")
-    .replace(/[^A-Za-z0-9]/g, "");
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  // 248 = 4 * 62: taking bytes below it keeps every character equally likely.
+  let out = "";
+  while (out.length < 24) {
+    for (const b of globalThis.crypto.getRandomValues(new Uint8Array(32))) {
+      if (b < 248 && out.length < 24) out += alphabet[b % 62];
+    }
+  }
+  return out;
 }
 
 export interface ChatHtmlParts {

@@ -1,5 +1,6 @@
 // AcpClient and AgentConnection against the real wasm engine: in memory (client engine <-> agent
 // engine) and over a real child process (test/fixtures/agent.cjs).
+import { nodeTransports } from "../../src/platform/nodeTransports";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -281,6 +282,7 @@ function setup(choice: string | undefined | "never", env: Record<string, string>
       { name: "fixture", command: process.execPath, args: [fixture], env: { ACP_WASM_ENTRY: entry!, ...env }, cwd: ws },
       {
         engine: E,
+        transports: nodeTransports,
         engineOptions: {},
         capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
         clientInfo: { name: "test", version: "0" },
@@ -355,6 +357,7 @@ test("process: a missing command fails to start with a clear error", { skip }, a
       { name: "ghost", command: "/nonexistent/acp-agent", args: [] },
       {
         engine: E,
+        transports: nodeTransports,
         engineOptions: {},
         capabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
         clientInfo: { name: "t", version: "0" },

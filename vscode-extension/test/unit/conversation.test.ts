@@ -11,7 +11,8 @@ import { Conversation, type Scheduler } from "../../src/bridges/conversation";
 import { ThreadModel, messageSource, textChange, type ViewOp } from "../../src/webview/threadModel";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
 import { SessionDecisions } from "../../src/sessions/decisions";
-import { loadEngine, type WasmThread } from "../../src/protocol/engine";
+import type { WasmThread } from "../../src/protocol/engine";
+import { loadEngine } from "../../src/platform/nodeEngine";
 
 const { skip } = tryEngine();
 

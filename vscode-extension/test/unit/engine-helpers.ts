@@ -1,7 +1,8 @@
 // Loads the real acp-wasm package for tests. When it is not built the engine tests are skipped,
 // unless ACP_REQUIRE_WASM=1 (scripts/test-vscode.sh and CI set it), which makes them fail.
 import * as path from "node:path";
-import { engineEntry, loadEngine, type EngineModule } from "../../src/protocol/engine";
+import type { EngineModule } from "../../src/protocol/engine";
+import { engineEntry, loadEngine } from "../../src/platform/nodeEngine";
 import { ClientPolicy } from "../../src/protocol/policy";
 
 export const extensionRoot = path.resolve(__dirname, "..", "..");

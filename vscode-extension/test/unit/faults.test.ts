@@ -2,6 +2,7 @@
 // fs bridges) against a scripted misbehaving agent process (plain NDJSON written by hand, no
 // engine on its side). Each case ends (no hang: every test has a timeout), says what the user
 // sees, and leaves nothing pending. The scenario table is in docs/reliability.md.
+import { nodeTransports } from "../../src/platform/nodeTransports";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -118,6 +119,7 @@ async function start(mode: string, engineOptions: object = {}) {
     { name: "faulty", command: process.execPath, args: [script], env: { FAULT: mode }, cwd: ws },
     {
       engine: E,
+      transports: nodeTransports,
       engineOptions,
       capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
       clientInfo: { name: "test", version: "0" },

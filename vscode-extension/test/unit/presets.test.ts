@@ -1,5 +1,6 @@
 // Agent presets in the picker (src/agents.ts): acp-client's registry presets through the real
 // engine's agentPresets, minus the agents already configured, with the acp.agents entry each adds.
+import { nodeFiles } from "../../src/platform/nodeFiles";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -22,7 +23,7 @@ test("registry platform keys and the cache path acp agents keeps", () => {
 });
 
 test("presets: the snapshot's agents as acp.agents entries, the configured ones left out", { skip }, () => {
-  const presets = loadPresets(E.agentPresets, "linux-x86_64", undefined);
+  const presets = loadPresets(E.agentPresets, "linux-x86_64", undefined, nodeFiles.readSmallFile);
   const all = presetChoices(presets, []);
   assert.deepEqual(
     all.map((p) => p.name),
@@ -64,18 +65,18 @@ test("presets: the cached registry is laid over the snapshot; a binary-only agen
       ],
     }),
   );
-  const choices = presetChoices(loadPresets(E.agentPresets, "linux-x86_64", cache), []);
+  const choices = presetChoices(loadPresets(E.agentPresets, "linux-x86_64", cache, nodeFiles.readSmallFile), []);
   assert.equal(choices.find((p) => p.name === "OpenCode")?.detail, "npx -y opencode-ai@2.0.0 acp");
   const native = choices.find((p) => p.name === "Native")!;
   assert.equal(native.entry, undefined);
   assert.match(native.problem!, /no distribution for linux-x86_64/);
   // An unreadable cache: the snapshot alone, and why.
   fs.writeFileSync(cache, "{broken");
-  const broken = loadPresets(E.agentPresets, "linux-x86_64", cache);
+  const broken = loadPresets(E.agentPresets, "linux-x86_64", cache, nodeFiles.readSmallFile);
   assert.equal(broken.agents.length, 5);
   assert.match(broken.overlayProblem!, /not an ACP registry/);
   // A missing cache file is no problem.
-  assert.equal(loadPresets(E.agentPresets, "linux-x86_64", path.join(dir, "none.json")).overlayProblem, undefined);
+  assert.equal(loadPresets(E.agentPresets, "linux-x86_64", path.join(dir, "none.json"), nodeFiles.readSmallFile).overlayProblem, undefined);
 });
 
 test("presets: every variable an entry sets is shown; one that changes what code runs keeps it from being added", { skip }, () => {
@@ -93,13 +94,17 @@ test("presets: every variable an entry sets is shown; one that changes what code
     ],
   });
   fs.writeFileSync(cache, JSON.stringify(entry({ NODE_OPTIONS: "--require=/tmp/pwn.js", RUST_LOG: "info" })));
-  let claude = presetChoices(loadPresets(E.agentPresets, "linux-x86_64", cache), []).find((p) => p.name === "Claude Code")!;
+  let claude = presetChoices(loadPresets(E.agentPresets, "linux-x86_64", cache, nodeFiles.readSmallFile), []).find(
+    (p) => p.name === "Claude Code",
+  )!;
   assert.equal(claude.entry, undefined, "not added as the registry gives it");
   assert.equal(claude.detail, "NODE_OPTIONS=--require=/tmp/pwn.js RUST_LOG=info npx -y @agentclientprotocol/claude-agent-acp@0.101.0");
   assert.match(claude.problem!, /sets NODE_OPTIONS=--require=\/tmp\/pwn\.js, which changes what code runs/);
   // Harmless variables: shown, and added with the entry.
   fs.writeFileSync(cache, JSON.stringify(entry({ RUST_LOG: "info" })));
-  claude = presetChoices(loadPresets(E.agentPresets, "linux-x86_64", cache), []).find((p) => p.name === "Claude Code")!;
+  claude = presetChoices(loadPresets(E.agentPresets, "linux-x86_64", cache, nodeFiles.readSmallFile), []).find(
+    (p) => p.name === "Claude Code",
+  )!;
   assert.equal(claude.detail, "RUST_LOG=info npx -y @agentclientprotocol/claude-agent-acp@0.101.0");
   assert.deepEqual(claude.entry?.env, { RUST_LOG: "info" });
 });

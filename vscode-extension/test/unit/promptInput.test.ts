@@ -3,6 +3,7 @@
 // blocks through acp-client's decision (tests/client/prompt.json through ClientPolicy and
 // promptParts on real files); the edit review's Keep/Undo (bridges/edits.ts) and the FsBridge
 // recording the text a write replaces.
+import { nodeFiles } from "../../src/platform/nodeFiles";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -103,7 +104,7 @@ test(
         { kind: "file" as const, path: small, name: "small.md" },
         { kind: "file" as const, path: bin, name: "blob.bin" },
       ];
-      const embedded = await promptParts("look", atts, { embeddedContext: true }, policy);
+      const embedded = await promptParts("look", atts, { embeddedContext: true }, policy, nodeFiles);
       assert.deepEqual(embedded.refused, []);
       assert.deepEqual(embedded.blocks, [
         { type: "text", text: "look" },
@@ -111,18 +112,18 @@ test(
         { type: "resource_link", uri: pathToFileURL(bin).href, name: "blob.bin", size: 4 },
       ]);
       // An open buffer's text is what is embedded (unsaved edits included).
-      const open = await promptParts("", [atts[0]!], { embeddedContext: true }, policy, () => "UNSAVED");
+      const open = await promptParts("", [atts[0]!], { embeddedContext: true }, policy, nodeFiles, () => "UNSAVED");
       assert.deepEqual(open.blocks, [{ type: "resource", resource: { uri: pathToFileURL(small).href, text: "UNSAVED" } }]);
-      const linked = await promptParts("look", atts.slice(0, 1), {}, policy);
+      const linked = await promptParts("look", atts.slice(0, 1), {}, policy, nodeFiles);
       assert.deepEqual(linked.blocks[1], { type: "resource_link", uri: pathToFileURL(small).href, name: "small.md", size: 5 });
       const image = { kind: "image" as const, name: "p.png", mimeType: "image/png", data: "iVBORw0KGgo=" };
-      const refused = await promptParts("see", [image], null, policy);
+      const refused = await promptParts("see", [image], null, policy, nodeFiles);
       assert.deepEqual(refused.refused, [
         "p.png not sent: this agent does not accept images (it does not advertise promptCapabilities.image)",
       ]);
-      const accepted = await promptParts("see", [image], { image: true }, policy);
+      const accepted = await promptParts("see", [image], { image: true }, policy, nodeFiles);
       assert.deepEqual(accepted.blocks[1], { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" });
-      const missing = await promptParts("x", [{ kind: "file", path: path.join(dir, "gone.txt"), name: "gone.txt" }], {}, policy);
+      const missing = await promptParts("x", [{ kind: "file", path: path.join(dir, "gone.txt"), name: "gone.txt" }], {}, policy, nodeFiles);
       assert.match(missing.refused[0] ?? "", /^gone\.txt not sent: ENOENT/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -135,10 +136,10 @@ test("readForPrompt reads at most max + 1 bytes and says when the file is not te
   try {
     const f = path.join(dir, "f.txt");
     fs.writeFileSync(f, "x".repeat(100));
-    assert.deepEqual(await readForPrompt(f, 100), { size: 100, text: "x".repeat(100) });
-    assert.deepEqual(await readForPrompt(f, 99), { size: 100, text: null });
+    assert.deepEqual(await readForPrompt(nodeFiles, f, 100), { size: 100, text: "x".repeat(100) });
+    assert.deepEqual(await readForPrompt(nodeFiles, f, 99), { size: 100, text: null });
     fs.writeFileSync(f, Buffer.from([0xff, 0xfe, 0x41]));
-    assert.deepEqual(await readForPrompt(f, 100), { size: 3, text: null });
+    assert.deepEqual(await readForPrompt(nodeFiles, f, 100), { size: 3, text: null });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

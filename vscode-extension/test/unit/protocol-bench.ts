@@ -11,12 +11,13 @@
 //   npx esbuild test/unit/protocol-bench.ts --bundle --platform=node --outfile=out/bench/protocol-bench.js
 //   node out/bench/protocol-bench.js            # CASE=<substring> N=... REPS=... LABEL=...
 // To compare with an older client, build the same file in a `git worktree` of that commit.
+import { nodeTransports } from "../../src/platform/nodeTransports";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { AgentConnection } from "../../src/protocol/agent";
 import { AcpClient, type IncomingHandler } from "../../src/protocol/client";
-import { loadEngine } from "../../src/protocol/engine";
+import { loadEngine } from "../../src/platform/nodeEngine";
 import { nullLogger, nullTrace } from "../../src/protocol/log";
 
 const N = Number(process.env.N ?? 20000);
@@ -166,6 +167,7 @@ async function incomingProcess(): Promise<number> {
     { name: "bench", command: process.execPath, args: [script], env: { N: String(N) }, cwd: ws },
     {
       engine: E,
+      transports: nodeTransports,
       engineOptions: {},
       capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
       clientInfo: { name: "bench", version: "0" },
@@ -218,6 +220,7 @@ async function outgoingProcess(): Promise<number> {
     { name: "bench", command: process.execPath, args: [script], env: {}, cwd: ws },
     {
       engine: E,
+      transports: nodeTransports,
       engineOptions: {},
       capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
       clientInfo: { name: "bench", version: "0" },

@@ -7,6 +7,9 @@
 //
 // The `acp` binary: $ACP_BIN (scripts/test-vscode.sh sets it; then it must exist), else the
 // repository's target/release/acp or target/debug/acp; without one these tests are skipped.
+import { NodeHttpClient } from "../../src/protocol/httpNode";
+import { FetchHttpClient } from "../../src/protocol/httpFetch";
+import { nodeTransports } from "../../src/platform/nodeTransports";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -159,6 +162,7 @@ function setup() {
       { name: "remote", command: "", args: [], url, caFile },
       {
         engine: E,
+        transports: nodeTransports,
         engineOptions: {},
         capabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
         clientInfo: { name: "test", version: "0" },
@@ -308,6 +312,13 @@ function wsServer(): Promise<{ url: string; sockets: Promise<WebSocket>; headers
   });
 }
 
+/** The HTTP + SSE transport runs on the host's HTTP client: Node's (the desktop extension host)
+ *  and `fetch` (the browser's; Node has the same API), each through the same wire tests. */
+const HTTP_CLIENTS = [
+  ["node:http", (u: URL) => new NodeHttpClient(u)],
+  ["fetch", (u: URL) => new FetchHttpClient(u)],
+] as const;
+
 test("remote bridge: lines split anywhere become whole frames; a frame becomes one line; the token is a Bearer header", async () => {
   const srv = await wsServer();
   const got: string[] = [];
@@ -433,213 +444,222 @@ test("SSE posting: $/cancel_request inside proxy/successor goes with the connect
   assert.equal(answer("not json"), undefined);
 });
 
-test("SSE wire: the token on every request, the connection's stream first, session streams, answers without a session, DELETE on stop", async (t) => {
-  if (skipEngine) return t.skip(skipEngine);
-  type Seen = { method: string; auth?: string; conn?: string; session?: string; body: string; accept?: string };
-  const seen: Seen[] = [];
-  const streams: http.ServerResponse[] = [];
-  let onSeen: (() => void) | undefined;
-  /** Resolves once `cond` holds for the requests seen (checked on each request: no polling). */
-  const seenUntil = (cond: () => boolean) => new Promise<void>((r) => (cond() ? r() : (onSeen = () => cond() && r())));
-  let sawSessionStream!: (id: string) => void;
-  const sessionStreams: string[] = [];
-  const streamOpened = new Promise<void>((r) => (sawSessionStream = (id) => (sessionStreams.push(id), sessionStreams.length === 2 && r())));
-  let deleted!: () => void;
-  const gotDelete = new Promise<void>((r) => (deleted = r));
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      const h = (n: string) => req.headers[n] as string | undefined;
-      seen.push({
-        method: req.method!,
-        auth: h("authorization"),
-        conn: h("acp-connection-id"),
-        session: h("acp-session-id"),
-        body,
-        accept: h("accept"),
+for (const [client, httpClient] of HTTP_CLIENTS)
+  test(`SSE wire (${client}): the token on every request, the connection's stream first, session streams, answers without a session, DELETE on stop`, async (t) => {
+    if (skipEngine) return t.skip(skipEngine);
+    type Seen = { method: string; auth?: string; conn?: string; session?: string; body: string; accept?: string };
+    const seen: Seen[] = [];
+    const streams: http.ServerResponse[] = [];
+    let onSeen: (() => void) | undefined;
+    /** Resolves once `cond` holds for the requests seen (checked on each request: no polling). */
+    const seenUntil = (cond: () => boolean) => new Promise<void>((r) => (cond() ? r() : (onSeen = () => cond() && r())));
+    let sawSessionStream!: (id: string) => void;
+    const sessionStreams: string[] = [];
+    const streamOpened = new Promise<void>(
+      (r) => (sawSessionStream = (id) => (sessionStreams.push(id), sessionStreams.length === 2 && r())),
+    );
+    let deleted!: () => void;
+    const gotDelete = new Promise<void>((r) => (deleted = r));
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        const h = (n: string) => req.headers[n] as string | undefined;
+        seen.push({
+          method: req.method!,
+          auth: h("authorization"),
+          conn: h("acp-connection-id"),
+          session: h("acp-session-id"),
+          body,
+          accept: h("accept"),
+        });
+        onSeen?.();
+        if (req.method === "POST" && body.includes('"initialize"')) {
+          res.writeHead(200, { "content-type": "application/json", "acp-connection-id": "c-1" });
+          res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } }));
+        } else if (req.method === "GET") {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.write(":\n\n");
+          streams.push(res);
+          if (h("acp-session-id")) sawSessionStream(h("acp-session-id")!);
+        } else if (req.method === "DELETE") {
+          res.writeHead(200).end();
+          deleted();
+        } else res.writeHead(202).end();
       });
-      onSeen?.();
-      if (req.method === "POST" && body.includes('"initialize"')) {
-        res.writeHead(200, { "content-type": "application/json", "acp-connection-id": "c-1" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } }));
-      } else if (req.method === "GET") {
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        res.write(":\n\n");
-        streams.push(res);
-        if (h("acp-session-id")) sawSessionStream(h("acp-session-id")!);
-      } else if (req.method === "DELETE") {
-        res.writeHead(200).end();
-        deleted();
-      } else res.writeHead(202).end();
     });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`;
+    const lines: string[] = [];
+    let onLine: (() => void) | undefined;
+    const agent = new SseRemoteAgent(
+      url,
+      { token: "tok-9", http: httpClient },
+      {
+        onStdout: (b) => (lines.push(new TextDecoder().decode(b)), onLine?.()),
+        onStdoutEnd() {},
+        onStderr() {},
+        onExit() {},
+      },
+    );
+    const nextLine = (n: number) => new Promise<void>((r) => (onLine = () => lines.length >= n && r()));
+    await agent.started;
+    const enc = (o: object) => new TextEncoder().encode(`${JSON.stringify(o)}\n`);
+    let got = nextLine(1);
+    agent.write(enc({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } }));
+    await got;
+    assert.deepEqual(JSON.parse(lines[0]!), { jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } });
+    // The connection's stream was opened before the answer reached the engine.
+    assert.deepEqual(
+      seen.map((s) => [s.method, s.conn, s.accept]),
+      [
+        ["POST", undefined, "application/json"],
+        ["GET", "c-1", "text/event-stream"],
+      ],
+    );
+    agent.write(enc({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/" } }));
+    agent.write(enc({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "s-old", prompt: [] } }));
+    // The session/new answer arrives on the connection's stream: the new session's stream opens at once.
+    got = nextLine(2);
+    await seenUntil(() => seen.filter((x) => x.method === "POST").length >= 3);
+    streams[0]!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { sessionId: "s-new" } })}\n\n`);
+    await got;
+    await streamOpened;
+    assert.deepEqual(sessionStreams.sort(), ["s-new", "s-old"]);
+    // The prompt's POST named its session, after that session's stream was opened.
+    const iPrompt = seen.findIndex((s) => s.body.includes("session/prompt"));
+    const iStream = seen.findIndex((s) => s.method === "GET" && s.session === "s-old");
+    assert.ok(iStream >= 0 && iStream < iPrompt, "the session's stream first");
+    assert.equal(seen[iPrompt]!.session, "s-old");
+    // An answer to the agent's request: posted, with no session.
+    agent.write(enc({ jsonrpc: "2.0", id: "agent-1", result: { outcome: { outcome: "cancelled" } } }));
+    // A cancel wrapped in proxy/successor belongs to the connection, whatever session it names.
+    agent.write(
+      enc({
+        jsonrpc: "2.0",
+        method: "proxy/successor",
+        params: { method: "$/cancel_request", params: { requestId: 2 }, sessionId: "s-old" },
+      }),
+    );
+    await agent.stop(1000);
+    await gotDelete;
+    const proxied = seen.find((s) => s.body.includes("proxy/successor"))!;
+    assert.equal(proxied.session, undefined);
+    assert.equal(proxied.conn, "c-1");
+    const answer = seen.find((s) => s.body.includes("agent-1"))!;
+    assert.equal(answer.session, undefined);
+    assert.equal(answer.conn, "c-1");
+    assert.ok(
+      seen.every((s) => s.auth === "Bearer tok-9"),
+      "the token on every request",
+    );
+    assert.equal(seen.at(-1)!.method, "DELETE");
+    for (const s of streams) s.end();
+    server.close();
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`;
-  const lines: string[] = [];
-  let onLine: (() => void) | undefined;
-  const agent = new SseRemoteAgent(
-    url,
-    { token: "tok-9" },
-    {
-      onStdout: (b) => (lines.push(new TextDecoder().decode(b)), onLine?.()),
-      onStdoutEnd() {},
-      onStderr() {},
-      onExit() {},
-    },
-  );
-  const nextLine = (n: number) => new Promise<void>((r) => (onLine = () => lines.length >= n && r()));
-  await agent.started;
-  const enc = (o: object) => new TextEncoder().encode(`${JSON.stringify(o)}\n`);
-  let got = nextLine(1);
-  agent.write(enc({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } }));
-  await got;
-  assert.deepEqual(JSON.parse(lines[0]!), { jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } });
-  // The connection's stream was opened before the answer reached the engine.
-  assert.deepEqual(
-    seen.map((s) => [s.method, s.conn, s.accept]),
-    [
-      ["POST", undefined, "application/json"],
-      ["GET", "c-1", "text/event-stream"],
-    ],
-  );
-  agent.write(enc({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/" } }));
-  agent.write(enc({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId: "s-old", prompt: [] } }));
-  // The session/new answer arrives on the connection's stream: the new session's stream opens at once.
-  got = nextLine(2);
-  await seenUntil(() => seen.filter((x) => x.method === "POST").length >= 3);
-  streams[0]!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { sessionId: "s-new" } })}\n\n`);
-  await got;
-  await streamOpened;
-  assert.deepEqual(sessionStreams.sort(), ["s-new", "s-old"]);
-  // The prompt's POST named its session, after that session's stream was opened.
-  const iPrompt = seen.findIndex((s) => s.body.includes("session/prompt"));
-  const iStream = seen.findIndex((s) => s.method === "GET" && s.session === "s-old");
-  assert.ok(iStream >= 0 && iStream < iPrompt, "the session's stream first");
-  assert.equal(seen[iPrompt]!.session, "s-old");
-  // An answer to the agent's request: posted, with no session.
-  agent.write(enc({ jsonrpc: "2.0", id: "agent-1", result: { outcome: { outcome: "cancelled" } } }));
-  // A cancel wrapped in proxy/successor belongs to the connection, whatever session it names.
-  agent.write(
-    enc({
+
+for (const [client, httpClient] of HTTP_CLIENTS)
+  test(`SSE wire (${client}): an event over the limit is skipped as on stdio: a response fails its call, a request is answered, the log says so`, async (t) => {
+    if (skipEngine) return t.skip(skipEngine);
+    const posts: string[] = [];
+    let onPost: (() => void) | undefined;
+    let stream: http.ServerResponse | undefined;
+    let streamOpen!: () => void;
+    const opened = new Promise<void>((r) => (streamOpen = r));
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        if (req.method === "POST" && body.includes('"initialize"')) {
+          res.writeHead(200, { "content-type": "application/json", "acp-connection-id": "c-1" });
+          res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } }));
+        } else if (req.method === "GET") {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.write(":\n\n");
+          stream = res;
+          streamOpen();
+        } else {
+          if (req.method === "POST") posts.push(body);
+          onPost?.();
+          res.writeHead(req.method === "DELETE" ? 200 : 202).end();
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const lines: string[] = [];
+    const logged: string[] = [];
+    let onLine: (() => void) | undefined;
+    const agent = new SseRemoteAgent(
+      `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`,
+      { maxMessageBytes: 100, http: httpClient },
+      {
+        onStdout: (b) => (lines.push(new TextDecoder().decode(b)), onLine?.()),
+        onStdoutEnd() {},
+        onStderr: (text) => logged.push(text),
+        onExit() {},
+      },
+    );
+    const untilLines = (n: number) => new Promise<void>((r) => (lines.length >= n ? r() : (onLine = () => lines.length >= n && r())));
+    const enc = (o: object) => new TextEncoder().encode(`${JSON.stringify(o)}\n`);
+    agent.write(enc({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } }));
+    await untilLines(1);
+    await opened;
+    const big = "x".repeat(500);
+    const answered = new Promise<void>((r) => (onPost = () => posts.some((p) => p.includes("big-1")) && r()));
+    stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: big } })}\n\n`);
+    stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: "big-1", method: "fs/write_text_file", params: { content: big } })}\n\n`);
+    stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { text: big } })}\n\n`);
+    stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", method: "after" })}\n\n`);
+    await untilLines(3);
+    await answered;
+    // The response's place is taken by an error for its id (the engine fails that call at once);
+    // the notification is dropped; what follows still arrives.
+    assert.deepEqual(JSON.parse(lines[1]!), {
       jsonrpc: "2.0",
-      method: "proxy/successor",
-      params: { method: "$/cancel_request", params: { requestId: 2 }, sessionId: "s-old" },
-    }),
-  );
-  await agent.stop(1000);
-  await gotDelete;
-  const proxied = seen.find((s) => s.body.includes("proxy/successor"))!;
-  assert.equal(proxied.session, undefined);
-  assert.equal(proxied.conn, "c-1");
-  const answer = seen.find((s) => s.body.includes("agent-1"))!;
-  assert.equal(answer.session, undefined);
-  assert.equal(answer.conn, "c-1");
-  assert.ok(
-    seen.every((s) => s.auth === "Bearer tok-9"),
-    "the token on every request",
-  );
-  assert.equal(seen.at(-1)!.method, "DELETE");
-  for (const s of streams) s.end();
-  server.close();
-});
-
-test("SSE wire: an event over the limit is skipped as on stdio: a response fails its call, a request is answered, the log says so", async (t) => {
-  if (skipEngine) return t.skip(skipEngine);
-  const posts: string[] = [];
-  let onPost: (() => void) | undefined;
-  let stream: http.ServerResponse | undefined;
-  let streamOpen!: () => void;
-  const opened = new Promise<void>((r) => (streamOpen = r));
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", () => {
-      if (req.method === "POST" && body.includes('"initialize"')) {
-        res.writeHead(200, { "content-type": "application/json", "acp-connection-id": "c-1" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, result: { protocolVersion: 1 } }));
-      } else if (req.method === "GET") {
-        res.writeHead(200, { "content-type": "text/event-stream" });
-        res.write(":\n\n");
-        stream = res;
-        streamOpen();
-      } else {
-        if (req.method === "POST") posts.push(body);
-        onPost?.();
-        res.writeHead(req.method === "DELETE" ? 200 : 202).end();
-      }
+      id: 1,
+      error: { code: -32603, message: "the response was larger than the client's 100-byte limit and was dropped" },
     });
+    assert.deepEqual(JSON.parse(lines[2]!), { jsonrpc: "2.0", method: "after" });
+    const answer = JSON.parse(posts.find((p) => p.includes("big-1"))!);
+    assert.equal(answer.id, "big-1");
+    assert.equal(answer.error.code, -32600);
+    assert.deepEqual(answer.error.data, { maxMessageBytes: 100 });
+    assert.equal(logged.length, 3);
+    assert.match(logged[0]!, /a response \(its call fails\) of 545 bytes, over the 100-byte limit, was skipped/);
+    assert.match(logged[1]!, /a request \(answered with an error\)/);
+    assert.match(logged[2]!, /the connection's stream: a message of \d+ bytes/);
+    await agent.stop(1000);
+    stream!.end();
+    server.close();
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const lines: string[] = [];
-  const logged: string[] = [];
-  let onLine: (() => void) | undefined;
-  const agent = new SseRemoteAgent(
-    `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`,
-    { maxMessageBytes: 100 },
-    {
-      onStdout: (b) => (lines.push(new TextDecoder().decode(b)), onLine?.()),
-      onStdoutEnd() {},
-      onStderr: (text) => logged.push(text),
-      onExit() {},
-    },
-  );
-  const untilLines = (n: number) => new Promise<void>((r) => (lines.length >= n ? r() : (onLine = () => lines.length >= n && r())));
-  const enc = (o: object) => new TextEncoder().encode(`${JSON.stringify(o)}\n`);
-  agent.write(enc({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: 1 } }));
-  await untilLines(1);
-  await opened;
-  const big = "x".repeat(500);
-  const answered = new Promise<void>((r) => (onPost = () => posts.some((p) => p.includes("big-1")) && r()));
-  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: 1, result: { text: big } })}\n\n`);
-  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", id: "big-1", method: "fs/write_text_file", params: { content: big } })}\n\n`);
-  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", method: "session/update", params: { text: big } })}\n\n`);
-  stream!.write(`data: ${JSON.stringify({ jsonrpc: "2.0", method: "after" })}\n\n`);
-  await untilLines(3);
-  await answered;
-  // The response's place is taken by an error for its id (the engine fails that call at once);
-  // the notification is dropped; what follows still arrives.
-  assert.deepEqual(JSON.parse(lines[1]!), {
-    jsonrpc: "2.0",
-    id: 1,
-    error: { code: -32603, message: "the response was larger than the client's 100-byte limit and was dropped" },
-  });
-  assert.deepEqual(JSON.parse(lines[2]!), { jsonrpc: "2.0", method: "after" });
-  const answer = JSON.parse(posts.find((p) => p.includes("big-1"))!);
-  assert.equal(answer.id, "big-1");
-  assert.equal(answer.error.code, -32600);
-  assert.deepEqual(answer.error.data, { maxMessageBytes: 100 });
-  assert.equal(logged.length, 3);
-  assert.match(logged[0]!, /a response \(its call fails\) of 545 bytes, over the 100-byte limit, was skipped/);
-  assert.match(logged[1]!, /a request \(answered with an error\)/);
-  assert.match(logged[2]!, /the connection's stream: a message of \d+ bytes/);
-  await agent.stop(1000);
-  stream!.end();
-  server.close();
-});
 
-test("SSE wire: the first message must be initialize; an initialize error reaches the engine, then the transport ends", async (t) => {
-  if (skipEngine) return t.skip(skipEngine);
-  const lines: string[] = [];
-  const first = new SseRemoteAgent("http://127.0.0.1:9/acp", {}, { onStdout() {}, onStdoutEnd() {}, onStderr() {}, onExit() {} });
-  first.write(new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}\n'));
-  assert.match((await first.exited).remote!.message, /the first message over HTTP must be the `initialize` request/);
-  const server = http.createServer((_req, res) => {
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, error: { code: -32603, message: "no thanks" } }));
+for (const [client, httpClient] of HTTP_CLIENTS)
+  test(`SSE wire (${client}): the first message must be initialize; an initialize error reaches the engine, then the transport ends`, async (t) => {
+    if (skipEngine) return t.skip(skipEngine);
+    const lines: string[] = [];
+    const first = new SseRemoteAgent(
+      "http://127.0.0.1:9/acp",
+      { http: httpClient },
+      { onStdout() {}, onStdoutEnd() {}, onStderr() {}, onExit() {} },
+    );
+    first.write(new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}\n'));
+    assert.match((await first.exited).remote!.message, /the first message over HTTP must be the `initialize` request/);
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: 0, error: { code: -32603, message: "no thanks" } }));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const agent = new SseRemoteAgent(
+      `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`,
+      { http: httpClient },
+      { onStdout: (b) => lines.push(new TextDecoder().decode(b)), onStdoutEnd() {}, onStderr() {}, onExit() {} },
+    );
+    agent.write(new TextEncoder().encode('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n'));
+    const exit = await agent.exited;
+    assert.match(lines[0]!, /no thanks/);
+    assert.match(exit.remote!.message, /the agent refused initialize/);
+    server.close();
   });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const agent = new SseRemoteAgent(
-    `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/acp`,
-    {},
-    { onStdout: (b) => lines.push(new TextDecoder().decode(b)), onStdoutEnd() {}, onStderr() {}, onExit() {} },
-  );
-  agent.write(new TextEncoder().encode('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n'));
-  const exit = await agent.exited;
-  assert.match(lines[0]!, /no thanks/);
-  assert.match(exit.remote!.message, /the agent refused initialize/);
-  server.close();
-});
 
 /** This machine's first non-loopback IPv4 address, if it has one. */
 function networkAddress(): string | undefined {

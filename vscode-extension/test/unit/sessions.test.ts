@@ -10,12 +10,13 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { MAX_SESSIONS, SessionStore, entriesFrom } from "../../src/sessions/store";
+import { nodeStoreFiles } from "../../src/platform/nodeStoreFiles";
 import { keptEnvKey, parseKeptEnv, requiredVars } from "../../src/sessions/authEnv";
 import { SessionDecisions, isAuthRequired } from "../../src/sessions/decisions";
 import { CannotOpen, openSession, RestartNeeded, type SignIn } from "../../src/sessions/opener";
 import { RpcError, type Answer } from "../../src/protocol/client";
 import type { AgentConnection } from "../../src/protocol/agent";
-import { loadEngine } from "../../src/protocol/engine";
+import { loadEngine } from "../../src/platform/nodeEngine";
 import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
 
 const { skip } = tryEngine();
@@ -32,11 +33,11 @@ const rec = (sessionId: string, title = "t") => ({ sessionId, agent: "demo", age
 test("SessionStore saves, lists newest first, survives a new instance and removes", () => {
   const dir = tmpDir();
   let now = 1000;
-  const store = new SessionStore(dir, () => now);
+  const store = new SessionStore(nodeStoreFiles(dir), () => now);
   store.save(rec("a", "first prompt"), saved("first prompt\nmore"));
   now = 2000;
   store.save(rec("b/../../x", "Agent title"), saved("second", "Agent title"));
-  const again = new SessionStore(dir);
+  const again = new SessionStore(nodeStoreFiles(dir));
   assert.deepEqual(
     again.list().map((r) => [r.sessionId, r.title]),
     [
@@ -48,7 +49,7 @@ test("SessionStore saves, lists newest first, survives a new instance and remove
   // Ids never become paths: every file is inside the directory.
   for (const f of fs.readdirSync(dir)) assert.match(f, /^([0-9a-f]{32}|index)\.json$/);
   again.remove("a");
-  assert.equal(new SessionStore(dir).find("a"), undefined);
+  assert.equal(new SessionStore(nodeStoreFiles(dir)).find("a"), undefined);
   assert.equal(again.thread("a"), undefined);
   assert.equal(again.problems.length, 1);
 });
@@ -56,7 +57,7 @@ test("SessionStore saves, lists newest first, survives a new instance and remove
 test("SessionStore is bounded in count (the least recently updated go)", () => {
   const dir = tmpDir();
   let now = 0;
-  const store = new SessionStore(dir, () => ++now);
+  const store = new SessionStore(nodeStoreFiles(dir), () => ++now);
   for (let i = 0; i < MAX_SESSIONS + 5; i++) store.save(rec(`s${i}`), saved(`p${i}`));
   const kept = store.list();
   assert.equal(kept.length, MAX_SESSIONS);
@@ -68,13 +69,13 @@ test("SessionStore is bounded in count (the least recently updated go)", () => {
 test("SessionStore: an unreadable index is reported and replaced, never fatal", () => {
   const dir = tmpDir();
   fs.writeFileSync(path.join(dir, "index.json"), "{truncated");
-  const store = new SessionStore(dir);
+  const store = new SessionStore(nodeStoreFiles(dir));
   assert.deepEqual(store.list(), []);
   assert.match(store.problems[0] ?? "", /unreadable/);
   store.save(rec("x"), saved("hi"));
-  assert.equal(new SessionStore(dir).list().length, 1);
+  assert.equal(new SessionStore(nodeStoreFiles(dir)).list().length, 1);
   fs.writeFileSync(path.join(dir, "index.json"), JSON.stringify({ format: 99, sessions: [] }));
-  const other = new SessionStore(dir);
+  const other = new SessionStore(nodeStoreFiles(dir));
   assert.deepEqual(other.list(), []);
   assert.match(other.problems[0] ?? "", /format 99/);
 });

@@ -32,7 +32,10 @@
 //!   `record.rs` ([`Record`]): this directory's record of the conversation;
 //! * `answers.rs` ([`Answers`]): how questions are answered (acp-client's permission policy);
 //! * `timeouts.rs` ([`Timeouts`]), `signals.rs` ([`Signals`]), `input.rs` ([`Stdin`]: what
-//!   the user types), `outcome.rs` ([`Outcome`]: how it ends), and the shared [`Ui`].
+//!   the user types), `outcome.rs` ([`Outcome`]: how it ends), and the shared [`Ui`];
+//! * `v2.rs` (feature `unstable_protocol_v2`): ACP v2 on the wire (the offer in `initialize`,
+//!   the replay's params, a v2 permission question read as v1's); the session engine does the
+//!   rest (a turn ends on its idle `state_update`: `turn.rs`).
 //!
 //! What uses several parts is a method of [`Chat`]: here start-up, the conversation loop,
 //! recovery after a crash or a dropped connection, and shutdown; `open.rs` opening the session
@@ -59,6 +62,8 @@ mod signals;
 mod timeouts;
 mod turn;
 mod typeahead;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2;
 
 use std::ffi::OsString;
 use std::sync::Arc;

@@ -36,9 +36,24 @@ impl Chat {
                     .terminal(true),
             )
             .client_info(s::Implementation::new("acp", env!("CARGO_PKG_VERSION")));
+        #[cfg(not(feature = "unstable_protocol_v2"))]
         let (info, raw) = self
             .wait("initialize", conn.initialize_with_raw(init))
             .await?;
+        // Offers v2 (the agent picks: a v1 agent answers 1).
+        #[cfg(feature = "unstable_protocol_v2")]
+        let (info, raw) = {
+            let handle = self.link.conn.handle().clone();
+            let timeout = Some(self.timeouts.request);
+            let call = async move {
+                let raw = handle
+                    .request("initialize", Some(super::v2::offer(&init)?), timeout)
+                    .await?;
+                let info: s::InitializeResponse = acp_native::driver::decode("initialize", &raw)?;
+                Ok((info, raw))
+            };
+            self.wait("initialize", call).await?
+        };
         let caps = &info.agent_capabilities.prompt_capabilities;
         self.session.prompt_caps = acp_client::prompt::PromptCapabilities {
             image: caps.image,
@@ -125,6 +140,16 @@ impl Chat {
             Open::Load { session_id } => acp_native::driver::to_raw(
                 &s::LoadSessionRequest::new(session_id.clone(), cwd).mcp_servers(mcp),
             ),
+            // Named by the engine only on a v2 connection.
+            #[cfg(feature = "unstable_protocol_v2")]
+            Open::Replay { session_id } => super::v2::replay_params(session_id, cwd, mcp),
+            #[cfg(not(feature = "unstable_protocol_v2"))]
+            Open::Replay { .. } => {
+                return Err(Outcome::fail(
+                    exit::ERROR,
+                    "a v2 replay on a build without ACP v2 (feature unstable_protocol_v2)",
+                ))
+            }
         };
         raw.map_err(|e| Outcome::fail(exit::ERROR, format!("`{}`: {e}", open.method())))
     }

@@ -295,6 +295,8 @@ pub(super) fn client_router(
     let wrote = events.clone();
     let update_bytes = Arc::new(tokio::sync::Semaphore::new(EVENT_BYTES >> 10));
     let gate = terminal_gate(events.clone());
+    #[cfg(feature = "unstable_protocol_v2")]
+    let asks_v2 = events.clone();
     let router = Router::new()
         .notification_raw(acp_core::acp::client::SESSION_UPDATE, move |params, _cx| {
             // Waits while the UI is behind: the connection then stops reading the agent.
@@ -329,26 +331,7 @@ pub(super) fn client_router(
         })
         .route::<typed::RequestPermission, _, _>(move |request, cx| {
             let events = events.clone();
-            async move {
-                let (reply, answer) = oneshot::channel();
-                let ask = PermissionAsk {
-                    request,
-                    question: None,
-                    user_only: false,
-                    reply,
-                    withdrawn: cx.cancel.clone(),
-                };
-                let outcome = if events.send(Event::Permission(Box::new(ask))).await.is_ok() {
-                    tokio::select! {
-                        a = answer => a.unwrap_or(s::RequestPermissionOutcome::Cancelled),
-                        // Answered by the engine already; this answer is dropped.
-                        _ = cx.cancel.cancelled() => s::RequestPermissionOutcome::Cancelled,
-                    }
-                } else {
-                    s::RequestPermissionOutcome::Cancelled
-                };
-                Ok(s::RequestPermissionResponse::new(outcome))
-            }
+            async move { Ok(ask_user(&events, request, cx.cancel).await) }
         })
         .route::<typed::ReadTextFile, _, _>(move |req, _cx| {
             let fs = fs_read.clone();
@@ -374,7 +357,55 @@ pub(super) fn client_router(
                 Ok(s::WriteTextFileResponse::new())
             }
         });
+    // On a v2 connection the question has a `title` instead of v1's `toolCall`: read as v1's
+    // (chat/v2.rs); on a v1 connection it is read as above.
+    #[cfg(feature = "unstable_protocol_v2")]
+    let router = router.route_raw(
+        acp_core::acp::client::SESSION_REQUEST_PERMISSION,
+        move |params, cx| {
+            let events = asks_v2.clone();
+            async move {
+                let text = params.as_deref().map_or("null", RawValue::get);
+                let v1 = match cx.peer.protocol_version() {
+                    acp_core::v2::PROTOCOL_VERSION => super::v2::permission_as_v1(text),
+                    _ => None,
+                };
+                let request: s::RequestPermissionRequest =
+                    serde_json::from_str(v1.as_deref().unwrap_or(text))
+                        .map_err(ErrorObject::invalid_params)?;
+                let answer = ask_user(&events, request, cx.cancel).await;
+                serde_json::value::to_raw_value(&answer).map_err(ErrorObject::internal)
+            }
+        },
+    );
     terminals.routes(router, gate)
+}
+
+/// The agent's permission question, put to the UI loop; `cancelled` when the UI is gone or
+/// the engine answered it already (the turn was cancelled).
+async fn ask_user(
+    events: &mpsc::Sender<Event>,
+    request: s::RequestPermissionRequest,
+    cancel: CancellationToken,
+) -> s::RequestPermissionResponse {
+    let (reply, answer) = oneshot::channel();
+    let ask = PermissionAsk {
+        request,
+        question: None,
+        user_only: false,
+        reply,
+        withdrawn: cancel.clone(),
+    };
+    let outcome = if events.send(Event::Permission(Box::new(ask))).await.is_ok() {
+        tokio::select! {
+            a = answer => a.unwrap_or(s::RequestPermissionOutcome::Cancelled),
+            // Answered by the engine already; this answer is dropped.
+            _ = cancel.cancelled() => s::RequestPermissionOutcome::Cancelled,
+        }
+    } else {
+        s::RequestPermissionOutcome::Cancelled
+    };
+    s::RequestPermissionResponse::new(outcome)
 }
 
 /// Every `terminal/create` is a permission question (the exact command line, directory and

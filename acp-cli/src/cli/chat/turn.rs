@@ -25,6 +25,30 @@ use crate::cli::render::wire_name;
 /// that the UI stops taking events, with the same effect as a full queue.
 const HELD_EVENTS: usize = 256;
 
+/// How a `session/prompt` was answered.
+enum Answered {
+    /// v1: the turn is over (boxed: with feature `unstable` it carries the turn's usage).
+    Done(Box<s::PromptResponse>),
+    /// v2 (feature `unstable_protocol_v2`): the prompt was accepted (the answer as sent); the
+    /// turn goes on until an idle `state_update` ends it.
+    #[cfg_attr(not(feature = "unstable_protocol_v2"), allow(dead_code))]
+    Accepted(Box<acp_core::RawValue>),
+}
+
+/// The stop reason a v2 agent ended the turn with (the session engine's, from its idle
+/// `state_update`), as v1's type, which the chat prints and maps to exit codes: a reason this
+/// version does not know is an error saying so.
+fn v2_stop_reason(reason: &str) -> Result<s::PromptResponse, acp_native::RpcError> {
+    serde_json::from_value(serde_json::json!(reason))
+        .map(s::PromptResponse::new)
+        .map_err(|_| {
+            acp_native::RpcError::Other(format!(
+                "the agent ended the turn with a stop reason acp does not know: {}",
+                escape_line(reason)
+            ))
+        })
+}
+
 /// A turn's questions: the one on screen, and what arrived after it.
 #[derive(Default)]
 struct TurnState {
@@ -69,8 +93,26 @@ impl Chat {
         blocks.extend(attached);
         let request = s::PromptRequest::new(self.session.id.clone(), blocks);
         let conn = self.link.conn.without_timeout();
-        let prompt = conn.prompt(request);
+        #[cfg(feature = "unstable_protocol_v2")]
+        let v2 = self.ui.is_v2();
+        let prompt = async {
+            // v2: the answer only acknowledges (its result is not v1's `PromptResponse`).
+            #[cfg(feature = "unstable_protocol_v2")]
+            if v2 {
+                let params = acp_native::driver::to_raw(&request)?;
+                return conn
+                    .handle()
+                    .request("session/prompt", Some(params), None)
+                    .await
+                    .map(Answered::Accepted);
+            }
+            conn.prompt(request)
+                .await
+                .map(|r| Answered::Done(Box::new(r)))
+        };
         tokio::pin!(prompt);
+        // v2: the prompt was accepted; the turn ends when the engine says so.
+        let mut accepted = false;
         let mut turn = TurnState::default();
         let mut last_activity = Instant::now();
         // Timers are armed once: the silence limit's is moved on only when it fires (a burst
@@ -81,9 +123,23 @@ impl Chat {
         let idle = tokio::time::sleep_until(silence.map_or(never, |d| last_activity + d));
         tokio::pin!(idle);
         let result = loop {
+            if accepted {
+                if let Some(reason) = self.ui.turn_ended() {
+                    break v2_stop_reason(&reason);
+                }
+            }
             let withdrawn = turn.open.as_ref().map(|a| a.withdrawn.clone());
             tokio::select! {
-                result = &mut prompt => break result,
+                answer = &mut prompt, if !accepted => match answer {
+                    Ok(Answered::Done(response)) => break Ok(*response),
+                    Ok(Answered::Accepted(raw)) => {
+                        accepted = true;
+                        if let Err(e) = self.ui.prompt_answered(raw.get()) {
+                            break Err(acp_native::RpcError::Other(e));
+                        }
+                    }
+                    Err(e) => break Err(e),
+                },
                 Some(event) = self.inbox.events.recv(), if turn.held.len() < HELD_EVENTS => {
                     last_activity = Instant::now();
                     turn.held.push_back(event);

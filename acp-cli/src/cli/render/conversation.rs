@@ -70,7 +70,20 @@ impl Drawn {
                     // A new message of the same kind: on a line of its own.
                     screen.end_block();
                 }
-                let text = content_text(&block);
+                let text = match thread.entry(entry) {
+                    // ACP v2's whole-message upsert (a replay's message): the message as it
+                    // is now (its chunks stream as v1's do).
+                    Some(
+                        Entry::User { content, .. }
+                        | Entry::Agent { content, .. }
+                        | Entry::Thought { content, .. },
+                    ) if started && block.kind == "text" && block.text.as_deref() == Some("") => {
+                        std::borrow::Cow::Owned(
+                            content.iter().map(content_text).collect::<String>(),
+                        )
+                    }
+                    _ => content_text(&block),
+                };
                 // Escaped by the screen (the markdown renderer escapes before it reads).
                 screen.stream(kind, &text);
             }
@@ -107,6 +120,9 @@ impl Drawn {
             // Shown at the end of the turn (usage) or not at all (config options: acp chat
             // has no control for them yet).
             Applied::Usage | Applied::ConfigOptions => {}
+            // ACP v2's turn state and end of replay: the session engine's (the turn's end and
+            // the session's opening are shown from it), not the conversation's.
+            Applied::Ignored { kind } if kind == "state_update" || kind == "replay_complete" => {}
             Applied::Ignored { kind } => {
                 screen.status_line(&format!("[session update: {}]", escape_line(&kind)));
             }

@@ -70,6 +70,29 @@ impl Ui {
         self.lock().thread.0.initialized(result)
     }
 
+    /// The `session/prompt` answer (its JSON text), to the session engine: `Some(stop
+    /// reason)` when the turn is over (v1: always; v2: only if its idle `state_update` came
+    /// already, the answer otherwise only acknowledging the prompt).
+    pub fn prompt_answered(&self, result: &str) -> Result<Option<String>, String> {
+        self.lock()
+            .thread
+            .0
+            .prompt_answered(result)
+            .map_err(|e| e.to_string())
+    }
+
+    /// v2: the stop reason once an idle `state_update` ended the turn (the engine's
+    /// `turn_ended`); `None` while it runs.
+    pub fn turn_ended(&self) -> Option<String> {
+        self.lock().thread.0.turn_ended()
+    }
+
+    /// Whether ACP v2 was negotiated (feature `unstable_protocol_v2`).
+    #[cfg(feature = "unstable_protocol_v2")]
+    pub fn is_v2(&self) -> bool {
+        self.lock().thread.0.is_v2()
+    }
+
     /// The open request was answered (its result's JSON text; for `session/load`, every
     /// update before the answer went through [`Ui::session_update`]): the updates held until
     /// now are drawn, and what the engine says of the session is shown.

@@ -50,7 +50,7 @@ pub const MAX_TURNS: usize = 10_000;
 pub const MAX_DETAIL: usize = 1 << 20;
 
 /// The page and its scripts: `trace-viewer/`, shared with the VS Code extension.
-const ASSETS: [(&str, &str, &str); 5] = [
+const ASSETS: [(&str, &str, &str); 7] = [
     (
         "/",
         "text/html; charset=utf-8",
@@ -65,6 +65,16 @@ const ASSETS: [(&str, &str, &str); 5] = [
         "/viewer.js",
         "text/javascript; charset=utf-8",
         include_str!("../../../../trace-viewer/viewer.js"),
+    ),
+    (
+        "/viewer/text.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../trace-viewer/viewer/text.js"),
+    ),
+    (
+        "/viewer/json.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../../../trace-viewer/viewer/json.js"),
     ),
     (
         "/http-source.js",

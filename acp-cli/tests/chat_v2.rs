@@ -1,0 +1,223 @@
+//! `acp chat` built with ACP v2 (feature `unstable_protocol_v2`) offers v2 in `initialize`;
+//! against `acp demo-agent` (which takes the offer) it completes prompt turns ended by
+//! `state_update`, permission questions (answered by flag, typed, or left unanswered), a
+//! cancel by Ctrl-C, and `--load` / `--resume` with the agent's replay (`--state-dir`: the
+//! agent restarts between the runs). A v1 agent still gets a v1 chat from the same build.
+
+mod cli_support;
+
+use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
+use serde_json::Value;
+
+/// `acp chat ARGS -- acp demo-agent AGENT_ARGS` in `dir`.
+fn chat(dir: &TempDir, args: &[&str], agent: &[&str], stdin: Option<&str>) -> cli_support::Run {
+    let mut all: Vec<&str> = vec!["chat"];
+    all.extend(args);
+    all.extend(["--", acp(), "demo-agent"]);
+    all.extend(agent);
+    run(&all, dir.path(), stdin)
+}
+
+/// The `--json` lines of a run.
+fn lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn a_v2_turn_with_a_permission_question_ends_on_its_idle_state_update() {
+    let dir = TempDir::new("v2-turn");
+    let r = chat(
+        &dir,
+        &["--prompt", "hello there", "--yes", "--json"],
+        &[],
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let out = lines(&r.stdout);
+    let kinds: Vec<&str> = out
+        .iter()
+        .filter_map(|l| l["update"]["sessionUpdate"].as_str())
+        .collect();
+    // v2's updates (keyed upserts, the turn's state), so v2 was negotiated.
+    assert_eq!(kinds.first(), Some(&"user_message"), "{}", r.dump());
+    assert!(kinds.contains(&"requires_action") || kinds.contains(&"state_update"));
+    assert_eq!(kinds.last(), Some(&"state_update"), "{}", r.dump());
+    let end = out.last().unwrap();
+    assert_eq!(end["stopReason"], "end_turn", "{}", r.dump());
+    assert!(r.stderr.contains("Allow (--yes)"), "{}", r.dump());
+
+    // The same in the human view: the answer, nothing of the turn's state shown as unknown.
+    let r = chat(&dir, &["--prompt", "hello there", "--deny"], &[], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout
+            .contains("You said: hello there. The write was rejected."),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stdout.contains("Write acp-demo.txt · failed"),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stderr.contains("[session update:"), "{}", r.dump());
+}
+
+#[test]
+fn a_v2_question_answered_on_stdin_or_left_unanswered() {
+    let dir = TempDir::new("v2-typed");
+    // Typed: a wrong answer is asked again, then option 1.
+    let r = chat(&dir, &["--prompt", "typed"], &[], Some("9\n1\n"));
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stderr.contains("Write acp-demo.txt?"), "{}", r.dump());
+    assert!(
+        r.stdout.contains("You said: typed. The write was allowed."),
+        "{}",
+        r.dump()
+    );
+    // Stdin closed at the question: answered `cancelled`, so the turn is cancelled (the
+    // agent's idle `state_update` says so) and the chat exits 3.
+    let r = chat(&dir, &["--prompt", "unanswered"], &[], None);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+    assert!(r.stderr.contains("[turn ended: cancelled]"), "{}", r.dump());
+    assert!(!r.stdout.contains("You said"), "{}", r.dump());
+}
+
+#[test]
+fn ctrl_c_at_a_v2_question_cancels_the_turn() {
+    let dir = TempDir::new("v2-sigint");
+    let mut running = Running::start_interactive(
+        &["chat", "--prompt", "hi", "--", acp(), "demo-agent"],
+        dir.path(),
+    );
+    running.wait_for_stderr("choose 1-2:", EVENTUALLY);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(running.child.id() as i32, libc::SIGINT) };
+    let r = running.finish(EVENTUALLY);
+    assert_eq!(r.code(), 3, "{}", r.dump());
+    assert!(r.stderr.contains("cancelling the turn"), "{}", r.dump());
+    assert!(
+        r.stderr.contains("withdrawn (the turn was cancelled)"),
+        "{}",
+        r.dump()
+    );
+    assert!(r.stderr.contains("[turn ended: cancelled]"), "{}", r.dump());
+}
+
+#[test]
+fn load_and_resume_replay_a_v2_session_from_another_agent_process() {
+    let dir = TempDir::new("v2-replay");
+    let state = dir.join("agent-state");
+    let state = state.to_str().unwrap();
+    let agent = ["--state-dir", state];
+    let r = chat(
+        &dir,
+        &["--prompt", "first words", "--yes", "--json"],
+        &agent,
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let id = lines(&r.stdout).last().unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // --load: a new agent process replays the session (v2: session/resume with replayFrom),
+    // shown as the conversation, then a turn goes on in it.
+    let r = chat(
+        &dir,
+        &["--load", &id, "--prompt", "second", "--yes"],
+        &agent,
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains(&format!("loaded session {id}")) && r.stderr.contains("(2 replayed"),
+        "{}",
+        r.dump()
+    );
+    let first = r
+        .stdout
+        .find("You said: first words.")
+        .unwrap_or_else(|| panic!("the replay is shown\n{}", r.dump()));
+    let second = r.stdout.find("You said: second.").unwrap();
+    assert!(
+        first < second,
+        "the replay comes before the turn\n{}",
+        r.dump()
+    );
+
+    // --resume of the conversation saved here: the replay is folded into it (nothing shown
+    // twice), what this copy lacked (the second turn) is added.
+    let r = chat(
+        &dir,
+        &["--resume", &id, "--prompt", "third", "--yes"],
+        &agent,
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr.contains("resumed with a replay of 4 update(s)"),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stdout.contains("first words"), "{}", r.dump());
+    assert!(r.stdout.contains("You said: third."), "{}", r.dump());
+
+    // A session the agent does not have: refused, said so.
+    let r = chat(
+        &dir,
+        &["--load", "no-such-session", "--prompt", "x"],
+        &agent,
+        None,
+    );
+    assert_ne!(r.code(), 0, "{}", r.dump());
+    assert!(r.stderr.contains("no-such-session"), "{}", r.dump());
+}
+
+/// The same build against a v1 agent: it answers 1 to the offer of 2, and the chat is v1 (the
+/// `session/prompt` answer ends the turn; `session/new` as v1 has it).
+#[test]
+fn a_v1_agent_gets_a_v1_chat_from_the_same_build() {
+    let dir = TempDir::new("v2-v1agent");
+    let script = dir.join("agent.py");
+    std::fs::write(
+        &script,
+        cli_support::py_agent(
+            r#"
+m = expect("initialize")
+assert m["params"]["protocolVersion"] == 2, m
+assert "clientCapabilities" in m["params"], m
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+m = expect("session/new")
+assert "mcpServers" in m["params"], m
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+m = expect("session/prompt")
+update("a v1 answer")
+end(m["id"])
+expect("never")
+"#,
+        ),
+    )
+    .unwrap();
+    let log = dir.join("agent.log");
+    let r = run(
+        &[
+            "chat",
+            "--prompt",
+            "hi",
+            "--",
+            "python3",
+            script.to_str().unwrap(),
+            "s",
+            log.to_str().unwrap(),
+        ],
+        dir.path(),
+        None,
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(r.stdout.contains("a v1 answer"), "{}", r.dump());
+}
