@@ -247,7 +247,22 @@ fn commands_run_in_a_client_terminal() {
         r.dump()
     );
     assert!(r.stdout.contains("│ terminal-works"), "{}", r.dump());
-    assert!(r.stdout.contains("[exit code 0]"), "{}", r.dump());
+    // Success is the call's status; the demo says no "[exit code 0]" beside it.
+    assert!(r.stdout.contains("completed"), "{}", r.dump());
+    assert!(!r.stdout.contains("[exit code"), "{}", r.dump());
+}
+
+#[test]
+fn a_failed_command_says_how_it_ended() {
+    let dir = TempDir::new("term-failed");
+    let r = run(
+        &["chat", "--prompt", "run `false`", "--yes"],
+        dir.path(),
+        None,
+    );
+    // The status says it failed; the text says how (the status cannot).
+    assert!(r.stdout.contains("failed"), "{}", r.dump());
+    assert!(r.stdout.contains("[exit code 1]"), "{}", r.dump());
 }
 
 #[test]

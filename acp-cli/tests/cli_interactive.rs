@@ -2,7 +2,8 @@
 //! dialog (after an invalid answer), see the answer; cancel a turn with Ctrl-C; the line
 //! editor (Tab completion, `\` continuation, Up for history, the history file); quit with
 //! Ctrl-D and exit 0; the answer's markdown rendered and wrapped to the terminal's width, and
-//! the status line (between turns and `/status`).
+//! the status line (between turns and `/status`); a burst of lines at the prompt sent one per
+//! turn, none of them taken as a question's answer.
 //!
 //! tmux is installed with apt-get when missing; the test is skipped, with the reason printed,
 //! only when it cannot be installed.
@@ -78,6 +79,41 @@ fn ctrl_d_at_a_question_refuses_that_question_only() {
     tmux.keys(&["/echo still here", "Enter"]);
     tmux.wait_for("\nstill here");
     tmux.wait("the prompt after /echo", |s| s.trim_end().ends_with('>'));
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
+#[test]
+fn a_burst_of_lines_at_the_prompt_is_sent_line_by_line() {
+    if let Err(why) = ensure_tmux() {
+        println!("SKIPPED a_burst_of_lines_at_the_prompt_is_sent_line_by_line: tmux is unavailable: {why}");
+        return;
+    }
+    let dir = TempDir::new("tmux-burst");
+    let tmux = start_chat("burst", &dir);
+    tmux.wait_for("type a prompt");
+    // Three lines in one send-keys (one write to the terminal, as a paste without bracketed
+    // paste or fast typing): the first is sent; the other two are the next prompts, in order.
+    // The first asks two questions: the lines typed ahead are prompts, never their answers.
+    tmux.keys(&[
+        "hello",
+        "Enter",
+        "/echo burst-two",
+        "Enter",
+        "/echo burst-three",
+        "Enter",
+    ]);
+    tmux.wait_for("Permission requested: run `ls`");
+    tmux.keys(&["2", "Enter"]);
+    tmux.wait_for("Permission requested: Write");
+    tmux.keys(&["2", "Enter"]);
+    tmux.wait("both typed-ahead prompts answered, in order", |s| {
+        match (s.find("\nburst-two\n"), s.find("\nburst-three\n")) {
+            (Some(two), Some(three)) => two < three && s.trim_end().ends_with('>'),
+            _ => false,
+        }
+    });
+    assert!(!dir.join("acp-demo.txt").exists());
     tmux.keys(&["C-d"]);
     tmux.wait_for("acp exited with 0");
 }

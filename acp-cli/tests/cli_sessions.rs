@@ -380,3 +380,47 @@ fn continue_reopens_the_newest_session_here_and_sessions_show_turns() {
     assert!(out.contains("2 turn(s)  the second chat"), "{out}");
     assert!(out.contains("1 turn(s)  the first chat"), "{out}");
 }
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn attachments_are_kept_in_the_record_and_named_when_it_is_continued() {
+    let dir = TempDir::new("attached");
+    std::fs::write(dir.join("notes.txt"), "the secret-ish content of notes\n").unwrap();
+    let demo_state = dir.join("demo-state");
+    let demo_state = demo_state.to_str().unwrap();
+    let chat = |extra: &[&str], input: &str| {
+        let mut args = vec!["chat", "--deny"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", acp(), "demo-agent", "--state-dir", demo_state]);
+        run_with_input(&dir, &args, input)
+    };
+    let (code, out, err) = chat(&[], "look at @notes.txt please\n");
+    assert_eq!(code, Some(0), "{out}{err}");
+    // The record names the file (a resource_link to it), without its content.
+    let records: Vec<String> = files_under(&dir.join("state"))
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter(|t| t.contains("look at @notes.txt"))
+        .collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert!(records[0].contains("resource_link"), "{}", records[0]);
+    assert!(records[0].contains("notes.txt\""), "{}", records[0]);
+    assert!(!records[0].contains("secret-ish"), "{}", records[0]);
+    // Continued: the recap names the files attached earlier.
+    let (code, out, err) = chat(&["-c"], "/echo again\n");
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(err.contains("files attached earlier: notes.txt"), "{err}");
+}

@@ -10,7 +10,8 @@
 //! run allowed and refused; Ctrl-C during a slow answer (exit 3, `session/cancel`, the turn ends
 //! `cancelled`); a stalled model with `--timeout 3` (exit 7, `session/cancel`, the turn's
 //! `cancelled` answer); `--load` of an earlier session (history replayed and sent to the model);
-//! a permission question nobody can answer (stdin closed: cancelled, exit 3); `--yes-always`
+//! a permission question nobody can answer (stdin closed: cancelled, exit 3; the write question
+//! shows the agent's proposed diff above it, for every agent that writes here); `--yes-always`
 //! (`allow_always`); two prompts piped on stdin (one session, two turns); SIGTERM while the agent
 //! runs a long command (exit 143, the command gone); the auth choice with no key (exit 1, no
 //! login started, what each method needs on stderr) and, for codex, with `OPENAI_API_KEY` set
@@ -770,6 +771,16 @@ fn unanswered_permission_cancels(agent: Agent) {
     let prompt = format!("write a file [[fake:write {}]]", target.display());
     let r = case.run(&["--timeout", SAFETY_TIMEOUT, "--prompt", &prompt]);
     assert_eq!(r.code(), 3, "{}", case.dump(&r));
+    // The write question shows the change the agent proposed (its diff: the new file's line),
+    // above the question, before anyone answers (on stderr: stdin is not a terminal).
+    let diff_line = format!("+{}", FILE_CONTENT.trim_end());
+    let question = r.stderr.find("Permission requested");
+    let diff = r.stderr.find(&diff_line);
+    assert!(
+        matches!((diff, question), (Some(d), Some(q)) if d < q),
+        "no diff ({diff_line:?}) above the write question\n{}",
+        case.dump(&r)
+    );
     let log = case.rpc();
     let choices = permission_choices(&log);
     assert!(

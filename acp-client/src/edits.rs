@@ -9,7 +9,8 @@
 //!    created is removed.
 //! 2. Undo refuses when the file changed since the agent's last write (its text now is not the
 //!    text the agent left, or it is gone): the user's edits are never thrown away silently.
-//!    `force` (the user confirmed) undoes anyway; a created file already gone needs nothing.
+//!    `force` (the user confirmed) undoes anyway (a file deleted since is written back with its
+//!    earlier text); a created file already gone needs nothing.
 //! 3. A file whose earlier text was not readable as text (binary, too large to read) cannot be
 //!    undone; neither can a file whose texts did not fit the record's budget.
 //!
@@ -116,6 +117,46 @@ pub enum UndoStep {
     },
 }
 
+/// What undoing one file takes, by the module's rules, from what is known of it: its text
+/// before the agent's first write (`None`: not kept), what the agent's last write left (`None`:
+/// not kept) and its text `now` (`None`: it does not exist, or is not text). `force`: the user
+/// confirmed undoing even though it changed since. [`EditRecord::undo`] decides with it; a face
+/// that keeps its own per-file state (the extension's review, where accepted changes move into
+/// the "before" text, and its checkpoints) calls it directly, so one rule decides for both.
+pub fn undo_step(
+    before: Option<&Prior>,
+    after: Option<&str>,
+    now: Option<&str>,
+    force: bool,
+) -> UndoStep {
+    let (Some(before), Some(after)) = (before, after) else {
+        return UndoStep::Refuse {
+            reason: Refusal::NotKept,
+        };
+    };
+    if *before == Prior::Unreadable {
+        return UndoStep::Refuse {
+            reason: Refusal::Unreadable,
+        };
+    }
+    if !force && now != Some(after) {
+        // A created file removed since: nothing left to undo.
+        if now.is_none() && *before == Prior::Missing {
+            return UndoStep::Nothing;
+        }
+        // Anything else, a file deleted since included: the user's change is not undone
+        // silently (a forced undo writes the earlier text back).
+        return UndoStep::Refuse {
+            reason: Refusal::ChangedSince,
+        };
+    }
+    match before {
+        Prior::Text(t) => UndoStep::Restore { text: t.clone() },
+        Prior::Missing if now.is_none() => UndoStep::Nothing,
+        _ => UndoStep::Remove,
+    }
+}
+
 /// The edits of one turn (see the module's rules). Bounded by [`MAX_RECORD_BYTES`].
 #[derive(Clone, Debug, Default)]
 pub struct EditRecord {
@@ -201,30 +242,7 @@ impl EditRecord {
                 reason: Refusal::Unknown,
             };
         };
-        let (Some(before), Some(after)) = (&f.before, &f.after) else {
-            return UndoStep::Refuse {
-                reason: Refusal::NotKept,
-            };
-        };
-        if *before == Prior::Unreadable {
-            return UndoStep::Refuse {
-                reason: Refusal::Unreadable,
-            };
-        }
-        if !force && now != Some(after.as_str()) {
-            // A created file removed since: nothing left to undo.
-            if now.is_none() && *before == Prior::Missing {
-                return UndoStep::Nothing;
-            }
-            return UndoStep::Refuse {
-                reason: Refusal::ChangedSince,
-            };
-        }
-        match before {
-            Prior::Text(t) => UndoStep::Restore { text: t.clone() },
-            Prior::Missing if now.is_none() => UndoStep::Nothing,
-            _ => UndoStep::Remove,
-        }
+        undo_step(f.before.as_ref(), f.after.as_deref(), now, force)
     }
 
     /// The face carried out `path`'s undo: it leaves the record.

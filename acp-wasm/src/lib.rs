@@ -16,11 +16,13 @@
 //!   question's model with its diff ([`question`]), the session engine ([`session_engine`]:
 //!   one session's lifecycle, its crash budget and its conversation, and
 //!   `AcpConnection.pollEventsFor`, which folds `session/update`s into it inside wasm), the
-//!   conversation thread alone ([`thread`]), the prompt queue ([`queue`]) and the HTTP
-//!   transport's wire ([`http_sse`]: the
+//!   conversation thread alone ([`thread`]), the prompt queue ([`queue`]), the edit record and
+//!   the undo decision ([`edits`]) and the HTTP transport's wire ([`http_sse`]: the
 //!   SSE reader and the session routing of acp-core's `http_sse`). The default build is the
 //!   engine alone, within the 250 KB goal (docs/wasm.md).
 
+#[cfg(feature = "client")]
+pub mod edits;
 mod errors;
 mod events;
 #[cfg(feature = "client")]

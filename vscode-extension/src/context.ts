@@ -48,11 +48,11 @@ export class AcpContext implements vscode.Disposable {
   readonly log: vscode.LogOutputChannel;
   private readonly chat: ChatViewProvider;
   private readonly diffs = new DiffContentProvider();
-  /** The agent's writes waiting for Keep or Undo (shown after each turn). */
-  private readonly edits = new EditReview();
   private engine: EngineModule | undefined;
   /** acp-client's decisions, from the engine (loaded on first use). */
   private readonly policy = new ClientPolicy(() => this.loadEngineOnce());
+  /** The agent's writes waiting for Keep or Undo (shown after each turn); acp-client's rule. */
+  private readonly edits = new EditReview(this.policy);
   /** acp-client's session decisions: auth choice, MCP servers, words (sessions/decisions.ts). */
   private readonly decisions = new SessionDecisions(() => this.loadEngineOnce());
   /** Starting, restarting and stopping the agent. */

@@ -137,6 +137,7 @@ At the prompt (a terminal):
 
 Editing keys:
   Enter sends; a line ending in \\ or Alt-Enter (Ctrl-J) continues on the next line
+  a paste is one prompt; lines typed in a burst are sent one per turn, in order
   Up/Down recall earlier prompts; Tab completes slash commands
   Ctrl-A/Ctrl-E start/end of line, Ctrl-W/Ctrl-U delete a word/to the start, Ctrl-L clears
   Ctrl-C cancels a turn (twice quits); Ctrl-D at the prompt quits, at a question refuses it

@@ -369,16 +369,21 @@ impl Turn<'_> {
         let output = terminal.current_output().await?;
         let _ = terminal.release().await;
         let ok = exit.exit_status.exit_code == Some(0);
+        // Success is the tool call's status (`completed`, an icon in a face) and its rawOutput's
+        // exitCode; only how it failed is said in the text, where the status cannot say it.
         let status = match (exit.exit_status.exit_code, &exit.exit_status.signal) {
-            (Some(code), _) => format!("exit code {code}"),
-            (None, Some(sig)) => format!("killed by {sig}"),
-            (None, None) => "ended".to_string(),
+            (Some(0), _) => None,
+            (Some(code), _) => Some(format!("exit code {code}")),
+            (None, Some(sig)) => Some(format!("killed by {sig}")),
+            (None, None) => Some("ended".to_string()),
         };
         let mut text = output.output;
         if output.truncated {
             text.insert_str(0, "[output truncated]\n");
         }
-        text.push_str(&format!("[{status}]"));
+        if let Some(status) = status {
+            text.push_str(&format!("[{status}]"));
+        }
         self.tool_update(
             &id,
             s::ToolCallUpdateFields::new()

@@ -204,7 +204,27 @@ const REPLAYS = {
     return refused === undefined ? { ok: true } : { refused };
   },
   "windows.json": windows,
+  "edits.json": edits,
 };
+
+/** One undo row as cases.rs replays it: the writes into an EditRecord, then its UndoStep (with
+ *  the refusal's words). Each row is also decided by undoStep from the file's own texts (what
+ *  the extension's review calls), which must agree wherever the record kept the texts. */
+function edits(c) {
+  const r = new acp.EditRecord();
+  try {
+    for (const w of c.writes) r.record(w.path, JSON.stringify(w.before), w.after);
+    const step = r.undo(c.undo.path, c.undo.now, c.undo.force);
+    const file = r.files().find((f) => f.path === c.undo.path);
+    if (file && file.before && file.before.kind !== "unreadable") {
+      const before = file.before.kind === "text" ? file.before.text : null;
+      assert.deepEqual(acp.undoStep(before, file.after, c.undo.now, c.undo.force), step, `edits.json: ${c.name}: undoStep agrees`);
+    }
+    return step.undo === "refuse" ? { ...step, message: acp.describeUndoRefusal(step.reason, c.undo.path) } : step;
+  } finally {
+    r.free();
+  }
+}
 
 /** One row of starting a program on Windows (acp_client::windows): `find` (a case-insensitive
  *  file system holding `files`), `plan` or `contains`. */
@@ -250,7 +270,6 @@ const NOT_EXPORTED = {
   "registry.json": "acp_client::registry (agents by name) is exported as agentPresets only: registry.test.mjs, and the extension's cases.test.ts replays the rows about one agent",
   // Replayed above when the client-v2 test build is there.
   ...(clientV2 ? {} : { "session_v2.json": "ACP v2 in the session engine: the client-v2 test build (pkg/nodejs-client-v2) is not built; scripts/test-wasm.sh builds it" }),
-  "edits.json": "acp_client::edits (the turn's edit record and the undo decision) is acp chat's /undo so far; the extension's EditReview (bridges/edits.ts) still decides its Undo itself until it is exported",
 };
 
 test("every case table in tests/client is replayed here (or named as not exported)", (t) => {
@@ -325,11 +344,43 @@ test("wrong arguments are a TypeError naming the argument", () => {
     ["reason", () => acp.writeQuestion("/w/.git/config", null, "Git", true, false, null, "x")],
     ["oldText and newText", () => acp.editHunks(null, "x")],
     ["oldText and newText", () => acp.selectHunks("a", 2, new Uint32Array([0]))],
+    ["before", () => acp.undoStep(1, "x", null, false)],
+    ["after", () => acp.undoStep(null, undefined, null, false)],
+    ["now", () => acp.undoStep(null, "x", 3, false)],
+    ["reason", () => acp.describeUndoRefusal("gone", "/w/a")],
+    ["path", () => acp.describeUndoRefusal("unknown", 1)],
+    ["beforeJson", () => withRecord((r) => r.record("/w/a", '{"kind":"text"}', "x"))],
+    ["beforeJson", () => withRecord((r) => r.record("/w/a", "{", "x"))],
+    ["path", () => withRecord((r) => r.undo(undefined, null, false))],
   ];
   for (const [what, call] of cases) {
     const e = throwsNamed(assert, call, "TypeError");
     assert.match(e.message, new RegExp(`^${what} must be`), `${call}: ${e.message}`);
   }
+});
+
+function withRecord(f) {
+  const r = new acp.EditRecord();
+  try {
+    return f(r);
+  } finally {
+    r.free();
+  }
+}
+
+test("the edit record keeps its texts within acp-client's budget and forgets kept files", () => {
+  assert.equal(acp.editRecordBudget(), 64 * 1024 * 1024);
+  withRecord((r) => {
+    r.record("/w/a", JSON.stringify({ kind: "text", text: "one\n" }), "two\n");
+    r.record("/w/b", JSON.stringify({ kind: "missing" }), "b\n");
+    assert.equal(r.bytes, 10);
+    assert.deepEqual(r.files().map((f) => [f.path, f.writes]), [["/w/a", 1], ["/w/b", 1]]);
+    assert.equal(r.keep("/w/a"), true);
+    assert.equal(r.keep("/w/a"), false);
+    assert.equal(r.bytes, 2);
+    r.keepAll();
+    assert.deepEqual(r.files(), []);
+  });
 });
 
 test("the words that go with a decision are one line each", () => {

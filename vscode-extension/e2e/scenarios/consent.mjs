@@ -111,7 +111,7 @@ export async function run() {
     for (const b of ["Run", "Cancel"])
       if (!(await dialog.locator(".dialog-buttons .monaco-button", { hasText: b }).count()))
         throw new Error(`the terminal modal has no ${b} button`);
-    if ((await chat.locator(".tool", { hasText: "e2e-approved-output" }).filter({ hasText: "exit code" }).count()) !== 0)
+    if ((await chat.locator(".tool.status-completed, .tool.status-failed", { hasText: "e2e-approved-output" }).count()) !== 0)
       throw new Error("the command ran before it was approved");
     await screenshot("terminal-approval-modal");
     await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Run" }).click();
@@ -119,8 +119,10 @@ export async function run() {
     await until(
       "the terminal tool call to complete with the output",
       async () =>
-        (await chat.locator(".tool.status-completed", { hasText: "e2e-approved-output" }).filter({ hasText: "[exit code 0]" }).count()) ===
-        1,
+        (await chat.locator(".tool.status-completed", { hasText: "e2e-approved-output" }).count()) === 1 &&
+        // Success is the status icon: no "[exit code 0]" text beside it (the demo agent says it
+        // only for a failure).
+        (await chat.locator(".tool", { hasText: "exit code" }).count()) === 0,
       30_000,
     );
     await until(

@@ -69,6 +69,14 @@ export async function run() {
     if ((await chat.locator(".tool-diff", { hasText: "Edit" }).count()) < 1) throw new Error("the overwrite is not shown as an edit");
     const row = chat.locator("#edits .edit-row", { hasText: DEMO_FILE });
     await until("the Keep/Undo row", async () => (await row.count()) === 1, 10_000);
+    // The tool card counts its diff as the edits row counts the file (acp-client's hunks).
+    const rowCounts = ((await row.locator(".counts").first().textContent()) ?? "").trim();
+    await until(
+      "the tool card's +N \u2212M, as the edits row's",
+      async () =>
+        /^\+\d+ \u2212\d+$/.test(rowCounts) && (await chat.locator(".tool-diff .diff-counts", { hasText: rowCounts }).count()) >= 1,
+      10_000,
+    );
     await screenshot("edit-review-list");
     await row.locator(".edit-undo").click();
     await until("the file restored", () => fs.readFileSync(demoFile, "utf8") === "ORIGINAL CONTENT\n", 15_000);

@@ -4,8 +4,12 @@
 // deleted), and each of its changes (hunks, acp-client's question::hunks through the wasm
 // engine) with Accept (the change moves into the reviewed "before" text) and Reject (the change
 // is taken out of the file). Undo and Reject go through the DocumentHost (one WorkspaceEdit,
-// itself undoable in the editor), and refuse when the file changed since the agent's last write
-// (the user's edits are never thrown away silently: the face asks first).
+// itself undoable in the editor). Whether and how a file is put back is acp-client's rule
+// (edits::undo_step through the engine, the one `acp chat`'s /undo follows; its case table is
+// tests/client/edits.json): refused when the file changed or was deleted since the agent's last
+// write (the user's edits are never thrown away silently: the face asks first, and a forced
+// undo writes a deleted file back), a created file is deleted, a created file deleted since
+// needs nothing. This file keeps the per-session state (accepted changes move into "before").
 //
 // Checkpoints: each turn's first "before" text of every file it wrote is kept, so the files can
 // be put back as they were before any earlier turn of the session (restoreTo). Bounded: the
@@ -14,7 +18,7 @@
 //
 // Architecture Invariant: this file does not import `vscode`.
 
-import type { EditHunk } from "../protocol/policy";
+import type { EditHunk, UndoRefusal, UndoStep } from "../protocol/policy";
 
 export interface EditedFile {
   path: string;
@@ -43,7 +47,12 @@ export interface Hunker {
   selectHunks(oldText: string, newText: string, take: readonly number[]): string;
 }
 
-export type UndoResult = { undone: true; deleted: boolean } | { undone: false; reason: "unknown" | "changed_since" };
+/** acp-client's undo rule (ClientPolicy.undoStep, through the engine). */
+export interface UndoRule {
+  undoStep(before: string | null, after: string, now: string | undefined, force: boolean): UndoStep;
+}
+
+export type UndoResult = { undone: true; deleted: boolean } | { undone: false; reason: UndoRefusal };
 export type HunkResult = { done: true; reviewed: boolean } | { done: false; reason: "unknown" | "stale" | "changed_since" };
 
 /** One turn's checkpoint: the text of each file it wrote before its first write there (null:
@@ -68,6 +77,8 @@ export class EditReview {
   private turn = 0;
   /** The first turn still restorable to (turns before it were forgotten for the budget). */
   private oldestKept = 1;
+
+  constructor(private readonly rule: UndoRule) {}
 
   /** A turn starts (`label`: what it asks, shown with its checkpoint). */
   beginTurn(label: string): void {
@@ -146,7 +157,13 @@ export class EditReview {
     const all = hunker.editHunks(old, f.after);
     if (!sameHunk(all[index], expect)) return { done: false, reason: "stale" };
     const now = await target.currentText(path);
-    if (!force && now !== f.after) return { done: false, reason: "changed_since" };
+    const step = this.rule.undoStep(f.before, f.after, now, force);
+    if (step.undo === "refuse") return { done: false, reason: "changed_since" };
+    if (step.undo === "nothing") {
+      // A file the agent created, deleted since: nothing of it is left to review.
+      this.files.delete(path);
+      return { done: true, reviewed: true };
+    }
     const text = hunker.selectHunks(
       old,
       f.after,
@@ -168,11 +185,9 @@ export class EditReview {
   async undo(path: string, target: EditTarget, force = false): Promise<UndoResult> {
     const f = this.files.get(path);
     if (!f) return { undone: false, reason: "unknown" };
-    const now = await target.currentText(path);
-    if (!force && now !== undefined && now !== f.after) return { undone: false, reason: "changed_since" };
-    if (f.before === null) {
-      if (now !== undefined) await target.remove(path);
-    } else await target.replace(path, f.before);
+    const step = this.rule.undoStep(f.before, f.after, await target.currentText(path), force);
+    if (step.undo === "refuse") return { undone: false, reason: step.reason };
+    await carryOut(path, step, target);
     this.files.delete(path);
     return { undone: true, deleted: f.before === null };
   }
@@ -192,15 +207,12 @@ export class EditReview {
     if (turn < this.oldestKept) return { restored: false, reason: "forgotten" };
     if (!this.checkpoints.some((c) => c.turn === turn)) return { restored: false, reason: "unknown" };
     const touched = this.touchedFrom(turn);
-    if (!force) {
-      const changed: string[] = [];
-      for (const [p, s] of touched) if ((await target.currentText(p)) !== s.after) changed.push(p);
-      if (changed.length) return { restored: false, reason: "changed_since", files: changed };
-    }
-    for (const [p, s] of touched) {
-      if (s.before === null) {
-        if ((await target.currentText(p)) !== undefined) await target.remove(p);
-      } else await target.replace(p, s.before);
+    const steps: Array<[string, UndoStep]> = [];
+    for (const [p, s] of touched) steps.push([p, this.rule.undoStep(s.before, s.after, await target.currentText(p), force)]);
+    const changed = steps.filter(([, step]) => step.undo === "refuse").map(([p]) => p);
+    if (changed.length) return { restored: false, reason: "changed_since", files: changed };
+    for (const [p, step] of steps) {
+      await carryOut(p, step, target);
       this.files.delete(p);
     }
     this.checkpoints = this.checkpoints.filter((c) => c.turn < turn);
@@ -239,6 +251,12 @@ export class EditReview {
     this.files.delete(f.path);
     return true;
   }
+}
+
+/** Does what acp-client's undo step says (a refusal is the caller's to report). */
+async function carryOut(path: string, step: UndoStep, target: EditTarget): Promise<void> {
+  if (step.undo === "restore") await target.replace(path, step.text);
+  else if (step.undo === "remove") await target.remove(path);
 }
 
 function sameHunk(a: EditHunk | undefined, b: EditHunk): boolean {

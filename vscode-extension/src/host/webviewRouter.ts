@@ -129,6 +129,16 @@ export class WebviewRouter {
         if (c?.type === "diff") void this.p.diffs.open(c.path, c.oldText, c.newText);
         break;
       }
+      case "diffCounts": {
+        const entry = typeof m.entry === "number" ? sessions.shown?.entry(m.entry) : undefined;
+        const c = entry?.type === "tool" && typeof m.index === "number" ? entry.content[m.index] : undefined;
+        if (c?.type !== "diff") break;
+        const hunks = this.p.hunker.editHunks(c.oldText ?? "", c.newText);
+        const added = hunks.reduce((n, h) => n + h.added, 0);
+        const removed = hunks.reduce((n, h) => n + h.removed, 0);
+        this.p.post({ type: "diffCounts", entry: m.entry as number, index: m.index as number, added, removed });
+        break;
+      }
     }
   }
 

@@ -53,6 +53,7 @@ export const REQUIRED_EXPORTS = [
   "writeQuestion",
   "editHunks",
   "selectHunks",
+  "undoStep",
   "failureError",
   "terminalLimits",
   "chooseAuth",

@@ -25,6 +25,7 @@ import type {
   TerminalCommandRequest,
   TerminalLimits,
   TerminalQuestion,
+  UndoStep,
   WriteClass,
   WriteReason,
 } from "acp-wasm-client";
@@ -50,6 +51,8 @@ export type {
   TerminalInvalid,
   TerminalLimits,
   TerminalQuestion,
+  UndoRefusal,
+  UndoStep,
   WriteClass,
   WriteReason,
 } from "acp-wasm-client";
@@ -109,6 +112,13 @@ export class ClientPolicy {
    *  `oldText`. */
   selectHunks(oldText: string, newText: string, take: readonly number[]): string {
     return this.module().selectHunks(oldText, newText, Uint32Array.from(take));
+  }
+
+  /** What undoing one file takes (acp-client's edits::undo_step, the rule of `acp chat`'s
+   *  /undo): `before` its text before the agent's first write (null: the agent created it),
+   *  `after` what the agent left, `now` its text now (undefined: it does not exist). */
+  undoStep(before: string | null, after: string, now: string | undefined, force: boolean): UndoStep {
+    return this.module().undoStep(before, after, now ?? null, force) as UndoStep;
   }
 
   permissionQuestion(params: unknown, known: unknown): PermissionQuestion {

@@ -8,7 +8,7 @@
 // shows its raw text.
 
 import type { SessionConfigOption } from "@agentclientprotocol/sdk";
-import { renderToolCall as renderTool, type CardParts } from "./toolCard";
+import { renderToolCall as renderTool, showDiffCounts, type CardParts } from "./toolCard";
 import type { SavedThread, ThreadBlock, ThreadDelta, ThreadEntry, ThreadMeta, ThreadToolCall } from "acp-wasm-client";
 import { StreamingMarkdown, renderMarkdown } from "./markdown";
 import type { CompletionItem, EditsCheckpoint, EditsFile, HostToWebview, ViewAttachment, WebviewToHost } from "./messages";
@@ -451,6 +451,10 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
       break;
     case "focusPrompt":
       input.focus();
+      break;
+    case "diffCounts": // a tool card's +N −M
+      if (Number.isInteger(m.entry) && Number.isInteger(m.index) && Number.isInteger(m.added) && Number.isInteger(m.removed))
+        showDiffCounts(document, m.entry, m.index, m.added, m.removed);
       break;
   }
   // Messages render on the next frame (renders); everything else is in place already.

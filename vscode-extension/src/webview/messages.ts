@@ -29,7 +29,10 @@ export type HostToWebview =
    *  turns whose files can be restored (checkpoints). */
   | { type: "edits"; files: EditsFile[]; checkpoints?: EditsCheckpoint[] }
   /** Move the keyboard focus to the prompt (ACP: Open Chat). */
-  | { type: "focusPrompt" };
+  | { type: "focusPrompt" }
+  /** The lines a tool call's diff adds and removes (acp-client's hunks, as the edits row
+   *  counts them), for its card. */
+  | { type: "diffCounts"; entry: number; index: number; added: number; removed: number };
 
 /** A queued prompt as the chat shows it. */
 export interface QueueItem {
@@ -111,4 +114,6 @@ export type WebviewToHost =
   | { type: "copyCode"; text: string }
   | { type: "insertCode"; text: string }
   /** The diff `index` of the tool call in entry `entry`. */
-  | { type: "openDiff"; entry: number; index: number };
+  | { type: "openDiff"; entry: number; index: number }
+  /** The +N −M counts of that diff (answered with `diffCounts`). */
+  | { type: "diffCounts"; entry: number; index: number };

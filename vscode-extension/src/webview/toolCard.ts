@@ -114,6 +114,21 @@ export function renderToolCall(p: CardParts, n: number, node: HTMLElement, t: Th
   if (t.contentMore) node.appendChild(el("div", "tool-content", `(${t.contentMore} more items not shown)`));
 }
 
+/** Fills in a diff's +N −M on its card (the host's `diffCounts` answer); a card drawn again
+ *  since asked again, so only the counts' current element is filled. */
+export function showDiffCounts(root: ParentNode, entry: number, index: number, added: number, removed: number): void {
+  const span = root.querySelector<HTMLElement>(`.diff-counts[data-entry="${entry}"][data-index="${index}"]`);
+  if (!span) return;
+  const plus = document.createElement("span");
+  plus.className = "added";
+  plus.textContent = `+${added}`;
+  const minus = document.createElement("span");
+  minus.className = "removed";
+  minus.textContent = `\u2212${removed}`;
+  span.replaceChildren(plus, " ", minus, " ");
+  span.setAttribute("aria-label", `${added} added, ${removed} removed`);
+}
+
 function renderToolContent(p: CardParts, n: number, c: ThreadToolContent, index: number, output: boolean, several: boolean): HTMLElement {
   const { el, icon } = p;
   if (c.type === "diff") {
@@ -122,6 +137,13 @@ function renderToolContent(p: CardParts, n: number, c: ThreadToolContent, index:
     // The path is in the card's paths row; with several diffs each names its file.
     const name = c.path.split(/[\\/]/).pop() ?? c.path;
     box.appendChild(el("span", "path", ` ${c.oldText == null ? "New file" : "Edit"}${several ? `: ${name}` : ""} `));
+    // +N −M: counted by the host with acp-client's hunks (the edits row's counts), filled in
+    // by showDiffCounts when its answer comes.
+    const counts = el("span", "diff-counts counts");
+    counts.dataset.entry = String(n);
+    counts.dataset.index = String(index);
+    box.appendChild(counts);
+    p.post({ type: "diffCounts", entry: n, index });
     const btn = el("button", "open-diff secondary", "Open diff");
     btn.addEventListener("click", () => p.post({ type: "openDiff", entry: n, index }));
     box.appendChild(btn);

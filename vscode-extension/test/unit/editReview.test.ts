@@ -30,7 +30,7 @@ const NEW = "a\nB\nc\nd\ne\nF\ng\n";
 
 test("per-hunk: accept one change, reject the other; the file leaves the review when settled", { skip }, async () => {
   const hunker = testPolicy();
-  const r = new EditReview();
+  const r = new EditReview(testPolicy());
   const t = new MemTarget();
   r.record("/w/f", OLD, NEW);
   t.files.set("/w/f", NEW);
@@ -57,7 +57,7 @@ test("per-hunk: accept one change, reject the other; the file leaves the review 
 
 test("per-hunk: rejecting the only change of a file the agent created deletes it", { skip }, async () => {
   const hunker = testPolicy();
-  const r = new EditReview();
+  const r = new EditReview(testPolicy());
   const t = new MemTarget();
   r.record("/w/n", null, "x\n");
   t.files.set("/w/n", "x\n");
@@ -67,7 +67,7 @@ test("per-hunk: rejecting the only change of a file the agent created deletes it
 });
 
 test("checkpoints: restore before turn 2 or turn 1 across two turns; refuses changes made since", async () => {
-  const r = new EditReview();
+  const r = new EditReview(testPolicy());
   const t = new MemTarget();
   const write = (p: string, text: string) => {
     r.record(p, t.files.get(p) ?? null, text);
@@ -98,7 +98,7 @@ test("checkpoints: restore before turn 2 or turn 1 across two turns; refuses cha
 });
 
 test("checkpoints stay within their budget: the oldest turns are forgotten, said so", async () => {
-  const r = new EditReview();
+  const r = new EditReview(testPolicy());
   const t = new MemTarget();
   const big = "x".repeat(MAX_CHECKPOINT_BYTES / 2 + 1);
   for (let turn = 1; turn <= 3; turn++) {
@@ -128,7 +128,7 @@ test("a pending review before another conversation: keep all, undo all, or cance
   });
   const base = (p: string) => p.split("/").pop()!;
   const setup = () => {
-    const r = new EditReview();
+    const r = new EditReview(testPolicy());
     const t = new MemTarget();
     r.record("/w/a", "a0", "a1");
     t.files.set("/w/a", "a1");
@@ -138,7 +138,7 @@ test("a pending review before another conversation: keep all, undo all, or cance
   };
   let { r, t } = setup();
   const none = face("cancel");
-  assert.equal(await settlePendingReview(new EditReview(), t, none, base), true);
+  assert.equal(await settlePendingReview(new EditReview(testPolicy()), t, none, base), true);
   assert.equal(none.asked, 0);
   assert.equal(await settlePendingReview(r, t, face("cancel"), base), false);
   assert.equal(r.size, 2); // nothing lost

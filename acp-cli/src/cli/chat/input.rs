@@ -7,6 +7,13 @@
 //!
 //! Multi-line input: a line ending in `\` continues on the next one (the `\` is dropped), and
 //! Alt-Enter or Ctrl-J insert a newline; pasted text keeps its newlines (bracketed paste).
+//!
+//! A burst of lines typed (or pasted without bracketed paste) at the prompt: the first is sent,
+//! each further line is kept and becomes the next prompt, one per turn in order, as if typed
+//! after each turn (a user who typed them meant them as prompts, not as answers). The line
+//! editor keeps what it read past the first line for its next read (rustyline's
+//! `buffer-redux`); answers to questions are read by a second editor, so those prompt lines
+//! never answer a question.
 //! History: prompts (never answers to questions) are kept in `$XDG_STATE_HOME/acp/history`
 //! (`~/.local/state/acp/history`), the newest [`HISTORY_SIZE`], readable by the user only.
 
@@ -280,7 +287,10 @@ fn start_editor(ui: Ui, cwd: PathBuf) -> rustyline::Result<Reader> {
         // The terminal, even when stdout is redirected: the conversation stays alone there.
         .behavior(Behavior::PreferTerm)
         .build();
-    let mut editor: Editor<ChatHelper, FileHistory> = Editor::with_config(config)?;
+    let mut editor: Editor<ChatHelper, FileHistory> = Editor::with_config(config.clone())?;
+    // Answers: an editor of their own, whose read-ahead is its own (lines typed ahead as
+    // prompts stay with the prompts' editor) and without history.
+    let mut answer_editor: Editor<(), FileHistory> = Editor::with_config(config)?;
     editor.set_helper(Some(ChatHelper { ui: helper_ui, cwd }));
     for key in [
         KeyEvent(KeyCode::Enter, Modifiers::ALT),
@@ -293,14 +303,22 @@ fn start_editor(ui: Ui, cwd: PathBuf) -> rustyline::Result<Reader> {
         // A missing or unreadable history is not an error: it starts empty.
         let _ = editor.load_history(path);
     }
-    // Notices that come while a line is edited are printed above it, not onto it.
+    // Notices that come while a line is edited are printed above it, not onto it (by the
+    // editor reading then).
     let editing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answering = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
         use rustyline::ExternalPrinter;
         let mut printer = editor.create_external_printer()?;
+        let mut answer_printer = answer_editor.create_external_printer()?;
+        let answering = answering.clone();
         ui.use_printer(
             Box::new(move |text| {
-                let _ = printer.print(text);
+                let _ = if answering.load(std::sync::atomic::Ordering::SeqCst) {
+                    answer_printer.print(text)
+                } else {
+                    printer.print(text)
+                };
             }),
             editing.clone(),
         );
@@ -309,8 +327,14 @@ fn start_editor(ui: Ui, cwd: PathBuf) -> rustyline::Result<Reader> {
     let (answers_tx, answers) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         while let Ok((prompt, ask)) = requests_rx.recv() {
+            let answer = ask == Ask::Answer;
+            answering.store(answer, std::sync::atomic::Ordering::SeqCst);
             editing.store(true, std::sync::atomic::Ordering::SeqCst);
-            let read = editor.readline(&prompt);
+            let read = if answer {
+                answer_editor.readline(&prompt)
+            } else {
+                editor.readline(&prompt)
+            };
             editing.store(false, std::sync::atomic::Ordering::SeqCst);
             let input = match read {
                 Ok(line) => {

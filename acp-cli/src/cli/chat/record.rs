@@ -14,6 +14,8 @@ use super::session::Session;
 pub(super) struct Recap {
     title: String,
     updated_at: u64,
+    /// The files attached to its prompts (their names, once each).
+    files: Vec<String>,
 }
 
 pub(super) struct Record {
@@ -54,9 +56,16 @@ impl Record {
         };
         match records::find(cwd, id) {
             Ok(Some(record)) => {
+                let files = acp_client::thread::Thread::from_json(
+                    record.thread.get(),
+                    acp_client::thread::Limits::default(),
+                )
+                .map(|t| super::attach::recorded_names(&t))
+                .unwrap_or_default();
                 let recap = Recap {
                     title: record.title,
                     updated_at: record.updated_at,
+                    files,
                 };
                 let saved = Some(acp_client::thread::RawJson(record.thread));
                 (continue_with(saved, try_unknown), Some(recap))
@@ -77,6 +86,19 @@ impl Record {
             ui.prompts(),
             records::when(recap.updated_at)
         ));
+        if !recap.files.is_empty() {
+            const SHOWN: usize = 10;
+            let mut names: Vec<String> = recap
+                .files
+                .iter()
+                .take(SHOWN)
+                .map(|n| acp_client::display::escape_line(n))
+                .collect();
+            if recap.files.len() > SHOWN {
+                names.push(format!("(+{})", recap.files.len() - SHOWN));
+            }
+            ui.notice(&format!("files attached earlier: {}", names.join(", ")));
+        }
     }
 
     /// Saves the conversation as this directory's record of the session (`acp sessions`).

@@ -81,7 +81,8 @@ impl Chat {
         text: String,
         attached: Vec<s::ContentBlock>,
     ) -> Result<s::StopReason, Outcome> {
-        self.ui.begin_turn(&text);
+        self.ui
+            .begin_turn(&text, super::attach::recorded(&attached));
         // /undo is about the last turn: the one before is kept as it is.
         self.edits
             .lock()

@@ -182,12 +182,14 @@ impl Ui {
         self.lock().screen.take_prompt()
     }
 
-    /// A prompt turn starts: the prompt joins the thread (what the agent says next is a new
-    /// message, on a line of its own, even after a replayed one).
-    pub fn begin_turn(&self, prompt: &str) {
+    /// A prompt turn starts: the prompt, and `files` (how its attachments are recorded), join
+    /// the thread (what the agent says next is a new message, on a line of its own, even after
+    /// a replayed one).
+    pub fn begin_turn(&self, prompt: &str, files: Vec<acp_client::thread::Block>) {
         let mut st = self.lock();
-        st.thread
-            .begin_turn(vec![acp_client::thread::Block::text(prompt)]);
+        let mut blocks = vec![acp_client::thread::Block::text(prompt)];
+        blocks.extend(files);
+        st.thread.begin_turn(blocks);
         st.screen.end_block();
     }
 
