@@ -56,8 +56,8 @@ async function signInWithEnvVar() {
   await page.keyboard.press("Enter");
   const password = widget.locator('input[type="password"]');
   await until("the password box for DEMO_TOKEN", async () => (await password.count()) === 1 && (await password.isVisible()), 10_000);
-  await page.keyboard.type(SECRET);
-  await page.keyboard.press("Enter");
+  await password.fill(SECRET); // into the box itself: fill focuses it
+  await password.press("Enter");
   await until(
     "the session after signing in",
     async () => (await ready()) && (await noticeCount(NEW_SESSION)) >= 1 && !!(await transcript.getAttribute("data-session-id")),
@@ -118,15 +118,15 @@ async function remoteAgentByUrl() {
   // A wrong token first: HTTP 401, said so, with "Enter Token" to ask again.
   await until("the token box", tokenAsked, 15_000);
   await screenshot("remote-token-box");
-  await page.keyboard.type("not-the-right-token-000000");
-  await page.keyboard.press("Enter");
+  await password.fill("not-the-right-token-000000"); // into the box itself: fill focuses it
+  await password.press("Enter");
   const toast = page.locator(".notification-toast", { hasText: "refused the token (HTTP 401" });
   await until("the wrong-token notification", async () => (await toast.count()) > 0, 30_000);
   await screenshot("remote-wrong-token");
   await toast.first().locator(".monaco-button", { hasText: "Enter Token" }).click();
   await until("the token box again", tokenAsked, 15_000);
-  await page.keyboard.type(REMOTE_TOKEN);
-  await page.keyboard.press("Enter");
+  await password.fill(REMOTE_TOKEN); // into the box itself: fill focuses it
+  await password.press("Enter");
   await until(
     "the remote agent's session",
     async () => (await ready()) && (await noticeCount(NEW_SESSION)) >= 1 && !!(await transcript.getAttribute("data-session-id")),
@@ -189,8 +189,8 @@ async function remoteAgentOverSse() {
   await until("the switch question or the token box", async () => (await dialog.isVisible()) || (await tokenAsked()), 30_000);
   if (await dialog.isVisible()) await (await dialogButton("Switch")).click();
   await until("the token box", tokenAsked, 15_000);
-  await page.keyboard.type(REMOTE_TOKEN);
-  await page.keyboard.press("Enter");
+  await password.fill(REMOTE_TOKEN); // into the box itself: fill focuses it
+  await password.press("Enter");
   await until(
     "the session over HTTP + SSE",
     async () => (await ready()) && (await noticeCount(NEW_SESSION)) >= 1 && !!(await transcript.getAttribute("data-session-id")),

@@ -120,8 +120,10 @@ function workbench(page) {
         await until("the switch question or the token box", async () => (await dialog.isVisible()) || (await tokenAsked()), 30_000);
         if (await dialog.isVisible()) await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Switch" }).click();
         await until("the token box", tokenAsked, 30_000);
-        await page.keyboard.type(token);
-        await page.keyboard.press("Enter");
+        // Into the box itself (fill focuses it): typed keys could reach the page before the
+        // box has the focus, and Enter would then answer it empty.
+        await password.fill(token);
+        await password.press("Enter");
       } else {
         await until("the switch question", async () => await dialog.isVisible(), 30_000);
         await dialog.locator(".dialog-buttons .monaco-button", { hasText: "Switch" }).click();
@@ -178,8 +180,9 @@ export async function run() {
           ((await widget.textContent()) ?? "").includes("token for ws://"),
         60_000,
       );
-      await page.keyboard.type(REMOTE_TOKEN);
-      await page.keyboard.press("Enter");
+      // Into the box itself (fill focuses it; see selectAgent).
+      await password.fill(REMOTE_TOKEN);
+      await password.press("Enter");
       await until(
         "the remote agent to be ready",
         async () => (await chat.locator("#status").getAttribute("data-state")) === "ready",
