@@ -89,6 +89,7 @@ impl<T> Connection<T> {
             capability: cap,
         };
         match self.config.role {
+            Role::Client if !caps::reads_params(method) => return Ok(()),
             Role::Client => {
                 let params = params();
                 if method == acp::agent::SESSION_PROMPT {

@@ -208,6 +208,12 @@ pub fn required_agent_capability(method: &str) -> Option<&'static str> {
     })
 }
 
+/// Whether [`missing_for_params`] (and, for `session/prompt`, [`check_idempotency_key`]) read
+/// `method`'s params at all: a sender need not copy the params of other methods to check them.
+pub fn reads_params(method: &str) -> bool {
+    method == "session/prompt" || SESSION_SETUP_METHODS.contains(&method)
+}
+
 /// The capability a client request's params (JSON text) need that `agent` did not advertise:
 /// a prompt's `image`/`audio`/`resource` blocks, a session setup's `stdio`/`http` MCP servers
 /// or its non-empty `additionalDirectories`.
@@ -409,7 +415,9 @@ mod tests {
                 None,
             ),
         ];
+        assert!(!reads_params("session/close") && !reads_params("session/cancel"));
         for (method, params, want) in cases {
+            assert!(want.is_none() || reads_params(method), "{method}");
             assert_eq!(missing_for_params(&bare, method, params), want, "{params}");
             assert_eq!(missing_for_params(&full, method, params), None, "{params}");
         }
