@@ -7,10 +7,9 @@
 //! Updates before a new session's answer are held as in v1 (same bounds), as sent.
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::{Held, Open, Phase, Routed, Session, MAX_HELD_BYTES, MAX_HELD_UPDATES};
-use crate::thread::{BadUpdate, ReplayView};
+use crate::thread::{BadUpdate, ReplayView, V2Head};
 
 /// Whether an `initialize` answer (JSON text) settled on v2 (acp-core accepts it only when
 /// the client asked for it).
@@ -36,29 +35,11 @@ pub(super) fn reopen(open: Open) -> Open {
 /// The update kind that ends a v2 replay.
 const REPLAY_COMPLETE: &str = "replay_complete";
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Head<'a> {
-    #[serde(default)]
-    session_id: Option<String>,
-    #[serde(borrow)]
-    update: &'a RawValue,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Kind {
-    session_update: String,
-}
-
 impl Session {
     /// [`Session::update`] on a v2 connection.
     pub(super) fn update_v2(&mut self, params: &str) -> Result<Routed, BadUpdate> {
-        let head: Head<'_> =
-            serde_json::from_str(params).map_err(|e| BadUpdate(format!("session/update: {e}")))?;
-        let kind = serde_json::from_str::<Kind>(head.update.get())
-            .map_err(|e| BadUpdate(format!("session/update: {e}")))?
-            .session_update;
+        let head = V2Head::read(params).map_err(|e| BadUpdate(format!("session/update: {e}")))?;
+        let kind = head.kind;
         let ours = head.session_id.is_some() && head.session_id == self.session_id;
         match &self.phase {
             Phase::Opening(Open::New) => {

@@ -40,6 +40,8 @@ use serde::{Deserialize, Serialize};
 pub use delta::{Delta, Meta};
 use model::is_zero;
 pub use model::*;
+#[cfg(feature = "unstable_protocol_v2")]
+pub(crate) use v2::V2Head;
 pub use wire::ReadUpdate;
 pub use wire::{Capped, MAX_ITEMS, MAX_TOOL_CONTENT};
 use wire::{Chunk, Update, WireCommands, WireConfig, WireInfo, WireMode, WirePlan, WireTool};

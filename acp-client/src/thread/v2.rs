@@ -42,6 +42,27 @@ struct Kind {
     session_update: String,
 }
 
+/// What every reader of a v2 `session/update` reads first: its session, its update (unread)
+/// and the update's kind. The thread's fold and the session engine's routing both start here.
+pub(crate) struct V2Head<'a> {
+    pub session_id: Option<String>,
+    pub update: &'a RawValue,
+    pub kind: String,
+}
+
+impl<'a> V2Head<'a> {
+    /// Reads `params` (JSON text) that far; serde's error when it is not that shape.
+    pub(crate) fn read(params: &'a str) -> Result<V2Head<'a>, serde_json::Error> {
+        let p: Params<'a> = serde_json::from_str(params)?;
+        let kind = serde_json::from_str::<Kind>(p.update.get())?.session_update;
+        Ok(V2Head {
+            session_id: p.session_id,
+            update: p.update,
+            kind,
+        })
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct V2Chunk {
@@ -175,11 +196,8 @@ impl Thread {
     }
 
     fn apply_v2(&mut self, params: &str, replayed: bool) -> Result<Option<Applied>, BadUpdate> {
-        let p: Params<'_> = serde_json::from_str(params).map_err(|e| BadUpdate(e.to_string()))?;
-        let update = p.update.get();
-        let kind = serde_json::from_str::<Kind>(update)
-            .map_err(|e| BadUpdate(e.to_string()))?
-            .session_update;
+        let p = V2Head::read(params).map_err(|e| BadUpdate(e.to_string()))?;
+        let (update, kind) = (p.update.get(), p.kind);
         if self.session_id.is_none() {
             self.session_id = p.session_id;
         }
