@@ -10,7 +10,7 @@
 
 import WebSocket from "ws";
 import type { ClientRequest, IncomingMessage } from "node:http";
-import { RemoteError, TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
+import { closedByServer, RemoteError, TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
 import { checkRemoteUrl, describeHttpRefusal } from "./remoteUrl";
 
 export { checkRemoteUrl, describeHttpRefusal, tokenKey } from "./remoteUrl";
@@ -41,16 +41,6 @@ const TLS_CODES = new Set([
   "ERR_SSL_WRONG_VERSION_NUMBER",
   "EPROTO",
 ]);
-
-/** RFC 6455's close codes a user may meet. */
-const CLOSE_WORDS: Record<number, string> = {
-  1000: "normal close",
-  1001: "the server is going away",
-  1005: "no reason given",
-  1006: "dropped without a close frame",
-  1009: "a message too big",
-  1011: "a server error",
-};
 
 /** Words for a failed connection attempt (a `ws` error event). */
 export function describeConnectError(url: string, err: NodeJS.ErrnoException): RemoteError {
@@ -171,9 +161,7 @@ export class RemoteAgent implements AgentTransport {
     });
     ws.on("close", (code: number, reason: Buffer) => {
       if (!failure && !this.stopping) {
-        const why = reason.length ? `: ${reason.toString("utf8").slice(0, 200)}` : "";
-        const words = CLOSE_WORDS[code] ? `, ${CLOSE_WORDS[code]}` : "";
-        failure = new RemoteError("closed", `${url} closed the connection (code ${code}${words}${why})`);
+        failure = closedByServer(url, code, reason.toString("utf8"));
       }
       const info: ExitInfo = { code: null, signal: null };
       if (failure) Object.assign(info, { remote: failure, reason: failure.message });

@@ -9,17 +9,7 @@
 // Architecture Invariant: this file imports neither `vscode` nor any Node module.
 
 import { checkRemoteUrl } from "./remoteUrl";
-import { RemoteError, TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
-
-/** RFC 6455's close codes a user may meet. */
-const CLOSE_WORDS: Record<number, string> = {
-  1000: "normal close",
-  1001: "the server is going away",
-  1005: "no reason given",
-  1006: "dropped without a close frame",
-  1009: "a message too big",
-  1011: "a server error",
-};
+import { closedByServer, RemoteError, TailBuffer, type AgentTransport, type ExitInfo, type TransportEvents } from "./transport";
 
 /** The subprotocol carrying `token`, or why it cannot: a subprotocol is an HTTP token. */
 export function tokenSubprotocol(token: string): string | RemoteError {
@@ -131,9 +121,7 @@ export class BrowserRemoteAgent implements AgentTransport {
             `does it allow this page's origin (acp serve --allow-origin), and is the token right?)`,
         );
       } else if (!this.stopping) {
-        const why = ev.reason ? `: ${ev.reason.slice(0, 200)}` : "";
-        const words = CLOSE_WORDS[ev.code] ? `, ${CLOSE_WORDS[ev.code]}` : "";
-        failure = new RemoteError("closed", `${url} closed the connection (code ${ev.code}${words}${why})`);
+        failure = closedByServer(url, ev.code, ev.reason);
       }
       const info: ExitInfo = { code: null, signal: null };
       if (failure) Object.assign(info, { remote: failure, reason: failure.message });

@@ -89,3 +89,22 @@ export class RemoteError extends Error {
     super(message);
   }
 }
+
+/** RFC 6455's close codes a user may meet. */
+const CLOSE_WORDS: Record<number, string> = {
+  1000: "normal close",
+  1001: "the server is going away",
+  1005: "no reason given",
+  1006: "dropped without a close frame",
+  1009: "a message too big",
+  1011: "a server error",
+};
+
+/** A WebSocket the server closed, in words: its close code (named when a user may meet it)
+ *  and the first 200 characters of its reason. Both WebSocket transports (Node's `ws`, the
+ *  browser's) say it so. */
+export function closedByServer(url: string, code: number, reason: string): RemoteError {
+  const why = reason ? `: ${reason.slice(0, 200)}` : "";
+  const words = CLOSE_WORDS[code] ? `, ${CLOSE_WORDS[code]}` : "";
+  return new RemoteError("closed", `${url} closed the connection (code ${code}${words}${why})`);
+}

@@ -9,6 +9,8 @@
 // Architecture Invariant: this file does not import `vscode`.
 
 import type { StoreFiles } from "../platform/storeFiles";
+// The UTF-8 length without encoding (the trace model's, shared: the recorder counts with it too).
+import { utf8Length } from "../../../trace-viewer/model.js";
 
 export const MAX_SESSIONS = 50;
 export const MAX_TOTAL_BYTES = 32 * 1024 * 1024;
@@ -135,21 +137,6 @@ export class SessionStore {
   private writeIndex(): void {
     this.files.writeIndex(JSON.stringify({ format: INDEX_FORMAT, sessions: this.index ?? [] } satisfies IndexFile));
   }
-}
-
-/** The UTF-8 length of `s`, without encoding it. */
-export function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
 }
 
 // ---- the history list's entries ------------------------------------------------------------

@@ -12,7 +12,8 @@ import { RemoteError, type TransportEvents } from "../../src/protocol/transport"
 import { browserTransports, LOCAL_AGENTS_UNAVAILABLE } from "../../src/platform/browserTransports";
 import { TransportRefused } from "../../src/platform/platform";
 import { browserStoreFiles } from "../../src/platform/browserStoreFiles";
-import { SessionStore, utf8Length } from "../../src/sessions/store";
+import { SessionStore } from "../../src/sessions/store";
+import { utf8Length } from "../../../trace-viewer/model.js";
 import { makeNonce } from "../../src/webview/html";
 import type { EngineModule } from "../../src/protocol/engine";
 
