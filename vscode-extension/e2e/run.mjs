@@ -24,10 +24,11 @@ import * as agentFeatures from "./scenarios/agentFeatures.mjs";
 import * as agents from "./scenarios/agents.mjs";
 import * as view from "./scenarios/view.mjs";
 import * as multi from "./scenarios/multi.mjs";
+import * as restore from "./scenarios/restore.mjs";
 import * as web from "./scenarios/web.mjs";
 
 /** The groups in the order they run. */
-const GROUPS = { basics, lifecycle, consent, composer, edits, agentFeatures, agents, view, multi, web };
+const GROUPS = { basics, lifecycle, consent, composer, edits, agentFeatures, agents, view, multi, restore, web };
 
 const only = process.env.ACP_E2E_GROUPS?.split(",")
   .map((g) => g.trim())

@@ -24,7 +24,6 @@ import { cfg, HostSettings } from "./host/settings";
 import { AgentStatus } from "./host/status";
 import { RawTrace } from "./host/trace";
 import { TracePanel } from "./host/tracePanel";
-import { WebviewRouter } from "./host/webviewRouter";
 import type { AgentConnection } from "./protocol/agent";
 import type { EngineModule } from "./protocol/engine";
 import type { Platform } from "./platform/platform";
@@ -35,6 +34,8 @@ import type { AgentSpec } from "./protocol/process";
 import { RemoteTokens } from "./remoteTokens";
 import { SessionDecisions } from "./sessions/decisions";
 import { SessionStore, type HistoryEntry } from "./sessions/store";
+import { restoredSessionId } from "./sessions/tabState";
+import { CHAT_PANEL_TYPE } from "./ui/chatPanel";
 import { CHAT_VIEW_ID, ChatViewProvider } from "./ui/chatView";
 import { DIFF_SCHEME, DiffContentProvider } from "./ui/diff";
 import { ACCEPT_HUNK_COMMAND, HunkLensProvider, REJECT_HUNK_COMMAND } from "./ui/hunkLens";
@@ -59,10 +60,6 @@ export class AcpContext implements vscode.Disposable {
   readonly agent: AgentLifecycle;
   /** The conversations open (the side view's and the editor tabs'). */
   readonly conversations: Conversations;
-  /** The side view's conversation: its session with the agent. */
-  readonly sessions: SessionController;
-  /** The chat view's messages, to the part that acts on each. */
-  private readonly router: WebviewRouter;
   private readonly settings: HostSettings;
 
   constructor(
@@ -75,7 +72,8 @@ export class AcpContext implements vscode.Disposable {
     this.log = this.own(vscode.window.createOutputChannel("ACP", { log: true }));
     // The agent's state goes to every chat view (the side view's and the editor tabs').
     const status = this.own(new AgentStatus((m) => (this.conversations ? this.conversations.broadcast(m) : this.chat.post(m))));
-    this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.router.onMessage(m)));
+    // The side view's messages go to the conversation it shows now (it may have moved into a tab).
+    this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.conversations.sideRouter.onMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
     const settings = (this.settings = new HostSettings(extension, this.policy, this.log, platform));
@@ -175,8 +173,6 @@ export class AcpContext implements vscode.Disposable {
       },
       router: { agent: this.agent, diffs: this.diffs, edits: this.edits, hunker: this.policy, log: this.log },
     });
-    this.sessions = this.conversations.side;
-    this.router = this.conversations.sideRouter;
     this.agent.serve(this.conversations);
     // Disposed before the conversation is (disposables go in reverse): the last changes saved.
     this.own({ dispose: () => this.conversations.saveNow() });
@@ -185,7 +181,7 @@ export class AcpContext implements vscode.Disposable {
     this.own(vscode.languages.registerCodeLensProvider({ scheme: DIFF_SCHEME }, new HunkLensProvider(this.diffs, this.edits, this.policy)));
     const hunkCommand = (action: "acceptHunk" | "rejectHunk") => (file: unknown, index: unknown, expect: unknown) => {
       if (typeof file === "string" && Number.isSafeInteger(index))
-        this.router.onMessage({
+        this.conversations.sideRouter.onMessage({
           type: "editAction",
           action,
           path: file,
@@ -196,6 +192,12 @@ export class AcpContext implements vscode.Disposable {
     this.own(vscode.commands.registerCommand(ACCEPT_HUNK_COMMAND, hunkCommand("acceptHunk")));
     this.own(vscode.commands.registerCommand(REJECT_HUNK_COMMAND, hunkCommand("rejectHunk")));
     this.sessions.restoreLast();
+    // Editor tabs VS Code brings back after a window reload show their conversations again.
+    this.own(
+      vscode.window.registerWebviewPanelSerializer(CHAT_PANEL_TYPE, {
+        deserializeWebviewPanel: (panel, state) => Promise.resolve(this.conversations.restoreTab(panel, restoredSessionId(state))),
+      }),
+    );
     const commands = new Commands({
       agent: this.agent,
       conversations: this.conversations,
@@ -213,6 +215,11 @@ export class AcpContext implements vscode.Disposable {
     for (const d of commands.register()) this.own(d);
     this.own(trace);
     this.agent.setState("stopped", "not started");
+  }
+
+  /** The side view's conversation: its session with the agent. */
+  get sessions(): SessionController {
+    return this.conversations.side;
   }
 
   private own<T extends vscode.Disposable>(d: T): T {

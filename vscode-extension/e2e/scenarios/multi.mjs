@@ -30,7 +30,7 @@ import {
 
 /** A script the demo agent runs for a turn (`sh wait-<name>.sh`): it ends once `go-<name>`
  *  exists. Returns the prompt's command part and the function that lets it end. */
-function holdTurn(name) {
+export function holdTurn(name) {
   const go = path.join(workspace, `go-${name}`);
   fs.rmSync(go, { force: true });
   fs.writeFileSync(path.join(workspace, `wait-${name}.sh`), `while [ ! -f go-${name} ]; do sleep 0.1; done\necho released ${name}\n`);
@@ -38,11 +38,11 @@ function holdTurn(name) {
 }
 
 /** The chat webviews open (the side view's and the editor tabs'), by index. */
-const chatAt = (i) => page.frameLocator("iframe.webview.ready").nth(i).frameLocator("iframe#active-frame");
-const webviewCount = () => page.locator("iframe.webview.ready").count();
+export const chatAt = (i) => page.frameLocator("iframe.webview.ready").nth(i).frameLocator("iframe#active-frame");
+export const webviewCount = () => page.locator("iframe.webview.ready").count();
 
 /** The chat of the editor tab: the webview whose session is not `sideSession`. */
-async function tabChat(sideSession) {
+export async function tabChat(sideSession) {
   let found;
   await until(
     "the editor tab's chat with its own session",
@@ -85,16 +85,16 @@ async function sideChat(sideSession) {
   return found;
 }
 
-const busy = async (c) => (await c.locator("body.busy").count()) === 1;
+export const busy = async (c) => (await c.locator("body.busy").count()) === 1;
 
 /** Answers the write question of a turn (the demo agent's last step) once its modal is up. */
-async function allowWrite() {
+export async function allowWrite() {
   const btn = dialog.locator(".dialog-buttons .monaco-button", { hasText: "Allow this write" });
   await until("the write question", async () => (await dialog.isVisible().catch(() => false)) && (await btn.count()) > 0, 60_000);
   await btn.click();
 }
 
-async function turnEndsIn(c, before) {
+export async function turnEndsIn(c, before) {
   await until("the turn to end", async () => (await c.locator(".turn-end.stop-end_turn").count()) > before, 90_000);
 }
 

@@ -66,6 +66,8 @@ export class Commands {
     );
     // Another conversation beside the others, in an editor tab (a running turn goes on).
     reg("acp.newChatInEditor", () => conversations.openTab().catch(shown));
+    // The side view's conversation into an editor tab (its session and turn go on there).
+    reg("acp.moveChatToEditor", () => conversations.moveSideToTab());
     reg("acp.cancel", () => sessions().cancel());
     reg("acp.attachSelection", () => router().attachSelection());
     reg("acp.restart", () => agent.restart());

@@ -8,7 +8,10 @@
 // hold the others' updates), and shows every turn running: the status bar while any runs, the
 // count on the side view's icon, the side view's header and each tab's title while its own
 // does. The agent's state goes to every view (broadcast). Commands act on the active
-// conversation (the editor tab in front, else the side view).
+// conversation (the editor tab in front, else the side view). A conversation is shown in a
+// view it can leave: the side view's moves into an editor tab (same session, its turn goes on,
+// its questions told from the tab) and the side view gets a new one; a tab VS Code brings back
+// after a window reload shows its saved conversation again (the side view's way: restore).
 // One reason to change: how conversations are held side by side.
 
 import * as vscode from "vscode";
@@ -37,26 +40,38 @@ export interface ConversationsParts {
   sideView: ChatViewProvider;
 }
 
-/** One conversation and the view it is shown in. */
-interface Open {
-  sessions: SessionController;
-  router: WebviewRouter;
-  /** Its editor tab (none: the side view's). */
+/** Where a conversation is shown: the side view or an editor tab. */
+interface View {
+  post(m: HostToWebview): void;
+  /** It has keyboard focus (a turn's end is told only when not). */
+  focused(): boolean;
+  reveal(): void;
+  /** Its editor tab (none: the side view). */
   panel?: ChatPanel;
 }
 
+/** One conversation and the view it is shown in (which it may leave: moveSideToTab). */
+interface Open {
+  sessions: SessionController;
+  router: WebviewRouter;
+  view: View;
+}
+
 export class Conversations implements SessionSide {
-  private readonly sideOne: Open;
+  private sideOne: Open;
   private readonly tabs: Open[] = [];
 
   constructor(private readonly p: ConversationsParts) {
-    const view = p.sideView;
-    this.sideOne = this.make(
-      (m) => view.post(m),
-      true,
-      () => view.focused,
-      () => void vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`),
-    );
+    this.sideOne = this.make(this.sideView());
+  }
+
+  private sideView(): View {
+    const view = this.p.sideView;
+    return {
+      post: (m) => view.post(m),
+      focused: () => view.focused,
+      reveal: () => void vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`),
+    };
   }
 
   /** The side view's conversation. */
@@ -92,48 +107,100 @@ export class Conversations implements SessionSide {
   /** Shows conversation `c` (its tab, or the side view). */
   reveal(c: SessionController): void {
     const t = this.tabs.find((o) => o.sessions === c);
-    if (t) t.panel!.reveal();
+    if (t) t.view.panel!.reveal();
     else void vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
   }
 
   private activeOne(): Open {
-    return this.tabs.find((t) => t.panel!.active) ?? this.sideOne;
+    return this.tabs.find((t) => t.view.panel!.active) ?? this.sideOne;
   }
 
   /** A conversation in a new editor tab: a new session, or `entry` from the history. Opening
    *  one while another conversation's turn runs is fine: that turn goes on. */
   async openTab(entry?: HistoryEntry): Promise<SessionController> {
-    let one: Open | undefined;
-    const panel = new ChatPanel(
-      this.p.extensionUri,
-      (m) => one?.router.onMessage(m),
-      () => this.closed(one!),
-    );
-    one = this.make(
-      (m) => panel.post(m),
-      false,
-      () => panel.focused,
-      () => panel.reveal(),
-    );
-    one.panel = panel;
+    const one = this.make(this.tabView());
     this.tabs.push(one);
     if (entry) await one.sessions.openSaved(entry);
     else await one.sessions.newSession().catch(() => undefined); // a failure is told in it
     return one.sessions;
   }
 
-  private make(post: (m: HostToWebview) => void, restorable: boolean, focused: () => boolean, reveal: () => void): Open {
+  /** A tab VS Code brought back after a window reload (`panel`, its chat's saved `sessionId`):
+   *  the saved conversation shown again, its session reopened at the next session (the side
+   *  view's way, SessionController.restore); one that cannot be is said so in it, and its next
+   *  prompt starts a new session. */
+  restoreTab(panel: vscode.WebviewPanel, sessionId: string | undefined): void {
+    const one = this.make(this.tabView(panel));
+    this.tabs.push(one);
+    const held = sessionId !== undefined && this.all().some((c) => c !== one.sessions && c.holds(sessionId));
+    // A tab whose chat had no session yet had nothing to show again.
+    const why =
+      sessionId === undefined
+        ? undefined
+        : held
+          ? `session ${sessionId} is shown in another conversation`
+          : one.sessions.restore(sessionId);
+    if (why)
+      one.sessions
+        .conversation()
+        .notice("info", `The conversation of this tab was not restored: ${why}. Your next prompt starts a new session.`);
+    this.showRunning();
+  }
+
+  /** The side view's conversation moves into a new editor tab (the same session; a running
+   *  turn goes on and its questions are told from the tab); the side view starts a new one. */
+  moveSideToTab(): SessionController {
+    const moved = this.sideOne;
+    const tab = this.tabView();
+    moved.sessions.leaveSide();
+    moved.view = tab;
+    this.tabs.push(moved);
+    // The tab's chat starts from the whole conversation when it is ready (its router's "ready").
+    this.sideOne = this.make(this.sideView());
+    this.sideOne.sessions.showAll();
+    this.showRunning();
+    return moved.sessions;
+  }
+
+  /** A view in an editor tab (a new one, or `restored` after a reload); its messages go to the
+   *  conversation shown in it. */
+  private tabView(restored?: vscode.WebviewPanel): View {
+    const view: View = {
+      post: (m) => panel.post(m),
+      focused: () => panel.focused,
+      reveal: () => panel.reveal(),
+    };
+    const panel = new ChatPanel(
+      this.p.extensionUri,
+      (m) => this.tabs.find((t) => t.view === view)?.router.onMessage(m),
+      () => {
+        const one = this.tabs.find((t) => t.view === view);
+        if (one) this.closed(one);
+      },
+      restored,
+    );
+    view.panel = panel;
+    return view;
+  }
+
+  private make(view: View): Open {
+    // The view is looked up on each call: the conversation may move to another (moveSideToTab).
+    let one: Open | undefined;
     const sessions: SessionController = new SessionController({
       ...this.p.sessions,
-      post,
-      restorable,
-      notifier: new TurnNotifier(focused, reveal),
+      post: (m) => one!.view.post(m),
+      restorable: () => one === this.sideOne,
+      notifier: new TurnNotifier(
+        () => one!.view.focused(),
+        () => one!.view.reveal(),
+      ),
       mayAttach: () => this.mayAttach(sessions),
       changed: () => this.showRunning(),
       resetEdits: () => this.resetEdits(sessions),
     });
-    const router = new WebviewRouter({ ...this.p.router, sessions, post });
-    return { sessions, router };
+    const router = new WebviewRouter({ ...this.p.router, sessions, post: (m) => one!.view.post(m) });
+    one = { sessions, router, view };
+    return one;
   }
 
   /** A tab was closed: its turn is cancelled, its conversation saved and released. */
@@ -163,8 +230,8 @@ export class Conversations implements SessionSide {
     this.p.agent.showBusy(running > 0);
     this.p.sideView.showRunning(this.side.busy, running);
     for (const t of this.tabs) {
-      t.panel!.setTitle(t.sessions.conversationTitle());
-      t.panel!.showRunning(t.sessions.busy);
+      t.view.panel!.setTitle(t.sessions.conversationTitle());
+      t.view.panel!.showRunning(t.sessions.busy);
     }
   }
 
@@ -240,7 +307,7 @@ export class Conversations implements SessionSide {
   /** To every chat view open (the agent's state: there is one agent for them all). */
   broadcast(m: HostToWebview): void {
     this.p.sideView.post(m);
-    for (const t of this.tabs) t.panel!.post(m);
+    for (const t of this.tabs) t.view.post(m);
   }
 
   /** Every conversation saved now. */
@@ -249,7 +316,7 @@ export class Conversations implements SessionSide {
   }
 
   dispose(): void {
-    for (const t of [...this.tabs]) t.panel!.dispose();
+    for (const t of [...this.tabs]) t.view.panel!.dispose();
     this.side.dispose();
   }
 }

@@ -65,8 +65,9 @@ export interface SessionParts {
   /** Tells the user a turn ended when they are not looking (ui/turnNotifier.ts). */
   notifier: TurnNotifier;
   log: Logger;
-  /** This conversation is the one shown again after a window reload (the side view's). */
-  restorable: boolean;
+  /** This conversation is the one the side view shows again after a window reload (the side
+   *  view's, now: it may move into an editor tab). */
+  restorable(): boolean;
   /** Its session's updates may be folded inside wasm (no other conversation's are). */
   mayAttach(): boolean;
   /** A turn started or ended, or the title changed (host/conversations.ts shows it). */
@@ -110,6 +111,9 @@ export class SessionController implements SessionSide {
   private saveTimer: NodeJS.Timeout | undefined;
   /** A session is being opened (its id not known yet: updates with an unknown id are its). */
   private openingNow = false;
+  /** The session of the saved conversation shown again after a reload (restore), until
+   *  another conversation is shown. */
+  private restoredId: string | undefined;
   /** Its view is gone (close): no turn starts. */
   private closed = false;
   /** Prompts sent while a turn runs, waiting for it to end (acp-client's queue), and the turns
@@ -140,6 +144,11 @@ export class SessionController implements SessionSide {
   /** A session is being opened for this conversation (its id not known yet). */
   get opening(): boolean {
     return this.openingNow;
+  }
+
+  /** Session `sessionId` is this conversation's (open, or to be reopened after a reload). */
+  holds(sessionId: string): boolean {
+    return this.current?.sessionId === sessionId || this.restoredId === sessionId;
   }
 
   /** Its session engine is the one `conn` folds updates into. */
@@ -187,6 +196,7 @@ export class SessionController implements SessionSide {
     const engine = new (this.p.engine().Session)(intentJson, this.p.settings.workspaceCwd(), optionsJson);
     this.dispose();
     this.engine = engine;
+    this.restoredId = undefined;
     const conv: Conversation = new Conversation(
       engine.thread(),
       (json, stopWords) => {
@@ -325,6 +335,7 @@ export class SessionController implements SessionSide {
     }
     if (this.current && this.current.sessionId !== sessionId) this.p.terminals?.endSession(this.current.sessionId);
     this.current = { sessionId, agent: conn.agentTitle };
+    this.restoredId = undefined;
     this.p.post({ type: "conversation", sessionId, agent: conn.agentTitle, reset: false });
     conv.flush();
     this.saveSoon();
@@ -527,30 +538,49 @@ export class SessionController implements SessionSide {
         { sessionId: this.current.sessionId, agent: agent ?? "", agentTitle: this.current.agent, title: this.engine.title },
         this.conv.savedJson(),
       );
-      if (this.p.restorable) void this.p.extension.workspaceState.update(LAST_SESSION_KEY, this.current.sessionId);
+      if (this.p.restorable()) void this.p.extension.workspaceState.update(LAST_SESSION_KEY, this.current.sessionId);
     } catch (e) {
       this.p.log.warn(`cannot save the conversation: ${(e as Error).message}`);
     }
   }
 
-  /** After a window reload: the last conversation is shown again and its session reopened
-   *  (resumed, or loaded with its replay folded; else continued in a new session, said so). */
+  /** After a window reload: the side view's last conversation is shown again (restore). */
   restoreLast(): void {
-    const { store, log } = this.p;
     const last = this.p.extension.workspaceState.get<string>(LAST_SESSION_KEY);
-    const rec = last ? store.find(last) : undefined;
+    const why = last ? this.restore(last) : undefined;
+    if (why) this.p.log.info(`the side view's last conversation is not restored: ${why}`);
+  }
+
+  /** After a window reload: saved conversation `sessionId` is shown again, its session reopened
+   *  by the engine at the next session (resumed, or loaded with its replay folded; else
+   *  continued in a new session, said so). Why it is not, if it is not. */
+  restore(sessionId: string): string | undefined {
+    const { store, log } = this.p;
+    const rec = store.find(sessionId);
     for (const p of store.problems.splice(0)) log.warn(p);
-    if (!rec || rec.agent !== this.p.settings.selectedAgentName()) return;
+    if (!rec) return `session ${sessionId} is not saved here (any more)`;
+    const agent = this.p.settings.selectedAgentName();
+    if (rec.agent !== agent) return `it was with ${rec.agentTitle || rec.agent}, the agent selected is ${agent ?? "none"}`;
     const json = store.thread(rec.sessionId);
     for (const p of store.problems.splice(0)) log.warn(p);
-    if (!json) return;
+    if (!json) return `the saved conversation of session ${sessionId} cannot be read (see the log)`;
     try {
       this.show(continueIntent(rec.sessionId, json, { orNew: true }));
       this.keep = true;
+      this.restoredId = rec.sessionId;
       log.info(`restored the conversation of session ${rec.sessionId} (${rec.title})`);
+      return undefined;
     } catch (e) {
       log.warn(`the saved conversation of ${rec.sessionId} is unreadable: ${(e as Error).message}`);
+      return `the saved conversation of session ${sessionId} is unreadable: ${(e as Error).message}`;
     }
+  }
+
+  /** It is no longer the side view's conversation (moved into an editor tab): the side view
+   *  does not show it again after a reload. */
+  leaveSide(): void {
+    const last = this.p.extension.workspaceState.get<string>(LAST_SESSION_KEY);
+    if (last !== undefined && last === this.current?.sessionId) void this.p.extension.workspaceState.update(LAST_SESSION_KEY, undefined);
   }
 
   /** Reopens a session from the history with its agent (resumed or loaded, as the engine

@@ -1,6 +1,9 @@
 // A conversation in an editor tab (a WebviewPanel): the same chat page as the side view (its
 // html, CSP and messages: chatView.ts's chatHtml, a ChatChannel), its title the conversation's
-// with a mark while its turn runs (so a turn running in the background shows on its tab).
+// with a mark while its turn runs (so a turn running in the background shows on its tab). A
+// tab VS Code brings back after a window reload (its WebviewPanelSerializer, in context.ts; the state it is
+// given: sessions/tabState.ts)
+// is taken over as it is.
 
 import * as vscode from "vscode";
 import type { HostToWebview, WebviewToHost } from "../webview/messages";
@@ -16,14 +19,18 @@ export class ChatPanel implements vscode.Disposable {
   private running = false;
   private disposed = false;
 
-  constructor(extensionUri: vscode.Uri, onMessage: (m: WebviewToHost) => void, onClosed: () => void) {
+  /** A chat in a new editor tab, or in `restored` (a tab VS Code brought back after a reload). */
+  constructor(extensionUri: vscode.Uri, onMessage: (m: WebviewToHost) => void, onClosed: () => void, restored?: vscode.WebviewPanel) {
     const dist = vscode.Uri.joinPath(extensionUri, "dist");
-    this.panel = vscode.window.createWebviewPanel(
-      CHAT_PANEL_TYPE,
-      this.title,
-      { viewColumn: vscode.ViewColumn.Active, preserveFocus: false },
-      { enableScripts: true, localResourceRoots: [dist], retainContextWhenHidden: true },
-    );
+    this.panel =
+      restored ??
+      vscode.window.createWebviewPanel(
+        CHAT_PANEL_TYPE,
+        this.title,
+        { viewColumn: vscode.ViewColumn.Active, preserveFocus: false },
+        { enableScripts: true, localResourceRoots: [dist], retainContextWhenHidden: true },
+      );
+    if (restored) restored.webview.options = { enableScripts: true, localResourceRoots: [dist] };
     this.channel = new ChatChannel(onMessage);
     this.panel.webview.html = chatHtml(this.panel.webview, dist);
     this.channel.attach(this.panel.webview);

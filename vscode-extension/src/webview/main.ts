@@ -23,9 +23,10 @@ import {
 } from "./promptInput";
 import { QueueView } from "./queueView";
 import { RenderQueue, frameScheduler, type Renderable } from "./renderQueue";
+import type { TabState } from "../sessions/tabState";
 import { ThreadModel, headerUsage, messageSource, textChange, type ViewOp } from "./threadModel";
 
-declare function acquireVsCodeApi(): { postMessage(m: WebviewToHost): void };
+declare function acquireVsCodeApi(): { postMessage(m: WebviewToHost): void; setState(state: TabState): void };
 const vscode = acquireVsCodeApi();
 const post = (m: WebviewToHost) => vscode.postMessage(m);
 
@@ -417,6 +418,9 @@ window.addEventListener("message", (ev: MessageEvent<HostToWebview>) => {
       break;
     case "conversation":
       transcript.dataset.sessionId = m.sessionId ?? "";
+      // An editor tab shows this session again after a window reload (sessions/tabState.ts); a
+      // conversation shown before its session opens keeps the session it restores.
+      if (m.sessionId) vscode.setState({ sessionId: m.sessionId });
       transcript.dataset.sessionSeq = String(Number(transcript.dataset.sessionSeq ?? 0) + 1);
       if (m.reset) startOver(typeof m.saved === "string" ? (JSON.parse(m.saved) as SavedThread) : undefined);
       break;
