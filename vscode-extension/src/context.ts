@@ -107,9 +107,9 @@ export class AcpContext implements vscode.Disposable {
       (sessionId) => this.conversations.cancelTurn(sessionId),
       (sessionId, toolCallId) => this.conversations.knownToolCall(sessionId, toolCallId),
     );
-    // No fs bridge where the host cannot check paths on disk (the browser): not advertised.
+    // The fs bridge on the host's files (the browser's: the workspace's file system).
     const fsBridge: FsBridge | undefined = platform.fsBridge?.(
-      new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true)),
+      new VsCodeDocumentHost(() => cfg().get<boolean>("fs.saveAfterWrite", true), platform.workspaceFiles),
       () => ({
         allowWritesOutsideWorkspace: cfg().get<boolean>("fs.allowWritesOutsideWorkspace", false),
         ownDirs: settings.ownDirs(),

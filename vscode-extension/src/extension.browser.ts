@@ -3,9 +3,10 @@
 // wasm engine from the extension's own files, then runs the same AcpContext as on Node with the
 // browser's Platform: remote agents only (platform/browser.ts).
 
-import type * as vscode from "vscode";
+import * as vscode from "vscode";
 import { AcpContext } from "./context";
 import { browserPlatform } from "./platform/browser";
+import { browserBridgeFiles } from "./platform/browserBridgeFiles";
 import { loadWebEngine } from "./platform/browserEngine";
 
 let ctx: AcpContext | undefined;
@@ -14,7 +15,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<{ cont
   const engine = await loadWebEngine(context.extensionUri).catch((e: Error) => e);
   ctx = new AcpContext(
     context,
-    browserPlatform(engine, (e) => ctx?.log.warn(`saving the conversation in the workspace state failed: ${String(e)}`)),
+    browserPlatform(
+      engine,
+      (e) => ctx?.log.warn(`saving the conversation in the workspace state failed: ${String(e)}`),
+      browserBridgeFiles(vscode.workspace.fs, () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri)),
+    ),
   );
   return { context: ctx };
 }

@@ -4,13 +4,15 @@
 // the web build of the wasm engine), opened in a second tab of the same Chromium. There the
 // extension completes a turn with a remote demo agent (`acp serve --http` over WebSocket, the
 // token sent as a subprotocol), refuses a local agent with its words, and is shown in light and
-// dark themes; then the same over the official HTTP transport (POST + SSE through `fetch`). Its code-server runs in its own process group and is stopped at the end.
+// dark themes; reads and writes a workspace file for the agent through the browser's fs bridge
+// (vscode.workspace.fs) after the permission question; then the same over the official HTTP transport (POST + SSE through `fetch`). Its code-server runs in its own process group and is stopped at the end.
 
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import {
   ACP_BIN,
+  DEMO_FILE,
   ARTIFACTS,
   CODE_SERVER,
   REMOTE_TOKEN,
@@ -204,6 +206,29 @@ export async function run() {
       );
       await wb.screenshot("turn-dark");
     });
+
+    await scenario(
+      "browser host: the agent reads and writes a workspace file (vscode.workspace.fs), after the permission question",
+      async () => {
+        const demo = path.join(workspace, DEMO_FILE);
+        fs.writeFileSync(demo, "before the browser turn\n");
+        await chat.locator("#prompt").fill("Remember the browser walrus");
+        await chat.locator("#send").click();
+        const dialog = page.locator(".monaco-dialog-box");
+        const allow = dialog.locator(".dialog-buttons .monaco-button", { hasText: "Allow this write" });
+        await until("the write question", async () => (await dialog.isVisible().catch(() => false)) && (await allow.count()) > 0, 60_000);
+        // The diff's old side is what fs/read_text_file read through the browser's bridge.
+        const text = (await dialog.textContent()) ?? "";
+        for (const want of ["-before the browser turn", "+The acp demo agent was asked:"])
+          if (!text.includes(want)) throw new Error(`the question does not show ${JSON.stringify(want)}: ${text}`);
+        await allow.click();
+        await until("the turn to end", async () => (await chat.locator(".turn-end.stop-end_turn").count()) === 2, 60_000);
+        const answer = (await chat.locator(".msg.agent").last().textContent()) ?? "";
+        if (!answer.includes(`I wrote ${DEMO_FILE}`)) throw new Error(`the agent's answer: ${answer}`);
+        await until("the file written on disk", () => fs.readFileSync(demo, "utf8").includes("Remember the browser walrus"), 10_000);
+        await wb.screenshot("fs-write");
+      },
+    );
 
     await scenario("browser host: a turn over the official HTTP transport (POST + SSE through fetch)", async () => {
       await wb.selectAgent(WEB_SSE, REMOTE_TOKEN);

@@ -1,7 +1,8 @@
 // fs/read_text_file and fs/write_text_file through the editor.
 //
 // Reads return the open buffer's text when the file is open in the editor (unsaved edits
-// included), else the file on disk; `line` is 1-based and `limit` counts lines. Writes go through
+// included), else the file (BridgeFiles, fsFiles.ts: the disk on Node, the workspace's file
+// system in VS Code for the Web); `line` is 1-based and `limit` counts lines. Writes go through
 // the DocumentHost (a WorkspaceEdit in VS Code, so they are undoable).
 //
 // Both are confined to the workspace folders unless the user set
@@ -23,16 +24,17 @@
 // tests/client/errors.json): relative_path, invalid_path, outside_roots, not_found,
 // is_a_directory, permission_denied, io.
 //
-// Architecture Invariant: this file does not import `vscode`.
+// Architecture Invariant: this file imports neither `vscode` nor a Node module (it runs in the
+// browser too).
 
-import * as fsp from "node:fs/promises";
-import * as path from "node:path";
 import { CancellationSource, type CancellationToken } from "../protocol/cancellation";
 import type { Logger } from "../protocol/log";
 import type { EditReview } from "./edits";
 import type { ReadTextFileResponse } from "@agentclientprotocol/sdk";
 import { JsonRpc, RequestError } from "../protocol/errors";
 import type { ClientPolicy, FileFacts, PermissionQuestion, WriteReason } from "../protocol/policy";
+import { hostPaths } from "../platform/hostPaths";
+import type { BridgeFiles } from "./fsFiles";
 
 export interface DocumentHost {
   /** The text of the editor buffer for this absolute path, if one is open. */
@@ -98,41 +100,18 @@ export function sliceLines(text: string, line?: number | null, limit?: number | 
 }
 
 export function isInside(folder: string, target: string): boolean {
+  const path = hostPaths();
   const rel = path.relative(folder, target);
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
 
 /** Whether the real path `real` lies inside one of `folders` (their symlinks resolved too). */
-export async function insideSomeFolder(real: string, folders: readonly string[]): Promise<boolean> {
+export async function insideSomeFolder(real: string, folders: readonly string[], files: BridgeFiles): Promise<boolean> {
   for (const f of folders) {
-    const folder = await realPathOfMaybeMissing(f);
+    const folder = await files.realPath(f).catch(() => undefined);
     if (folder !== undefined && isInside(folder, real)) return true;
   }
   return false;
-}
-
-/**
- * The real path `p` reaches: symlinks resolved, those of its longest existing ancestor and
- * dangling ones too (a link to a missing file is followed to where writing it would create the
- * file). At most 40 links are followed (then the path is refused, like the OS's ELOOP).
- */
-export async function realPathOfMaybeMissing(p: string, links = { left: 40 }): Promise<string | undefined> {
-  const abs = path.resolve(p);
-  try {
-    return await fsp.realpath(abs);
-  } catch {
-    /* missing somewhere, or a dangling link */
-  }
-  const st = await fsp.lstat(abs).catch(() => undefined);
-  if (st?.isSymbolicLink()) {
-    if (links.left-- <= 0) return undefined;
-    const target = await fsp.readlink(abs);
-    return realPathOfMaybeMissing(path.resolve(path.dirname(abs), target), links);
-  }
-  const parent = path.dirname(abs);
-  if (parent === abs) return abs;
-  const real = await realPathOfMaybeMissing(parent, links);
-  return real === undefined ? undefined : path.join(real, path.basename(abs));
 }
 
 function optionalCount(method: string, name: string, v: unknown): number | undefined {
@@ -143,8 +122,13 @@ function optionalCount(method: string, name: string, v: unknown): number | undef
   return v;
 }
 
+/** Node's code of a failed read (ENOENT, EISDIR...), if it has one. */
+const codeOf = (e: unknown): string | undefined => (e as { code?: unknown }).code as string | undefined;
+
 export class FsBridge {
   constructor(
+    /** The files besides the open editors (Node's disk, the browser's workspace file system). */
+    private readonly files: BridgeFiles,
     private readonly host: DocumentHost,
     private readonly settings: () => FsSettings,
     private readonly policy: ClientPolicy,
@@ -163,12 +147,12 @@ export class FsBridge {
     let text = this.host.openDocumentText(file);
     if (text === undefined) {
       try {
-        text = await fsp.readFile(file, "utf8");
+        text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(await this.files.readFile(file));
       } catch (e) {
-        const err = e as NodeJS.ErrnoException;
-        if (err.code === "ENOENT") throw this.policy.failure("not_found", `Resource not found: ${file} does not exist`, { path: file });
-        if (err.code === "EISDIR") throw this.policy.failure("is_a_directory", `path is a directory: ${file}`, { path: file });
-        throw this.policy.failure("io", `cannot read ${file}: ${err.message}`, { path: file });
+        const code = codeOf(e);
+        if (code === "ENOENT") throw this.policy.failure("not_found", `Resource not found: ${file} does not exist`, { path: file });
+        if (code === "EISDIR") throw this.policy.failure("is_a_directory", `path is a directory: ${file}`, { path: file });
+        throw this.policy.failure("io", `cannot read ${file}: ${(e as Error).message}`, { path: file });
       }
     }
     return { content: sliceLines(text, line, limit) };
@@ -193,18 +177,23 @@ export class FsBridge {
   private requireAbsolute(method: string, p: unknown): string {
     if (typeof p !== "string" || p.length === 0) throw new RequestError(JsonRpc.InvalidParams, `${method}: path missing`);
     if (p.includes("\0")) throw this.policy.failure("invalid_path", `${method}: invalid path: it contains a NUL byte`, { path: p });
-    if (!path.isAbsolute(p)) throw this.policy.failure("relative_path", `${method}: path must be absolute: ${p}`, { path: p });
-    return path.normalize(p);
+    if (!hostPaths().isAbsolute(p)) throw this.policy.failure("relative_path", `${method}: path must be absolute: ${p}`, { path: p });
+    return hostPaths().normalize(p);
   }
 
   /** The real path of `file`, refused (-32602) outside the workspace folders unless allowed. */
   async confine(method: string, what: "read" | "write", file: string): Promise<string> {
-    const real = await realPathOfMaybeMissing(file);
+    let real: string | undefined;
+    try {
+      real = await this.files.realPath(file);
+    } catch (e) {
+      throw this.policy.failure("invalid_path", `${method}: invalid path ${file}: ${(e as Error).message}`, { path: file });
+    }
     if (real === undefined)
       throw this.policy.failure("invalid_path", `${method}: invalid path ${file}: too many symbolic links`, { path: file });
     if (this.settings().allowWritesOutsideWorkspace) return real;
     const folders = this.host.workspaceFolders();
-    if (await insideSomeFolder(real, folders)) return real;
+    if (await insideSomeFolder(real, folders, this.files)) return real;
     throw this.policy.failure(
       "outside_roots",
       folders.length === 0
@@ -216,8 +205,8 @@ export class FsBridge {
 
   /** Asks the user about a write acp-client classifies `ask`; throws the refusal. */
   private async askIfSensitive(file: string, real: string, newText: string, token: CancellationToken): Promise<void> {
-    const facts = await factsOf(real);
-    const cls = this.policy.classifyWrite(real, facts, await ownDirsAsWritten(this.settings().ownDirs ?? []));
+    const facts = await factsOf(real, this.files);
+    const cls = this.policy.classifyWrite(real, facts, await ownDirsAsWritten(this.settings().ownDirs ?? [], this.files));
     if (cls.class === "ordinary") return;
     const why = this.policy.describeWriteReason(cls.reason);
     const refuse = (asked: boolean) =>
@@ -274,11 +263,12 @@ export class FsBridge {
     const open = this.host.openDocumentText(file) ?? this.host.openDocumentText(real);
     if (open !== undefined) return open;
     try {
-      const st = await fsp.stat(real);
-      if (!st.isFile() || st.size > MAX_REVIEW_BYTES) return undefined;
-      return await fsp.readFile(real, "utf8");
+      const st = await this.files.stat(real);
+      if (st === undefined) return null;
+      if (!st.isFile || st.size > MAX_REVIEW_BYTES) return undefined;
+      return new TextDecoder("utf-8", { ignoreBOM: true }).decode(await this.files.readFile(real));
     } catch (e) {
-      return (e as NodeJS.ErrnoException).code === "ENOENT" ? null : undefined;
+      return codeOf(e) === "ENOENT" ? null : undefined;
     }
   }
 
@@ -289,9 +279,9 @@ export class FsBridge {
     const open = this.host.openDocumentText(file) ?? this.host.openDocumentText(real);
     if (open !== undefined) return { text: open, shown: true };
     try {
-      const st = await fsp.stat(real);
-      if (st.size > MAX_REVIEW_BYTES) return { text: `(not shown: the file is ${st.size} bytes)`, shown: false };
-      const bytes = await fsp.readFile(real);
+      const st = await this.files.stat(real);
+      if (st && st.size > MAX_REVIEW_BYTES) return { text: `(not shown: the file is ${st.size} bytes)`, shown: false };
+      const bytes = await this.files.readFile(real);
       try {
         return { text: new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes), shown: true };
       } catch {
@@ -305,23 +295,20 @@ export class FsBridge {
 
 /** The client's own directories as given and with their links resolved (those of the longest
  *  existing ancestor too): a write is classified by the real path it reaches. */
-export async function ownDirsAsWritten(dirs: readonly string[]): Promise<string[]> {
+export async function ownDirsAsWritten(dirs: readonly string[], files: BridgeFiles): Promise<string[]> {
+  const path = hostPaths();
   const out = new Set<string>();
   for (const d of dirs) {
     if (!path.isAbsolute(d)) continue;
     out.add(path.normalize(d));
-    const real = await realPathOfMaybeMissing(d);
+    const real = await files.realPath(d).catch(() => undefined);
     if (real !== undefined) out.add(real);
   }
   return [...out];
 }
 
 /** What acp-client's classification needs to know of the file at `real`. */
-export async function factsOf(real: string): Promise<Required<{ [K in keyof FileFacts]: boolean }>> {
-  try {
-    const st = await fsp.stat(real);
-    return { exists: true, executable: st.isFile() && (st.mode & 0o111) !== 0 };
-  } catch {
-    return { exists: false, executable: false };
-  }
+export async function factsOf(real: string, files: BridgeFiles): Promise<Required<{ [K in keyof FileFacts]: boolean }>> {
+  const st = await files.stat(real);
+  return st ? { exists: true, executable: st.isFile && st.executable } : { exists: false, executable: false };
 }

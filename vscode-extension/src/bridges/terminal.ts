@@ -37,6 +37,7 @@ import type { CreateTerminalRequest, TerminalExitStatus, TerminalOutputResponse 
 import { JsonRpc, RequestError } from "../protocol/errors";
 import { planSpawn, SpawnRefused, windowsTreeKill, type SpawnPlan } from "../protocol/windowsSpawn";
 import type { ClientPolicy, CommandQuestion, TerminalCommandRequest } from "../protocol/policy";
+import { nodeBridgeFiles } from "../platform/nodeBridgeFiles";
 import { insideSomeFolder } from "./fs";
 
 /** Output bytes with a limit; the oldest are dropped first, at a character boundary. Chunks are
@@ -258,7 +259,7 @@ export class TerminalManager {
     } catch (e) {
       throw this.policy.failure("invalid_command", `terminal/create: cwd ${cwd}: ${(e as Error).message}`, { cwd });
     }
-    if (await insideSomeFolder(real, folders)) return real;
+    if (await insideSomeFolder(real, folders, nodeBridgeFiles)) return real;
     throw this.policy.failure(
       "invalid_command",
       folders.length === 0

@@ -336,6 +336,9 @@ export class SessionController implements SessionSide {
     if (this.current && this.current.sessionId !== sessionId) this.p.terminals?.endSession(this.current.sessionId);
     this.current = { sessionId, agent: conn.agentTitle };
     this.restoredId = undefined;
+    // The side view's session to show again after a reload, kept at once (not only with the
+    // debounced save: a reload right after the first turn would find the one before).
+    if (this.p.restorable()) void this.p.extension.workspaceState.update(LAST_SESSION_KEY, sessionId);
     this.p.post({ type: "conversation", sessionId, agent: conn.agentTitle, reset: false });
     conv.flush();
     this.saveSoon();

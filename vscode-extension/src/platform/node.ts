@@ -5,6 +5,7 @@
 import * as path from "node:path";
 import { FsBridge } from "../bridges/fs";
 import { TerminalManager } from "../bridges/terminal";
+import { nodeBridgeFiles } from "./nodeBridgeFiles";
 import { loadEngine } from "./nodeEngine";
 import { nodeFiles } from "./nodeFiles";
 import { nodeStoreFiles } from "./nodeStoreFiles";
@@ -24,6 +25,6 @@ export const nodePlatform: Platform = {
   },
   transports: nodeTransports,
   storeFiles: (extension) => nodeStoreFiles(path.join((extension.storageUri ?? extension.globalStorageUri).fsPath, "sessions")),
-  fsBridge: (...a) => new FsBridge(...a),
+  fsBridge: (...a) => new FsBridge(nodeBridgeFiles, ...a),
   terminals: (...a) => new TerminalManager(...a),
 };

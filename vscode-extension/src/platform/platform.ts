@@ -32,6 +32,17 @@ export class TransportRefused extends Error {
   override name = "TransportRefused";
 }
 
+/** What the fs bridge is given besides the host's files. */
+export type FsBridgeParts = ConstructorParameters<typeof FsBridge> extends [unknown, ...infer R] ? R : never;
+
+/** How a path maps to the URI of the workspace file it names (not `file:`, in the browser). */
+export interface WorkspaceFiles {
+  /** The URI of absolute path `p` in the workspace folder holding it, or undefined. */
+  uriOf(p: string): vscode.Uri | undefined;
+  /** The workspace folders' paths. */
+  folderPaths(): string[];
+}
+
 export interface Platform {
   /** "node" or "browser", for the log and the words. */
   readonly name: "node" | "browser";
@@ -52,9 +63,13 @@ export interface Platform {
   /** Where the saved conversations live (sessions/store.ts): a directory on Node, the
    *  workspace's Memento in the browser. */
   storeFiles(extension: vscode.ExtensionContext): StoreFiles;
-  /** The fs bridge (fs/read_text_file, fs/write_text_file), or undefined where the host cannot
-   *  reach the workspace's files the way the bridge needs (the browser: not advertised). */
-  readonly fsBridge: ((...a: ConstructorParameters<typeof FsBridge>) => FsBridge) | undefined;
+  /** The fs bridge (fs/read_text_file, fs/write_text_file) on the host's files (BridgeFiles:
+   *  the disk on Node, the workspace's file system in the browser), or undefined where the
+   *  host cannot reach them (then not advertised). */
+  readonly fsBridge: ((...a: FsBridgeParts) => FsBridge) | undefined;
+  /** Where the open editors and the bridge's writes find a path: the workspace folder's URI
+   *  holding it (the browser); undefined: `file:` URIs (Node). */
+  readonly workspaceFiles?: WorkspaceFiles;
   /** The terminal bridge (terminal/*), or undefined where no process can be spawned. */
   readonly terminals: ((...a: ConstructorParameters<typeof TerminalManager>) => TerminalManager) | undefined;
 }

@@ -17,6 +17,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FsBridge, type DocumentHost, type SensitiveWrite, type WriteApprover } from "../../src/bridges/fs";
+import { nodeBridgeFiles } from "../../src/platform/nodeBridgeFiles";
 import { PermissionBridge, plainLabel, questionDetail, type KnownToolCall, type PermissionPromptModel } from "../../src/bridges/permission";
 import { TerminalManager, type TerminalApprovalRequest } from "../../src/bridges/terminal";
 import { CancellationSource } from "../../src/protocol/cancellation";
@@ -158,7 +159,14 @@ test("writes.json: POSIX rows through the FsBridge, on real files (the question'
     };
     // The row's own directories, where the row's files are: under the workspace.
     const ownDirs = ((c.ownDirs as string[] | undefined) ?? []).map((d) => path.join(ws, d.replace(/^\//, "")));
-    const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false, ownDirs }), testPolicy(), approver, nullLogger);
+    const b = new FsBridge(
+      nodeBridgeFiles,
+      host,
+      () => ({ allowWritesOutsideWorkspace: false, ownDirs }),
+      testPolicy(),
+      approver,
+      nullLogger,
+    );
     const expect = c.expect as { class: "ordinary" } | { class: "ask"; reason: string };
     const write = b.writeTextFile({ sessionId: "s", path: file, content: "after\n" });
     if (expect.class === "ordinary") {

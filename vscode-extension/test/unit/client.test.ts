@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
+import { nodeBridgeFiles } from "../../src/platform/nodeBridgeFiles";
 import { PermissionBridge, type PermissionPromptModel, type PermissionPrompter } from "../../src/bridges/permission";
 import { Conversation } from "../../src/bridges/conversation";
 import { ClientRouter } from "../../src/bridges/router";
@@ -273,7 +274,7 @@ function setup(choice: string | undefined | "never", env: Record<string, string>
       testPolicy(),
       (sid) => cancelTurn(sid),
     ),
-    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
+    fs: new FsBridge(nodeBridgeFiles, host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
     onSessionUpdate: (_sessionId, params) => conv.applyUpdate(params),
     log: nullLogger,
   });

@@ -9,6 +9,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
+import { nodeBridgeFiles } from "../../src/platform/nodeBridgeFiles";
 import { PermissionBridge, type PermissionPromptModel, type PermissionPrompter } from "../../src/bridges/permission";
 import { ClientRouter } from "../../src/bridges/router";
 import { AgentConnection } from "../../src/protocol/agent";
@@ -110,7 +111,7 @@ async function start(mode: string, engineOptions: object = {}) {
       testPolicy(),
       (sid) => cancelTurn(sid),
     ),
-    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
+    fs: new FsBridge(nodeBridgeFiles, host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
     // The router hands over the params' JSON text (what the thread model takes).
     onSessionUpdate: (_sessionId, params) => updates.push(JSON.parse(params as string) as SessionNotification),
     log: nullLogger,

@@ -6,13 +6,13 @@ import * as path from "node:path";
 import {
   FsBridge,
   isInside,
-  realPathOfMaybeMissing,
   sliceLines,
   type DocumentHost,
   type SensitiveWrite,
   type WriteApprover,
   type WriteDecision,
 } from "../../src/bridges/fs";
+import { nodeBridgeFiles, realPathOfMaybeMissing } from "../../src/platform/nodeBridgeFiles";
 import { CancellationSource } from "../../src/protocol/cancellation";
 import { nullLogger } from "../../src/protocol/log";
 import { RequestError } from "../../src/protocol/errors";
@@ -59,7 +59,7 @@ class ScriptedApprover implements WriteApprover {
 }
 
 const bridge = (host: DocumentHost, allow = false, approver?: WriteApprover) =>
-  new FsBridge(host, () => ({ allowWritesOutsideWorkspace: allow }), testPolicy(), approver, nullLogger);
+  new FsBridge(nodeBridgeFiles, host, () => ({ allowWritesOutsideWorkspace: allow }), testPolicy(), approver, nullLogger);
 
 test("sliceLines: 1-based line and limit, line endings kept", () => {
   const t = "a\nb\r\nc\nd";
@@ -126,7 +126,7 @@ test("a symlink inside the workspace cannot be used to write outside it", { skip
 test("no workspace folder: writes refused unless allowed; the setting allows outside writes", { skip }, async () => {
   const host = new FakeHost([]);
   let allow = false;
-  const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: allow }), testPolicy(), undefined, nullLogger);
+  const b = new FsBridge(nodeBridgeFiles, host, () => ({ allowWritesOutsideWorkspace: allow }), testPolicy(), undefined, nullLogger);
   const f = path.join(outside, "allowed.txt");
   await assert.rejects(b.writeTextFile({ sessionId: "s", path: f, content: "x" }), /no workspace folder/);
   allow = true;
@@ -231,6 +231,7 @@ test("a write under the client's own directories (the registry cache named throu
   const host = new FakeHost([ws]);
   const approver = new ScriptedApprover(["refuse", "refuse"]);
   const b = new FsBridge(
+    nodeBridgeFiles,
     host,
     () => ({ allowWritesOutsideWorkspace: false, ownDirs: [path.join(ws, "cache-link", "acp")] }),
     testPolicy(),

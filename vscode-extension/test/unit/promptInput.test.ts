@@ -14,6 +14,7 @@ import { applyCompletion, completionContext, matchCommands, statusWords } from "
 import { promptParts, readForPrompt, validAttachment } from "../../src/bridges/attachments";
 import { EditReview, type EditTarget } from "../../src/bridges/edits";
 import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
+import { nodeBridgeFiles } from "../../src/platform/nodeBridgeFiles";
 import { requestEdits, PermissionBridge, type PermissionPromptModel } from "../../src/bridges/permission";
 import { nullLogger } from "../../src/protocol/log";
 import type { PromptAttachment } from "../../src/protocol/policy";
@@ -213,7 +214,15 @@ test("FsBridge records the text each write replaces (null for a new file) for th
       workspaceFolders: () => [dir],
     };
     const review = new EditReview(testPolicy());
-    const b = new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger, review);
+    const b = new FsBridge(
+      nodeBridgeFiles,
+      host,
+      () => ({ allowWritesOutsideWorkspace: false }),
+      testPolicy(),
+      undefined,
+      nullLogger,
+      review,
+    );
     const a = path.join(dir, "a.txt");
     fs.writeFileSync(a, "before");
     await b.writeTextFile({ sessionId: "s", path: a, content: "after" });

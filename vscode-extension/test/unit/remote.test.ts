@@ -20,6 +20,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
 import { FsBridge, type DocumentHost } from "../../src/bridges/fs";
+import { nodeBridgeFiles } from "../../src/platform/nodeBridgeFiles";
 import { PermissionBridge } from "../../src/bridges/permission";
 import { Conversation } from "../../src/bridges/conversation";
 import { ClientRouter } from "../../src/bridges/router";
@@ -142,7 +143,7 @@ function setup() {
       testPolicy(),
       () => {},
     ),
-    fs: new FsBridge(host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
+    fs: new FsBridge(nodeBridgeFiles, host, () => ({ allowWritesOutsideWorkspace: false }), testPolicy(), undefined, nullLogger),
     onSessionUpdate: (_sessionId, params) => {
       handled++;
       conv.applyUpdate(params);
