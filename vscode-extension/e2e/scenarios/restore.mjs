@@ -1,12 +1,15 @@
 // e2e scenarios: a conversation's place (issue 23's leftovers): the side view's running
 // conversation moved into an editor tab (same session, its turn goes on there, its write question
 // answered, the side view starts anew), and that tab brought back by a window reload with its
-// history, its session resumed at its next prompt.
+// history, its session resumed at its next prompt; or, when the agent no longer has the session,
+// the tab saying so and going on in a new one.
 //
 // The moved turn is held running by the command the demo agent runs for it (multi.mjs's
 // holdTurn: a script that waits for the test's "go" file), so "it goes on in the tab" is a state
 // the test holds, not a race.
 
+import * as fs from "node:fs";
+import * as path from "node:path";
 import {
   RESUMED,
   SLOW_AGENT,
@@ -18,6 +21,7 @@ import {
   selectAgent,
   sendPrompt,
   setTerminalApproval,
+  tmp,
   until,
 } from "../harness.mjs";
 import { allowWrite, busy, chatAt, holdTurn, turnEndsIn, webviewCount } from "./multi.mjs";
@@ -143,6 +147,21 @@ export async function run() {
         (await tab.locator("#transcript").getAttribute("data-session-id")) === movedSession,
       30_000,
     );
+  });
+
+  await scenario("reload the window when the agent has lost the tab's session: the tab says so and goes on in a new one", async () => {
+    if (!movedSession) throw new Error("needs the previous scenarios' tab");
+    await reloadWindow();
+    await runCommand("ACP: Open Chat");
+    const tab = await chatWhere("the tab restored with its history", (c) => c.text.includes("after-reload"), 90_000);
+    // The demo agent keeps its sessions in --state-dir, read when a session is loaded: gone now.
+    fs.rmSync(path.join(tmp, "demo-state", `${movedSession}.json`));
+    await echoIn(tab, "lost-session");
+    const notice = tab.locator(".notice", { hasText: "does not remember" });
+    await until("the tab saying the agent does not remember it", async () => (await notice.count()) >= 1, 30_000);
+    const now = await tab.locator("#transcript").getAttribute("data-session-id");
+    if (!now || now === movedSession) throw new Error(`the tab's session after the agent lost it: ${now}`);
+    if (!((await tab.locator("#transcript").textContent()) ?? "").includes("move me")) throw new Error("the tab's history is gone");
     // Closed: the groups after this one have the side view's chat alone.
     await page.locator(".tabs-container .tab", { hasText: "move me" }).locator(".tab-actions .action-label").click();
     await until("one chat webview left", async () => (await webviewCount()) === 1, 15_000);
