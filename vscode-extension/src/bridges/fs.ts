@@ -89,6 +89,10 @@ export interface WriteApprover {
 /** Old text shown in a review: larger files are not read into the question. */
 const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
 
+/** The largest file fs/read_text_file reads (acp-native's FsConfig default): a read holds at
+ *  most this much of a file, whatever the agent asks for (an open buffer is already in memory). */
+export const MAX_READ_BYTES = 10 * 1024 * 1024;
+
 /** Lines [line, line+limit) of `text`, 1-based, keeping line endings. */
 export function sliceLines(text: string, line?: number | null, limit?: number | null): string {
   if ((line === undefined || line === null) && (limit === undefined || limit === null)) return text;
@@ -146,6 +150,12 @@ export class FsBridge {
     await this.confine("fs/read_text_file", "read", file);
     let text = this.host.openDocumentText(file);
     if (text === undefined) {
+      const st = await this.files.stat(file).catch(() => undefined);
+      if (st && st.size > MAX_READ_BYTES)
+        throw this.policy.failure("too_large", `cannot read ${file}: ${st.size} bytes, more than the ${MAX_READ_BYTES} a read takes`, {
+          path: file,
+          size: st.size,
+        });
       try {
         text = new TextDecoder("utf-8", { ignoreBOM: true }).decode(await this.files.readFile(file));
       } catch (e) {

@@ -6,6 +6,7 @@ import * as path from "node:path";
 import {
   FsBridge,
   isInside,
+  MAX_READ_BYTES,
   sliceLines,
   type DocumentHost,
   type SensitiveWrite,
@@ -98,6 +99,24 @@ test("read errors: missing file is ResourceNotFound, relative path and bad line 
   await assert.rejects(b.readTextFile({ sessionId: "s", path: "rel.txt" }), isCode(-32602));
   await assert.rejects(b.readTextFile({ sessionId: "s", path: path.join(ws, "x"), line: -1 }), isCode(-32602));
   await assert.rejects(b.readTextFile({ sessionId: "s", path: path.join(ws, "x"), limit: 1.5 }), isCode(-32602));
+});
+
+test("a file larger than a read takes is refused (too_large), an open buffer is not", { skip }, async () => {
+  const f = path.join(ws, "big.txt");
+  fs.writeFileSync(f, "");
+  fs.truncateSync(f, MAX_READ_BYTES + 1); // sparse: nothing written
+  const host = new FakeHost([ws]);
+  await assert.rejects(bridge(host).readTextFile({ sessionId: "s", path: f }), (e: unknown) => {
+    assert.ok(e instanceof RequestError);
+    assert.equal((e.data as { reason?: string }).reason, "too_large");
+    return true;
+  });
+  fs.truncateSync(f, MAX_READ_BYTES);
+  assert.equal((await bridge(host).readTextFile({ sessionId: "s", path: f, limit: 0 })).content, "", "at the limit it is read");
+  host.open.set(f, "open buffer");
+  fs.truncateSync(f, MAX_READ_BYTES + 1);
+  assert.equal((await bridge(host).readTextFile({ sessionId: "s", path: f })).content, "open buffer");
+  fs.rmSync(f);
 });
 
 test("writes inside the workspace go through the host; outside are refused", { skip }, async () => {

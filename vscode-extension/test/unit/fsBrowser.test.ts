@@ -6,7 +6,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type * as vscode from "vscode";
-import { FsBridge, type DocumentHost, type SensitiveWrite, type WriteApprover, type WriteDecision } from "../../src/bridges/fs";
+import {
+  FsBridge,
+  MAX_READ_BYTES,
+  type DocumentHost,
+  type SensitiveWrite,
+  type WriteApprover,
+  type WriteDecision,
+} from "../../src/bridges/fs";
 import { browserBridgeFiles, type WorkspaceFs } from "../../src/platform/browserBridgeFiles";
 import { nullLogger } from "../../src/protocol/log";
 import { RequestError } from "../../src/protocol/errors";
@@ -149,6 +156,16 @@ test("browser fs: ordinary writes go through the editor; a write into .git asks,
   assert.deepEqual([w.realPath, w.reason, w.exists, w.oldText], [config, "git", true, "[core]\n"]);
   assert.deepEqual(await bridge.writeTextFile({ sessionId: "s", path: config, content: "[core]\n\tbare = false\n" }), {});
   assert.equal(fs.entries.get(config), "[core]\n\tbare = false\n");
+});
+
+test("browser fs: a file larger than a read takes is refused before it is read", { skip }, async () => {
+  const { bridge, fs } = setup();
+  let reads = 0;
+  const read = fs.readFile.bind(fs);
+  fs.readFile = (u) => (reads++, read(u));
+  fs.stat = async () => ({ type: 1, size: MAX_READ_BYTES + 1 });
+  await assert.rejects(bridge.readTextFile({ sessionId: "s", path: "/home/u/ws/src/a.txt" }), reason("too_large"));
+  assert.equal(reads, 0);
 });
 
 test("browser fs: the provider's other errors are I/O errors, not a missing file", { skip }, async () => {
