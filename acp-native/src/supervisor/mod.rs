@@ -321,18 +321,17 @@ impl SupervisedAgent {
             .connection()
             .await
             .map_err(|e| RpcError::Other(e.to_string()))?;
-        let session = request.session_id.to_string();
         let params = crate::driver::to_raw(&request)?;
-        drop(request);
         let method = acp_core::acp::agent::SESSION_PROMPT;
         #[cfg(feature = "unstable_protocol_v2")]
         if conn.handle().protocol_version() == acp_core::v2::PROTOCOL_VERSION {
             // Watched before it is sent: the turn may end before the answer is read.
-            let watch = self.shared.turns.watch(&session)?;
+            let watch = self.shared.turns.watch(&request.session_id.0)?;
+            drop(request);
             let answer = conn.handle().request(method, Some(params), None).await?;
             return Ok(Turn::acknowledged(answer, watch, conn));
         }
-        let _ = session;
+        drop(request);
         let answer = conn.handle().request(method, Some(params), None).await?;
         Ok(Turn::answered(answer))
     }
