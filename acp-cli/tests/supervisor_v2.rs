@@ -5,7 +5,8 @@
 //! permission question is answered) ends with the exit report instead of waiting for an idle
 //! state that never comes; the restarted agent negotiates v2 again, the session is re-attached
 //! with `session/resume` replaying from the start (the replay reaches the host's service,
-//! ended by `replay_complete`), and the next turn runs in it.
+//! ended by `replay_complete`), and the next turn runs in it. A turn still running at
+//! `shutdown` ends with the close too.
 //!
 //! Every wait is on an event (the question's answer is released by the test once it has the
 //! prompt's acknowledgement, so the crash comes after it); the bounds are hang guards only.
@@ -162,6 +163,14 @@ async fn a_v2_turn_ends_on_idle_and_a_crash_mid_turn_ends_it_then_the_session_is
         "{why}"
     );
     answers.add_permits(1);
+
+    // Restarted, v2 negotiated again, the session re-attached by a replay.
+    let on_the_way = wait_for(&mut events, |e| {
+        matches!(e, SupervisorEvent::Started { generation: 2, .. })
+    })
+    .await;
+    // The crashed turn, looked at only now: its end is the crash, not the idle state that
+    // ended the new agent's replay of the session.
     let err = bounded("the crashed turn's end", turn.ended())
         .await
         .unwrap_err();
@@ -170,12 +179,6 @@ async fn a_v2_turn_ends_on_idle_and_a_crash_mid_turn_ends_it_then_the_session_is
     };
     assert!(reason.contains("exited with code 70"), "{reason}");
     assert!(reason.contains("crashing mid-answer as asked"), "{reason}");
-
-    // Restarted, v2 negotiated again, the session re-attached by a replay.
-    let on_the_way = wait_for(&mut events, |e| {
-        matches!(e, SupervisorEvent::Started { generation: 2, .. })
-    })
-    .await;
     assert!(
         on_the_way.contains(&SupervisorEvent::SessionReattached {
             session_id: session.to_string(),
@@ -233,4 +236,40 @@ async fn a_v2_turn_ends_on_idle_and_a_crash_mid_turn_ends_it_then_the_session_is
         "You said: after the crash. The write was allowed."
     );
     bounded("the shutdown", agent.shutdown()).await;
+}
+
+/// A v2 turn still running when the supervisor is shut down (its permission question never
+/// answered) ends with the connection's end, not a wait for an idle state that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_v2_turn_running_at_shutdown_ends_with_the_close() {
+    let dir = TempDir::new("supervisor-v2-shutdown");
+    let cmd = AgentCommand::new(acp()).arg("demo-agent");
+    let mut config = SupervisorConfig::new(cmd, s::InitializeRequest::new(ProtocolVersion::V1));
+    config.offer_v2 = true;
+    config.startup_timeout = EVENTUALLY;
+    config.shutdown_grace = std::time::Duration::from_millis(500);
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let never = Arc::new(Semaphore::new(0));
+    let agent = bounded(
+        "the start",
+        SupervisedAgent::start(config, host(seen, never)),
+    )
+    .await
+    .unwrap();
+    let session = bounded(
+        "session/new",
+        agent.new_session(s::NewSessionRequest::new(dir.path())),
+    )
+    .await
+    .unwrap()
+    .session_id;
+    let turn = bounded("the prompt", agent.prompt(prompt(&session, "hello")))
+        .await
+        .unwrap();
+    bounded("the shutdown", agent.shutdown()).await;
+    let err = bounded("the turn's end", turn.ended()).await.unwrap_err();
+    assert!(
+        matches!(err, RpcError::Call(CallError::Closed { .. })),
+        "{err:?}"
+    );
 }

@@ -326,7 +326,10 @@ impl SupervisedAgent {
         #[cfg(feature = "unstable_protocol_v2")]
         if conn.handle().protocol_version() == acp_core::v2::PROTOCOL_VERSION {
             // Watched before it is sent: the turn may end before the answer is read.
-            let watch = self.shared.turns.watch(&request.session_id.0)?;
+            let watch = self
+                .shared
+                .turns
+                .watch(&request.session_id.0, conn.handle())?;
             drop(request);
             let answer = conn.handle().request(method, Some(params), None).await?;
             return Ok(Turn::acknowledged(answer, watch, conn));

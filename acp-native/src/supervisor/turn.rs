@@ -5,6 +5,9 @@
 //! the probe, or shut down) before that update ends with the connection's close reason (its
 //! exit status and stderr tail): never a wait without end.
 //!
+//! A turn is watched on its connection: after a crash, the restarted agent's replay ends with
+//! the session's idle state, which must not pass for the end of the crashed turn.
+//!
 //! Memory: one entry per session with a watched v2 turn, added only by the local caller's
 //! [`SupervisedAgent::prompt`](super::SupervisedAgent::prompt) (one turn per session at a
 //! time) and removed when its [`Turn`] ends or is dropped; what the agent sends never adds one.
@@ -15,11 +18,11 @@ use std::sync::{Arc, Mutex};
 use acp_core::{CallError, RawValue};
 use tokio::sync::oneshot;
 
-use crate::{ClientSideConnection, RpcError};
+use crate::{ClientSideConnection, ConnectionHandle, RpcError};
 
 /// Where a turn's stop reason goes, with the number of its watch (so that a guard removes its
-/// own only).
-type Waiter = (u64, oneshot::Sender<Option<String>>);
+/// own only) and the connection it runs on (only that connection's idle state ends it).
+type Waiter = (u64, ConnectionHandle, oneshot::Sender<Option<String>>);
 
 /// The v2 turns waited for, by session id: each gets its idle `state_update`'s stop reason.
 #[derive(Default)]
@@ -29,11 +32,13 @@ pub(super) struct Turns {
 }
 
 impl Turns {
-    /// Starts waiting for `session`'s end of turn; one turn per session at a time.
+    /// Starts waiting for `session`'s end of turn on `connection`; one turn per session at a
+    /// time.
     #[cfg_attr(not(feature = "unstable_protocol_v2"), allow(dead_code))]
     pub(super) fn watch(
         self: &Arc<Self>,
         session: &str,
+        connection: &ConnectionHandle,
     ) -> Result<(oneshot::Receiver<Option<String>>, WatchGuard), RpcError> {
         let mut waiting = self.waiting.lock().expect("not poisoned");
         if waiting.contains_key(session) {
@@ -46,7 +51,7 @@ impl Turns {
         let number = self
             .watches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        waiting.insert(session.to_string(), (number, tx));
+        waiting.insert(session.to_string(), (number, connection.clone(), tx));
         let guard = WatchGuard {
             turns: self.clone(),
             session: session.to_string(),
@@ -55,11 +60,18 @@ impl Turns {
         Ok((rx, guard))
     }
 
-    /// `session`'s turn ended (an idle `state_update`, handled by the host's service).
+    /// `session`'s idle `state_update` came on `connection` (and the host's service handled
+    /// it): the end of the turn watched there, if any.
     #[cfg_attr(not(feature = "unstable_protocol_v2"), allow(dead_code))]
-    fn ended(&self, session: &str, stop_reason: Option<String>) {
-        let waiter = self.waiting.lock().expect("not poisoned").remove(session);
-        if let Some((_, tx)) = waiter {
+    fn ended(&self, session: &str, connection: &ConnectionHandle, stop_reason: Option<String>) {
+        let mut waiting = self.waiting.lock().expect("not poisoned");
+        if !waiting
+            .get(session)
+            .is_some_and(|(_, on, _)| on.same_connection(connection))
+        {
+            return;
+        }
+        if let Some((_, _, tx)) = waiting.remove(session) {
             let _ = tx.send(stop_reason);
         }
     }
@@ -89,7 +101,7 @@ impl Drop for WatchGuard {
         // Only its own: after its end, the session's next turn may be waited for already.
         if waiting
             .get(&self.session)
-            .is_some_and(|(n, _)| *n == self.number)
+            .is_some_and(|(n, _, _)| *n == self.number)
         {
             waiting.remove(&self.session);
         }
@@ -259,13 +271,13 @@ mod watched {
         }
 
         fn call(&mut self, req: Incoming) -> Self::Future {
-            let end = idle_of(&self.turns, &req);
+            let end = idle_of(&self.turns, &req).map(|end| (end, req.peer.clone()));
             let handled = self.inner.call(req);
             let turns = self.turns.clone();
             Box::pin(async move {
                 let out = handled.await;
-                if let Some((session, stop)) = end {
-                    turns.ended(&session, stop);
+                if let Some(((session, stop), connection)) = end {
+                    turns.ended(&session, &connection, stop);
                 }
                 out
             })
@@ -277,30 +289,45 @@ mod watched {
 mod tests {
     use super::*;
 
-    #[test]
-    fn one_watched_turn_per_session_and_a_dropped_turn_is_forgotten() {
+    /// A client connection over an in-memory pipe (its peer's end dropped: never used).
+    fn connection() -> ConnectionHandle {
+        let ((r, w), _peer) = crate::transport::duplex(1024);
+        let config = crate::DriverConfig::new(acp_core::Role::Client);
+        ClientSideConnection::connect(r, w, crate::Router::new(), config)
+            .handle()
+            .clone()
+    }
+
+    #[tokio::test]
+    async fn one_watched_turn_per_session_and_a_dropped_turn_is_forgotten() {
+        let (a, b) = (connection(), connection());
         let turns = Arc::new(Turns::default());
-        let (mut rx, guard) = turns.watch("s1").unwrap();
-        let Err(RpcError::Other(why)) = turns.watch("s1") else {
+        let (mut rx, guard) = turns.watch("s1", &a).unwrap();
+        let Err(RpcError::Other(why)) = turns.watch("s1", &a) else {
             panic!("a second turn in s1 was watched");
         };
         assert!(why.contains("already running in session s1"), "{why}");
-        let other = turns.watch("s2").unwrap();
+        let other = turns.watch("s2", &a).unwrap();
         assert_eq!(turns.len(), 2);
         // An end for a session nobody waits for adds nothing.
-        turns.ended("s3", None);
+        turns.ended("s3", &a, None);
         assert_eq!(turns.len(), 2);
-        turns.ended("s1", Some("end_turn".into()));
+        // The session's idle state on another connection (a restarted agent's replay) does
+        // not end the turn watched on the first.
+        turns.ended("s1", &b, None);
+        assert!(rx.try_recv().is_err());
+        assert_eq!(turns.len(), 2);
+        turns.ended("s1", &a, Some("end_turn".into()));
         assert_eq!(rx.try_recv().unwrap().as_deref(), Some("end_turn"));
         // The session's next turn, watched before the ended one is let go, stays watched.
-        let next = turns.watch("s1").unwrap();
+        let next = turns.watch("s1", &b).unwrap();
         drop(guard);
         assert_eq!(turns.len(), 2);
         drop(next);
         drop(other);
         assert_eq!(turns.len(), 0);
         // Free again.
-        drop(turns.watch("s1").unwrap());
+        drop(turns.watch("s1", &a).unwrap());
         assert_eq!(turns.len(), 0);
     }
 
