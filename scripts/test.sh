@@ -62,11 +62,12 @@ step unstable-native cargo test --locked -p acp-native --features unstable --tes
 step unstable-cli cargo test --locked -p acp-cli --features unstable --test cli_unstable
 # ACP v2 (draft), feature `unstable_protocol_v2` (off in the steps above): the engine's rules and
 # the v2-* vectors, the driver's vector replay, the thread's v2 folding and the session engine's
-# (every client case table, session_v2.json included), the demo agent and `acp chat` over v2
-# (one build), and their lints.
+# (every client case table, session_v2.json included), the supervisor (a v1 agent offered v2),
+# the demo agent, `acp chat` and `SupervisedAgent` over v2, v2 over the remote transports (one
+# build), and their lints.
 step v2-core cargo test --locked -p acp-core -p acp-client --features acp-core/unstable_protocol_v2,acp-client/unstable_protocol_v2 --lib --test vectors --test v2_rules --test cases
-step v2-native cargo test --locked -p acp-native --features unstable_protocol_v2 --test host_vectors
-step v2-demo-agent cargo test --locked -p acp-cli --features unstable_protocol_v2 --bin acp --test demo_agent_v2 --test chat_v2
+step v2-native cargo test --locked -p acp-native --features unstable_protocol_v2 --lib --test host_vectors --test host_v2 --test supervisor
+step v2-demo-agent cargo test --locked -p acp-cli --features unstable_protocol_v2 --bin acp --test demo_agent_v2 --test chat_v2 --test supervisor_v2 --test remote_v2
 step v2-clippy cargo clippy --locked -p acp-core -p acp-client -p acp-native -p acp-cli -p acp-wasm --all-targets --features acp-core/unstable_protocol_v2,acp-client/unstable_protocol_v2,acp-native/unstable_protocol_v2,acp-cli/unstable_protocol_v2,acp-wasm/client,acp-wasm/unstable_protocol_v2 -- -D warnings
 step wasm scripts/test-wasm.sh
 step browser scripts/test-browser.sh

@@ -208,6 +208,74 @@ async fn crash_and_restart(fx: &Fixture, mode: &str) -> (SupervisedAgent, Vec<Su
     (agent, skipped)
 }
 
+/// `SupervisedAgent::prompt` on v1: a crash before the answer fails it with the exit report;
+/// after the restart the answer ends the turn with its stop reason.
+#[tokio::test]
+async fn a_v1_turn_through_the_supervisor_ends_with_its_answer_or_the_crash() {
+    let fx = Fixture::new("turn-v1");
+    let agent = SupervisedAgent::start(fx.config("resume"), Router::new())
+        .await
+        .unwrap();
+    let mut events = agent.subscribe();
+    agent
+        .new_session(s::NewSessionRequest::new("/tmp"))
+        .await
+        .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(30), agent.prompt(prompt("sess-1")))
+        .await
+        .expect("a crashed agent's turn fails at once")
+        .err()
+        .expect("the turn failed");
+    let RpcError::Call(CallError::Closed { reason }) = &err else {
+        panic!("expected Closed, got {err:?}");
+    };
+    assert!(reason.contains("exited with code 3"), "{reason}");
+    wait_for(&mut events, |e| {
+        matches!(e, SupervisorEvent::Started { generation: 2, .. })
+    })
+    .await;
+    assert_eq!(agent.protocol_version(), Some(1));
+    let turn = agent.prompt(prompt("sess-1")).await.unwrap();
+    let answer: serde_json::Value = serde_json::from_str(turn.answer().get()).unwrap();
+    assert_eq!(answer, serde_json::json!({"stopReason": "end_turn"}));
+    assert_eq!(turn.ended().await.unwrap().as_deref(), Some("end_turn"));
+    agent.shutdown().await;
+}
+
+/// With the v2 offer on (feature `unstable_protocol_v2`), a v1 agent (it answers 1) is
+/// supervised as v1: every start negotiates v1 and its session is resumed the v1 way (a v2
+/// resume would ask for a replay, which this agent does not send).
+#[cfg(feature = "unstable_protocol_v2")]
+#[tokio::test]
+async fn a_v1_agent_offered_v2_stays_v1_across_a_restart() {
+    let fx = Fixture::new("offer-v2");
+    let mut config = fx.config("resume");
+    config.offer_v2 = true;
+    let agent = SupervisedAgent::start(config, Router::new()).await.unwrap();
+    assert_eq!(agent.protocol_version(), Some(1));
+    let mut events = agent.subscribe();
+    agent
+        .new_session(s::NewSessionRequest::new("/tmp"))
+        .await
+        .unwrap();
+    prompt_fails_with_exit_report(&agent).await;
+    let (_, skipped) = wait_for(&mut events, |e| {
+        matches!(e, SupervisorEvent::Started { .. })
+    })
+    .await;
+    assert!(
+        skipped.contains(&SupervisorEvent::SessionReattached {
+            session_id: "sess-1".into(),
+            method: "session/resume",
+        }),
+        "{skipped:?}"
+    );
+    assert_eq!(agent.protocol_version(), Some(1));
+    let turn = agent.prompt(prompt("sess-1")).await.unwrap();
+    assert_eq!(turn.ended().await.unwrap().as_deref(), Some("end_turn"));
+    agent.shutdown().await;
+}
+
 #[tokio::test]
 async fn load_is_used_when_resume_is_not_advertised() {
     let fx = Fixture::new("load");

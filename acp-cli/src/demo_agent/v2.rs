@@ -7,7 +7,8 @@
 //! message's id, then a turn in notifications — the echoed `user_message`, `running`, a
 //! `tool_call_update` and a permission question (`requires_action` while it waits), the answer
 //! streamed as `agent_message_chunk`s, and an idle `state_update` with the stop reason;
-//! `session/cancel` ends the turn with an idle `cancelled`; a prompt's `idempotencyKey` seen
+//! `session/cancel` ends the turn with an idle `cancelled`; a prompt containing `#crash` exits
+//! with code 70 once its permission question is answered (mid-turn, for crash handling); a prompt's `idempotencyKey` seen
 //! before in the session (a client's retry) is answered with the original message's id and
 //! starts nothing (v2: agents that advertise `session` must support the key; acp-core already
 //! refused malformed keys); `session/resume` with `replayFrom`
@@ -326,6 +327,12 @@ impl DemoAgent {
         if cancel.is_cancelled() {
             update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "failed"})).await;
             return None;
+        }
+        if text.contains("#crash") {
+            // For clients' crash handling (as v1's `#crash`): mid-turn, the prompt
+            // acknowledged and the question answered, a line on stderr and exit code 70.
+            eprintln!("acp demo-agent: crashing mid-answer as asked (#crash)");
+            std::process::exit(70);
         }
         let allowed = answer
             .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())

@@ -38,6 +38,8 @@ use crate::thread::{Applied, BadUpdate, Limits, NoticeLevel, ReadUpdate, ReplayV
 
 pub use open::{reopen, AgentFacts, Open};
 pub use title::{list_title, MAX_TITLE_CHARS};
+#[cfg(feature = "unstable_protocol_v2")]
+pub use v2::reopen_v2;
 
 /// Updates held while a new session's id is not known yet (the agent may send some before it
 /// answers `session/new`): at most this many…

@@ -173,3 +173,22 @@ fn a_v2_replay_into_the_conversation_held_adds_only_what_it_lacks() {
         ]
     );
 }
+
+/// The v2 reopen a supervisor uses after a restart: a replay wherever v1 would resume or load,
+/// nothing where v1 can do neither.
+#[cfg(feature = "unstable_protocol_v2")]
+#[test]
+fn reopen_v2_replays_where_v1_would_resume_or_load() {
+    let v2 = AgentFacts::read(r#"{"protocolVersion":2,"info":{"name":"demo"},"capabilities":{}}"#)
+        .unwrap();
+    for holds in [true, false] {
+        assert_eq!(
+            super::reopen_v2(&v2, "s1", holds),
+            Some(Open::Replay {
+                session_id: "s1".into()
+            })
+        );
+    }
+    let neither = AgentFacts::read(r#"{"protocolVersion":1,"agentCapabilities":{}}"#).unwrap();
+    assert_eq!(super::reopen_v2(&neither, "s1", true), None);
+}

@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::{Held, Open, Phase, Routed, Session, MAX_HELD_BYTES, MAX_HELD_UPDATES};
+use super::{AgentFacts, Held, Open, Phase, Routed, Session, MAX_HELD_BYTES, MAX_HELD_UPDATES};
 use crate::thread::{BadUpdate, ReplayView, V2Head};
 
 /// Whether an `initialize` answer (JSON text) settled on v2 (acp-core accepts it only when
@@ -30,6 +30,14 @@ pub(super) fn reopen(open: Open) -> Open {
         Open::Load { session_id } | Open::Resume { session_id } => Open::Replay { session_id },
         open => open,
     }
+}
+
+/// How a session is reopened by id on a v2 connection, as the engine reopens it after a
+/// restart: [`reopen`](super::reopen)'s decision carried to v2 ([`Open::Replay`] wherever v1
+/// would resume or load; `None` when it would do neither). acp-native's `SupervisedAgent`
+/// re-attaches its sessions to a restarted v2 agent with it.
+pub fn reopen_v2(facts: &AgentFacts, id: &str, holds_conversation: bool) -> Option<Open> {
+    super::open::reopen(facts, id, holds_conversation).map(reopen)
 }
 
 /// The update kind that ends a v2 replay.

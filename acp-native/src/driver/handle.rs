@@ -40,6 +40,11 @@ impl ConnectionHandle {
         self.shared.role
     }
 
+    /// Whether both handles drive the same connection.
+    pub(crate) fn same_connection(&self, other: &ConnectionHandle) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// Sends a request and awaits its result. `timeout` is an engine deadline: when it passes
     /// the call fails with [`CallError::TimedOut`] and the peer is sent `$/cancel_request`.
     /// Dropping the future before it completes cancels the request the same way.

@@ -522,6 +522,9 @@ where
 
     /// Drains the engine's events and output (the drain rule).
     fn drain(&mut self) {
+        // Published before the events are handed over: a caller given the `initialize`
+        // answer reads the version and capabilities it settled (`protocol_version`).
+        self.publish_caps();
         while let Some(ev) = self.conn.poll_event() {
             self.on_event(ev);
         }

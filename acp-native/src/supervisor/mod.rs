@@ -7,6 +7,14 @@
 //! Every pending call of a crashed agent fails at once with its exit status and stderr tail
 //! (that is [`crate::transport::spawn_agent`]'s close reason); callers then ask
 //! [`SupervisedAgent::connection`] for the next one, which waits while a restart is under way.
+//! [`SupervisedAgent::prompt`] runs a turn to its end on either protocol version
+//! (`turn.rs`): a crash mid-turn ends it with the same report.
+//!
+//! ACP v2 (draft, feature `unstable_protocol_v2`, with `SupervisorConfig::offer_v2`): every
+//! start offers v2 in `initialize` and the agent picks (a v1 agent stays v1 in every respect);
+//! on a v2 connection a session is re-attached with `session/resume` replaying from the start
+//! (`v2.rs`), and a turn, acknowledged by its `session/prompt` answer, ends with the session's
+//! idle `state_update` — or, if the agent's connection ends first, with its close reason.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -23,6 +31,14 @@ use crate::driver::{DriverConfig, Incoming, RpcError};
 use crate::process::{AgentCommand, CrashBudget, RestartDecision, RestartPolicy};
 use crate::transport::{spawn_agent, AgentChild};
 use crate::ClientSideConnection;
+
+mod turn;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2;
+
+pub use turn::Turn;
+#[cfg(feature = "unstable_protocol_v2")]
+use turn::Turns;
 
 /// The optional responsiveness probe: every `interval`, an extension request
 /// (`_acp-rs/ping`) must be answered within `timeout`. Any answer counts, an error too (most
@@ -54,6 +70,11 @@ pub struct SupervisorConfig {
     /// For shutdown and for stopping a hung agent: stdin closed, then SIGTERM, then SIGKILL,
     /// each after this long. 2 s.
     pub shutdown_grace: Duration,
+    /// ACP v2 (draft): offer protocol version 2 in every `initialize` (the agent picks; a v1
+    /// agent answers 1). The host's service then gets v2's messages from a v2 agent. Off by
+    /// default.
+    #[cfg(feature = "unstable_protocol_v2")]
+    pub offer_v2: bool,
 }
 
 impl SupervisorConfig {
@@ -68,6 +89,8 @@ impl SupervisorConfig {
             restart: Some(RestartPolicy::default()),
             probe: None,
             shutdown_grace: Duration::from_secs(2),
+            #[cfg(feature = "unstable_protocol_v2")]
+            offer_v2: false,
         }
     }
 }
@@ -160,6 +183,8 @@ struct Running {
     connection: ClientSideConnection,
     child: Arc<AgentChild>,
     initialize: s::InitializeResponse,
+    /// The `initialize` answer as the agent sent it (a v2 answer's fields too).
+    initialize_raw: Box<RawValue>,
     generation: u64,
 }
 
@@ -176,6 +201,9 @@ struct Supervision {
     sessions: Mutex<Vec<TrackedSession>>,
     events: broadcast::Sender<SupervisorEvent>,
     stop: CancellationToken,
+    /// The v2 turns waited for (`turn.rs`).
+    #[cfg(feature = "unstable_protocol_v2")]
+    turns: Arc<Turns>,
 }
 
 impl Supervision {
@@ -209,6 +237,13 @@ impl SupervisedAgent {
             + 'static,
         S::Future: Send + 'static,
     {
+        #[cfg(feature = "unstable_protocol_v2")]
+        let turns = Arc::new(Turns::default());
+        #[cfg(feature = "unstable_protocol_v2")]
+        let service = turn::Watched {
+            inner: service,
+            turns: turns.clone(),
+        };
         let running = launch(&config, service.clone(), 1).await?;
         let (events, _) = broadcast::channel(256);
         let shared = Arc::new(Supervision {
@@ -216,6 +251,8 @@ impl SupervisedAgent {
             sessions: Mutex::new(Vec::new()),
             events,
             stop: CancellationToken::new(),
+            #[cfg(feature = "unstable_protocol_v2")]
+            turns,
         });
         shared.emit(SupervisorEvent::Started {
             pid: running.child.pid(),
@@ -252,6 +289,54 @@ impl SupervisedAgent {
             State::Running(r) => Some(r.initialize.clone()),
             _ => None,
         }
+    }
+
+    /// The current agent's `initialize` answer as it sent it (a v2 agent's `info` and
+    /// `capabilities` included).
+    pub fn initialize_answer(&self) -> Option<Box<RawValue>> {
+        match &*self.shared.state.borrow() {
+            State::Running(r) => Some(r.initialize_raw.clone()),
+            _ => None,
+        }
+    }
+
+    /// The protocol version the current agent's `initialize` settled on: 1, or 2 with the
+    /// feature `unstable_protocol_v2` when `SupervisorConfig::offer_v2` was on and the agent
+    /// took it. `None` while no agent runs.
+    pub fn protocol_version(&self) -> Option<u16> {
+        match &*self.shared.state.borrow() {
+            State::Running(r) => Some(r.connection.handle().protocol_version()),
+            _ => None,
+        }
+    }
+
+    /// Starts a prompt turn on the current agent (waiting while a restart is under way):
+    /// `session/prompt` is sent and its answer awaited. On ACP v1 the answer ends the turn; on
+    /// v2 it acknowledges the prompt and [`Turn::ended`] waits for the session's idle
+    /// `state_update`. A crash before the answer fails this with [`CallError::Closed`] and the
+    /// exit report; a crash after it fails [`Turn::ended`] the same way. One turn per session
+    /// at a time (a second prompt in a session whose v2 turn runs is an error).
+    pub async fn prompt(&self, request: s::PromptRequest) -> Result<Turn, RpcError> {
+        let conn = self
+            .connection()
+            .await
+            .map_err(|e| RpcError::Other(e.to_string()))?;
+        let params = crate::driver::to_raw(&request)?;
+        let method = acp_core::acp::agent::SESSION_PROMPT;
+        #[cfg(feature = "unstable_protocol_v2")]
+        if conn.handle().protocol_version() == acp_core::v2::PROTOCOL_VERSION {
+            // Watched before it is sent: the turn may end before the answer is read.
+            let watch = self
+                .shared
+                .turns
+                .watch(&request.session_id.0, conn.handle())?;
+            drop(request);
+            let answer = conn.handle().request(method, Some(params), None).await?;
+            return Ok(Turn::acknowledged(answer, watch, conn));
+        }
+        drop(request);
+        let answer = conn.handle().request(method, Some(params), None).await?;
+        Ok(Turn::answered(answer))
     }
 
     /// The pid of the current agent process.
@@ -327,15 +412,13 @@ where
     let (connection, child) = spawn_agent(&config.command, service, config.driver.clone())
         .map_err(|e| format!("could not start the agent: {e}"))?;
     let child = Arc::new(child);
-    let init = connection
-        .with_timeout(config.startup_timeout)
-        .initialize(config.initialize.clone())
-        .await;
+    let init = initialize(&connection, config).await;
     match init {
-        Ok(initialize) => Ok(Running {
+        Ok((initialize, initialize_raw)) => Ok(Running {
             connection,
             child,
             initialize,
+            initialize_raw,
             generation,
         }),
         Err(e) => {
@@ -353,6 +436,28 @@ where
             Err(why)
         }
     }
+}
+
+/// `initialize` within the start-up deadline: the configured request, offering v2 when asked.
+async fn initialize(
+    connection: &ClientSideConnection,
+    config: &SupervisorConfig,
+) -> Result<(s::InitializeResponse, Box<RawValue>), RpcError> {
+    let conn = connection.with_timeout(config.startup_timeout);
+    #[cfg(feature = "unstable_protocol_v2")]
+    if config.offer_v2 {
+        let method = acp_core::acp::agent::INITIALIZE;
+        let raw = conn
+            .handle()
+            .request(
+                method,
+                Some(v2::offer(&config.initialize)?),
+                Some(config.startup_timeout),
+            )
+            .await?;
+        return Ok((crate::driver::decode(method, &raw)?, raw));
+    }
+    conn.initialize_with_raw(config.initialize.clone()).await
 }
 
 /// Resolves when the probe finds the agent silent (never, without a probe).
@@ -485,19 +590,36 @@ fn give_up(shared: &Supervision, reason: String) {
 /// Re-attaches every tracked session to a fresh agent, as acp-client's
 /// [`acp_client::session::reopen`] decides for a host that holds the conversation:
 /// `session/resume` when advertised (no replay), else `session/load` (the replay goes to the
-/// service as `session/update`s, before the answer), else the session is reported lost.
+/// service as `session/update`s, before the answer), else the session is reported lost. On a
+/// v2 connection, as the session engine reopens (`reopen_v2`): `session/resume` replaying from
+/// the start (`v2.rs`).
 async fn reattach(shared: &Supervision, running: &Running) {
     use acp_client::session::{reopen, AgentFacts, Open};
     let sessions = shared.sessions.lock().expect("not poisoned").clone();
-    let facts = serde_json::to_string(&running.initialize)
-        .map_err(|e| e.to_string())
-        .and_then(|init| AgentFacts::read(&init));
+    let facts = AgentFacts::read(running.initialize_raw.get());
+    #[cfg(feature = "unstable_protocol_v2")]
+    let v2 = running.connection.handle().protocol_version() == acp_core::v2::PROTOCOL_VERSION;
     for t in sessions {
         let open = match &facts {
+            #[cfg(feature = "unstable_protocol_v2")]
+            Ok(facts) if v2 => acp_client::session::reopen_v2(facts, &t.id.0, true),
             Ok(facts) => reopen(facts, &t.id.0, true),
             Err(_) => None,
         };
         let outcome = match open {
+            #[cfg(feature = "unstable_protocol_v2")]
+            Some(open @ Open::Replay { .. }) => {
+                let params = v2::replay_params(&t.id, &t.cwd, &t.mcp_servers);
+                match params {
+                    Ok(params) => running
+                        .connection
+                        .handle()
+                        .request(open.method(), Some(params), None)
+                        .await
+                        .map(|_| open.method()),
+                    Err(e) => Err(e),
+                }
+            }
             Some(Open::Resume { .. }) => {
                 let req = s::ResumeSessionRequest::new(t.id.clone(), t.cwd.clone())
                     .mcp_servers(t.mcp_servers.clone());
@@ -516,13 +638,15 @@ async fn reattach(shared: &Supervision, running: &Running) {
                     .await
                     .map(|_| "session/load")
             }
-            // `reopen` names a v2 replay never (it is the session engine's, on a v2 connection).
+            // `reopen` names a v2 replay never (`reopen_v2` does, on a v2 connection).
+            #[cfg(not(feature = "unstable_protocol_v2"))]
             Some(Open::New | Open::Replay { .. }) | None => {
-                shared.emit(SupervisorEvent::SessionLost {
-                    session_id: t.id.to_string(),
-                    reason: "the agent supports neither session/resume nor session/load".into(),
-                });
-                shared.forget(&t.id);
+                lost(shared, &t);
+                continue;
+            }
+            #[cfg(feature = "unstable_protocol_v2")]
+            Some(Open::New) | None => {
+                lost(shared, &t);
                 continue;
             }
         };
@@ -540,4 +664,13 @@ async fn reattach(shared: &Supervision, running: &Running) {
             }
         }
     }
+}
+
+/// A session the new agent can neither resume nor load: reported and forgotten.
+fn lost(shared: &Supervision, t: &TrackedSession) {
+    shared.emit(SupervisorEvent::SessionLost {
+        session_id: t.id.to_string(),
+        reason: "the agent supports neither session/resume nor session/load".into(),
+    });
+    shared.forget(&t.id);
 }
