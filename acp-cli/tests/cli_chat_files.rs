@@ -2,8 +2,9 @@
 //! `@path` completed with Tab and sent as the agent's capabilities allow, `/attach` (a text
 //! file, an image, a path outside the session directory refused), `/diff` and `/undo` of the
 //! agent's writes (a created file removed, a changed file put back, refused after a change
-//! made outside), and a prompt typed during a turn queued, dropped by Ctrl-C, sent after it,
-//! and a line half typed when a turn ends found on the input line.
+//! made outside), and a prompt typed during a turn queued and sent after it (`/queue` lists it), held
+//! after Ctrl-C until the user sends (Enter, or a new prompt behind it), edits or drops it, the
+//! queue's limit said, and a line half typed when a turn ends found on the input line.
 //!
 //! The demo agent names what it is sent (`[resource file:///… (N characters)]`, `[image
 //! image/png, N bytes]`) and writes `acp-demo.txt` every turn (`--yes` allows it). A turn is
@@ -151,71 +152,196 @@ fn undo_reverts_the_last_turns_writes_and_refuses_after_an_outside_change() {
     tmux.wait_for("acp exited with 0");
 }
 
-/// Lets the `cat gate` the demo agent runs end.
+/// Lets the `cat GATE` the demo agent runs end.
 fn open_gate(gate: &std::path::Path) {
     // The reader (cat) has the FIFO open: this open does not block for long.
     std::fs::write(gate, "open\n").unwrap();
+}
+
+/// A FIFO `name` in `dir` for a turn to wait on (`` `cat NAME` ``): one a turn, so a cancelled
+/// turn's `cat` cannot take what the next one waits for.
+fn gate(dir: &TempDir, name: &str) -> std::path::PathBuf {
+    let gate = dir.join(name);
+    let made = Command::new("mkfifo").arg(&gate).status().expect("mkfifo");
+    assert!(made.success());
+    gate
+}
+
+/// Starts a turn held by `` `cat NAME` `` (the `nth` such turn of the chat) and waits until it
+/// runs.
+fn hold(tmux: &tmux::Tmux, name: &str, nth: usize) {
+    tmux.keys(&[&format!("hold `cat {name}`"), "Enter"]);
+    tmux.wait(&format!("turn {nth} running `cat {name}`"), |s| {
+        s.contains(&format!("Run `cat {name}` · in_progress"))
+    });
 }
 
 #[test]
 fn a_prompt_typed_during_a_turn_is_queued_and_sent_after_it() {
     need_tmux!("a_prompt_typed_during_a_turn_is_queued_and_sent_after_it");
     let dir = TempDir::new("tmux-queue");
-    let gate = dir.join("gate");
-    let made = Command::new("mkfifo").arg(&gate).status().expect("mkfifo");
-    assert!(made.success());
+    let first = gate(&dir, "gate");
     let tmux = start_chat("queue", dir.path(), "--yes");
     tmux.wait_for("type a prompt");
     tmux.wait_prompt();
-    tmux.keys(&["hold `cat gate`", "Enter"]);
-    tmux.wait_for("Run `cat gate` · in_progress");
+    hold(&tmux, "gate", 1);
 
-    // Typed during the turn: queued, not lost; the first Ctrl-C drops the queue only.
+    // Typed during the turn: queued, not lost; `/queue` is done at once (not queued).
     tmux.keys(&["queued one", "Enter"]);
-    tmux.wait_for("queued: queued one (sent when the turn ends");
-    tmux.keys(&["C-c"]);
-    tmux.wait_for("dropped 1 queued prompt(s); the turn goes on");
+    tmux.wait_for("queued: queued one (sent when the turn ends; 1 waiting");
     tmux.keys(&["queued two", "Enter"]);
-    tmux.wait_for("queued: queued two");
-    open_gate(&gate);
+    tmux.wait_for("queued: queued two (sent when the turn ends; 2 waiting");
+    tmux.keys(&["/queue", "Enter"]);
+    tmux.wait_for("2 queued prompts (sent one by one when the turn ends;");
+    tmux.wait_for("  1. queued one\n  2. queued two\n");
+    open_gate(&first);
 
-    // The turn ends as it would have; then the queued prompt is sent.
+    // The turn ends as it would have; then the queued prompts are sent, one per turn, in order.
+    tmux.wait_for("sending the queued prompt: queued one");
     tmux.wait_for("sending the queued prompt: queued two");
-    tmux.wait_for("You said: \"queued two\"");
-    tmux.wait("the queued turn's end", |s| {
-        s.matches("I wrote acp-demo.txt").count() == 2
+    tmux.wait("both queued turns answered, in order", |s| {
+        match (
+            s.find("You said: \"queued one\""),
+            s.find("You said: \"queued two\""),
+        ) {
+            (Some(one), Some(two)) => one < two,
+            _ => false,
+        }
     });
     tmux.wait_prompt();
     let screen = tmux.pane();
-    assert!(!screen.contains("You said: \"queued one\""), "{screen}");
-    assert!(!screen.contains("cancelling the turn"), "{screen}");
+    assert!(!screen.contains("You said: \"/queue"), "{screen}");
 
     // A line still being typed when the turn ends is not lost: the line editor has it.
-    tmux.keys(&["hold again `cat gate`", "Enter"]);
-    tmux.wait("the second hold", |s| {
-        s.matches("Run `cat gate` · in_progress").count() == 2
-    });
+    let half = gate(&dir, "half");
+    hold(&tmux, "half", 2);
     tmux.keys(&["half a line"]);
     tmux.wait_for("half a line");
-    open_gate(&gate);
+    open_gate(&half);
     tmux.wait("the half line on the input line", |s| {
         s.trim_end().lines().last() == Some("> half a line")
     });
     tmux.keys(&[" done", "Enter"]);
     tmux.wait_for("You said: \"half a line done\"");
-    tmux.wait("the turn's end", |s| {
-        s.matches("I wrote acp-demo.txt").count() == 4
-    });
     tmux.wait_prompt();
 
     // With nothing queued, Ctrl-C cancels the turn as before.
-    tmux.keys(&["hold once more `cat gate`", "Enter"]);
-    tmux.wait("the third hold", |s| {
-        s.matches("Run `cat gate` · in_progress").count() == 3
-    });
+    let _cancelled = gate(&dir, "cancelled");
+    hold(&tmux, "cancelled", 3);
     tmux.keys(&["C-c"]);
-    tmux.wait_for("cancelling the turn");
+    tmux.wait_for("cancelling the turn… (press Ctrl-C again to quit)\n");
+    tmux.wait_for("[turn ended: cancelled]");
+    tmux.wait_prompt();
+    assert!(!tmux.pane().contains("queued prompt held"));
+    tmux.keys(&["C-d"]);
+    tmux.wait_for("acp exited with 0");
+}
+
+#[test]
+fn ctrl_c_holds_the_queue_until_the_user_sends_edits_or_drops_it() {
+    need_tmux!("ctrl_c_holds_the_queue_until_the_user_sends_edits_or_drops_it");
+    let dir = TempDir::new("tmux-held");
+    let tmux = start_chat("held", dir.path(), "--yes");
+    tmux.wait_for("type a prompt");
+    tmux.wait_prompt();
+
+    // Ctrl-C during a turn with prompts queued: the turn is cancelled, the prompts are held
+    // (neither sent nor dropped) and the user is told what to do.
+    let _one = gate(&dir, "one");
+    hold(&tmux, "one", 1);
+    tmux.keys(&["first held", "Enter", "second held", "Enter"]);
+    tmux.wait_for("queued: second held (sent when the turn ends; 2 waiting");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for(
+        "cancelling the turn… (press Ctrl-C again to quit); the 2 queued prompts will be held",
+    );
+    tmux.wait_for("[turn ended: cancelled]");
+    tmux.wait_for(
+        "2 queued prompts held (the turn was cancelled): Enter sends them (one per turn), \
+         /queue lists them, /queue clear drops them",
+    );
+    tmux.wait_prompt();
+    let screen = tmux.pane();
+    assert!(!screen.contains("You said: \"first held"), "{screen}");
+    assert!(!screen.contains("sending the queued prompt"), "{screen}");
+
+    // Looked at and changed at the prompt; a number that names nothing is refused.
+    tmux.keys(&["/queue", "Enter"]);
+    tmux.wait_for("2 queued prompts (held: Enter sends them;");
+    tmux.wait_prompt();
+    tmux.keys(&["/queue drop 5", "Enter"]);
+    tmux.wait_for("/queue drop: no queued prompt 5 (1 to 2; /queue lists them)");
+    tmux.wait_prompt();
+    tmux.keys(&["/queue edit 2 second edited", "Enter"]);
+    tmux.wait_for("queued prompt 2 now says: second edited");
+    tmux.wait_prompt();
+
+    // Enter on the empty line sends them, one per turn, in order.
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("sending the queued prompt: first held");
+    tmux.wait("both held prompts answered, in order", |s| {
+        match (
+            s.find("You said: \"first held\""),
+            s.find("You said: \"second edited\""),
+        ) {
+            (Some(one), Some(two)) => one < two,
+            _ => false,
+        }
+    });
+    tmux.wait_prompt();
+
+    // A new prompt while the queue is held: the held one goes first, the new one after it.
+    let _two = gate(&dir, "two");
+    hold(&tmux, "two", 2);
+    tmux.keys(&["waited", "Enter"]);
+    tmux.wait_for("queued: waited (sent when the turn ends; 1 waiting");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("1 queued prompt held (the turn was cancelled)");
+    tmux.wait_prompt();
+    tmux.keys(&["fresh", "Enter"]);
+    tmux.wait_for("sending the first held prompt: waited (yours waits behind it: 1 queued)");
+    tmux.wait("the held prompt, then the new one", |s| {
+        match (
+            s.find("You said: \"waited\""),
+            s.find("You said: \"fresh\""),
+        ) {
+            (Some(old), Some(new)) => old < new,
+            _ => false,
+        }
+    });
+    tmux.wait_prompt();
+
+    // Over the limit: the queue's own refusal; /queue clear drops what is held.
+    let _three = gate(&dir, "three");
+    hold(&tmux, "three", 3);
+    let lines: Vec<String> = (1..=17).map(|i| format!("p{i}")).collect();
+    let mut keys: Vec<&str> = Vec::new();
+    for line in &lines {
+        keys.extend([line.as_str(), "Enter"]);
+    }
+    tmux.keys(&keys);
+    tmux.wait_for("queued: p16 (sent when the turn ends; 16 waiting");
+    tmux.wait_for("acp: warning: not queued: 16 prompts wait already for the turn to end: p17");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("16 queued prompts held (the turn was cancelled)");
+    tmux.wait_prompt();
+    tmux.keys(&["/queue clear", "Enter"]);
+    tmux.wait_for("dropped 16 queued prompts");
+    tmux.wait_prompt();
+    tmux.keys(&["/queue send", "Enter"]);
+    tmux.wait_for("nothing is queued");
+    tmux.wait_prompt();
+    assert!(!tmux.pane().contains("You said: \"p1\""));
+
+    // Quitting with prompts held says they were not sent.
+    let _four = gate(&dir, "four");
+    hold(&tmux, "four", 4);
+    tmux.keys(&["never sent", "Enter"]);
+    tmux.wait_for("queued: never sent");
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("1 queued prompt held");
     tmux.wait_prompt();
     tmux.keys(&["C-d"]);
+    tmux.wait_for("1 queued prompt not sent (the chat ended)");
     tmux.wait_for("acp exited with 0");
 }
