@@ -377,6 +377,10 @@ impl Chat {
                             Some(q) => q,
                             None => self.ui.permission_question(&ask.request),
                         };
+                        // The terminal is the question's before it is shown: a key pressed
+                        // as soon as it is seen (Ctrl-D, an option) is its answer, never read
+                        // as a line typed ahead (what was typed before is queued).
+                        self.stdin.stop_typing();
                         self.ui.permission_dialog(&question);
                         ask.question = Some(question);
                         turn.open = Some(ask);
