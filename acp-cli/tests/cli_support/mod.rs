@@ -71,6 +71,46 @@ pub fn py_agent(body: &str) -> String {
     format!("{PY_AGENT_HELPERS}{body}")
 }
 
+/// `acp chat ARGS -- python3 agent.py SCENARIO agent.log` in `dir`, the agent being
+/// [`py_agent`]`(body)` (written to `dir/agent.py`; what it reads is logged to `dir/agent.log`).
+pub fn py_chat(
+    dir: &TempDir,
+    args: &[&str],
+    scenario: &str,
+    body: &str,
+    stdin: Option<&str>,
+) -> Run {
+    let script = dir.join("agent.py");
+    std::fs::write(&script, py_agent(body)).unwrap();
+    let log = dir.join("agent.log");
+    let mut all = vec!["chat"];
+    all.extend(args);
+    all.extend([
+        "--",
+        "python3",
+        script.to_str().unwrap(),
+        scenario,
+        log.to_str().unwrap(),
+    ]);
+    run(&all, dir.path(), stdin)
+}
+
+/// The lines of `acp chat --json`'s stdout, each parsed (a line that is not JSON fails).
+pub fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect()
+}
+
+/// The `sessionUpdate` kinds among `acp chat --json` lines, in order.
+pub fn update_kinds(lines: &[serde_json::Value]) -> Vec<&str> {
+    lines
+        .iter()
+        .filter_map(|l| l["update"]["sessionUpdate"].as_str())
+        .collect()
+}
+
 /// A temporary directory, removed on drop; canonical path.
 pub struct TempDir(PathBuf);
 
@@ -194,6 +234,13 @@ impl Running {
             stderr,
             started: Instant::now(),
         }
+    }
+
+    /// Ctrl-C: SIGINT to `acp`.
+    #[cfg(unix)]
+    pub fn interrupt(&self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
     }
 
     pub fn stdout(&self) -> String {
