@@ -16,10 +16,11 @@ mod cli_support;
 #[path = "cli_support/tmux.rs"]
 mod tmux;
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use cli_support::TempDir;
-use tmux::{ensure_tmux, start_chat};
+use tmux::{ensure_tmux, start_chat, Tmux};
 
 macro_rules! need_tmux {
     ($name:literal) => {
@@ -158,63 +159,77 @@ fn open_gate(gate: &std::path::Path) {
     std::fs::write(gate, "open\n").unwrap();
 }
 
-/// A FIFO `name` in `dir` for a turn to wait on (`` `cat NAME` ``): one a turn, so a cancelled
-/// turn's `cat` cannot take what the next one waits for.
-fn gate(dir: &TempDir, name: &str) -> std::path::PathBuf {
+/// Starts a turn held by `` `cat NAME` ``, NAME a new FIFO in `dir` (one a turn, so a cancelled
+/// turn's `cat` cannot take what the next one waits for), and waits until it runs; returns the
+/// FIFO ([`open_gate`] ends the turn).
+fn hold(tmux: &Tmux, dir: &TempDir, name: &str) -> PathBuf {
     let gate = dir.join(name);
     let made = Command::new("mkfifo").arg(&gate).status().expect("mkfifo");
     assert!(made.success());
+    tmux.keys(&[&format!("hold `cat {name}`"), "Enter"]);
+    tmux.wait_for(&format!("Run `cat {name}` · in_progress"));
     gate
 }
 
-/// Starts a turn held by `` `cat NAME` `` (the `nth` such turn of the chat) and waits until it
-/// runs.
-fn hold(tmux: &tmux::Tmux, name: &str, nth: usize) {
-    tmux.keys(&[&format!("hold `cat {name}`"), "Enter"]);
-    tmux.wait(&format!("turn {nth} running `cat {name}`"), |s| {
-        s.contains(&format!("Run `cat {name}` · in_progress"))
-    });
+/// Types `lines` during the running turn and waits until the last is queued (`n` waiting).
+fn type_ahead(tmux: &Tmux, lines: &[&str], n: usize) {
+    let mut keys = Vec::new();
+    for line in lines {
+        keys.extend([*line, "Enter"]);
+    }
+    tmux.keys(&keys);
+    let last = lines.last().expect("a line");
+    tmux.wait_for(&format!(
+        "queued: {last} (sent when the turn ends; {n} waiting"
+    ));
+}
+
+/// Ctrl-C during the turn: it is cancelled and the `n` queued prompts are held (one more such
+/// notice than before); returns at the input prompt.
+fn cancel_holding(tmux: &Tmux, n: usize) {
+    let held = format!(
+        "{n} queued prompt{} held (the turn was cancelled)",
+        if n == 1 { "" } else { "s" }
+    );
+    let before = tmux.pane().matches(&held).count();
+    tmux.keys(&["C-c"]);
+    tmux.wait(&held, |s| s.matches(&held).count() == before + 1);
+    tmux.wait_prompt();
 }
 
 #[test]
 fn a_prompt_typed_during_a_turn_is_queued_and_sent_after_it() {
     need_tmux!("a_prompt_typed_during_a_turn_is_queued_and_sent_after_it");
     let dir = TempDir::new("tmux-queue");
-    let first = gate(&dir, "gate");
     let tmux = start_chat("queue", dir.path(), "--yes");
     tmux.wait_for("type a prompt");
     tmux.wait_prompt();
-    hold(&tmux, "gate", 1);
+    let first = hold(&tmux, &dir, "gate");
 
     // Typed during the turn: queued, not lost; `/queue` is done at once (not queued).
-    tmux.keys(&["queued one", "Enter"]);
-    tmux.wait_for("queued: queued one (sent when the turn ends; 1 waiting");
-    tmux.keys(&["queued two", "Enter"]);
-    tmux.wait_for("queued: queued two (sent when the turn ends; 2 waiting");
+    type_ahead(&tmux, &["queued one"], 1);
+    type_ahead(&tmux, &["queued two"], 2);
     tmux.keys(&["/queue", "Enter"]);
     tmux.wait_for("2 queued prompts (sent one by one when the turn ends;");
     tmux.wait_for("  1. queued one\n  2. queued two\n");
     open_gate(&first);
 
     // The turn ends as it would have; then the queued prompts are sent, one per turn, in order.
-    tmux.wait_for("sending the queued prompt: queued one");
-    tmux.wait_for("sending the queued prompt: queued two");
-    tmux.wait("both queued turns answered, in order", |s| {
-        match (
-            s.find("You said: \"queued one\""),
-            s.find("You said: \"queued two\""),
-        ) {
-            (Some(one), Some(two)) => one < two,
-            _ => false,
-        }
-    });
+    tmux.wait_in_order(
+        "both queued turns answered, in order",
+        &[
+            "sending the queued prompt: queued one",
+            "You said: \"queued one\"",
+            "sending the queued prompt: queued two",
+            "You said: \"queued two\"",
+        ],
+    );
     tmux.wait_prompt();
     let screen = tmux.pane();
     assert!(!screen.contains("You said: \"/queue"), "{screen}");
 
     // A line still being typed when the turn ends is not lost: the line editor has it.
-    let half = gate(&dir, "half");
-    hold(&tmux, "half", 2);
+    let half = hold(&tmux, &dir, "half");
     tmux.keys(&["half a line"]);
     tmux.wait_for("half a line");
     open_gate(&half);
@@ -226,8 +241,7 @@ fn a_prompt_typed_during_a_turn_is_queued_and_sent_after_it() {
     tmux.wait_prompt();
 
     // With nothing queued, Ctrl-C cancels the turn as before.
-    let _cancelled = gate(&dir, "cancelled");
-    hold(&tmux, "cancelled", 3);
+    hold(&tmux, &dir, "cancelled");
     tmux.keys(&["C-c"]);
     tmux.wait_for("cancelling the turn… (press Ctrl-C again to quit)\n");
     tmux.wait_for("[turn ended: cancelled]");
@@ -247,84 +261,73 @@ fn ctrl_c_holds_the_queue_until_the_user_sends_edits_or_drops_it() {
 
     // Ctrl-C during a turn with prompts queued: the turn is cancelled, the prompts are held
     // (neither sent nor dropped) and the user is told what to do.
-    let _one = gate(&dir, "one");
-    hold(&tmux, "one", 1);
-    tmux.keys(&["first held", "Enter", "second held", "Enter"]);
-    tmux.wait_for("queued: second held (sent when the turn ends; 2 waiting");
-    tmux.keys(&["C-c"]);
-    tmux.wait_for(
+    hold(&tmux, &dir, "one");
+    type_ahead(&tmux, &["first held", "second held"], 2);
+    cancel_holding(&tmux, 2);
+    let screen = tmux.pane();
+    for said in [
         "cancelling the turn… (press Ctrl-C again to quit); the 2 queued prompts will be held",
-    );
-    tmux.wait_for("[turn ended: cancelled]");
-    tmux.wait_for(
+        "[turn ended: cancelled]",
         "2 queued prompts held (the turn was cancelled): Enter sends them (one per turn), \
          /queue lists them, /queue clear drops them",
-    );
-    tmux.wait_prompt();
-    let screen = tmux.pane();
+    ] {
+        assert!(screen.contains(said), "{said:?} in\n{screen}");
+    }
     assert!(!screen.contains("You said: \"first held"), "{screen}");
     assert!(!screen.contains("sending the queued prompt"), "{screen}");
 
     // Looked at and changed at the prompt; a number that names nothing is refused.
-    tmux.keys(&["/queue", "Enter"]);
-    tmux.wait_for("2 queued prompts (held: Enter sends them;");
-    tmux.wait_prompt();
-    tmux.keys(&["/queue drop 5", "Enter"]);
-    tmux.wait_for("/queue drop: no queued prompt 5 (1 to 2; /queue lists them)");
-    tmux.wait_prompt();
-    tmux.keys(&["/queue edit 2 second edited", "Enter"]);
-    tmux.wait_for("queued prompt 2 now says: second edited");
-    tmux.wait_prompt();
+    for (typed, said) in [
+        ("/queue", "2 queued prompts (held: Enter sends them;"),
+        (
+            "/queue drop 5",
+            "/queue drop: no queued prompt 5 (1 to 2; /queue lists them)",
+        ),
+        (
+            "/queue edit 2 second edited",
+            "queued prompt 2 now says: second edited",
+        ),
+    ] {
+        tmux.keys(&[typed, "Enter"]);
+        tmux.wait_for(said);
+        tmux.wait_prompt();
+    }
 
     // Enter on the empty line sends them, one per turn, in order.
     tmux.keys(&["Enter"]);
-    tmux.wait_for("sending the queued prompt: first held");
-    tmux.wait("both held prompts answered, in order", |s| {
-        match (
-            s.find("You said: \"first held\""),
-            s.find("You said: \"second edited\""),
-        ) {
-            (Some(one), Some(two)) => one < two,
-            _ => false,
-        }
-    });
+    tmux.wait_in_order(
+        "both held prompts answered, in order",
+        &[
+            "sending the queued prompt: first held",
+            "You said: \"first held\"",
+            "You said: \"second edited\"",
+        ],
+    );
     tmux.wait_prompt();
 
     // A new prompt while the queue is held: the held one goes first, the new one after it.
-    let _two = gate(&dir, "two");
-    hold(&tmux, "two", 2);
-    tmux.keys(&["waited", "Enter"]);
-    tmux.wait_for("queued: waited (sent when the turn ends; 1 waiting");
-    tmux.keys(&["C-c"]);
-    tmux.wait_for("1 queued prompt held (the turn was cancelled)");
-    tmux.wait_prompt();
+    hold(&tmux, &dir, "two");
+    type_ahead(&tmux, &["waited"], 1);
+    cancel_holding(&tmux, 1);
     tmux.keys(&["fresh", "Enter"]);
-    tmux.wait_for("sending the first held prompt: waited (yours waits behind it: 1 queued)");
-    tmux.wait("the held prompt, then the new one", |s| {
-        match (
-            s.find("You said: \"waited\""),
-            s.find("You said: \"fresh\""),
-        ) {
-            (Some(old), Some(new)) => old < new,
-            _ => false,
-        }
-    });
+    tmux.wait_in_order(
+        "the held prompt, then the new one",
+        &[
+            "sending the first held prompt: waited (yours waits behind it: 1 queued)",
+            "You said: \"waited\"",
+            "You said: \"fresh\"",
+        ],
+    );
     tmux.wait_prompt();
 
     // Over the limit: the queue's own refusal; /queue clear drops what is held.
-    let _three = gate(&dir, "three");
-    hold(&tmux, "three", 3);
-    let lines: Vec<String> = (1..=17).map(|i| format!("p{i}")).collect();
-    let mut keys: Vec<&str> = Vec::new();
-    for line in &lines {
-        keys.extend([line.as_str(), "Enter"]);
-    }
-    tmux.keys(&keys);
-    tmux.wait_for("queued: p16 (sent when the turn ends; 16 waiting");
+    hold(&tmux, &dir, "three");
+    let lines: Vec<String> = (1..=16).map(|i| format!("p{i}")).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    type_ahead(&tmux, &lines, 16);
+    tmux.keys(&["p17", "Enter"]);
     tmux.wait_for("acp: warning: not queued: 16 prompts wait already for the turn to end: p17");
-    tmux.keys(&["C-c"]);
-    tmux.wait_for("16 queued prompts held (the turn was cancelled)");
-    tmux.wait_prompt();
+    cancel_holding(&tmux, 16);
     tmux.keys(&["/queue clear", "Enter"]);
     tmux.wait_for("dropped 16 queued prompts");
     tmux.wait_prompt();
@@ -334,13 +337,9 @@ fn ctrl_c_holds_the_queue_until_the_user_sends_edits_or_drops_it() {
     assert!(!tmux.pane().contains("You said: \"p1\""));
 
     // Quitting with prompts held says they were not sent.
-    let _four = gate(&dir, "four");
-    hold(&tmux, "four", 4);
-    tmux.keys(&["never sent", "Enter"]);
-    tmux.wait_for("queued: never sent");
-    tmux.keys(&["C-c"]);
-    tmux.wait_for("1 queued prompt held");
-    tmux.wait_prompt();
+    hold(&tmux, &dir, "four");
+    type_ahead(&tmux, &["never sent"], 1);
+    cancel_holding(&tmux, 1);
     tmux.keys(&["C-d"]);
     tmux.wait_for("1 queued prompt not sent (the chat ended)");
     tmux.wait_for("acp exited with 0");
