@@ -2,13 +2,15 @@
 //! `@path` completed with Tab and sent as the agent's capabilities allow, `/attach` (a text
 //! file, an image, a path outside the session directory refused), `/diff` and `/undo` of the
 //! agent's writes (a created file removed, a changed file put back, refused after a change
-//! made outside), and a prompt typed during a turn queued and sent after it (`/queue` lists it), held
-//! after Ctrl-C until the user sends (Enter, or a new prompt behind it), edits or drops it, the
-//! queue's limit said, and a line half typed when a turn ends found on the input line.
+//! made outside), and a prompt typed during a turn queued and sent after it (`/queue` lists
+//! it), held after Ctrl-C or a failed turn until the user sends (Enter, or a new prompt behind
+//! it), edits or drops it, the queue's limit said, and a line half typed when a turn ends found
+//! on the input line.
 //!
 //! The demo agent names what it is sent (`[resource file:///… (N characters)]`, `[image
 //! image/png, N bytes]`) and writes `acp-demo.txt` every turn (`--yes` allows it). A turn is
-//! held open by a command that reads a FIFO (`` `cat gate` ``) until the test writes to it.
+//! held open by a command that reads a FIFO (`` `cat gate` ``) until the test writes to it (a
+//! scripted python agent, for the failed turn, reads one itself).
 //! tmux is installed with apt-get when missing; a test is skipped, with the reason printed,
 //! only when it cannot be installed.
 
@@ -20,7 +22,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use cli_support::TempDir;
-use tmux::{ensure_tmux, start_chat, Tmux};
+use tmux::{ensure_tmux, start_chat, start_chat_with, ChatTerm, Tmux};
 
 macro_rules! need_tmux {
     ($name:literal) => {
@@ -342,5 +344,77 @@ fn ctrl_c_holds_the_queue_until_the_user_sends_edits_or_drops_it() {
     cancel_holding(&tmux, 1);
     tmux.keys(&["C-d"]);
     tmux.wait_for("1 queued prompt not sent (the chat ended)");
+    tmux.wait_for("acp exited with 0");
+}
+
+/// A failed turn holds the queue too: a scripted agent answers the first prompt with an error
+/// once the test lets it (a FIFO), a prompt typed meanwhile waits until Enter sends it.
+#[test]
+fn a_failed_turn_holds_the_queue_too() {
+    need_tmux!("a_failed_turn_holds_the_queue_too");
+    let dir = TempDir::new("tmux-failed");
+    let script = dir.join("agent.py");
+    std::fs::write(
+        &script,
+        cli_support::py_agent(
+            r#"
+m = expect("initialize")
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+m = expect("session/new")
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+m = expect("session/prompt")
+update("working on it\n")
+open(sys.argv[3]).read()
+send({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32603, "message": "the model failed"}})
+while True:
+    m = expect("session/prompt")
+    update("got: " + m["params"]["prompt"][0]["text"])
+    end(m["id"])
+"#,
+        ),
+    )
+    .unwrap();
+    let gate = dir.join("gate");
+    let made = Command::new("mkfifo").arg(&gate).status().expect("mkfifo");
+    assert!(made.success());
+    let agent = format!(
+        "python3 '{}' s '{}' '{}'",
+        script.display(),
+        dir.join("agent.log").display(),
+        gate.display()
+    );
+    let tmux = start_chat_with(
+        "failed",
+        dir.path(),
+        ChatTerm {
+            args: "",
+            width: 150,
+            delay_ms: 0,
+            agent: Some(&agent),
+            state: ".state",
+        },
+    );
+    tmux.wait_for("type a prompt");
+    tmux.wait_prompt();
+    tmux.keys(&["first", "Enter"]);
+    tmux.wait_for("working on it");
+    type_ahead(&tmux, &["after the failure"], 1);
+    open_gate(&gate);
+    tmux.wait_for("the model failed");
+    tmux.wait_for(
+        "1 queued prompt held (the turn failed): Enter sends it (one per turn), /queue lists it",
+    );
+    tmux.wait_prompt();
+    assert!(!tmux.pane().contains("got: after the failure"));
+    tmux.keys(&["Enter"]);
+    tmux.wait_in_order(
+        "the held prompt sent",
+        &[
+            "sending the queued prompt: after the failure",
+            "got: after the failure",
+        ],
+    );
+    tmux.wait_prompt();
+    tmux.keys(&["C-d"]);
     tmux.wait_for("acp exited with 0");
 }

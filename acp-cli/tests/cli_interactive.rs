@@ -31,6 +31,7 @@ fn start_chat_sized(tag: &str, dir: &TempDir, width: usize) -> Tmux {
             args: "",
             width,
             delay_ms: 150,
+            agent: None,
             state: "state",
         },
     )

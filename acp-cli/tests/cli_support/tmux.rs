@@ -133,6 +133,8 @@ pub struct ChatTerm<'a> {
     pub width: usize,
     /// The demo agent's `--delay-ms` (between the pieces it streams).
     pub delay_ms: u64,
+    /// Another agent's command line (shell words, quoted as needed) instead of the demo agent.
+    pub agent: Option<&'a str>,
     /// The state directory (`XDG_STATE_HOME`: history, session records), in the chat's
     /// directory.
     pub state: &'a str,
@@ -148,6 +150,7 @@ pub fn start_chat(tag: &str, dir: &Path, args: &str) -> Tmux {
             args,
             width: 150,
             delay_ms: 50,
+            agent: None,
             state: ".state",
         },
     )
@@ -158,14 +161,16 @@ pub fn start_chat_with(tag: &str, dir: &Path, term: ChatTerm<'_>) -> Tmux {
     let tmux = Tmux {
         socket: format!("acp-cli-test-{tag}-{}", std::process::id()),
     };
+    let agent = match term.agent {
+        Some(command) => command.to_string(),
+        None => format!("'{}' demo-agent --delay-ms {}", acp(), term.delay_ms),
+    };
     let command = format!(
-        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat {} -- '{}' demo-agent --delay-ms {}; echo \"acp exited with $?\"",
+        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat {} -- {agent}; echo \"acp exited with $?\"",
         dir.display(),
         dir.join(term.state).display(),
         acp(),
         term.args,
-        acp(),
-        term.delay_ms,
     );
     let width = term.width.to_string();
     let out = tmux.run(&[
