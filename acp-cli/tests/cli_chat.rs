@@ -675,10 +675,7 @@ fn status_lines_mid_answer_do_not_break_a_piped_answer() {
         &["--prompt", "hi"],
         "s",
         r#"
-m = expect("initialize")
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
-m = expect("session/new")
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+handshake()
 m = expect("session/prompt")
 update("Hello from ")
 send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1", "update":

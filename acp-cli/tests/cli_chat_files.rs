@@ -358,10 +358,7 @@ fn a_failed_turn_holds_the_queue_too() {
         &script,
         cli_support::py_agent(
             r#"
-m = expect("initialize")
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
-m = expect("session/new")
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+handshake()
 m = expect("session/prompt")
 update("working on it\n")
 open(sys.argv[3]).read()

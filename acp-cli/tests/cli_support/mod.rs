@@ -25,7 +25,8 @@ pub const EVENTUALLY: Duration = Duration::from_secs(180);
 
 /// The start of the scripted python agents (`python3 agent.py SCENARIO LOG …`): `scenario`,
 /// `log` (every line read is appended to LOG) and the helpers `send`, `recv`, `expect` (answers
-/// `session/set_mode` while waiting), `update`, `end` and `call`. A test's own part follows.
+/// `session/set_mode` while waiting), `update`, `end`, `call` and `handshake` (`initialize`
+/// answered with v1 and no capabilities, `session/new` with `s-1`). A test's own part follows.
 pub const PY_AGENT_HELPERS: &str = r#"
 import json, os, sys, time
 scenario, log_path = sys.argv[1], sys.argv[2]
@@ -64,6 +65,12 @@ def end(pid, reason="end_turn"):
 def call(id, method, params):
     send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
     return expect(id=id)
+
+def handshake():
+    m = expect("initialize")
+    send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+    m = expect("session/new")
+    send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
 "#;
 
 /// A scripted python agent: [`PY_AGENT_HELPERS`] then `body`.
