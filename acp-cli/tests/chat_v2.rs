@@ -6,8 +6,7 @@
 
 mod cli_support;
 
-use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
-use serde_json::Value;
+use cli_support::{acp, json_lines, py_chat, run, update_kinds, Running, TempDir, EVENTUALLY};
 
 /// `acp chat ARGS -- acp demo-agent AGENT_ARGS` in `dir`.
 fn chat(dir: &TempDir, args: &[&str], agent: &[&str], stdin: Option<&str>) -> cli_support::Run {
@@ -16,14 +15,6 @@ fn chat(dir: &TempDir, args: &[&str], agent: &[&str], stdin: Option<&str>) -> cl
     all.extend(["--", acp(), "demo-agent"]);
     all.extend(agent);
     run(&all, dir.path(), stdin)
-}
-
-/// The `--json` lines of a run.
-fn lines(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .collect()
 }
 
 #[test]
@@ -36,11 +27,8 @@ fn a_v2_turn_with_a_permission_question_ends_on_its_idle_state_update() {
         None,
     );
     assert_eq!(r.code(), 0, "{}", r.dump());
-    let out = lines(&r.stdout);
-    let kinds: Vec<&str> = out
-        .iter()
-        .filter_map(|l| l["update"]["sessionUpdate"].as_str())
-        .collect();
+    let out = json_lines(&r.stdout);
+    let kinds = update_kinds(&out);
     // v2's updates (keyed upserts, the turn's state), so v2 was negotiated.
     assert_eq!(kinds.first(), Some(&"user_message"), "{}", r.dump());
     assert!(kinds.contains(&"requires_action") || kinds.contains(&"state_update"));
@@ -94,8 +82,7 @@ fn ctrl_c_at_a_v2_question_cancels_the_turn() {
         dir.path(),
     );
     running.wait_for_stderr("choose 1-2:", EVENTUALLY);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(running.child.id() as i32, libc::SIGINT) };
+    running.interrupt();
     let r = running.finish(EVENTUALLY);
     assert_eq!(r.code(), 3, "{}", r.dump());
     assert!(r.stderr.contains("cancelling the turn"), "{}", r.dump());
@@ -120,7 +107,7 @@ fn load_and_resume_replay_a_v2_session_from_another_agent_process() {
         None,
     );
     assert_eq!(r.code(), 0, "{}", r.dump());
-    let id = lines(&r.stdout).last().unwrap()["sessionId"]
+    let id = json_lines(&r.stdout).last().unwrap()["sessionId"]
         .as_str()
         .unwrap()
         .to_string();
@@ -183,11 +170,11 @@ fn load_and_resume_replay_a_v2_session_from_another_agent_process() {
 #[test]
 fn a_v1_agent_gets_a_v1_chat_from_the_same_build() {
     let dir = TempDir::new("v2-v1agent");
-    let script = dir.join("agent.py");
-    std::fs::write(
-        &script,
-        cli_support::py_agent(
-            r#"
+    let r = py_chat(
+        &dir,
+        &["--prompt", "hi"],
+        "s",
+        r#"
 m = expect("initialize")
 assert m["params"]["protocolVersion"] == 2, m
 assert "clientCapabilities" in m["params"], m
@@ -200,22 +187,6 @@ update("a v1 answer")
 end(m["id"])
 expect("never")
 "#,
-        ),
-    )
-    .unwrap();
-    let log = dir.join("agent.log");
-    let r = run(
-        &[
-            "chat",
-            "--prompt",
-            "hi",
-            "--",
-            "python3",
-            script.to_str().unwrap(),
-            "s",
-            log.to_str().unwrap(),
-        ],
-        dir.path(),
         None,
     );
     assert_eq!(r.code(), 0, "{}", r.dump());

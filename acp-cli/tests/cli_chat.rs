@@ -5,7 +5,7 @@ mod cli_support;
 
 use std::time::Duration;
 
-use cli_support::{acp, run, Running, TempDir, EVENTUALLY};
+use cli_support::{acp, json_lines, py_chat, run, update_kinds, Running, TempDir, EVENTUALLY};
 use serde_json::Value;
 
 #[test]
@@ -116,15 +116,8 @@ fn json_prints_one_session_update_per_line_then_the_stop_reason() {
         None,
     );
     assert_eq!(r.code(), 0, "{}", r.dump());
-    let lines: Vec<Value> = r
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
-        .collect();
-    let kinds: Vec<&str> = lines
-        .iter()
-        .filter_map(|v| v["update"]["sessionUpdate"].as_str())
-        .collect();
+    let lines = json_lines(&r.stdout);
+    let kinds = update_kinds(&lines);
     for kind in [
         "plan",
         "agent_thought_chunk",
@@ -495,8 +488,7 @@ fn ctrl_c_cancels_a_running_turn_with_exit_code_3() {
         None,
     );
     acp_run.wait_for_stdout("Hello from", EVENTUALLY);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(acp_run.child.id() as i32, libc::SIGINT) };
+    acp_run.interrupt();
     let r = acp_run.finish(EVENTUALLY);
     assert_eq!(r.code(), 3, "{}", r.dump());
     assert!(r.stderr.contains("cancelling the turn"), "{}", r.dump());
@@ -520,8 +512,7 @@ fn ctrl_c_while_a_permission_question_waits_withdraws_it_and_cancels_the_turn() 
     let dir = TempDir::new("sigint-perm");
     let mut acp_run = Running::start_interactive(&["chat", "--prompt", "hi"], dir.path());
     acp_run.wait_for_stderr("choose 1-2:", EVENTUALLY);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(acp_run.child.id() as i32, libc::SIGINT) };
+    acp_run.interrupt();
     let r = acp_run.finish(EVENTUALLY);
     assert_eq!(r.code(), 3, "{}", r.dump());
     assert!(
@@ -679,15 +670,12 @@ fn agents_by_name_run_their_registry_command() {
 #[test]
 fn status_lines_mid_answer_do_not_break_a_piped_answer() {
     let dir = TempDir::new("status-mid-answer");
-    let script = dir.join("agent.py");
-    std::fs::write(
-        &script,
-        cli_support::py_agent(
-            r#"
-m = expect("initialize")
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
-m = expect("session/new")
-send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+    let r = py_chat(
+        &dir,
+        &["--prompt", "hi"],
+        "s",
+        r#"
+handshake()
 m = expect("session/prompt")
 update("Hello from ")
 send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1", "update":
@@ -698,22 +686,6 @@ update("the rest.")
 end(m["id"])
 expect("never")
 "#,
-        ),
-    )
-    .unwrap();
-    let log = dir.join("agent.log");
-    let r = run(
-        &[
-            "chat",
-            "--prompt",
-            "hi",
-            "--",
-            "python3",
-            script.to_str().unwrap(),
-            "s",
-            log.to_str().unwrap(),
-        ],
-        dir.path(),
         None,
     );
     assert_eq!(r.code(), 0, "{}", r.stderr);

@@ -12,8 +12,8 @@ mod cli_support;
 #[path = "cli_support/tmux.rs"]
 mod tmux;
 
-use cli_support::{acp, TempDir};
-use tmux::{ensure_tmux, Tmux};
+use cli_support::TempDir;
+use tmux::{ensure_tmux, start_chat_with, ChatTerm, Tmux};
 
 /// `acp chat` with the demo agent in a new tmux session `chat` (the shell says acp's exit
 /// status when it ends).
@@ -21,34 +21,20 @@ fn start_chat(tag: &str, dir: &TempDir) -> Tmux {
     start_chat_sized(tag, dir, 150)
 }
 
-/// [`start_chat`] in a terminal `width` columns wide.
+/// [`start_chat`] in a terminal `width` columns wide (the agent streams slowly: 150 ms between
+/// pieces, so a turn can be cancelled while it streams; state in `dir/state`).
 fn start_chat_sized(tag: &str, dir: &TempDir, width: usize) -> Tmux {
-    let width = width.to_string();
-    let tmux = Tmux {
-        socket: format!("acp-cli-test-{tag}-{}", std::process::id()),
-    };
-    let command = format!(
-        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat -- '{}' demo-agent --delay-ms 150; echo \"acp exited with $?\"",
-        dir.path().display(),
-        dir.join("state").display(),
-        acp(),
-        acp()
-    );
-    let out = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "chat",
-        "-x",
-        &width,
-        "-y",
-        "50",
-        &command,
-    ]);
-    assert!(out.status.success(), "tmux new-session failed: {out:?}");
-    let out = tmux.run(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
-    assert!(out.status.success(), "{out:?}");
-    tmux
+    start_chat_with(
+        tag,
+        dir.path(),
+        ChatTerm {
+            args: "",
+            width,
+            delay_ms: 150,
+            agent: None,
+            state: "state",
+        },
+    )
 }
 
 #[test]
@@ -246,31 +232,7 @@ fn interactive_chat_in_a_terminal() {
         return;
     }
     let dir = TempDir::new("tmux");
-    let tmux = Tmux {
-        socket: format!("acp-cli-test-{}", std::process::id()),
-    };
-    let command = format!(
-        // The shell reports acp's exit status on the screen when it ends.
-        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat -- '{}' demo-agent --delay-ms 150; echo \"acp exited with $?\"",
-        dir.path().display(),
-        dir.join("state").display(),
-        acp(),
-        acp()
-    );
-    let out = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "chat",
-        "-x",
-        "150",
-        "-y",
-        "50",
-        &command,
-    ]);
-    assert!(out.status.success(), "tmux new-session failed: {out:?}");
-    let out = tmux.run(&["set-option", "-t", "chat", "remain-on-exit", "on"]);
-    assert!(out.status.success(), "{out:?}");
+    let tmux = start_chat("terminal", &dir);
 
     tmux.wait_for("type a prompt");
     tmux.keys(&["hello from tmux", "Enter"]);

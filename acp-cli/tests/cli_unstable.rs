@@ -5,7 +5,7 @@
 
 mod cli_support;
 
-use cli_support::{run, TempDir};
+use cli_support::{py_chat, TempDir};
 
 const AGENT: &str = r#"
 m = expect("initialize")
@@ -29,19 +29,7 @@ while True:
 "#;
 
 fn chat(dir: &TempDir, scenario: &str, extra: &[&str], stdin: Option<&str>) -> cli_support::Run {
-    let script = dir.join("agent.py");
-    std::fs::write(&script, cli_support::py_agent(AGENT)).unwrap();
-    let log = dir.join("agent.log");
-    let mut args: Vec<&str> = vec!["chat"];
-    args.extend(extra);
-    args.extend([
-        "--",
-        "python3",
-        script.to_str().unwrap(),
-        scenario,
-        log.to_str().unwrap(),
-    ]);
-    run(&args, dir.path(), stdin)
+    py_chat(dir, extra, scenario, AGENT, stdin)
 }
 
 #[test]

@@ -196,10 +196,7 @@ fn a_prompt_turn_then_load_replays_it() {
     assert_eq!(init["agentCapabilities"]["loadSession"], true);
     let cwd = temp_dir("turn");
     let session = peer.new_session(&cwd);
-    let id = peer.request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "hello there"}]}),
-    );
+    let id = peer.prompt(&session, "hello there");
     let answer = peer.response(id);
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let turn = updates_of(&peer.seen, &session);
@@ -208,48 +205,27 @@ fn a_prompt_turn_then_load_replays_it() {
         .map(|u| u["params"]["update"]["sessionUpdate"].as_str().unwrap())
         .collect();
     assert!(kinds.contains(&"agent_message_chunk"), "{kinds:?}");
-    let text: String = turn
-        .iter()
-        .filter(|u| u["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .map(|u| u["params"]["update"]["content"]["text"].as_str().unwrap())
-        .collect();
+    let text = message_text(&turn);
     assert!(text.contains("hello there"), "{text}");
 
     // An unknown session: -32002 (resource not found) for prompt and load.
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "x"}]}),
-    );
+    let answer = peer.call("session/prompt", prompt_params("no-such-session", "x"));
     assert_eq!(error_code(&answer), -32002, "{answer}");
-    let answer = peer.call(
-        "session/load",
-        json!({"sessionId": "no-such-session", "cwd": cwd, "mcpServers": []}),
-    );
+    let answer = peer.call("session/load", session_params("no-such-session", &cwd));
     assert_eq!(error_code(&answer), -32002, "{answer}");
 
     // session/load (advertised): the conversation is replayed before the answer.
     let before = peer.seen.len();
-    let load = peer.call(
-        "session/load",
-        json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-    );
+    let load = peer.call("session/load", session_params(&session, &cwd));
     assert!(load["result"].is_object(), "{load}");
     let replay = updates_of(&peer.seen[before..], &session);
     let first = &replay.first().expect("a replay")["params"]["update"];
     assert_eq!(first["sessionUpdate"], "user_message_chunk", "{first}");
     assert_eq!(first["content"]["text"], "hello there");
-    let replayed: String = replay
-        .iter()
-        .filter(|u| u["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .map(|u| u["params"]["update"]["content"]["text"].as_str().unwrap())
-        .collect();
+    let replayed = message_text(&replay);
     assert_eq!(replayed, text, "the replay is the turn's answer");
     // A second turn on the loaded session works.
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}),
-    );
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    peer.turn_ends(&session, "again");
     // Nothing for the session after the last answer.
     let rest = peer.close_and_drain();
     assert!(updates_of(&rest, &session).is_empty(), "{rest:?}");
@@ -274,11 +250,7 @@ fn advertised_prompt_capabilities_are_accepted() {
         ]}),
     );
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
-    let text: String = updates_of(&peer.seen, &session)
-        .iter()
-        .filter(|u| u["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        .map(|u| u["params"]["update"]["content"]["text"].as_str().unwrap())
-        .collect();
+    let text = message_text(&updates_of(&peer.seen, &session));
     for named in [
         "[image image/png",
         "[resource file:///tmp/x.txt (3 characters)]",
@@ -299,11 +271,7 @@ fn list_and_resume_work_when_advertised() {
     assert!(sessions["resume"].is_object(), "{init}");
     let cwd = temp_dir("listed");
     let session = peer.new_session(&cwd);
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "remember me"}]}),
-    );
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    peer.turn_ends(&session, "remember me");
     peer.close_and_drain();
 
     // A new process: the session is listed (for its cwd) and resumes without a replay.
@@ -316,22 +284,12 @@ fn list_and_resume_work_when_advertised() {
         "{list}"
     );
     let before = peer.seen.len();
-    let resume = peer.call(
-        "session/resume",
-        json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
-    );
+    let resume = peer.call("session/resume", session_params(&session, &cwd));
     assert!(resume["result"].is_object(), "{resume}");
     assert!(updates_of(&peer.seen[before..], &session).is_empty());
-    let answer = peer.call(
-        "session/resume",
-        json!({"sessionId": "no-such-session", "cwd": cwd, "mcpServers": []}),
-    );
+    let answer = peer.call("session/resume", session_params("no-such-session", &cwd));
     assert_eq!(error_code(&answer), -32002, "{answer}");
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "back"}]}),
-    );
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    peer.turn_ends(&session, "back");
     peer.close_and_drain();
 }
 
@@ -349,26 +307,17 @@ fn close_cancels_the_turn_and_frees_the_session() {
     let idle = peer.new_session(&cwd);
     let answer = peer.call("session/close", json!({"sessionId": idle}));
     assert_eq!(answer["result"], json!({}), "{answer}");
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": idle, "prompt": [{"type": "text", "text": "x"}]}),
-    );
+    let answer = peer.call("session/prompt", prompt_params(&idle, "x"));
     assert_eq!(error_code(&answer), -32002, "{answer}");
     let answer = peer.call("session/close", json!({"sessionId": idle}));
     assert_eq!(error_code(&answer), -32002, "{answer}");
-    let answer = peer.call(
-        "session/load",
-        json!({"sessionId": idle, "cwd": cwd, "mcpServers": []}),
-    );
+    let answer = peer.call("session/load", session_params(&idle, &cwd));
     assert_eq!(error_code(&answer), -32002, "{answer}");
 
     // A session in a turn (waiting on our fs/read_text_file answer): the close is answered,
     // and the turn ends `cancelled` (the spec: close cancels the session's work first).
     let busy = peer.new_session(&cwd);
-    let id = peer.request(
-        "session/prompt",
-        json!({"sessionId": busy, "prompt": [{"type": "text", "text": "read notes.txt"}]}),
-    );
+    let id = peer.prompt(&busy, "read notes.txt");
     let read = peer.agent_request("fs/read_text_file");
     let close = peer.request("session/close", json!({"sessionId": busy}));
     let answer = peer.response(close);
@@ -394,11 +343,7 @@ fn delete_removes_the_session_from_list_load_and_resume() {
     let kept = peer.new_session(&cwd);
     let gone = peer.new_session(&cwd);
     for session in [&kept, &gone] {
-        let answer = peer.call(
-            "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "text", "text": "/echo hi"}]}),
-        );
-        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        peer.turn_ends(session, "/echo hi");
     }
     let answer = peer.call("session/delete", json!({"sessionId": gone}));
     assert_eq!(answer["result"], json!({}), "{answer}");
@@ -429,16 +374,10 @@ fn delete_removes_the_session_from_list_load_and_resume() {
         "{ids:?}"
     );
     for method in ["session/load", "session/resume"] {
-        let answer = peer.call(
-            method,
-            json!({"sessionId": gone, "cwd": cwd, "mcpServers": []}),
-        );
+        let answer = peer.call(method, session_params(&gone, &cwd));
         assert_eq!(error_code(&answer), -32002, "{method}: {answer}");
     }
-    let answer = peer.call(
-        "session/resume",
-        json!({"sessionId": kept, "cwd": cwd, "mcpServers": []}),
-    );
+    let answer = peer.call("session/resume", session_params(&kept, &cwd));
     assert!(answer["result"].is_object(), "{answer}");
     peer.close_and_drain();
 }
@@ -455,25 +394,35 @@ fn prompt_answer(peer: &mut Peer, id: u64) -> Value {
     answer
 }
 
+/// A turn on a fresh session (a client that reads files), waiting on its `fs/read_text_file`
+/// of notes.txt (`content`): the peer, the session, the prompt's id and the read request.
+fn reading_turn(tag: &str, content: &str) -> (Peer, String, u64, Value) {
+    let (mut peer, _cwd, session) = Peer::with_session(
+        json!({"fs": {"readTextFile": true}}),
+        tag,
+        &[("notes.txt", content)],
+    );
+    let id = peer.prompt(&session, "read notes.txt");
+    let read = peer.agent_request("fs/read_text_file");
+    (peer, session, id, read)
+}
+
 #[test]
 fn cancel_sent_with_the_prompt_ends_the_turn_cancelled() {
     // The prompt and the cancel in one write: the cancel is read right behind the prompt,
     // before the turn can have finished: it cannot end without our answer to its
     // fs/read_text_file, which we never send (the agent may have asked it before it read the
     // cancel, or not at all). A cancelled turn does not wait for the client's answer.
-    let mut peer = Peer::start(&[]);
-    peer.initialize(json!({"fs": {"readTextFile": true}}));
-    let cwd = temp_dir("cancel-early");
-    std::fs::write(cwd.join("notes.txt"), "x\n").unwrap();
-    let session = peer.new_session(&cwd);
+    let (mut peer, _cwd, session) = Peer::with_session(
+        json!({"fs": {"readTextFile": true}}),
+        "cancel-early",
+        &[("notes.txt", "x\n")],
+    );
     let (id, mut text) = peer.request_line(
         "session/prompt",
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "read notes.txt"}]}),
     );
-    text.push_str(&format!(
-        "{}\n",
-        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}})
-    ));
+    text.push_str(&cancel_line(&session));
     peer.write(&text);
     let answer = loop {
         let msg = peer.next();
@@ -495,26 +444,13 @@ fn cancel_sent_with_the_prompt_ends_the_turn_cancelled() {
 fn cancel_while_the_turn_waits_on_the_client_ends_it_at_once() {
     // The turn has written its updates and waits on fs/read_text_file; the cancel alone ends
     // it (`cancelled`), before any answer to the read; the late answer is then harmless.
-    let mut peer = Peer::start(&[]);
-    peer.initialize(json!({"fs": {"readTextFile": true}}));
-    let cwd = temp_dir("cancel-wait");
-    std::fs::write(cwd.join("notes.txt"), "x\n").unwrap();
-    let session = peer.new_session(&cwd);
-    let id = peer.request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "read notes.txt"}]}),
-    );
-    let read = peer.agent_request("fs/read_text_file");
+    let (mut peer, session, id, read) = reading_turn("cancel-wait", "x\n");
     peer.notify("session/cancel", json!({"sessionId": session}));
     let answer = prompt_answer(&mut peer, id);
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     peer.send(&json!({"jsonrpc": "2.0", "id": read["id"], "result": {"content": "x\n"}}));
     // The connection goes on: the next turn on the session ends normally.
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "/echo again"}]}),
-    );
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    peer.turn_ends(&session, "/echo again");
     let rest = peer.close_and_drain();
     assert!(updates_of(&rest, &session).is_empty(), "{rest:?}");
 }
@@ -525,22 +461,10 @@ fn cancel_while_the_turn_writes_its_updates_ends_it_cancelled() {
     // cancel and then the read's answer go out in one write: the agent handles the cancel
     // before the turn sees the answer, so the turn must end `cancelled`, even with no step of
     // its own left (this client cannot write files or run terminals).
-    let mut peer = Peer::start(&[]);
-    peer.initialize(json!({"fs": {"readTextFile": true}}));
-    let cwd = temp_dir("cancel-mid");
-    std::fs::write(cwd.join("notes.txt"), "first line\n").unwrap();
-    let session = peer.new_session(&cwd);
-    let id = peer.request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "read notes.txt"}]}),
-    );
-    let read = peer.agent_request("fs/read_text_file");
+    let (mut peer, session, id, read) = reading_turn("cancel-mid", "first line\n");
     let written = updates_of(&peer.seen, &session).len();
     assert!(written >= 3, "the turn wrote updates before reading");
-    let mut text = format!(
-        "{}\n",
-        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}})
-    );
+    let mut text = cancel_line(&session);
     text.push_str(&format!(
         "{}\n",
         json!({"jsonrpc": "2.0", "id": read["id"], "result": {"content": "first line\n"}})
@@ -557,20 +481,8 @@ fn cancel_while_the_turn_writes_its_updates_ends_it_cancelled() {
 fn cancel_while_the_client_call_fails_is_still_cancelled() {
     // A client that answers its pending calls with an error once it cancelled (as the spec
     // allows): the turn reports `cancelled`, not the error.
-    let mut peer = Peer::start(&[]);
-    peer.initialize(json!({"fs": {"readTextFile": true}}));
-    let cwd = temp_dir("cancel-err");
-    std::fs::write(cwd.join("notes.txt"), "x\n").unwrap();
-    let session = peer.new_session(&cwd);
-    let id = peer.request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "read notes.txt"}]}),
-    );
-    let read = peer.agent_request("fs/read_text_file");
-    let mut text = format!(
-        "{}\n",
-        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}})
-    );
+    let (mut peer, session, id, read) = reading_turn("cancel-err", "x\n");
+    let mut text = cancel_line(&session);
     text.push_str(&format!(
         "{}\n",
         json!({"jsonrpc": "2.0", "id": read["id"],
@@ -584,14 +496,12 @@ fn cancel_while_the_client_call_fails_is_still_cancelled() {
 
 #[test]
 fn cancel_while_asking_permission_ends_the_turn_cancelled() {
-    let mut peer = Peer::start(&[]);
-    peer.initialize(json!({"fs": {"readTextFile": false, "writeTextFile": true}}));
-    let cwd = temp_dir("cancel-perm");
-    let session = peer.new_session(&cwd);
-    let id = peer.request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "write it"}]}),
+    let (mut peer, cwd, session) = Peer::with_session(
+        json!({"fs": {"readTextFile": false, "writeTextFile": true}}),
+        "cancel-perm",
+        &[],
     );
+    let id = peer.prompt(&session, "write it");
     let ask = peer.agent_request("session/request_permission");
     peer.notify("session/cancel", json!({"sessionId": session}));
     // The client answers its pending permission question `cancelled`, as the spec asks.
@@ -601,30 +511,19 @@ fn cancel_while_asking_permission_ends_the_turn_cancelled() {
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
     assert!(!cwd.join("acp-demo.txt").exists(), "nothing written");
     // The session takes the next prompt (the cancel was for that turn only).
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "/echo still here"}]}),
-    );
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    peer.turn_ends(&session, "/echo still here");
     let rest = peer.close_and_drain();
     assert!(updates_of(&rest, &session).is_empty(), "{rest:?}");
 }
 
 #[test]
 fn cancel_with_no_turn_or_an_unknown_session_is_ignored() {
-    let mut peer = Peer::start(&[]);
-    peer.initialize(json!({}));
-    let cwd = temp_dir("cancel-idle");
-    let session = peer.new_session(&cwd);
+    let (mut peer, _cwd, session) = Peer::with_session(json!({}), "cancel-idle", &[]);
     peer.notify("session/cancel", json!({"sessionId": session}));
     peer.notify("session/cancel", json!({"sessionId": "no-such-session"}));
     peer.notify("session/cancel", json!({"bad": "params"}));
     // A cancel before a turn does not cancel that turn.
-    let answer = peer.call(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "/echo hi"}]}),
-    );
-    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    peer.turn_ends(&session, "/echo hi");
     let rest = peer.close_and_drain();
     assert!(rest.iter().all(|m| !is_response(m)), "{rest:?}");
 }
@@ -638,14 +537,9 @@ fn the_agent_exits_when_stdin_closes() {
     assert!(peer.close_and_drain().is_empty());
 
     // With a turn in flight, waiting on the client's permission answer: the same.
-    let mut peer = Peer::start(&[]);
-    peer.initialize(json!({"fs": {"writeTextFile": true}}));
-    let cwd = temp_dir("eof");
-    let session = peer.new_session(&cwd);
-    peer.request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "write it"}]}),
-    );
+    let (mut peer, cwd, session) =
+        Peer::with_session(json!({"fs": {"writeTextFile": true}}), "eof", &[]);
+    peer.prompt(&session, "write it");
     peer.agent_request("session/request_permission");
     peer.close_and_drain();
     assert!(!cwd.join("acp-demo.txt").exists());

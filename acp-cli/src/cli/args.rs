@@ -132,6 +132,8 @@ At the prompt (a terminal):
   /config [ID VALUE] show or set a config option
   /sessions          the sessions saved in this directory
   /cancel, /quit     (Ctrl-C cancels a running turn; /quit or Ctrl-D quits)
+  /queue             prompts typed during a turn, sent when it ends; held after Ctrl-C or a
+                     failed turn: Enter sends them; /queue send, drop N, edit N TEXT, clear
   /agent-NAME        the agent's own /NAME when acp has a command of that name
   /NAME ...          any other command the agent announced is sent to it
 

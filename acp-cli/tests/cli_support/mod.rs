@@ -25,7 +25,8 @@ pub const EVENTUALLY: Duration = Duration::from_secs(180);
 
 /// The start of the scripted python agents (`python3 agent.py SCENARIO LOG …`): `scenario`,
 /// `log` (every line read is appended to LOG) and the helpers `send`, `recv`, `expect` (answers
-/// `session/set_mode` while waiting), `update`, `end` and `call`. A test's own part follows.
+/// `session/set_mode` while waiting), `update`, `end`, `call` and `handshake` (`initialize`
+/// answered with v1 and no capabilities, `session/new` with `s-1`). A test's own part follows.
 pub const PY_AGENT_HELPERS: &str = r#"
 import json, os, sys, time
 scenario, log_path = sys.argv[1], sys.argv[2]
@@ -64,11 +65,57 @@ def end(pid, reason="end_turn"):
 def call(id, method, params):
     send({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
     return expect(id=id)
+
+def handshake():
+    m = expect("initialize")
+    send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+    m = expect("session/new")
+    send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
 "#;
 
 /// A scripted python agent: [`PY_AGENT_HELPERS`] then `body`.
 pub fn py_agent(body: &str) -> String {
     format!("{PY_AGENT_HELPERS}{body}")
+}
+
+/// `acp chat ARGS -- python3 agent.py SCENARIO agent.log` in `dir`, the agent being
+/// [`py_agent`]`(body)` (written to `dir/agent.py`; what it reads is logged to `dir/agent.log`).
+pub fn py_chat(
+    dir: &TempDir,
+    args: &[&str],
+    scenario: &str,
+    body: &str,
+    stdin: Option<&str>,
+) -> Run {
+    let script = dir.join("agent.py");
+    std::fs::write(&script, py_agent(body)).unwrap();
+    let log = dir.join("agent.log");
+    let mut all = vec!["chat"];
+    all.extend(args);
+    all.extend([
+        "--",
+        "python3",
+        script.to_str().unwrap(),
+        scenario,
+        log.to_str().unwrap(),
+    ]);
+    run(&all, dir.path(), stdin)
+}
+
+/// The lines of `acp chat --json`'s stdout, each parsed (a line that is not JSON fails).
+pub fn json_lines(stdout: &str) -> Vec<serde_json::Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+        .collect()
+}
+
+/// The `sessionUpdate` kinds among `acp chat --json` lines, in order.
+pub fn update_kinds(lines: &[serde_json::Value]) -> Vec<&str> {
+    lines
+        .iter()
+        .filter_map(|l| l["update"]["sessionUpdate"].as_str())
+        .collect()
 }
 
 /// A temporary directory, removed on drop; canonical path.
@@ -194,6 +241,13 @@ impl Running {
             stderr,
             started: Instant::now(),
         }
+    }
+
+    /// Ctrl-C: SIGINT to `acp`.
+    #[cfg(unix)]
+    pub fn interrupt(&self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
     }
 
     pub fn stdout(&self) -> String {

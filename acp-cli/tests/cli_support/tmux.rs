@@ -103,6 +103,20 @@ impl Tmux {
     pub fn wait_for(&self, needle: &str) {
         self.wait(&format!("{needle:?}"), |s| s.contains(needle));
     }
+
+    /// Waits until each of `needles` is on the screen after the one before it.
+    pub fn wait_in_order(&self, what: &str, needles: &[&str]) {
+        self.wait(what, |s| {
+            let mut at = 0;
+            needles.iter().all(|n| match s[at..].find(n) {
+                Some(i) => {
+                    at += i + n.len();
+                    true
+                }
+                None => false,
+            })
+        });
+    }
 }
 
 impl Drop for Tmux {
@@ -111,26 +125,61 @@ impl Drop for Tmux {
     }
 }
 
+/// How [`start_chat_with`] starts `acp chat`.
+pub struct ChatTerm<'a> {
+    /// `acp chat`'s options.
+    pub args: &'a str,
+    /// The terminal's width, in columns.
+    pub width: usize,
+    /// The demo agent's `--delay-ms` (between the pieces it streams).
+    pub delay_ms: u64,
+    /// Another agent's command line (shell words, quoted as needed) instead of the demo agent.
+    pub agent: Option<&'a str>,
+    /// The state directory (`XDG_STATE_HOME`: history, session records), in the chat's
+    /// directory.
+    pub state: &'a str,
+}
+
 /// `acp chat ARGS` with the demo agent in `dir`, in a new tmux session `chat` (the shell says
-/// acp's exit status when it ends).
+/// acp's exit status when it ends): 150 columns, the agent's delay 50 ms, state in `.state`.
 pub fn start_chat(tag: &str, dir: &Path, args: &str) -> Tmux {
+    start_chat_with(
+        tag,
+        dir,
+        ChatTerm {
+            args,
+            width: 150,
+            delay_ms: 50,
+            agent: None,
+            state: ".state",
+        },
+    )
+}
+
+/// [`start_chat`] as `term` says.
+pub fn start_chat_with(tag: &str, dir: &Path, term: ChatTerm<'_>) -> Tmux {
     let tmux = Tmux {
         socket: format!("acp-cli-test-{tag}-{}", std::process::id()),
     };
+    let agent = match term.agent {
+        Some(command) => command.to_string(),
+        None => format!("'{}' demo-agent --delay-ms {}", acp(), term.delay_ms),
+    };
     let command = format!(
-        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat {args} -- '{}' demo-agent --delay-ms 50; echo \"acp exited with $?\"",
+        "cd '{}' && XDG_STATE_HOME='{}' '{}' chat {} -- {agent}; echo \"acp exited with $?\"",
         dir.display(),
-        dir.join(".state").display(),
+        dir.join(term.state).display(),
         acp(),
-        acp()
+        term.args,
     );
+    let width = term.width.to_string();
     let out = tmux.run(&[
         "new-session",
         "-d",
         "-s",
         "chat",
         "-x",
-        "150",
+        &width,
         "-y",
         "50",
         &command,

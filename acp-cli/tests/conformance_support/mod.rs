@@ -171,6 +171,35 @@ impl Peer {
         answer["result"].clone()
     }
 
+    /// A started agent, initialized with `client_capabilities`, and a session in a fresh
+    /// directory (`tag`) holding `files` (name, content): the peer, the directory, the session.
+    pub fn with_session(
+        client_capabilities: Value,
+        tag: &str,
+        files: &[(&str, &str)],
+    ) -> (Peer, PathBuf, String) {
+        let mut peer = Peer::start(&[]);
+        peer.initialize(client_capabilities);
+        let cwd = temp_dir(tag);
+        for (name, content) in files {
+            std::fs::write(cwd.join(name), content).unwrap();
+        }
+        let session = peer.new_session(&cwd);
+        (peer, cwd, session)
+    }
+
+    /// Sends `session/prompt` of one text block; returns its id.
+    pub fn prompt(&mut self, session: &str, text: &str) -> u64 {
+        self.request("session/prompt", prompt_params(session, text))
+    }
+
+    /// A whole turn of one text block: its answer, which must end `end_turn`.
+    pub fn turn_ends(&mut self, session: &str, text: &str) -> Value {
+        let answer = self.call("session/prompt", prompt_params(session, text));
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+        answer
+    }
+
     pub fn new_session(&mut self, cwd: &Path) -> String {
         let answer = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
         answer["result"]["sessionId"]
@@ -246,5 +275,32 @@ pub fn updates_of<'a>(msgs: &'a [Value], session: &str) -> Vec<&'a Value> {
     msgs.iter()
         .filter(|m| m["method"] == "session/update" && m["params"]["sessionId"] == session)
         .filter(|m| m["params"]["update"]["sessionUpdate"] != "available_commands_update")
+        .collect()
+}
+
+/// The params of a `session/prompt` of one text block.
+pub fn prompt_params(session: &str, text: &str) -> Value {
+    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
+}
+
+/// The params of `session/load` or `session/resume` of `session` in `cwd`.
+pub fn session_params(session: &str, cwd: &Path) -> Value {
+    json!({"sessionId": session, "cwd": cwd, "mcpServers": []})
+}
+
+/// The `session/cancel` notification of `session`, as a line to write.
+pub fn cancel_line(session: &str) -> String {
+    format!(
+        "{}\n",
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}})
+    )
+}
+
+/// The text of the `agent_message_chunk` updates among `updates`, joined.
+pub fn message_text(updates: &[&Value]) -> String {
+    updates
+        .iter()
+        .filter(|u| u["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["params"]["update"]["content"]["text"].as_str().unwrap())
         .collect()
 }

@@ -1,5 +1,5 @@
 //! Slash commands at the interactive prompt (a method of [`Chat`]): acp's own (`/help`,
-//! `/mode`, `/config`, `/model`, `/sessions`, `/cancel`) and the agent's (sent to it as the
+//! `/mode`, `/config`, `/model`, `/sessions`, `/cancel`, `/queue`) and the agent's (sent to it as the
 //! prompt).
 
 use acp_client::display::escape_line;
@@ -22,7 +22,7 @@ impl Chat {
             "help" => {
                 // acp's own words are shown as they are; only the agent's are escaped.
                 let mut lines = vec![
-                    "acp's commands: /help, /status, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /quit"
+                    "acp's commands: /help, /status, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /queue, /quit"
                         .to_string(),
                     "files: /attach FILE (sent with the next prompt), @PATH in a prompt (Tab completes it); \
                      the last turn's writes: /diff [FILE] shows them, /undo [FILE] reverts them"
@@ -35,8 +35,12 @@ impl Chat {
                 );
                 lines.push(
                     "Tab completes a command; a line ending in \\ (or Alt-Enter) continues on the next; \
-                     Up/Down recall earlier prompts; a prompt typed during a turn is queued (Ctrl-C drops the queue, \
-                     then cancels the turn); Ctrl-D at a question refuses it"
+                     Up/Down recall earlier prompts; Ctrl-D at a question refuses it"
+                        .to_string(),
+                );
+                lines.push(
+                    "a prompt typed during a turn is queued and sent when the turn ends; after Ctrl-C (or a failed turn) \
+                     the queue is held: Enter sends it (one per turn), /queue lists it; /queue send|drop N|edit N TEXT|clear"
                         .to_string(),
                 );
                 if agent_commands.is_empty() {
@@ -188,6 +192,11 @@ impl Chat {
                     Ok(_) => self.ui.notice(&escape_line(&format!("{id} = {value}"))),
                     Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
                 }
+                true
+            }
+            // `/queue send` is the chat loop's (it sends the next held prompt).
+            "queue" => {
+                self.stdin.queue.command(arg, false);
                 true
             }
             "attach" => {

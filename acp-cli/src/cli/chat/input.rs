@@ -18,7 +18,6 @@
 //! (`~/.local/state/acp/history`), the newest [`HISTORY_SIZE`], readable by the user only.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use rustyline::completion::{Completer, Pair};
@@ -33,6 +32,7 @@ use rustyline::{
 };
 use tokio::sync::mpsc;
 
+use super::queue::Queue;
 use super::typeahead::TypeAhead;
 use crate::cli::render::Ui;
 
@@ -53,6 +53,7 @@ pub(super) const OWN_COMMANDS: &[&str] = &[
     "quit",
     "exit",
     "status",
+    "queue",
     #[cfg(feature = "unstable")]
     "title",
 ];
@@ -94,12 +95,9 @@ pub(super) struct Stdin {
     typeahead: Option<TypeAhead>,
     /// The terminal could not be read during a turn: no more attempts.
     typeahead_failed: bool,
-    /// Prompts typed during a turn, sent one by one when it ends (at most [`MAX_QUEUED`]).
-    queue: VecDeque<String>,
+    /// Prompts typed during a turn, sent one by one when it ends (acp-client's queue).
+    pub(super) queue: Queue,
 }
-
-/// Prompts queued at most while a turn runs.
-pub(super) const MAX_QUEUED: usize = 16;
 
 enum Reader {
     /// Piped input, read ahead on a thread.
@@ -123,11 +121,11 @@ impl Stdin {
         Stdin {
             is_terminal,
             reader: None,
+            queue: Queue::new(ui.clone()),
             ui,
             cwd,
             typeahead: None,
             typeahead_failed: false,
-            queue: VecDeque::new(),
         }
     }
 
@@ -184,34 +182,9 @@ impl Stdin {
         }
     }
 
-    /// Queues a prompt typed during a turn (empty lines are not prompts), and says so.
+    /// A line typed during a turn: queued (or a `/queue` command, done now).
     pub(super) fn enqueue(&mut self, line: String) {
-        if line.trim().is_empty() {
-            return;
-        }
-        let shown = acp_client::display::escape_line(line.trim());
-        if self.queue.len() >= MAX_QUEUED {
-            self.ui.warn(&format!(
-                "not queued (already {MAX_QUEUED} prompts wait for the turn to end): {shown}"
-            ));
-            return;
-        }
-        self.queue.push_back(line);
-        self.ui.notice(&format!(
-            "queued: {shown} (sent when the turn ends; Ctrl-C drops the queue)"
-        ));
-    }
-
-    /// The next queued prompt.
-    pub(super) fn dequeue(&mut self) -> Option<String> {
-        self.queue.pop_front()
-    }
-
-    /// Drops every queued prompt; how many there were.
-    pub(super) fn drop_queue(&mut self) -> usize {
-        let n = self.queue.len();
-        self.queue.clear();
-        n
+        self.queue.typed(line);
     }
 
     /// The next input; `ask` says whether it is a prompt or an answer to a question.

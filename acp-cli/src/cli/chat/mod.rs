@@ -32,7 +32,8 @@
 //!   `record.rs` ([`Record`]): this directory's record of the conversation;
 //! * `answers.rs` ([`Answers`]): how questions are answered (acp-client's permission policy);
 //! * `timeouts.rs` ([`Timeouts`]), `signals.rs` ([`Signals`]), `input.rs` ([`Stdin`]: what
-//!   the user types), `outcome.rs` ([`Outcome`]: how it ends), and the shared [`Ui`];
+//!   the user types; `queue.rs`: prompts typed during a turn, acp-client's prompt queue, and
+//!   `/queue`), `outcome.rs` ([`Outcome`]: how it ends), and the shared [`Ui`];
 //! * `v2.rs` (feature `unstable_protocol_v2`): ACP v2 on the wire (the offer in `initialize`,
 //!   the replay's params, a v2 permission question read as v1's); the session engine does the
 //!   rest (a turn ends on its idle `state_update`: `turn.rs`).
@@ -54,6 +55,7 @@ mod input;
 mod link;
 mod open;
 mod outcome;
+mod queue;
 mod record;
 mod remote;
 mod requests;
@@ -70,6 +72,7 @@ use std::sync::Arc;
 
 use acp_client::display::escape_line;
 use acp_client::permission::AutoMode;
+use acp_client::queue::TurnEnd;
 use acp_client::session::{AfterEnd, Intent};
 use acp_core::Role;
 use acp_native::process::AgentCommand;
@@ -124,6 +127,7 @@ pub async fn run(mut args: ChatArgs) -> i32 {
     let outcome = match Chat::start(&args, ui.clone()).await {
         Ok(mut chat) => {
             let outcome = chat.converse(&args).await;
+            chat.stdin.queue.report_unsent();
             chat.shutdown().await;
             outcome
         }
@@ -385,19 +389,22 @@ impl Chat {
         }
         let mut last = Outcome::code(exit::OK);
         let mut interrupted_once = false;
+        // What the prompt queue says to send now (a prompt typed during the last turn).
+        let mut next: Option<acp_client::queue::Queued> = None;
         loop {
-            // A prompt typed during the last turn goes first.
-            let queued = self.stdin.dequeue();
+            let queued = next.take();
             if let Some(q) = &queued {
                 self.ui.notice(&format!(
                     "sending the queued prompt: {}",
-                    escape_line(q.trim())
+                    escape_line(q.text.trim())
                 ));
+                self.carry_files(q);
             } else if interactive {
                 self.ui.input_prompt();
             }
-            let line = if queued.is_some() {
-                queued
+            let from_queue = queued.is_some();
+            let line = if let Some(q) = queued {
+                Some(q.text)
             } else {
                 tokio::select! {
                     input = self.stdin.next(Ask::Prompt) => match input {
@@ -450,7 +457,9 @@ impl Chat {
             interrupted_once = false;
             let Some(line) = line else { break };
             let text = line.trim();
-            if text.is_empty() {
+            // Enter on an empty line (or `/queue send`): a held queue goes on.
+            if !from_queue && (text.is_empty() || queue::is_send(text)) {
+                next = self.stdin.queue.send_held(!text.is_empty());
                 continue;
             }
             if text == "/quit" || text == "/exit" {
@@ -465,14 +474,36 @@ impl Chat {
                 if let Some(own) = commands::agent_alias(cmd, &self.ui.commands()) {
                     text = format!("/{own}{}", rest[cmd.len()..].trim_end());
                 } else if self.slash(cmd, arg).await {
+                    // A queued command ran instead of a turn: the queue goes on.
+                    if from_queue {
+                        next = self.stdin.queue.after_command();
+                    }
                     continue;
                 }
             }
+            // A prompt typed now: sent, or behind held ones (acp-client's queue decides).
+            if !from_queue {
+                match self.submit_typed(&text) {
+                    Some(t) => text = t,
+                    None => continue,
+                }
+            }
             let Some(files) = self.prompt_files(&text) else {
+                // Not sent (a file it names cannot be): the rest of the queue waits.
+                next = self.stdin.queue.after_turn(TurnEnd::Failed);
                 continue;
             };
             let result = self.turn(text, files).await;
             self.record.save(&self.ui, &self.session);
+            let end = match &result {
+                Ok(reason)
+                    if *reason == agent_client_protocol_schema::v1::StopReason::Cancelled =>
+                {
+                    TurnEnd::Cancelled
+                }
+                Ok(_) => TurnEnd::Done,
+                Err(_) => TurnEnd::Failed,
+            };
             match result {
                 Ok(reason) => last = Outcome::code(stop_reason_code(reason)),
                 // Quitting ends the chat; a failed turn does not; a dead agent is restarted
@@ -492,6 +523,7 @@ impl Chat {
                     last = Outcome::code(o.code);
                 }
             }
+            next = self.stdin.queue.after_turn(end);
         }
         if let Some(how) = self.record.resume_hint(&self.session) {
             self.ui.notice(&how);

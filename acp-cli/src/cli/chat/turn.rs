@@ -306,9 +306,9 @@ impl Chat {
         }
     }
 
-    /// Ctrl-C during a turn (the signal, or typed at a question): with prompts queued, the
-    /// first drops them; otherwise the first cancels the turn and waits (bounded) for its
-    /// answer, the second quits.
+    /// Ctrl-C during a turn (the signal, or typed at a question): the first cancels the turn
+    /// and waits (bounded) for its answer (prompts queued meanwhile are held), the second
+    /// quits.
     async fn interrupt(
         &mut self,
         conn: &ClientSideConnection,
@@ -317,19 +317,20 @@ impl Chat {
         if turn.cancel_sent {
             return Err(Outcome::fail(exit::INTERRUPTED, "interrupted"));
         }
-        // Prompts wait for the turn: the first Ctrl-C drops them, the turn goes on.
-        let dropped = self.stdin.drop_queue();
-        if dropped > 0 {
-            self.ui.notice(&format!(
-                "dropped {dropped} queued prompt(s); the turn goes on (Ctrl-C again cancels it)"
-            ));
-            return Ok(());
-        }
         turn.cancel_sent = true;
         turn.cancel_deadline
             .get_or_insert(Instant::now() + CANCEL_WAIT);
-        self.ui
-            .notice("cancelling the turn… (press Ctrl-C again to quit)");
+        // Prompts typed meanwhile are not sent after a cancel, nor dropped: the queue holds
+        // them (acp-client's rule) and the user decides at the prompt.
+        let waiting = self.stdin.queue.len();
+        let held = match waiting {
+            0 => String::new(),
+            1 => "; the queued prompt will be held".to_string(),
+            n => format!("; the {n} queued prompts will be held"),
+        };
+        self.ui.notice(&format!(
+            "cancelling the turn… (press Ctrl-C again to quit){held}"
+        ));
         self.send_session_cancel(conn).await;
         // The schema: after `session/cancel`, every pending permission request is answered
         // `cancelled` (our own questions too: nothing waits on the agent withdrawing them);
@@ -376,6 +377,10 @@ impl Chat {
                             Some(q) => q,
                             None => self.ui.permission_question(&ask.request),
                         };
+                        // The terminal is the question's before it is shown: a key pressed
+                        // as soon as it is seen (Ctrl-D, an option) is its answer, never read
+                        // as a line typed ahead (what was typed before is queued).
+                        self.stdin.stop_typing();
                         self.ui.permission_dialog(&question);
                         ask.question = Some(question);
                         turn.open = Some(ask);

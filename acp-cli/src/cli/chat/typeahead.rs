@@ -10,7 +10,7 @@
 //! the terminal's buffer, where the line editor finds it as typed keys.
 //!
 //! Bounded: a line is at most what the terminal's line buffer holds (4 KiB on Linux); the
-//! queue they go to is bounded by the chat ([`MAX_QUEUED`](super::input::MAX_QUEUED)).
+//! queue they go to is bounded by acp-client's ([`MAX_QUEUED`](acp_client::queue::MAX_QUEUED)).
 
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
