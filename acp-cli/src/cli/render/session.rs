@@ -193,7 +193,8 @@ impl Ui {
     }
 
     /// Replaces the session's config options with `raw` (a JSON list: the full set a
-    /// `session/set_config_option` answer carries).
+    /// `session/set_config_option` answer carries; v2, feature `unstable_protocol_v2`).
+    #[cfg(feature = "unstable_protocol_v2")]
     pub fn config_options_set(&self, raw: Box<serde_json::value::RawValue>) {
         self.lock().thread.config_options = Some(acp_client::thread::RawJson(raw));
     }
