@@ -192,3 +192,77 @@ expect("never")
     assert_eq!(r.code(), 0, "{}", r.dump());
     assert!(r.stdout.contains("a v1 answer"), "{}", r.dump());
 }
+
+#[test]
+fn a_v2_agent_s_config_options_are_listed_and_set_with_slash_config() {
+    let dir = TempDir::new("v2-config");
+    let r = chat(
+        &dir,
+        &[],
+        &[],
+        Some("/config\n/config permissions always\n/config permissions allow\n/config permissions\nwrite it\n"),
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    // Listed from the session/new answer (v2's `configId`).
+    assert!(
+        r.stderr
+            .contains("permissions = ask (Permissions; ask, allow)"),
+        "{}",
+        r.dump()
+    );
+    // A value the agent refuses: its -32602 shown, nothing changed.
+    assert!(
+        r.stderr.contains("(-32602)") && r.stderr.contains("permissions is ask or allow"),
+        "{}",
+        r.dump()
+    );
+    // Set: the answer's full set replaces the session's (listed again with the new value).
+    assert!(
+        r.stderr
+            .contains("permissions = allow (Permissions; ask, allow)"),
+        "{}",
+        r.dump()
+    );
+    // And the agent acts on it: no question before the write.
+    assert!(
+        r.stdout
+            .contains("You said: write it. The write was allowed (permissions: allow)."),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stderr.contains("Write acp-demo.txt?"), "{}", r.dump());
+}
+
+#[test]
+fn a_v2_turn_ended_without_a_stop_reason_or_with_an_error_says_so() {
+    let dir = TempDir::new("v2-no-reason");
+    // Idle without a stop reason: the turn is over and nothing failed (exit 0); the chat says
+    // the reason was not given instead of calling it unknown.
+    let r = chat(&dir, &["--prompt", "#no-reason"], &[], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stdout.contains("Done; I give no stop reason."),
+        "{}",
+        r.dump()
+    );
+    assert!(
+        r.stderr
+            .contains("[turn ended: the agent gave no stop reason]"),
+        "{}",
+        r.dump()
+    );
+    assert!(!r.stderr.contains("does not know"), "{}", r.dump());
+    let r = chat(&dir, &["--prompt", "#no-reason", "--json"], &[], None);
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    let end = lines(&r.stdout).pop().unwrap();
+    assert!(end.get("stopReason").is_some_and(Value::is_null), "{end}");
+    // v2's error stop reason: the agent's message, exit 1.
+    let r = chat(&dir, &["--prompt", "#error"], &[], None);
+    assert_eq!(r.code(), 1, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("the turn failed: the demo agent failed on purpose (#error)"),
+        "{}",
+        r.dump()
+    );
+}

@@ -148,6 +148,11 @@ impl Client {
 
     /// A prompt turn until the engine and the thread both say it ended; the stop reason.
     fn turn(&mut self, text: &str) -> String {
+        self.turn_raw(text).expect("a stop reason")
+    }
+
+    /// [`Client::turn`], the stop reason as the thread kept it (`None`: the agent gave none).
+    fn turn_raw(&mut self, text: &str) -> Option<String> {
         self.thread.begin_turn(vec![Block::text(text)]);
         let id = self.request(
             "session/prompt",
@@ -155,12 +160,29 @@ impl Client {
         );
         let ack = self.answer(id).expect("the prompt is accepted");
         self.thread.v2_prompt_accepted(&ack.to_string());
+        self.until_idle();
+        self.thread.last_stop.clone()
+    }
+
+    fn until_idle(&mut self) {
         while self.conn.turn_state(&self.session) != TurnState::Idle
             || self.thread.turn != Turn::Idle
         {
             self.step();
         }
-        self.thread.last_stop.clone().unwrap()
+    }
+
+    /// `initialize` with v2 and a new session; its `session/new` answer.
+    fn open(&mut self) -> Value {
+        let init = self.request(
+            "initialize",
+            json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+        );
+        assert_eq!(self.answer(init).unwrap()["protocolVersion"], 2);
+        let new = self.request("session/new", json!({"cwd": "/tmp"}));
+        let answer = self.answer(new).unwrap();
+        self.session = answer["sessionId"].as_str().unwrap().to_string();
+        answer
     }
 }
 
@@ -225,7 +247,7 @@ fn a_v2_client_gets_turns_permission_cancel_and_a_replayed_resume() {
     assert_eq!(c.turn("again"), "cancelled");
     assert_eq!(
         shown(&c.thread)[3..],
-        [pair("user", "again"), pair("tool", "failed")]
+        [pair("user", "again"), pair("tool", "cancelled")]
     );
 
     // The session resumed with a replay into an empty thread: the conversation again.
@@ -388,4 +410,213 @@ fn an_idempotency_key_survives_the_agent_s_restart() {
         shown(&c.thread)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The session's `permissions` option as an answer (`session/new`, `resume`, `set`) lists it.
+fn permissions(answer: &Value) -> &str {
+    let options = answer["configOptions"].as_array().expect("configOptions");
+    let o = options
+        .iter()
+        .find(|o| o["configId"] == "permissions")
+        .expect("the permissions option");
+    // The schema crate reads it as v2's config option.
+    serde_json::from_value::<agent_client_protocol_schema::v2::SessionConfigOption>(o.clone())
+        .unwrap();
+    o["currentValue"].as_str().unwrap()
+}
+
+#[test]
+fn a_v2_config_option_is_advertised_set_kept_and_acted_on() {
+    let dir = std::env::temp_dir().join(format!("acp-demo-v2-config-{}", std::process::id()));
+    let state = ["--state-dir".as_ref(), dir.as_os_str()];
+    let mut c = Client::start_with(&state);
+    let new = c.open();
+    assert_eq!(permissions(&new), "ask");
+    let set = |c: &mut Client, p: Value| {
+        let mut p = p;
+        p["sessionId"] = json!(c.session);
+        let id = c.request("session/set_config_option", p);
+        c.answer(id)
+    };
+    // Bad ids, value types and values are -32602 and change nothing.
+    for (p, why) in [
+        (
+            json!({"configId": "speed", "type": "id", "value": "fast"}),
+            "unknown configId speed",
+        ),
+        (
+            json!({"configId": "permissions", "type": "boolean", "value": true}),
+            "takes a value of type id",
+        ),
+        (
+            json!({"configId": "permissions", "type": "id", "value": "always"}),
+            "permissions is ask or allow",
+        ),
+    ] {
+        let err = set(&mut c, p).unwrap_err();
+        assert!(err.contains(why) && err.contains("-32602"), "{err}");
+    }
+    // Still asks: a question comes, and is allowed.
+    assert_eq!(c.turn("first"), "end_turn");
+    assert_eq!(shown(&c.thread)[1], pair("tool", "completed"));
+    // Set to allow: answered with the full set; the next write is not asked (a question would
+    // be cancelled by this client, and the turn would end cancelled).
+    let answer = set(
+        &mut c,
+        json!({"configId": "permissions", "type": "id", "value": "allow"}),
+    )
+    .unwrap();
+    assert_eq!(permissions(&answer), "allow");
+    c.permission = None;
+    assert_eq!(c.turn("second"), "end_turn");
+    assert_eq!(
+        shown(&c.thread)[3..],
+        [
+            pair("user", "second"),
+            pair("tool", "completed"),
+            pair(
+                "agent",
+                "You said: second. The write was allowed (permissions: allow)."
+            ),
+        ]
+    );
+    drop(c);
+    // Kept with the session: another agent process resumes it with the option as set.
+    let mut c = Client::start_with(&state);
+    let init = c.request(
+        "initialize",
+        json!({"protocolVersion": 2, "info": {"name": "test", "version": "1"}, "capabilities": {}}),
+    );
+    c.answer(init).unwrap();
+    let session = shown_session(&dir);
+    let resume = c.request(
+        "session/resume",
+        json!({"sessionId": session, "cwd": "/tmp"}),
+    );
+    assert_eq!(permissions(&c.answer(resume).unwrap()), "allow");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The one session saved in the state directory `dir`.
+fn shown_session(dir: &std::path::Path) -> String {
+    let mut ids = Vec::new();
+    for entry in walk(dir) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            if let Some(id) = v["sessionId"].as_str() {
+                ids.push(id.to_string());
+            }
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    ids.remove(0)
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_cancellable_tool_call_cancelled_alone_ends_cancelled_and_the_turn_goes_on() {
+    let mut c = Client::start();
+    c.open();
+    c.thread.begin_turn(vec![Block::text("#long-task")]);
+    let id = c.request(
+        "session/prompt",
+        json!({"sessionId": c.session, "prompt": [{"type": "text", "text": "#long-task"}]}),
+    );
+    c.answer(id).expect("accepted");
+    // The tool call runs, advertising capabilities.cancel: acp-core lets the cancel go out.
+    while !shown(&c.thread).contains(&pair("tool", "in_progress")) {
+        c.step();
+    }
+    let tool = c
+        .thread
+        .entries
+        .iter()
+        .find_map(|e| match e {
+            Entry::Tool(t) => Some(t.tool_call_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let cancel = c.request(
+        "tool_call/cancel",
+        json!({"sessionId": c.session, "toolCallId": tool}),
+    );
+    assert_eq!(c.answer(cancel).unwrap(), json!({}));
+    c.until_idle();
+    assert_eq!(c.thread.last_stop.as_deref(), Some("end_turn"));
+    assert_eq!(
+        shown(&c.thread),
+        [
+            pair("user", "#long-task"),
+            pair("tool", "cancelled"),
+            pair(
+                "agent",
+                "The long task was cancelled; the turn goes on without it."
+            ),
+        ]
+    );
+    // Final now: our engine no longer lets a cancel for it go out.
+    let again = c.conn.send_request(
+        "tool_call/cancel",
+        Some(&json!({"sessionId": c.session, "toolCallId": tool})),
+        RequestOptions::with_data(()),
+        0,
+    );
+    assert!(
+        matches!(again, Err(acp_core::Error::ProtocolVersionRule(_))),
+        "{again:?}"
+    );
+
+    // A session/cancel during the long task cancels it too, and the turn ends cancelled.
+    c.thread.begin_turn(vec![Block::text("#long-task again")]);
+    let id = c.request(
+        "session/prompt",
+        json!({"sessionId": c.session, "prompt": [{"type": "text", "text": "#long-task again"}]}),
+    );
+    c.answer(id).expect("accepted");
+    while !shown(&c.thread).contains(&pair("tool", "in_progress")) {
+        c.step();
+    }
+    c.conn
+        .notify("session/cancel", Some(&json!({"sessionId": c.session})))
+        .unwrap();
+    c.flush();
+    c.until_idle();
+    assert_eq!(c.thread.last_stop.as_deref(), Some("cancelled"));
+    assert_eq!(shown(&c.thread)[4], pair("tool", "cancelled"));
+}
+
+#[test]
+fn a_turn_may_end_without_a_stop_reason_or_with_an_error() {
+    let mut c = Client::start();
+    c.open();
+    assert_eq!(c.turn("first"), "end_turn");
+    // Idle without a stop reason: the turn is over, with no reason (not the last one's).
+    assert_eq!(c.turn_raw("#no-reason"), None);
+    assert_eq!(
+        shown(&c.thread).last().unwrap(),
+        &pair("agent", "Done; I give no stop reason.")
+    );
+    // v2's error stop reason, with the agent's message.
+    assert_eq!(c.turn("#error").as_str(), "error");
+    assert_eq!(
+        shown(&c.thread).last().unwrap(),
+        &pair(
+            "notice",
+            "the turn failed: the demo agent failed on purpose (#error)"
+        )
+    );
 }

@@ -353,3 +353,63 @@ fn idempotency_keys_agree_with_the_schema_crate() {
         assert_eq!(ours, theirs, "{key}");
     }
 }
+
+#[test]
+fn cancellable_items_agree_with_the_schema_crate() {
+    use acp_core::v2::cancel::Cancellable;
+    use agent_client_protocol_schema::v2::{
+        CancelTerminalRequest, CancelToolCallRequest, SessionUpdate, ToolCallStatus,
+        UpdateSessionNotification,
+    };
+    // What the schema crate reads of a tool call's capabilities and status, against the
+    // engine's table: cancellable when `capabilities.cancel` is an object and the status is
+    // not final.
+    for caps in [
+        json!({"cancel":{}}),
+        json!({"cancel":{"_meta":{"x":1}}}),
+        json!({"cancel":null}),
+        json!({"cancel":true}),
+        json!({}),
+        json!(null),
+    ] {
+        for status in [
+            "pending",
+            "in_progress",
+            "paused",
+            "completed",
+            "failed",
+            "cancelled",
+        ] {
+            let params = json!({"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":status,"capabilities":caps}});
+            let n: UpdateSessionNotification = serde_json::from_value(params.clone()).unwrap();
+            let SessionUpdate::ToolCallUpdate(u) = n.update else {
+                panic!("{params}")
+            };
+            let advertised = u
+                .capabilities
+                .clone()
+                .take()
+                .is_some_and(|c| c.cancel.is_some());
+            let final_ = matches!(
+                u.status.clone().take(),
+                Some(
+                    ToolCallStatus::Completed | ToolCallStatus::Failed | ToolCallStatus::Cancelled
+                )
+            );
+            let mut table = Cancellable::default();
+            table.observe(&params.to_string());
+            let ours = table
+                .check("tool_call/cancel", r#"{"sessionId":"s","toolCallId":"t"}"#)
+                .is_ok();
+            assert_eq!(ours, advertised && !final_, "{params}");
+        }
+    }
+    // The requests' params are the schema crate's.
+    let tool: CancelToolCallRequest =
+        serde_json::from_str(r#"{"sessionId":"s","toolCallId":"t"}"#).unwrap();
+    assert_eq!(&*tool.tool_call_id.0, "t");
+    let term: CancelTerminalRequest =
+        serde_json::from_str(r#"{"sessionId":"s","terminalId":"x"}"#).unwrap();
+    assert_eq!(&*term.terminal_id.0, "x");
+    assert!(serde_json::from_str::<CancelTerminalRequest>(r#"{"sessionId":"s"}"#).is_err());
+}

@@ -50,7 +50,8 @@
 //! `session.rs` what it remembers of a session; `turn.rs` the scripted prompt turn (plan,
 //! streamed answer, files, terminal, permission, write); `script.rs` its words (the canned
 //! answer, the slash commands, what a prompt names); `store.rs` the sessions on disk;
-//! `v2.rs` (feature `unstable_protocol_v2`) ACP v2 for a client that asks for it.
+//! `v2.rs` (feature `unstable_protocol_v2`) ACP v2 for a client that asks for it, with its
+//! config option in `v2_config.rs`.
 
 mod handlers;
 mod script;
@@ -59,6 +60,8 @@ mod store;
 mod turn;
 #[cfg(feature = "unstable_protocol_v2")]
 mod v2;
+#[cfg(feature = "unstable_protocol_v2")]
+mod v2_config;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

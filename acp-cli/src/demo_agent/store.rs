@@ -55,6 +55,10 @@ pub struct Saved {
     /// is retained, across restarts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub v2_keys: Vec<(String, String)>,
+    /// An ACP v2 session's config option `permissions` (`ask`, `allow`); `None` for a v1
+    /// session (and read as `ask`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v2_permissions: Option<String>,
 }
 
 /// The state directory.
@@ -236,6 +240,7 @@ impl Saved {
             v2_messages: Vec::new(),
             v2_next: None,
             v2_keys: Vec::new(),
+            v2_permissions: None,
         }
     }
 

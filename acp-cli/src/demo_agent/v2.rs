@@ -8,7 +8,8 @@
 //! `tool_call_update` and a permission question (`requires_action` while it waits), the answer
 //! streamed as `agent_message_chunk`s, and an idle `state_update` with the stop reason;
 //! `session/cancel` ends the turn with an idle `cancelled`; a prompt containing `#crash` exits
-//! with code 70 once its permission question is answered (mid-turn, for crash handling); a prompt's `idempotencyKey` seen
+//! with code 70 once its permission question is answered (mid-turn, for crash handling); a
+//! prompt's `idempotencyKey` seen
 //! before in the session (a client's retry) is answered with the original message's id and
 //! starts nothing (v2: agents that advertise `session` must support the key; acp-core already
 //! refused malformed keys); `session/resume` with `replayFrom`
@@ -32,6 +33,7 @@ use acp_native::{ConnectionHandle, RawValue, Router};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::v2_config::config_options;
 use super::DemoAgent;
 
 /// Messages a session keeps for `session/resume`'s replay.
@@ -48,6 +50,10 @@ pub(super) struct V2Session {
     keys: VecDeque<(String, String)>,
     /// The running turn's cancellation.
     turn: Option<CancellationToken>,
+    /// The config option `permissions` is `allow`: writes are not asked first (`v2_config.rs`).
+    pub(super) allow_writes: bool,
+    /// The running tool calls that advertise `capabilities.cancel`: their cancellation.
+    tools: HashMap<String, CancellationToken>,
 }
 
 impl V2Session {
@@ -79,16 +85,16 @@ impl V2Session {
     }
 }
 
-fn raw(v: Value) -> Result<Box<RawValue>, ErrorObject> {
+pub(super) fn raw(v: Value) -> Result<Box<RawValue>, ErrorObject> {
     serde_json::value::to_raw_value(&v).map_err(ErrorObject::internal)
 }
 
-fn params(p: Option<Box<RawValue>>) -> Result<Value, ErrorObject> {
+pub(super) fn params(p: Option<Box<RawValue>>) -> Result<Value, ErrorObject> {
     let text = p.as_deref().map_or("{}", RawValue::get);
     serde_json::from_str(text).map_err(ErrorObject::invalid_params)
 }
 
-fn str_param(p: &Value, key: &str) -> Result<String, ErrorObject> {
+pub(super) fn str_param(p: &Value, key: &str) -> Result<String, ErrorObject> {
     p[key]
         .as_str()
         .map(str::to_string)
@@ -121,7 +127,9 @@ impl DemoAgent {
     /// The v2 routes; everything else goes to the v1 router (`initialize`; what v2 removed is
     /// refused by the engine before it gets here).
     pub(super) fn v2_router(self: &Arc<Self>, v1: Router) -> Router {
-        let (a, b, c, d, e, f) = (
+        let (a, b, c, d, e, f, g, h) = (
+            self.clone(),
+            self.clone(),
             self.clone(),
             self.clone(),
             self.clone(),
@@ -166,6 +174,14 @@ impl DemoAgent {
                     raw(json!({}))
                 }
             })
+            .route_raw("session/set_config_option", move |p, _cx| {
+                let g = g.clone();
+                async move { g.v2_set_config(params(p)?) }
+            })
+            .route_raw("tool_call/cancel", move |p, _cx| {
+                let h = h.clone();
+                async move { h.v2_cancel_tool(params(p)?) }
+            })
             .fallback(v1)
     }
 
@@ -178,7 +194,7 @@ impl DemoAgent {
         };
         self.v2_sessions.lock().unwrap().insert(id.clone(), session);
         self.v2_save(&id);
-        raw(json!({"sessionId": id}))
+        raw(json!({"sessionId": id, "configOptions": config_options(false)}))
     }
 
     fn v2_list(&self) -> Result<Box<RawValue>, ErrorObject> {
@@ -189,6 +205,22 @@ impl DemoAgent {
             .collect();
         list.sort_by(|a, b| a["sessionId"].as_str().cmp(&b["sessionId"].as_str()));
         raw(json!({"sessions": list}))
+    }
+
+    /// `tool_call/cancel` of a running tool call that advertises it (acp-core answered -32602
+    /// for the others already; one that just ended is refused here the same way).
+    fn v2_cancel_tool(&self, p: Value) -> Result<Box<RawValue>, ErrorObject> {
+        let session = str_param(&p, "sessionId")?;
+        let tool = str_param(&p, "toolCallId")?;
+        let sessions = self.v2_sessions.lock().unwrap();
+        let token = sessions
+            .get(&session)
+            .and_then(|s| s.tools.get(&tool))
+            .ok_or_else(|| {
+                ErrorObject::invalid_params(format!("tool call {tool} is not running"))
+            })?;
+        token.cancel();
+        raw(json!({}))
     }
 
     fn v2_cancel(&self, session: &str) {
@@ -271,19 +303,22 @@ impl DemoAgent {
             .filter_map(|b| b["text"].as_str())
             .collect::<Vec<_>>()
             .join(" ");
-        let stop = self
-            .v2_work(&session, &text, &cancel, &peer)
-            .await
-            .unwrap_or("cancelled");
+        let end = if text.contains("#no-reason") {
+            self.v2_say(&session, "Done; I give no stop reason.", &peer)
+                .await;
+            Some(End::Unreported)
+        } else if text.contains("#error") {
+            Some(End::Error("the demo agent failed on purpose (#error)"))
+        } else if text.contains("#long-task") {
+            self.v2_long_task(&session, &cancel, &peer).await
+        } else {
+            self.v2_work(&session, &text, &cancel, &peer).await
+        };
+        let end = end.unwrap_or(End::Reason("cancelled"));
         if let Some(s) = self.v2_sessions.lock().unwrap().get_mut(&session) {
             s.turn = None;
         }
-        update(
-            &peer,
-            &session,
-            json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}),
-        )
-        .await;
+        update(&peer, &session, end.idle()).await;
     }
 
     /// The turn's work; `None` when it was cancelled.
@@ -293,7 +328,7 @@ impl DemoAgent {
         text: &str,
         cancel: &CancellationToken,
         peer: &ConnectionHandle,
-    ) -> Option<&'static str> {
+    ) -> Option<End> {
         let tool = self
             .v2_sessions
             .lock()
@@ -301,6 +336,59 @@ impl DemoAgent {
             .get_mut(session)
             .map(|s| s.message_id("t"))?;
         update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "title": "Write acp-demo.txt", "kind": "edit", "status": "pending"})).await;
+        let allow_writes = self
+            .v2_sessions
+            .lock()
+            .unwrap()
+            .get(session)
+            .is_some_and(|s| s.allow_writes);
+        let allowed = allow_writes || self.v2_ask(session, &tool, cancel, peer).await?;
+        if text.contains("#crash") {
+            // For clients' crash handling (as v1's `#crash`): mid-turn, the prompt
+            // acknowledged and the question answered, a line on stderr and exit code 70.
+            eprintln!("acp demo-agent: crashing mid-answer as asked (#crash)");
+            std::process::exit(70);
+        }
+        update(
+            peer,
+            session,
+            json!({"sessionUpdate": "state_update", "state": "running"}),
+        )
+        .await;
+        let status = if allowed { "completed" } else { "failed" };
+        update(
+            peer,
+            session,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": status}),
+        )
+        .await;
+        let reply = format!(
+            "You said: {text}. The write was {}.",
+            if allow_writes {
+                "allowed (permissions: allow)"
+            } else if allowed {
+                "allowed"
+            } else {
+                "rejected"
+            }
+        );
+        let said = self.v2_say(session, &reply, peer).await;
+        if cancel.is_cancelled() || !said {
+            return None;
+        }
+        Some(End::Reason("end_turn"))
+    }
+
+    /// The permission question for the write (`requires_action` while it waits): whether it
+    /// was allowed; `None` when the turn was cancelled meanwhile (the tool call is then
+    /// `cancelled`).
+    async fn v2_ask(
+        &self,
+        session: &str,
+        tool: &str,
+        cancel: &CancellationToken,
+        peer: &ConnectionHandle,
+    ) -> Option<bool> {
         update(
             peer,
             session,
@@ -325,46 +413,79 @@ impl DemoAgent {
             () = cancel.cancelled() => None,
         };
         if cancel.is_cancelled() {
-            update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "failed"})).await;
+            update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "cancelled"})).await;
             return None;
         }
-        if text.contains("#crash") {
-            // For clients' crash handling (as v1's `#crash`): mid-turn, the prompt
-            // acknowledged and the question answered, a line on stderr and exit code 70.
-            eprintln!("acp demo-agent: crashing mid-answer as asked (#crash)");
-            std::process::exit(70);
+        Some(
+            answer
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .is_some_and(|v| {
+                    v["outcome"]["outcome"] == "selected" && v["outcome"]["optionId"] == "allow"
+                }),
+        )
+    }
+
+    /// `#long-task`: a tool call that runs until the client cancels it with
+    /// `tool_call/cancel` (it advertises `capabilities.cancel` while it runs) or the turn is
+    /// cancelled; either way it ends `cancelled`. Cancelling the tool call alone does not end
+    /// the turn: the agent says so and ends it with `end_turn`.
+    async fn v2_long_task(
+        &self,
+        session: &str,
+        cancel: &CancellationToken,
+        peer: &ConnectionHandle,
+    ) -> Option<End> {
+        let token = CancellationToken::new();
+        let tool = {
+            let mut sessions = self.v2_sessions.lock().unwrap();
+            let s = sessions.get_mut(session)?;
+            let tool = s.message_id("t");
+            s.tools.insert(tool.clone(), token.clone());
+            tool
+        };
+        update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "title": "Run the long task", "kind": "execute", "status": "in_progress", "capabilities": {"cancel": {}}})).await;
+        tokio::select! {
+            () = token.cancelled() => {}
+            () = cancel.cancelled() => {}
         }
-        let allowed = answer
-            .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
-            .is_some_and(|v| {
-                v["outcome"]["outcome"] == "selected" && v["outcome"]["optionId"] == "allow"
-            });
-        update(
-            peer,
+        if let Some(s) = self.v2_sessions.lock().unwrap().get_mut(session) {
+            s.tools.remove(&tool);
+        }
+        update(peer, session, json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "cancelled", "capabilities": null})).await;
+        if cancel.is_cancelled() {
+            return None;
+        }
+        self.v2_say(
             session,
-            json!({"sessionUpdate": "state_update", "state": "running"}),
+            "The long task was cancelled; the turn goes on without it.",
+            peer,
         )
         .await;
-        let status = if allowed { "completed" } else { "failed" };
-        update(
-            peer,
-            session,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": status}),
-        )
-        .await;
-        let reply = format!(
-            "You said: {text}. The write was {}.",
-            if allowed { "allowed" } else { "rejected" }
-        );
+        Some(End::Reason("end_turn"))
+    }
+
+    /// Streams `reply` as a new agent message (kept for the replay); false when the turn was
+    /// cancelled before it was all sent.
+    async fn v2_say(&self, session: &str, reply: &str, peer: &ConnectionHandle) -> bool {
+        let cancel = self
+            .v2_sessions
+            .lock()
+            .unwrap()
+            .get(session)
+            .and_then(|s| s.turn.clone());
         let agent_id = self
             .v2_sessions
             .lock()
             .unwrap()
             .get_mut(session)
-            .map(|s| s.message_id("a"))?;
+            .map(|s| s.message_id("a"));
+        let Some(agent_id) = agent_id else {
+            return false;
+        };
+        let cancelled = || cancel.as_ref().is_some_and(CancellationToken::is_cancelled);
         let words: Vec<&str> = reply.split_inclusive(' ').collect();
         for w in words {
-            if cancel.is_cancelled() {
+            if cancelled() {
                 break;
             }
             update(peer, session, json!({"sessionUpdate": "agent_message_chunk", "messageId": agent_id, "content": {"type": "text", "text": w}})).await;
@@ -373,10 +494,7 @@ impl DemoAgent {
             session,
             json!({"sessionUpdate": "agent_message", "messageId": agent_id, "content": [{"type": "text", "text": reply}]}),
         );
-        if cancel.is_cancelled() {
-            return None;
-        }
-        Some("end_turn")
+        !cancelled()
     }
 
     fn v2_remember(&self, session: &str, upsert: Value) {
@@ -387,7 +505,7 @@ impl DemoAgent {
     }
 
     /// Saves the session to `--state-dir`, if given (best effort, as v1's).
-    fn v2_save(&self, session: &str) {
+    pub(super) fn v2_save(&self, session: &str) {
         let Some(store) = &self.store else { return };
         let mut saved = {
             let sessions = self.v2_sessions.lock().unwrap();
@@ -398,6 +516,7 @@ impl DemoAgent {
             saved.v2_messages = s.messages.iter().cloned().collect();
             saved.v2_next = Some(s.next_message);
             saved.v2_keys = s.keys.iter().cloned().collect();
+            saved.v2_permissions = Some(if s.allow_writes { "allow" } else { "ask" }.into());
             saved.title = s
                 .messages
                 .iter()
@@ -411,7 +530,7 @@ impl DemoAgent {
 
     /// A session of another process, from `--state-dir` (a v2 one: it has messages or a
     /// message number), taken into this one.
-    fn v2_restore(&self, session: &str) {
+    pub(super) fn v2_restore(&self, session: &str) {
         let Some(saved) = self.store.as_ref().and_then(|s| s.load(session)) else {
             return;
         };
@@ -439,6 +558,8 @@ impl DemoAgent {
                     .rev()
                     .collect(),
                 turn: None,
+                allow_writes: saved.v2_permissions.as_deref() == Some("allow"),
+                tools: HashMap::new(),
             });
     }
 
@@ -452,12 +573,12 @@ impl DemoAgent {
     ) -> Result<Box<RawValue>, ErrorObject> {
         let session = str_param(&p, "sessionId")?;
         self.v2_restore(&session);
-        let (messages, running) = {
+        let (messages, running, allow_writes) = {
             let sessions = self.v2_sessions.lock().unwrap();
             let s = sessions
                 .get(&session)
                 .ok_or_else(|| super::handlers::unknown_session(&session))?;
-            (s.messages.clone(), s.turn.is_some())
+            (s.messages.clone(), s.turn.is_some(), s.allow_writes)
         };
         match &p["replayFrom"] {
             Value::Null => {}
@@ -480,7 +601,32 @@ impl DemoAgent {
             json!({"sessionUpdate": "state_update", "state": state}),
         )
         .await;
-        raw(json!({}))
+        raw(json!({"configOptions": config_options(allow_writes)}))
+    }
+}
+
+/// How a v2 turn's work ended: the idle `state_update`'s stop reason.
+enum End {
+    /// A standard stop reason.
+    Reason(&'static str),
+    /// `#no-reason`: idle without a stop reason (v2 makes it a SHOULD).
+    Unreported,
+    /// `#error`: v2's `error` stop reason with the failure beside it.
+    Error(&'static str),
+}
+
+impl End {
+    fn idle(&self) -> Value {
+        match self {
+            End::Reason(r) => {
+                json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": r})
+            }
+            End::Unreported => json!({"sessionUpdate": "state_update", "state": "idle"}),
+            End::Error(message) => json!({
+                "sessionUpdate": "state_update", "state": "idle", "stopReason": "error",
+                "error": {"code": -32603, "message": message},
+            }),
+        }
     }
 }
 

@@ -8,7 +8,10 @@
 //! `tool_call_content_chunk` appends one content item, a `plan_update` replaces the plan with
 //! its `planId` and `plan_removed` clears it. The turn follows `state_update`: `running`,
 //! `requires_action` and states this version does not know make it [`Turn::Running`] (never
-//! idle, as v2 asks), `idle` ends it with its stop reason. The user's prompt
+//! idle, as v2 asks), `idle` ends it with its stop reason: `error` fails it (the agent's
+//! `error.message` kept as the turn's error notice), and an idle without a stop reason ends it
+//! with none (the draft makes the reason a SHOULD: [`Thread::last_stop`] is then `None`, not
+//! the previous turn's). The user's prompt
 //! ([`Thread::begin_turn`]) takes the id the agent gives it ([`Thread::v2_prompt_accepted`] or
 //! the echoed user message, whichever comes first), so the echo does not show it twice.
 //!
@@ -121,6 +124,9 @@ struct V2State {
     state: String,
     #[serde(default)]
     stop_reason: Option<serde_json::Value>,
+    /// With the `error` stop reason: the failure, a JSON-RPC error object (optional).
+    #[serde(default)]
+    error: Option<serde_json::Value>,
 }
 
 fn bad(kind: &str, e: serde_json::Error) -> BadUpdate {
@@ -276,14 +282,33 @@ impl Thread {
             }
             return;
         }
+        if self.turn != Turn::Running {
+            // An idle snapshot (a resume's, or a repeat, even with the last stop reason) is
+            // not a new completion.
+            self.v2_prompt = None;
+            return;
+        }
         match s.stop_reason.as_ref().and_then(|r| r.as_str()) {
-            Some(reason) if self.turn == Turn::Running => self.end_turn(reason),
-            _ => {
-                // An idle snapshot (a resume's, or a repeat) is not a new completion.
-                if self.turn != Turn::Idle {
-                    self.turn = Turn::Idle;
-                    self.meta_changed = true;
-                }
+            // v2's `error` stop reason, with the failure beside it when the agent gives it.
+            Some("error") => {
+                let message = s
+                    .error
+                    .as_ref()
+                    .and_then(|e| e.get("message"))
+                    .and_then(|m| m.as_str());
+                self.fail_turn(&match message {
+                    Some(m) => format!("the turn failed: {m}"),
+                    None => "the turn failed (the agent gave no details)".to_string(),
+                });
+            }
+            Some(reason) => self.end_turn(reason),
+            // Idle means no foreground work remains: the turn is over, and the agent did not
+            // say why (v2: a stop reason is a SHOULD; omitted or `null` is "not reported").
+            // Nothing is claimed for it: no stop reason kept, unfinished work left as sent.
+            None => {
+                self.turn = Turn::Idle;
+                self.last_stop = None;
+                self.meta_changed = true;
             }
         }
         self.v2_prompt = None;

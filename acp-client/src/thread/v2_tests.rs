@@ -364,3 +364,49 @@ fn bad_v2_updates_are_refused_with_their_kind() {
         assert_eq!(a, Applied::Ignored { kind: kind.into() });
     }
 }
+
+#[test]
+fn an_idle_without_a_stop_reason_ends_the_turn_with_none_and_error_fails_it() {
+    let mut t = Thread::default();
+    t.begin_turn(vec![Block::text("one")]);
+    v2(
+        &mut t,
+        json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}),
+    );
+    assert_eq!(t.last_stop.as_deref(), Some("end_turn"));
+    // The next turn's idle says no reason: over, with no reason (not the last turn's), and
+    // its tool call left as the agent sent it.
+    t.begin_turn(vec![Block::text("two")]);
+    v2(
+        &mut t,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "title": "Run", "status": "in_progress"}),
+    );
+    v2(
+        &mut t,
+        json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": null}),
+    );
+    assert_eq!(t.turn, Turn::Idle);
+    assert_eq!(t.last_stop, None);
+    assert_eq!(t.tool("t").unwrap().1.status, "in_progress");
+    // v2's `error` stop reason fails the turn with the agent's message.
+    t.begin_turn(vec![Block::text("three")]);
+    v2(
+        &mut t,
+        json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "error", "error": {"code": -32603, "message": "model overloaded"}}),
+    );
+    assert_eq!(t.last_stop.as_deref(), Some("error"));
+    assert_eq!(t.tool("t").unwrap().1.status, "failed");
+    assert!(matches!(
+        t.entries.last(),
+        Some(Entry::Notice { level: NoticeLevel::Error, text }) if text == "the turn failed: model overloaded"
+    ));
+    t.begin_turn(vec![Block::text("four")]);
+    v2(
+        &mut t,
+        json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "error"}),
+    );
+    assert!(matches!(
+        t.entries.last(),
+        Some(Entry::Notice { text, .. }) if text == "the turn failed (the agent gave no details)"
+    ));
+}

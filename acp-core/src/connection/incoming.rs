@@ -442,6 +442,10 @@ impl<T> Connection<T> {
             return;
         }
         #[cfg(feature = "unstable_protocol_v2")]
+        if self.v2_refuse_notification(&method) {
+            return;
+        }
+        #[cfg(feature = "unstable_protocol_v2")]
         if self.is_v2()
             && self.config.role == Role::Client
             && method == acp::client::SESSION_UPDATE

@@ -17,6 +17,7 @@ use crate::acp::{self, capabilities::member, Role, TurnState};
 use crate::error::{CallError, Error, PeerErrorKind};
 use crate::jsonrpc::{write_error_response, ErrorCode, ErrorObject, Id};
 use crate::v2;
+use crate::v2::cancel::{self, Cancellable, Refusal};
 use crate::v2::capabilities::{self as caps, AgentCapabilities, ClientCapabilities};
 
 /// Where a connection stands with v2.
@@ -33,6 +34,9 @@ pub(super) struct V2State {
     agent: AgentCapabilities,
     /// What the client advertised in its v2 `initialize` params (sent or received).
     client: ClientCapabilities,
+    /// The tool calls and terminals that advertise `capabilities.cancel` now (from the
+    /// updates sent or received; bounded, [`v2::cancel`]).
+    cancellable: Cancellable,
 }
 
 #[derive(Debug)]
@@ -40,6 +44,23 @@ struct Replay {
     key: u64,
     session: String,
     complete: bool,
+}
+
+/// Whether a message written at `out[start..]` is a request (it has an `id`).
+fn has_id(message: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(default, borrow)]
+        id: Option<&'a RawValue>,
+    }
+    serde_json::from_slice::<Head<'_>>(message).is_ok_and(|h| h.id.is_some())
+}
+
+/// The session a `session/close` or `session/delete` (params as JSON text) ends.
+fn ended_session(method: &str, params: Option<&str>) -> Option<String> {
+    matches!(method, "session/close" | "session/delete")
+        .then(|| acp::session_id_of(params))
+        .flatten()
 }
 
 fn version_of(json: Option<&str>) -> u16 {
@@ -88,6 +109,20 @@ impl<T> Connection<T> {
             method: method.to_owned(),
             capability: cap,
         };
+        if cancel::is_cancel_method(method) {
+            let from_agent = self.config.role == Role::Agent;
+            if let Some(why) = cancel::misuse(method, from_agent, has_id(&self.out[start..])) {
+                return Err(Error::ProtocolVersionRule(why));
+            }
+            if !enforce {
+                return Ok(());
+            }
+            return match self.v2.cancellable.check(method, &params()) {
+                Ok(()) => Ok(()),
+                Err(Refusal::Malformed(why)) => Err(Error::InvalidParams(why)),
+                Err(Refusal::NotCancellable(why)) => Err(Error::ProtocolVersionRule(why)),
+            };
+        }
         match self.config.role {
             Role::Client if !caps::reads_params(method) => return Ok(()),
             Role::Client => {
@@ -130,17 +165,21 @@ impl<T> Connection<T> {
     }
 
     /// After an agent's `session/update` at `out[start..]` went out: a `replay_complete` ends
-    /// the oldest replay under way for its session.
+    /// the oldest replay under way for its session; a tool call or terminal may become
+    /// cancellable or stop being so.
     pub(super) fn v2_sent(&mut self, method: &str, start: usize) {
         if !self.is_v2() || self.config.role != Role::Agent || method != acp::client::SESSION_UPDATE
         {
             return;
         }
-        let params = acp::capabilities::member_of_message(&self.out[start..], false);
-        if let Some(Ok(update)) = params.map(|p| v2::check_update(&p, true)) {
+        let Some(params) = acp::capabilities::member_of_message(&self.out[start..], false) else {
+            return;
+        };
+        if let Ok(update) = v2::check_update(&params, true) {
             if update.kind == v2::REPLAY_COMPLETE {
                 self.mark_replayed(&update.session_id);
             }
+            self.v2.cancellable.observe(&params);
         }
     }
 
@@ -170,6 +209,11 @@ impl<T> Connection<T> {
             self.v2.offered = version_of(params.as_deref());
             self.v2.client =
                 ClientCapabilities::from_initialize_params(&params.unwrap_or_default());
+        } else if self.is_v2() && matches!(method, "session/close" | "session/delete") {
+            let params = acp::capabilities::member_of_message(&self.out[start..], false);
+            if let Some(session) = ended_session(method, params.as_deref()) {
+                self.v2.cancellable.forget_session(&session);
+            }
         } else if self.is_v2() && method == acp::agent::SESSION_RESUME {
             let params = acp::capabilities::member_of_message(&self.out[start..], false);
             if let Some(p) = params.filter(|p| v2::asks_replay(p)) {
@@ -241,9 +285,30 @@ impl<T> Connection<T> {
                                 why,
                             )
                         })
+                    } else if cancel::is_cancel_method(method) && enforce {
+                        match self.v2.cancellable.check(method, params) {
+                            Ok(()) => None,
+                            Err(Refusal::Malformed(why)) => {
+                                Some((ErrorCode::InvalidParams, PeerErrorKind::InvalidRequest, why))
+                            }
+                            Err(Refusal::NotCancellable(why)) => Some((
+                                ErrorCode::InvalidParams,
+                                PeerErrorKind::CapabilityNotAdvertised,
+                                why,
+                            )),
+                        }
                     } else {
                         None
                     }
+                }
+                Role::Client if cancel::is_cancel_method(method) => {
+                    cancel::misuse(method, true, true).map(|why| {
+                        (
+                            ErrorCode::MethodNotFound,
+                            PeerErrorKind::ProtocolVersionRule,
+                            why,
+                        )
+                    })
                 }
                 Role::Client if method == acp::client::ELICITATION_CREATE && enforce => {
                     self.v2.client.missing_for_elicitation(params).map(|cap| {
@@ -276,6 +341,8 @@ impl<T> Connection<T> {
         if method == acp::agent::INITIALIZE {
             self.v2.offered = version_of(params);
             self.v2.client = ClientCapabilities::from_initialize_params(params.unwrap_or(""));
+        } else if let Some(session) = ended_session(method, params).filter(|_| self.is_v2()) {
+            self.v2.cancellable.forget_session(&session);
         } else if self.is_v2() && method == acp::agent::SESSION_RESUME {
             if let Some(p) = params.filter(|p| v2::asks_replay(p)) {
                 if let Some(session) = acp::session_id_of(Some(p)) {
@@ -390,6 +457,9 @@ impl<T> Connection<T> {
             );
             return false;
         }
+        if let Some(p) = params {
+            self.v2.cancellable.observe(p.get());
+        }
         match update.state.as_deref() {
             Some("idle") => {
                 self.turns.remove(&update.session_id);
@@ -402,6 +472,25 @@ impl<T> Connection<T> {
             None => {}
         }
         true
+    }
+
+    /// A peer's notification of a per-item cancellation on a v2 connection: not a cancellation
+    /// (a request from the client is), reported and dropped. Returns whether it was dropped.
+    pub(super) fn v2_refuse_notification(&mut self, method: &str) -> bool {
+        if !self.is_v2() {
+            return false;
+        }
+        let from_agent = self.config.role == Role::Client;
+        match cancel::misuse(method, from_agent, false) {
+            Some(why) => {
+                self.protocol_error(
+                    PeerErrorKind::ProtocolVersionRule,
+                    format!("{why}; dropped"),
+                );
+                true
+            }
+            None => false,
+        }
     }
 
     /// The agent's `initialize` result `raw` reports `version` and we asked for

@@ -26,12 +26,16 @@
 //!   `replay_complete` update before its answer. An agent's answer before it is refused; a
 //!   client reports an answer without it (the replay was truncated), and a `replay_complete`
 //!   nobody asked for is refused (agent) or reported and dropped (client).
-//!
+//! - per-item cancellation ([`cancel`]): `tool_call/cancel` and `terminal/cancel` are the
+//!   client's requests, only for a tool call or terminal that advertises
+//!   `capabilities.cancel` now (a client's other call fails locally, the agent answers
+//!   -32602);
 //! - capabilities: v2's own rules ([`capabilities`]: method surfaces, prompt content, MCP
 //!   transports, elicitation modes, terminal auth, idempotency keys, what is not batched).
 //!   v1's capability rules (`acp::capabilities`, and the `unstable` drafts' rules) read v1's
 //!   `clientCapabilities`/`agentCapabilities`; on a v2 connection they do not apply.
 
+pub mod cancel;
 pub mod capabilities;
 
 use crate::acp::capabilities::{member, path};
@@ -97,13 +101,15 @@ pub const REPLAY_COMPLETE: &str = "replay_complete";
 
 /// The standard values of `state` in a `state_update`.
 pub const STATES: &[&str] = &["running", "idle", "requires_action", "unknown"];
-/// The standard stop reasons of an idle `state_update`.
+/// The standard stop reasons of an idle `state_update` (`error` carries an optional JSON-RPC
+/// `error` object beside it).
 pub const STOP_REASONS: &[&str] = &[
     "end_turn",
     "max_tokens",
     "max_turn_requests",
     "refusal",
     "cancelled",
+    "error",
 ];
 
 /// Every `session/update` kind v2 defines (schema 1.20.0, with its draft kinds), each with the

@@ -143,6 +143,11 @@ impl ConnectionHandle {
             if let Some(why) = acp_core::v2::removed_method(&method) {
                 return Err(refused(why));
             }
+            // `tool_call/cancel`, `terminal/cancel`: the client's requests, never notifications.
+            let from_agent = self.shared.role == acp_core::Role::Agent;
+            if let Some(why) = acp_core::v2::cancel::misuse(&method, from_agent, false) {
+                return Err(refused(why));
+            }
             if self.shared.role == acp_core::Role::Agent
                 && method == acp_core::acp::client::SESSION_UPDATE
             {

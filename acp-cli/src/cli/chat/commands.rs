@@ -113,7 +113,7 @@ impl Chat {
                 let (id, value) = if cmd == "model" {
                     let model = options
                         .iter()
-                        .find(|o| o["id"] == "model" || o["category"] == "model");
+                        .find(|o| option_id(o) == Some("model") || o["category"] == "model");
                     match model {
                         Some(o) => {
                             let values: Vec<&str> = o["options"]
@@ -128,10 +128,7 @@ impl Chat {
                                 )));
                                 return true;
                             }
-                            (
-                                o["id"].as_str().unwrap_or("model").to_string(),
-                                arg.to_string(),
-                            )
+                            (option_id(o).unwrap_or("model").to_string(), arg.to_string())
                         }
                         None => {
                             self.ui.warn("the agent has no models");
@@ -159,7 +156,7 @@ impl Chat {
                             .unwrap_or_default();
                         let line = format!(
                             "{} = {} ({}{})",
-                            o["id"].as_str().unwrap_or("?"),
+                            option_id(o).unwrap_or("?"),
                             o["currentValue"]
                                 .as_str()
                                 .map_or_else(|| o["currentValue"].to_string(), str::to_string),
@@ -170,10 +167,17 @@ impl Chat {
                                 format!("; {}", choices.join(", "))
                             }
                         );
-                        if id.is_empty() || o["id"] == id.as_str() {
+                        if id.is_empty() || option_id(o) == Some(id.as_str()) {
                             self.ui.notice(&escape_line(&line));
                         }
                     }
+                    return true;
+                }
+                // v2: its own params (`configId`, a typed value), its answer the full set.
+                #[cfg(feature = "unstable_protocol_v2")]
+                if self.ui.is_v2() {
+                    let option = options.iter().find(|o| option_id(o) == Some(id.as_str()));
+                    self.set_config_v2(&id, &value, option).await;
                     return true;
                 }
                 let request = s::SetSessionConfigOptionRequest::new(
@@ -278,6 +282,11 @@ impl Chat {
             Err(o) => self.ui.warn(o.message.as_deref().unwrap_or("failed")),
         }
     }
+}
+
+/// A config option's id: v1's `id`, v2's `configId`.
+fn option_id(o: &serde_json::Value) -> Option<&str> {
+    o["id"].as_str().or_else(|| o["configId"].as_str())
 }
 
 /// Whether `name` is one of acp's own slash commands (the agent's command of that name is

@@ -35,18 +35,30 @@ enum Answered {
     Accepted(Box<acp_core::RawValue>),
 }
 
-/// The stop reason a v2 agent ended the turn with (the session engine's, from its idle
-/// `state_update`), as v1's type, which the chat prints and maps to exit codes: a reason this
-/// version does not know is an error saying so.
-fn v2_stop_reason(reason: &str) -> Result<s::PromptResponse, acp_native::RpcError> {
-    serde_json::from_value(serde_json::json!(reason))
-        .map(s::PromptResponse::new)
-        .map_err(|_| {
-            acp_native::RpcError::Other(format!(
-                "the agent ended the turn with a stop reason acp does not know: {}",
-                escape_line(reason)
-            ))
-        })
+/// How a v2 agent ended the turn (the session engine's stop reason, from its idle
+/// `state_update`), as v1's type, which the chat prints and maps to exit codes. `""`: the agent
+/// went idle without a stop reason (the draft makes it a SHOULD): the turn is over and nothing
+/// failed, so it counts as ended (exit 0) and is shown as unreported. `error` (v2's, with the
+/// failure the thread kept: `failure`) and a reason this version does not know are errors
+/// saying so.
+fn v2_stop_reason(
+    reason: &str,
+    failure: Option<String>,
+) -> Result<s::PromptResponse, acp_native::RpcError> {
+    match reason {
+        "" => Ok(s::PromptResponse::new(s::StopReason::EndTurn)),
+        "error" => Err(acp_native::RpcError::Other(escape_line(
+            &failure.unwrap_or_else(|| "the turn failed (the agent gave no details)".into()),
+        ))),
+        _ => serde_json::from_value(serde_json::json!(reason))
+            .map(s::PromptResponse::new)
+            .map_err(|_| {
+                acp_native::RpcError::Other(format!(
+                    "the agent ended the turn with a stop reason acp does not know: {}",
+                    escape_line(reason)
+                ))
+            }),
+    }
 }
 
 /// A turn's questions: the one on screen, and what arrived after it.
@@ -122,10 +134,13 @@ impl Chat {
         let silence = self.timeouts.silence;
         let idle = tokio::time::sleep_until(silence.map_or(never, |d| last_activity + d));
         tokio::pin!(idle);
+        // v2: the agent went idle without a stop reason (shown as unreported).
+        let mut unreported = false;
         let result = loop {
             if accepted {
                 if let Some(reason) = self.ui.turn_ended() {
-                    break v2_stop_reason(&reason);
+                    unreported = reason.is_empty();
+                    break v2_stop_reason(&reason, self.ui.turn_failure());
                 }
             }
             let withdrawn = turn.open.as_ref().map(|a| a.withdrawn.clone());
@@ -286,8 +301,12 @@ impl Chat {
         if let Some(o) = turn.timed_out.take() {
             // Timed out, and the agent answered the cancelled turn: the run still says why.
             if let Ok(r) = &result {
-                self.ui
-                    .turn_end(&self.session.id.0, &wire_name(&r.stop_reason));
+                let shown = if unreported {
+                    String::new()
+                } else {
+                    wire_name(&r.stop_reason)
+                };
+                self.ui.turn_end(&self.session.id.0, &shown);
             }
             return Err(o);
         }
@@ -296,7 +315,12 @@ impl Chat {
                 #[cfg(feature = "unstable")]
                 self.ui.prompt_result(&response);
                 let reason = response.stop_reason;
-                self.ui.turn_end(&self.session.id.0, &wire_name(&reason));
+                let shown = if unreported {
+                    String::new()
+                } else {
+                    wire_name(&reason)
+                };
+                self.ui.turn_end(&self.session.id.0, &shown);
                 Ok(reason)
             }
             Err(e) => {

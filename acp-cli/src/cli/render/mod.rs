@@ -226,12 +226,21 @@ impl Ui {
     }
 
     /// The end of a turn: a newline after streamed text; the JSON line with `--json`.
+    /// `stop_reason` empty: a v2 agent ended the turn without one (`"stopReason": null`,
+    /// shown as such).
     pub fn turn_end(&self, session_id: &str, stop_reason: &str) {
         let mut guard = self.lock();
         let st = &mut *guard;
+        // v2: the session engine ended the thread's turn from the agent's idle `state_update`
+        // (its stop reason, or none); it is not ended a second time here.
+        #[cfg(feature = "unstable_protocol_v2")]
+        let ended = st.thread.0.is_v2();
+        #[cfg(not(feature = "unstable_protocol_v2"))]
+        let ended = false;
         // With the turn's result (feature `unstable`), the thread folds its token usage too.
         #[cfg(feature = "unstable")]
         let usage = match st.prompt_result.take() {
+            _ if ended => None,
             Some(r) if st.thread.end_turn_json(&r).is_ok() => st.thread.turn_usage.clone(),
             _ => {
                 st.thread.end_turn(stop_reason);
@@ -239,12 +248,14 @@ impl Ui {
             }
         };
         #[cfg(not(feature = "unstable"))]
-        st.thread.end_turn(stop_reason);
+        if !ended {
+            st.thread.end_turn(stop_reason);
+        }
         st.screen.spinner_stop();
         if st.json {
+            let reason = Some(stop_reason).filter(|r| !r.is_empty());
             #[cfg_attr(not(feature = "unstable"), allow(unused_mut))]
-            let mut line =
-                serde_json::json!({ "sessionId": session_id, "stopReason": stop_reason });
+            let mut line = serde_json::json!({ "sessionId": session_id, "stopReason": reason });
             #[cfg(feature = "unstable")]
             if let Some(u) = &usage {
                 line["usage"] = serde_json::to_value(u).unwrap_or_default();
@@ -254,11 +265,12 @@ impl Ui {
         } else {
             st.screen.end_block();
             if stop_reason != "end_turn" {
-                let line = styled(
-                    st.screen.color_err,
-                    "2",
-                    &format!("[turn ended: {stop_reason}]"),
-                );
+                let text = if stop_reason.is_empty() {
+                    "[turn ended: the agent gave no stop reason]".to_string()
+                } else {
+                    format!("[turn ended: {stop_reason}]")
+                };
+                let line = styled(st.screen.color_err, "2", &text);
                 st.screen.err_line(&line);
             }
             // The status line, once per turn, on stderr: between the turns of an interactive

@@ -87,6 +87,19 @@ impl Ui {
         self.lock().thread.0.turn_ended()
     }
 
+    /// Why the last turn failed, as the thread kept it (its newest error notice, e.g. a v2
+    /// agent's `error` stop reason with its message).
+    pub fn turn_failure(&self) -> Option<String> {
+        let st = self.lock();
+        st.thread.entries.iter().rev().find_map(|e| match e {
+            acp_client::thread::Entry::Notice {
+                level: NoticeLevel::Error,
+                text,
+            } => Some(text.clone()),
+            _ => None,
+        })
+    }
+
     /// Whether ACP v2 was negotiated (feature `unstable_protocol_v2`).
     #[cfg(feature = "unstable_protocol_v2")]
     pub fn is_v2(&self) -> bool {
@@ -177,6 +190,13 @@ impl Ui {
         let st = self.lock();
         let raw = st.thread.config_options.as_ref()?;
         serde_json::from_str(raw.get()).ok()
+    }
+
+    /// Replaces the session's config options with `raw` (a JSON list: the full set a
+    /// `session/set_config_option` answer carries; v2, feature `unstable_protocol_v2`).
+    #[cfg(feature = "unstable_protocol_v2")]
+    pub fn config_options_set(&self, raw: Box<serde_json::value::RawValue>) {
+        self.lock().thread.config_options = Some(acp_client::thread::RawJson(raw));
     }
 
     /// The agent's commands: (name, description, input hint).

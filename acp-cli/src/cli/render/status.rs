@@ -59,7 +59,7 @@ fn model(thread: &Thread) -> Option<String> {
     let option = options
         .as_array()?
         .iter()
-        .find(|o| o["id"] == "model" || o["category"] == "model")?;
+        .find(|o| o["id"] == "model" || o["configId"] == "model" || o["category"] == "model")?;
     let current = option["currentValue"].as_str()?;
     let name = option["options"]
         .as_array()
