@@ -254,8 +254,12 @@ fn a_v2_turn_ended_without_a_stop_reason_or_with_an_error_says_so() {
     assert!(!r.stderr.contains("does not know"), "{}", r.dump());
     let r = chat(&dir, &["--prompt", "#no-reason", "--json"], &[], None);
     assert_eq!(r.code(), 0, "{}", r.dump());
-    let end = lines(&r.stdout).pop().unwrap();
-    assert!(end.get("stopReason").is_some_and(Value::is_null), "{end}");
+    let end = json_lines(&r.stdout).pop().unwrap();
+    assert!(
+        end.get("stopReason")
+            .is_some_and(serde_json::Value::is_null),
+        "{end}"
+    );
     // v2's error stop reason: the agent's message, exit 1.
     let r = chat(&dir, &["--prompt", "#error"], &[], None);
     assert_eq!(r.code(), 1, "{}", r.dump());
