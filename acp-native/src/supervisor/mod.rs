@@ -34,7 +34,7 @@ use crate::ClientSideConnection;
 
 mod turn;
 #[cfg(feature = "unstable_protocol_v2")]
-mod v2;
+pub mod v2;
 
 pub use turn::Turn;
 #[cfg(feature = "unstable_protocol_v2")]

@@ -4,7 +4,8 @@
 //! re-attachment of a session after a restart, `session/resume` with `replayFrom: {"type":
 //! "start"}` (acp-client's [`reopen_v2`](acp_client::session::reopen_v2): v2 has no
 //! `session/load`; the replay goes to the host's service, keyed upserts it folds into what it
-//! holds, then `replay_complete`, before the answer, as acp-core checks).
+//! holds, then `replay_complete`, before the answer, as acp-core checks). `acp chat` builds
+//! its v2 offer and replay with the same two functions.
 
 use acp_core::RawValue;
 use agent_client_protocol_schema::v1 as s;
@@ -15,7 +16,7 @@ use crate::RpcError;
 /// The `initialize` params offering v2: `request` (v1's, which every agent reads) with
 /// `protocolVersion: 2` and v2's `info` and `capabilities` beside it (`capabilities` empty:
 /// v2 has no client file system or terminals).
-pub(super) fn offer(request: &s::InitializeRequest) -> Result<Box<RawValue>, RpcError> {
+pub fn offer(request: &s::InitializeRequest) -> Result<Box<RawValue>, RpcError> {
     let mut v = serde_json::to_value(request).map_err(|e| RpcError::Other(e.to_string()))?;
     v["protocolVersion"] = json!(acp_core::v2::PROTOCOL_VERSION);
     v["info"] =
@@ -25,7 +26,7 @@ pub(super) fn offer(request: &s::InitializeRequest) -> Result<Box<RawValue>, Rpc
 }
 
 /// `session/resume` of `id` in `cwd` with the MCP servers, replaying from the start.
-pub(super) fn replay_params(
+pub fn replay_params(
     id: &s::SessionId,
     cwd: &std::path::Path,
     mcp: &[s::McpServer],

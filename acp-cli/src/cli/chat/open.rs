@@ -47,7 +47,11 @@ impl Chat {
             let timeout = Some(self.timeouts.request);
             let call = async move {
                 let raw = handle
-                    .request("initialize", Some(super::v2::offer(&init)?), timeout)
+                    .request(
+                        "initialize",
+                        Some(acp_native::supervisor::v2::offer(&init)?),
+                        timeout,
+                    )
                     .await?;
                 let info: s::InitializeResponse = acp_native::driver::decode("initialize", &raw)?;
                 Ok((info, raw))
@@ -142,7 +146,9 @@ impl Chat {
             ),
             // Named by the engine only on a v2 connection.
             #[cfg(feature = "unstable_protocol_v2")]
-            Open::Replay { session_id } => super::v2::replay_params(session_id, cwd, mcp),
+            Open::Replay { session_id } => {
+                acp_native::supervisor::v2::replay_params(&session_id.clone().into(), &cwd, &mcp)
+            }
             #[cfg(not(feature = "unstable_protocol_v2"))]
             Open::Replay { .. } => {
                 return Err(Outcome::fail(

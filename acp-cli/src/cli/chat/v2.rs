@@ -17,8 +17,6 @@
 
 use acp_client::display::escape_line;
 use acp_core::RawValue;
-use acp_native::RpcError;
-use agent_client_protocol_schema::v1 as s;
 use serde_json::{json, Value};
 
 use super::Chat;
@@ -88,30 +86,6 @@ impl Chat {
     }
 }
 
-/// The `initialize` params offering v2: `request` (v1's, as every agent reads it) with
-/// `protocolVersion: 2` and v2's `info` and `capabilities` (none of v1's client methods: v2
-/// has no client file system or terminals).
-pub(super) fn offer(request: &s::InitializeRequest) -> Result<Box<RawValue>, RpcError> {
-    let mut v = serde_json::to_value(request).map_err(|e| RpcError::Other(e.to_string()))?;
-    v["protocolVersion"] = json!(2);
-    v["info"] =
-        serde_json::to_value(&request.client_info).map_err(|e| RpcError::Other(e.to_string()))?;
-    v["capabilities"] = json!({});
-    acp_native::driver::to_raw(&v)
-}
-
-/// `session/resume` of `session_id` in `cwd` with the MCP servers, replaying from the start.
-pub(super) fn replay_params(
-    session_id: &str,
-    cwd: std::path::PathBuf,
-    mcp: Vec<s::McpServer>,
-) -> Result<Box<RawValue>, RpcError> {
-    let request = s::ResumeSessionRequest::new(session_id.to_string(), cwd).mcp_servers(mcp);
-    let mut v = serde_json::to_value(&request).map_err(|e| RpcError::Other(e.to_string()))?;
-    v["replayFrom"] = json!({"type": "start"});
-    acp_native::driver::to_raw(&v)
-}
-
 /// A v2 `session/request_permission`'s params as v1's request: v2 asks with a `title` (and
 /// optionally a `subject` naming a tool call) instead of v1's `toolCall`; the question shown
 /// is about a tool call of that title (the subject's id when it names one, so the
@@ -136,6 +110,7 @@ pub(super) fn permission_as_v1(params: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_client_protocol_schema::v1 as s;
 
     #[test]
     fn a_v2_question_becomes_a_v1_question_about_its_title() {
@@ -186,21 +161,5 @@ mod tests {
                 serde_json::from_value(p.clone()).unwrap();
             assert_eq!(&*r.config_id.0, p["configId"].as_str().unwrap());
         }
-    }
-
-    #[test]
-    fn the_offer_asks_for_2_with_both_shapes() {
-        let request = s::InitializeRequest::new(agent_client_protocol_schema::ProtocolVersion::V1)
-            .client_info(s::Implementation::new("acp", "1"));
-        let v: Value = serde_json::from_str(offer(&request).unwrap().get()).unwrap();
-        assert_eq!(v["protocolVersion"], 2);
-        assert_eq!(v["info"]["name"], "acp");
-        assert_eq!(v["clientInfo"]["name"], "acp");
-        assert!(v["capabilities"].is_object());
-        let v: Value =
-            serde_json::from_str(replay_params("s1", "/p".into(), Vec::new()).unwrap().get())
-                .unwrap();
-        assert_eq!(v["replayFrom"]["type"], "start");
-        assert_eq!(v["sessionId"], "s1");
     }
 }
