@@ -26,6 +26,7 @@ import { RawTrace } from "./host/trace";
 import { TracePanel } from "./host/tracePanel";
 import type { AgentConnection } from "./protocol/agent";
 import type { EngineModule } from "./protocol/engine";
+import { engineSpeaksV2, PROTOCOL_V2 } from "./protocol/v2";
 import type { Platform } from "./platform/platform";
 import { useHostPaths } from "./platform/hostPaths";
 import { useHostOs } from "./platform/hostOs";
@@ -151,6 +152,7 @@ export class AcpContext implements vscode.Disposable {
           terminal: terminals,
           onSessionUpdate: (sessionId, params) => this.conversations.onSessionUpdate(sessionId, params),
           log: this.log,
+          v2: () => this.agent.conn?.protocolVersion === PROTOCOL_V2,
         }),
     });
     this.conversations = new Conversations({
@@ -229,8 +231,11 @@ export class AcpContext implements vscode.Disposable {
 
   private loadEngineOnce(): EngineModule {
     if (!this.engine) {
-      const { module, from } = this.platform.engine(this.extension);
+      const v2 = cfg().get<boolean>("experimental.protocolV2", false);
+      const { module, from } = this.platform.engine(this.extension, v2);
       this.log.info(`protocol engine (${this.platform.name}): ${from}`);
+      if (v2 && !engineSpeaksV2(module))
+        this.log.warn("acp.experimental.protocolV2: this engine has no ACP v2 (the browser build): agents are offered v1 only");
       this.engine = module;
     }
     return this.engine;
