@@ -44,11 +44,17 @@ async function enableSetting() {
   await page.keyboard.type(`@id:${SETTING}`);
   const box = editor.locator(".setting-item-contents .setting-value-checkbox");
   await until(`the ${SETTING} checkbox in the Settings editor`, async () => (await box.count()) === 1, 30_000);
-  await box.click();
+  // Clicked until it is checked (a click while the list still renders can be lost), then
+  // written by the workbench.
   await until(
     `${SETTING} = true in settings.json`,
-    async () => JSON.parse(fs.readFileSync(settingsFile, "utf8"))[SETTING] === true,
-    15_000,
+    async () => {
+      if (JSON.parse(fs.readFileSync(settingsFile, "utf8"))[SETTING] === true) return true;
+      if ((await box.getAttribute("aria-checked")) !== "true") await box.click();
+      return false;
+    },
+    30_000,
+    500,
   );
   const tab = page.locator(".tabs-container .tab", { hasText: "Settings" });
   await tab.locator(".tab-actions .action-label").click();
@@ -71,12 +77,20 @@ async function reloadWindow() {
     90_000,
   );
   await runCommand("ACP: Open Chat");
+  // The conversation shown before is reopened with the agent of then: ready before anything else.
+  await until("the chat ready after the reload", async () => (await ready().catch(() => false)) && !(await dialog.isVisible()), 90_000);
 }
 
 /** The `initialize` answers in the raw trace (the agent's lines), newest last. */
 async function initializeAnswers() {
   return (await acpTrace()).split("\n").filter((l) => /"protocolVersion":\d/.test(l) && /"result"/.test(l));
 }
+
+/** The first scenario got the v2 agent running (the others need it). */
+let v2Running = false;
+const needV2 = () => {
+  if (!v2Running) throw new Error("the v2 agent is not running (see the first v2 scenario)");
+};
 
 export async function run() {
   await scenario("v2: the setting loads the engine with ACP v2 (after a window reload)", async () => {
@@ -97,9 +111,11 @@ export async function run() {
       10_000,
     );
     if (!(await acpLog()).includes(`agent ${V2_AGENT} speaks ACP v2`)) throw new Error("the log does not say the agent speaks v2");
+    v2Running = true;
   });
 
   await scenario("v2: a turn streamed, its permission question (a title only) answered, ended by the idle state_update", async () => {
+    needV2();
     await sendPrompt("Hello over v2");
     const allow = await dialogButton("Allow");
     // v2's question has a title and no tool call: shown as it is.
@@ -118,6 +134,7 @@ export async function run() {
   });
 
   await scenario("v2: cancel while the question is open: the agent's idle state_update ends the turn `cancelled`", async () => {
+    needV2();
     await sendPrompt("Ask me over v2, then I cancel");
     const reject = await dialogButton("Reject");
     // The modal covers the workbench; the chat's Cancel button is clicked through the DOM.
@@ -132,6 +149,7 @@ export async function run() {
   });
 
   await scenario("v2: after a window reload the conversation is reopened with the agent's replay", async () => {
+    needV2();
     const session = await transcript.getAttribute("data-session-id");
     await reloadWindow();
     await until(
@@ -158,6 +176,7 @@ export async function run() {
   });
 
   await scenario("v2 setting on, v1 agent: it answers 1 and its turn runs as v1", async () => {
+    needV2();
     const before = (await initializeAnswers()).length;
     await selectAgent(SLOW_AGENT);
     await until(
