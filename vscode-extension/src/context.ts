@@ -77,6 +77,15 @@ export class AcpContext implements vscode.Disposable {
     this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.conversations.sideRouter.onMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
+    // The engine is loaded once: another build (acp.experimental.protocolV2) needs a reload.
+    this.own(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (!e.affectsConfiguration("acp.experimental.protocolV2") || !this.engine) return;
+        void vscode.window
+          .showInformationMessage("ACP: acp.experimental.protocolV2 takes effect after a window reload.", "Reload Window")
+          .then((choice) => choice && vscode.commands.executeCommand("workbench.action.reloadWindow"));
+      }),
+    );
     const settings = (this.settings = new HostSettings(extension, this.policy, this.log, platform));
     // No terminals where the host cannot run processes (the browser): not advertised.
     const terminals = platform.terminals?.(

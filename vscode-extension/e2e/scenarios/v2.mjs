@@ -97,10 +97,21 @@ export async function run() {
     if (!fs.existsSync(ACP_V2_BIN))
       throw new Error(`no v2 demo agent at ${ACP_V2_BIN} (cargo build -p acp-cli --features unstable_protocol_v2)`);
     await enableSetting();
-    await reloadWindow();
+    // The agent chosen before the reload (the v1 engine loaded now offers 1: the v2 build of the
+    // demo agent answers 1), so that no command is needed while the reloaded window settles.
+    const before = (await initializeAnswers()).length;
     await selectAgent(V2_AGENT);
     await until(
-      "the v2 agent ready",
+      "the v2 build of the demo agent ready on the v1 engine",
+      async () => (await ready().catch(() => false)) && (await initializeAnswers()).length > before,
+      60_000,
+    );
+    const answers = await initializeAnswers();
+    if (!answers[answers.length - 1].includes('"protocolVersion":1'))
+      throw new Error(`offered 1, it answered ${answers[answers.length - 1]}`);
+    await reloadWindow();
+    await until(
+      "the v2 agent ready after the reload",
       async () => (await ready().catch(() => false)) && !!(await transcript.getAttribute("data-session-id")),
       60_000,
     );
