@@ -26,6 +26,7 @@ import {
   selectAgent,
   sendPrompt,
   settingsFile,
+  settlePendingIfAsked,
   transcript,
   transcriptText,
   turnEnds,
@@ -96,6 +97,20 @@ export async function run() {
   await scenario("v2: the setting loads the engine with ACP v2 (after a window reload)", async () => {
     if (!fs.existsSync(ACP_V2_BIN))
       throw new Error(`no v2 demo agent at ${ACP_V2_BIN} (cargo build -p acp-cli --features unstable_protocol_v2)`);
+    // The side view's chat is the one driven here: editors left open by earlier groups (a chat
+    // moved to a tab, a file changed) are closed first, their changes not saved.
+    await runCommand("View: Close All Editors");
+    await until(
+      "every editor closed",
+      async () => {
+        await settlePendingIfAsked();
+        const dontSave = dialog.locator(".dialog-buttons .monaco-button", { hasText: "Don't Save" });
+        if ((await dialog.isVisible().catch(() => false)) && (await dontSave.count())) await dontSave.click();
+        return (await page.locator(".tabs-container .tab").count()) === 0;
+      },
+      30_000,
+      250,
+    );
     await enableSetting();
     // The agent chosen before the reload (the v1 engine loaded now offers 1: the v2 build of the
     // demo agent answers 1), so that no command is needed while the reloaded window settles.
