@@ -297,7 +297,18 @@ export const dialog = page.locator(".monaco-dialog-box");
 export async function runCommand(title) {
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible", timeout: 10_000 });
+  // Right after a window reload the workbench may not take keys yet: F1 again until the
+  // palette is open.
+  await until(
+    "the command palette",
+    async () => {
+      if (await input.isVisible()) return true;
+      await page.keyboard.press("F1");
+      return false;
+    },
+    30_000,
+    1_000,
+  );
   await input.fill(`>${title}`);
   await until(
     `command palette entry "${title}"`,
