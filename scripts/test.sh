@@ -68,6 +68,9 @@ step unstable-cli cargo test --locked -p acp-cli --features unstable --test cli_
 step v2-core cargo test --locked -p acp-core -p acp-client --features acp-core/unstable_protocol_v2,acp-client/unstable_protocol_v2 --lib --test vectors --test v2_rules --test cases
 step v2-native cargo test --locked -p acp-native --features unstable_protocol_v2 --lib --test host_vectors --test host_v2 --test supervisor
 step v2-demo-agent cargo test --locked -p acp-cli --features unstable_protocol_v2 --bin acp --test demo_agent_v2 --test chat_v2 --test supervisor_v2 --test remote_v2
+# That step's `acp` (built with unstable_protocol_v2) kept aside for the VS Code e2e's v2 group
+# (scripts/test-vscode.sh: later steps rebuild target/debug/acp without the feature).
+step v2-demo-agent-keep sh -c 't="${CARGO_TARGET_DIR:-target}"; mkdir -p "$t/acp-v2" && cp "$t/debug/acp" "$t/acp-v2/acp"'
 step v2-clippy cargo clippy --locked -p acp-core -p acp-client -p acp-native -p acp-cli -p acp-wasm --all-targets --features acp-core/unstable_protocol_v2,acp-client/unstable_protocol_v2,acp-native/unstable_protocol_v2,acp-cli/unstable_protocol_v2,acp-wasm/client,acp-wasm/unstable_protocol_v2 -- -D warnings
 step wasm scripts/test-wasm.sh
 step browser scripts/test-browser.sh

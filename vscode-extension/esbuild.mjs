@@ -3,7 +3,7 @@
 // web build of the wasm engine in dist/acp-wasm-web), the chat webview
 // (dist/webview.js + dist/webview.css), the protocol trace panel (dist/trace.js + dist/trace.css,
 // from ../trace-viewer/) and copies the wasm protocol engine (acp-wasm/pkg/nodejs-client)
-// into dist/acp-wasm. With --tests, also bundles test/unit/*.test.ts to out/test/.
+// into dist/acp-wasm, and its ACP v2 build (acp-wasm/pkg/nodejs-client-v2) into dist/acp-wasm-v2. With --tests, also bundles test/unit/*.test.ts to out/test/.
 import * as esbuild from "esbuild";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -98,6 +98,19 @@ if (fs.existsSync(path.join(wasmPkg, "acp_wasm.js"))) {
   process.exit(1);
 } else {
   console.warn(`esbuild: warning: no wasm engine at ${wasmPkg} (run scripts/build-wasm.sh); the extension cannot start agents without it`);
+}
+
+// The engine with ACP v2 (draft), acp-wasm's client-v2 build, loaded instead of the one above
+// only with the `acp.experimental.protocolV2` setting (src/platform/nodeEngine.ts).
+const wasmPkgV2 = process.env.ACP_WASM_PKG_V2 ?? path.join(root, "..", "acp-wasm", "pkg", "nodejs-client-v2");
+if (fs.existsSync(path.join(wasmPkgV2, "acp_wasm.js"))) {
+  fs.cpSync(wasmPkgV2, path.join(dist, "acp-wasm-v2"), { recursive: true, filter: (src) => !src.endsWith(".gitignore") });
+  console.log(`esbuild: copied ${wasmPkgV2} -> dist/acp-wasm-v2`);
+} else if (production) {
+  console.error(`esbuild: the ACP v2 wasm engine is missing at ${wasmPkgV2}; run ACP_WASM_FLAVOURS=client-v2 scripts/build-wasm.sh first`);
+  process.exit(1);
+} else {
+  console.warn(`esbuild: warning: no ACP v2 wasm engine at ${wasmPkgV2}; the acp.experimental.protocolV2 setting cannot load it`);
 }
 
 if (tests) {

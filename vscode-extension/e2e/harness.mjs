@@ -4,7 +4,8 @@
 //
 // Waiting is on events or bounded polling with a clear timeout error; never a bare sleep.
 //
-// Environment: ACP_BIN (default <repo>/target/release/acp), VSIX (default
+// Environment: ACP_BIN (default <repo>/target/release/acp), ACP_V2_BIN (default
+// <repo>/target/acp-v2/acp, the v2 group's demo agent), VSIX (default
 // vscode-extension/acp-rs-vscode.vsix), ACP_CACHE_DIR (default ~/.cache/acp-rs), ARTIFACTS.
 
 import { spawn, execFileSync } from "node:child_process";
@@ -19,6 +20,8 @@ import { chromium } from "playwright-core";
 export const EXT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const ROOT = path.resolve(EXT, "..");
 export const ACP_BIN = path.resolve(process.env.ACP_BIN ?? path.join(ROOT, "target", "release", "acp"));
+// `acp` built with unstable_protocol_v2 (ACP v2, draft), for the v2 group (scenarios/v2.mjs).
+export const ACP_V2_BIN = path.resolve(process.env.ACP_V2_BIN ?? path.join(ROOT, "target", "acp-v2", "acp"));
 export const VSIX = path.resolve(process.env.VSIX ?? path.join(EXT, "acp-rs-vscode.vsix"));
 export const CACHE = process.env.ACP_CACHE_DIR ?? path.join(os.homedir(), ".cache", "acp-rs");
 export const CODE_SERVER = path.join(CACHE, "code-server", "node_modules", ".bin", "code-server");
@@ -105,6 +108,7 @@ export const SLOW_AGENT = "demo (e2e, slow)";
 export const BROKEN_AGENT = "broken (e2e)";
 export const FIXTURE_AGENT = "fixture (modes)";
 export const AUTH_AGENT = "auth (e2e)";
+export const V2_AGENT = "demo (e2e, ACP v2)";
 export const SECRET = "e2e-secret-token-4711";
 // A remote agent (issue 14): `acp serve --http` serving the demo agent, reached by URL over
 // WebSocket with a token; its sessions kept on disk, so a dropped connection resumes.
@@ -142,6 +146,8 @@ fs.writeFileSync(
         // Sessions only after `authenticate` with its env_var method (DEMO_TOKEN set).
         { name: AUTH_AGENT, command: ACP_BIN, args: ["demo-agent", "--require-auth", "env:DEMO_TOKEN"] },
         { name: BROKEN_AGENT, command: ACP_BIN, args: ["demo-agent", "--no-such-flag"] },
+        // The demo agent built with ACP v2: speaks v2 when offered (the v2 group's setting).
+        { name: V2_AGENT, command: ACP_V2_BIN, args: ["demo-agent", "--state-dir", path.join(tmp, "demo-v2-state")] },
         { name: REMOTE_AGENT, url: remoteServer.url },
         { name: REMOTE_SSE_AGENT, url: remoteServer.sseUrl },
         // The test fixture agent (on the same wasm engine) offers modes and a config option.
@@ -291,7 +297,18 @@ export const dialog = page.locator(".monaco-dialog-box");
 export async function runCommand(title) {
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor({ state: "visible", timeout: 10_000 });
+  // Right after a window reload the workbench may not take keys yet: F1 again until the
+  // palette is open.
+  await until(
+    "the command palette",
+    async () => {
+      if (await input.isVisible()) return true;
+      await page.keyboard.press("F1");
+      return false;
+    },
+    30_000,
+    1_000,
+  );
   await input.fill(`>${title}`);
   await until(
     `command palette entry "${title}"`,

@@ -26,9 +26,10 @@ import * as view from "./scenarios/view.mjs";
 import * as multi from "./scenarios/multi.mjs";
 import * as restore from "./scenarios/restore.mjs";
 import * as web from "./scenarios/web.mjs";
+import * as v2 from "./scenarios/v2.mjs";
 
 /** The groups in the order they run. */
-const GROUPS = { basics, lifecycle, consent, composer, edits, agentFeatures, agents, view, multi, restore, web };
+const GROUPS = { basics, lifecycle, consent, composer, edits, agentFeatures, agents, view, multi, restore, web, v2 };
 
 const only = process.env.ACP_E2E_GROUPS?.split(",")
   .map((g) => g.trim())

@@ -26,6 +26,7 @@ import { RawTrace } from "./host/trace";
 import { TracePanel } from "./host/tracePanel";
 import type { AgentConnection } from "./protocol/agent";
 import type { EngineModule } from "./protocol/engine";
+import { engineSpeaksV2, PROTOCOL_V2 } from "./protocol/v2";
 import type { Platform } from "./platform/platform";
 import { useHostPaths } from "./platform/hostPaths";
 import { useHostOs } from "./platform/hostOs";
@@ -76,6 +77,15 @@ export class AcpContext implements vscode.Disposable {
     this.chat = this.own(new ChatViewProvider(extension.extensionUri, (m) => this.conversations.sideRouter.onMessage(m)));
     this.own(vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, this.chat, { webviewOptions: { retainContextWhenHidden: true } }));
     this.own(vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this.diffs));
+    // The engine is loaded once: another build (acp.experimental.protocolV2) needs a reload.
+    this.own(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (!e.affectsConfiguration("acp.experimental.protocolV2") || !this.engine) return;
+        void vscode.window
+          .showInformationMessage("ACP: acp.experimental.protocolV2 takes effect after a window reload.", "Reload Window")
+          .then((choice) => choice && vscode.commands.executeCommand("workbench.action.reloadWindow"));
+      }),
+    );
     const settings = (this.settings = new HostSettings(extension, this.policy, this.log, platform));
     // No terminals where the host cannot run processes (the browser): not advertised.
     const terminals = platform.terminals?.(
@@ -151,6 +161,7 @@ export class AcpContext implements vscode.Disposable {
           terminal: terminals,
           onSessionUpdate: (sessionId, params) => this.conversations.onSessionUpdate(sessionId, params),
           log: this.log,
+          v2: () => this.agent.conn?.protocolVersion === PROTOCOL_V2,
         }),
     });
     this.conversations = new Conversations({
@@ -229,8 +240,11 @@ export class AcpContext implements vscode.Disposable {
 
   private loadEngineOnce(): EngineModule {
     if (!this.engine) {
-      const { module, from } = this.platform.engine(this.extension);
+      const v2 = cfg().get<boolean>("experimental.protocolV2", false);
+      const { module, from } = this.platform.engine(this.extension, v2);
       this.log.info(`protocol engine (${this.platform.name}): ${from}`);
+      if (v2 && !engineSpeaksV2(module))
+        this.log.warn("acp.experimental.protocolV2: this engine has no ACP v2 (the browser build): agents are offered v1 only");
       this.engine = module;
     }
     return this.engine;

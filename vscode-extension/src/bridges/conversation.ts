@@ -88,6 +88,13 @@ export class Conversation {
     this.deliverNow(this.stopWords?.(stopReason));
   }
 
+  /** The model ended the turn itself with `stopReason` (ACP v2: the agent's idle
+   *  `state_update`, folded by the session engine): what it streamed is delivered now. */
+  turnEndedBy(stopReason: string): void {
+    this.turnOpen = false;
+    this.deliverNow(this.stopWords?.(stopReason));
+  }
+
   /** The turn failed (an error, the agent crashed): the message stays in the conversation. */
   failTurn(message: string): void {
     this.thread.failTurn(message);

@@ -18,6 +18,7 @@ import type { EngineModule } from "../protocol/engine";
 import type { AgentTransports } from "../platform/platform";
 import type { TraceSink } from "../protocol/log";
 import type { SessionAfterEnd } from "acp-wasm-client";
+import { engineSpeaksV2 } from "../protocol/v2";
 import type { ClientPolicy } from "../protocol/policy";
 import type { AgentSpec } from "../protocol/process";
 import type { ExitInfo } from "../protocol/transport";
@@ -163,6 +164,8 @@ export class AgentLifecycle {
           allowInsecure,
           clientInfo: { name: "acp-rs-vscode", version: String(extension.extension.packageJSON.version ?? "0") },
           handler: this.p.handler(),
+          // The acp.experimental.protocolV2 setting loaded the engine with v2: offered.
+          offerV2: engineSpeaksV2(engine),
           log,
           trace: this.p.trace,
           onStderr: (s) => log.info(`[${spec!.name} stderr] ${s.replace(/\n$/, "")}`),

@@ -30,6 +30,7 @@ import type { EngineModule, WasmSession } from "../protocol/engine";
 import { RpcError } from "../protocol/client";
 import type { Logger } from "../protocol/log";
 import type { ClientPolicy } from "../protocol/policy";
+import { PROTOCOL_V2, v2Session, V2TurnEnd } from "../protocol/v2";
 import type { SessionDecisions } from "../sessions/decisions";
 import { CannotOpen, openSession, RestartNeeded, type SessionIntent, type SignIn } from "../sessions/opener";
 import type { HistoryEntry, SessionStore } from "../sessions/store";
@@ -119,6 +120,9 @@ export class SessionController implements SessionSide {
   /** Prompts sent while a turn runs, waiting for it to end (acp-client's queue), and the turns
    *  that send them. */
   private readonly queued: QueuedTurns;
+  /** ACP v2: the running turn, acknowledged, waits for the engine to fold the agent's idle
+   *  `state_update` (`check` after each fold); abandoned when the agent ends or the conversation goes. */
+  private readonly v2Turn = new V2TurnEnd();
 
   constructor(private readonly p: SessionParts) {
     this.queued = new QueuedTurns({
@@ -169,6 +173,7 @@ export class SessionController implements SessionSide {
 
   agentEnded(why: string): SessionAfterEnd {
     this.current = null;
+    this.v2Turn.abandon(why);
     const conv = this.conversation();
     // The engine fails a running turn with `why` and says what follows; all in the conversation.
     const after = JSON.parse(this.engine!.agentEnded(performance.now(), why)) as SessionAfterEnd;
@@ -236,6 +241,7 @@ export class SessionController implements SessionSide {
   dispose(): void {
     const conn = this.p.agent.conn;
     if (this.engine && conn?.foldsInto(this.engine)) conn.foldInto(undefined);
+    this.v2Turn.abandon("the conversation was closed");
     this.conv?.dispose();
     this.engine?.free();
     this.conv = undefined;
@@ -304,7 +310,10 @@ export class SessionController implements SessionSide {
         mcpSetting: cfg().get("mcpServers", {}),
         decisions: this.p.decisions,
         signIn: this.p.signIn,
-        onFolded: () => conv.changed(),
+        onFolded: () => {
+          conv.changed();
+          this.v2Turn.check();
+        },
         notice: (level, text) => conv.notice(level, text),
       });
       sessionId = opened.sessionId;
@@ -365,6 +374,7 @@ export class SessionController implements SessionSide {
     }
     try {
       this.conv.applyUpdate(params);
+      this.v2Turn.check();
     } catch (e) {
       this.p.log.warn(`${(e as Error).message}: dropped`);
     }
@@ -445,14 +455,25 @@ export class SessionController implements SessionSide {
         return "failed";
       }
       conv = this.conversation();
+      const engine = this.engine!;
       conv.beginTurn(blocks);
       const res = await conn!.prompt(session.sessionId, blocks);
       // Another conversation was shown meanwhile, or this one closed: its turn is over with it.
       if (this.conv !== conv) return "cancelled";
-      conv.endTurn(res.stopReason);
-      end = res.stopReason === "cancelled" ? "cancelled" : "done";
+      let stopReason: string;
+      if (conn!.protocolVersion === PROTOCOL_V2) {
+        // ACP v2: the answer only acknowledges the prompt; the agent's idle state_update ends
+        // the turn (the engine folds it and ends the thread's turn with its stop reason).
+        stopReason = await this.v2Turn.answered(v2Session(engine), res);
+        if (this.conv !== conv) return "cancelled";
+        conv.turnEndedBy(stopReason);
+      } else {
+        stopReason = res.stopReason;
+        conv.endTurn(stopReason);
+      }
+      end = stopReason === "cancelled" ? "cancelled" : "done";
       if (end === "done")
-        this.p.notifier.notify(this.conversationTitle(), { kind: "ended", words: this.p.decisions.stopWords(res.stopReason) });
+        this.p.notifier.notify(this.conversationTitle(), { kind: "ended", words: this.p.decisions.stopWords(stopReason) });
     } catch (e) {
       if (conv && this.conv !== conv) return "failed"; // shown no more (see above)
       const message = this.p.decisions.errorWords(e);

@@ -19,8 +19,8 @@ export const nodePlatform: Platform = {
   os: process.platform,
   arch: process.arch,
   files: nodeFiles,
-  engine(extension) {
-    const { module, dir } = loadEngine(extension.extensionPath);
+  engine(extension, v2) {
+    const { module, dir } = loadEngine(extension.extensionPath, v2);
     return { module, from: dir };
   },
   transports: nodeTransports,

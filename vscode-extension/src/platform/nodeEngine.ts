@@ -5,10 +5,19 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { adoptEngine, EngineNotFoundError, type EngineModule } from "../protocol/engine";
+import { engineSpeaksV2 } from "../protocol/v2";
 
-/** The directory names tried, in order, for the wasm package (wasm-bindgen `--target nodejs`). */
-export function candidateEngineDirs(extensionRoot: string): string[] {
+/** The directory names tried, in order, for the wasm package (wasm-bindgen `--target nodejs`);
+ *  `v2`: the client-v2 build (ACP v2, draft: the `acp.experimental.protocolV2` setting). */
+export function candidateEngineDirs(extensionRoot: string, v2 = false): string[] {
   const dirs: string[] = [];
+  if (v2) {
+    if (process.env.ACP_WASM_PKG_V2) dirs.push(process.env.ACP_WASM_PKG_V2);
+    // Packaged: esbuild.mjs copies acp-wasm/pkg/nodejs-client-v2 to dist/acp-wasm-v2.
+    dirs.push(path.join(extensionRoot, "dist", "acp-wasm-v2"));
+    dirs.push(path.join(extensionRoot, "..", "acp-wasm", "pkg", "nodejs-client-v2"));
+    return dirs;
+  }
   if (process.env.ACP_WASM_PKG) dirs.push(process.env.ACP_WASM_PKG);
   // Packaged: esbuild.mjs copies acp-wasm/pkg/nodejs-client to dist/acp-wasm.
   dirs.push(path.join(extensionRoot, "dist", "acp-wasm"));
@@ -41,14 +50,20 @@ export function engineEntry(dir: string): string | undefined {
  * Loads the wasm engine. Uses the Node `require` (not the bundler's) because the package is
  * a directory next to the bundle, not part of it.
  */
-export function loadEngine(extensionRoot: string): { module: EngineModule; dir: string } {
-  const tried = candidateEngineDirs(extensionRoot);
+export function loadEngine(extensionRoot: string, v2 = false): { module: EngineModule; dir: string } {
+  const tried = candidateEngineDirs(extensionRoot, v2);
   for (const dir of tried) {
     const entry = engineEntry(dir);
     if (!entry) continue;
     // A non-literal require: esbuild leaves it to Node at run time.
     const module = adoptEngine(require(entry) as EngineModule, entry);
+    if (v2 && !engineSpeaksV2(module)) throw new EngineNotFoundError(`${entry} is not acp-wasm's client-v2 build (no ACP v2)`);
     return { module, dir };
   }
-  throw new EngineNotFoundError(`acp-wasm package not found (tried ${tried.join(", ")}); build it with scripts/build-wasm.sh`);
+  const build = v2
+    ? "ACP_WASM_FLAVOURS=client-v2 scripts/build-wasm.sh (or turn acp.experimental.protocolV2 off)"
+    : "scripts/build-wasm.sh";
+  throw new EngineNotFoundError(
+    `acp-wasm package${v2 ? " with ACP v2" : ""} not found (tried ${tried.join(", ")}); build it with ${build}`,
+  );
 }

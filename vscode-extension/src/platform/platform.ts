@@ -57,8 +57,10 @@ export interface Platform {
   readonly files: HostFiles;
   /** The wasm engine, loaded once: Node `require`s the nodejs build; the browser
    *  instantiates the web build from the extension's own files (see browserEngine.ts).
-   *  Returns where it came from, for the log. Throws EngineNotFoundError. */
-  engine(extension: vscode.ExtensionContext): { module: EngineModule; from: string };
+   *  Returns where it came from, for the log. Throws EngineNotFoundError. `v2`: the build
+   *  with ACP v2 (the `acp.experimental.protocolV2` setting; Node only: the browser has the
+   *  v1 build alone and ignores it). */
+  engine(extension: vscode.ExtensionContext, v2: boolean): { module: EngineModule; from: string };
   readonly transports: AgentTransports;
   /** Where the saved conversations live (sessions/store.ts): a directory on Node, the
    *  workspace's Memento in the browser. */

@@ -23,6 +23,7 @@ import type { AgentSpec } from "./process";
 import type { ExitInfo, RemoteError } from "./transport";
 import { TransportRefused, type AgentTransports } from "../platform/platform";
 import type { AgentTransport, TransportEvents } from "./transport";
+import { offerParams, PROTOCOL_V2, v1View, versionRefusal } from "./v2";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -57,6 +58,10 @@ export interface StartOptions {
   allowInsecure?: boolean;
   initializeTimeoutMs?: number;
   clock?: Clock;
+  /** Offer ACP v2 (draft) in `initialize` too (protocol/v2.ts): only with an engine that speaks
+   *  it (`engineSpeaksV2`: the `acp.experimental.protocolV2` setting loaded the client-v2
+   *  build). The agent picks: a v1 agent answers 1 and the connection stays v1. */
+  offerV2?: boolean;
 }
 
 function delay(ms: number): Promise<void> {
@@ -78,8 +83,16 @@ export class AgentConnection {
     readonly spec: AgentSpec,
     readonly transport: AgentTransport,
     readonly client: AcpClient,
+    /** The agent's `initialize` answer as v1's (a v2 answer read into it: `v1View`). */
     readonly init: InitializeResponse,
+    /** The answer's JSON text as sent, for the session engine (`Session.initialized`). */
+    readonly initJson: string,
   ) {}
+
+  /** The protocol version `initialize` settled on: 1, or 2 (ACP v2, draft) when both offered it. */
+  get protocolVersion(): number {
+    return this.init.protocolVersion === PROTOCOL_V2 ? PROTOCOL_V2 : PROTOCOL_VERSION;
+  }
 
   /** True once stop() was called: an exit after that is not a crash. */
   get isStopping(): boolean {
@@ -163,9 +176,11 @@ export class AgentConnection {
         ? `agent ${spec.name} connected: ${spec.url}`
         : `agent ${spec.name} started: ${proc.description}: ${JSON.stringify([spec.command, ...spec.args])}`,
     );
+    const v1Params = { protocolVersion: PROTOCOL_VERSION, clientCapabilities: o.capabilities, clientInfo: o.clientInfo };
+    const offered = o.offerV2 ? PROTOCOL_V2 : PROTOCOL_VERSION;
     const init = client.request<InitializeResponse>(
       "initialize",
-      { protocolVersion: PROTOCOL_VERSION, clientCapabilities: o.capabilities, clientInfo: o.clientInfo },
+      o.offerV2 ? offerParams(v1Params) : v1Params,
       o.initializeTimeoutMs ?? 30_000,
     );
     const outcome = await Promise.race([
@@ -184,10 +199,11 @@ export class AgentConnection {
       return fail(`${spec.name}: initialize failed: ${outcome.err.message}`);
     }
     const res = outcome.ok;
-    if (res.protocolVersion !== PROTOCOL_VERSION) {
-      return fail(`${spec.name} speaks ACP protocol version ${res.protocolVersion}; this extension speaks ${PROTOCOL_VERSION}`);
-    }
-    return new AgentConnection(spec, proc, client, res);
+    const refused = versionRefusal(res?.protocolVersion, offered);
+    if (refused) return fail(`${spec.name} ${refused}`);
+    const view = res.protocolVersion === PROTOCOL_V2 ? v1View(res) : res;
+    if (view.protocolVersion === PROTOCOL_V2) o.log.info(`agent ${spec.name} speaks ACP v2 (draft)`);
+    return new AgentConnection(spec, proc, client, view, JSON.stringify(res));
   }
 
   get agentTitle(): string {

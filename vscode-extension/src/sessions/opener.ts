@@ -65,7 +65,7 @@ export async function openSession(conn: AgentConnection, session: WasmSession, o
   }
   let open: SessionOpen;
   try {
-    open = JSON.parse(session.initialized(JSON.stringify(conn.init))) as SessionOpen;
+    open = JSON.parse(session.initialized(conn.initJson)) as SessionOpen;
   } catch (e) {
     throw new CannotOpen((e as Error).message);
   }

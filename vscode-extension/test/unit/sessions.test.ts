@@ -152,8 +152,10 @@ function fakeConn(init: Record<string, unknown>, script: Partial<Record<string, 
       throw e;
     }
   };
+  const answer = { protocolVersion: 1, agentInfo: { name: "demo", version: "1" }, ...init };
   const conn = {
-    init: { protocolVersion: 1, agentInfo: { name: "demo", version: "1" }, ...init },
+    init: answer,
+    initJson: JSON.stringify(answer),
     spec: { name: "demo", command: "acp", args: [] },
     open: (open: { send: string; sessionId?: string }, cwd: string, mcpServers: unknown[], atAnswer: (a: Answer) => void) =>
       call(`session/${open.send}`, open.send === "new" ? { cwd, mcpServers } : { sessionId: open.sessionId, cwd, mcpServers }, atAnswer),
