@@ -319,7 +319,8 @@ pub fn summary(index: &Index) -> Value {
 }
 
 /// The turns of `session` (at most `max`): their index, number, stop reason, the lines of
-/// their prompt and its answer, and how long they took.
+/// their prompt and of what closed them (v1: its answer; v2: the idle `state_update`), and
+/// how long they took (from the one to the other).
 pub fn turns(index: &Index, session: &str, max: usize) -> Value {
     let Some(id) = index.sessions.find(session) else {
         return json!({ "turns": [] });
@@ -338,7 +339,10 @@ pub fn turns(index: &Index, session: &str, max: usize) -> Value {
                 "stop": index.subs.get(t.stop),
                 "line": index.rows[t.start as usize].line,
                 "endLine": end.map(|r| r.line),
-                "ms": index.duration(t.start).map_or(Value::Null, |d| json!(d)),
+                "ms": end
+                    .map(|e| e.t - index.rows[t.start as usize].t)
+                    .filter(|d| d.is_finite())
+                    .map_or(Value::Null, |d| json!(d)),
             })
         })
         .collect();
