@@ -294,7 +294,8 @@ export class TraceModel {
     row.turn = request.turn;
     const conn = connKey(request.from, request.to);
     const error = row.kind === K.error;
-    if (!error && request.method !== 0 && this.methods.get(request.method) === "initialize") this.conn(conn).version = p.version === 2 ? 2 : 1;
+    if (!error && request.method !== 0 && this.methods.get(request.method) === "initialize")
+      this.conn(conn).version = p.version === 2 ? 2 : 1;
     if (request.turn === NONE) return;
     const turn = this.turns[request.turn];
     if (turn.start !== req || turn.end !== NONE) return;
