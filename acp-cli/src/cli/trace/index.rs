@@ -26,7 +26,8 @@
 //!
 //! **Memory.** 48 bytes a row ([`Row`], kept in chunks: [`Rows`]), at most [`MAX_ROWS`] rows (a larger trace is read up
 //! to there and says where it stopped), distinct methods, sessions and sub-kinds at most
-//! 65,534 each (then `…`), 32 lanes, [`MAX_PENDING`] waiting requests, and one line of up to
+//! 65,534 each (then `…`), 32 lanes, [`MAX_PENDING`] waiting requests, [`MAX_PENDING`] v2
+//! turns waiting for their idle `state_update`, and one line of up to
 //! `max_line` bytes being read (a longer line is read from its first [`CUT_PREFIX`] bytes).
 
 use std::collections::{HashMap, VecDeque};
@@ -382,6 +383,12 @@ impl Index {
     #[cfg(test)]
     pub fn tail_capacity(&self) -> usize {
         self.tail.capacity()
+    }
+
+    /// v2 turns waiting for their idle `state_update`.
+    #[cfg(test)]
+    pub fn awaiting(&self) -> usize {
+        self.awaiting.len()
     }
 
     /// The longest line read whole.

@@ -212,7 +212,7 @@ fn shape(index: &Index) -> Vec<String> {
 
 #[test]
 fn bytes_fed_in_any_pieces_give_the_same_index() {
-    for name in ["formats", "cut", "capped"] {
+    for name in ["formats", "cut", "capped", "v2-midway"] {
         let path = vectors_dir().join(format!("{name}.trace"));
         let bytes = std::fs::read(&path).expect("the trace");
         let spec: Value =
@@ -611,4 +611,23 @@ fn a_v2_turn_ends_at_its_idle_state_update_on_its_connection_only() {
     // The idle must come back the prompt's way: the client's own state_update ends nothing.
     let sent_idle = idle.replacen('←', "→", 1);
     assert_eq!(turns_of(&[&a, &b, prompt, &sent_idle]), [(None, None)]);
+}
+
+#[test]
+fn v2_turns_waiting_for_their_idle_are_bounded() {
+    // A hostile trace: prompts never ended, in 30,000 sessions on each of three connections
+    // (the conductor's lanes): 90,000 (lanes, session) keys, more than are waited for.
+    let mut index = Index::new(super::index::MAX_LINE, 1 << 20);
+    let mut text = String::new();
+    for from in ["Client", "Proxy(0)", "Proxy(1)"] {
+        for i in 0..30_000 {
+            text.push_str(&format!(
+                r#"{{"type":"request","ts":0,"from":"{from}","to":"Agent","id":{i},"method":"session/prompt","params":{{"sessionId":"s{i}","prompt":[]}}}}"#
+            ));
+            text.push('\n');
+        }
+    }
+    index.feed(text.as_bytes());
+    assert_eq!(index.turns.len(), 90_000);
+    assert_eq!(index.awaiting(), super::index::MAX_PENDING);
 }
