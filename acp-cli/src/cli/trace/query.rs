@@ -381,15 +381,18 @@ pub fn row_json(index: &Index, n: u32, count: u32, preview: Option<String>) -> V
 pub const PREVIEW_CHARS: usize = 160;
 
 /// A short text from a message (see [`super::detail::message_of`]): the message itself when it
-/// is text, else the first of these that is a string: an update's text or title, a tool
-/// call's title, a prompt's first text, a path, a command, an error's message, a stop reason,
+/// is text, else the first of these that is a string: an update's text (v2's whole messages:
+/// their first block's) or title, a tool call's title, a v2 permission question's title, a
+/// prompt's first text, a path, a command, an error's message, a stop reason,
 /// a permission outcome, a new session's id (in `result`, or the conductor's `payload`), a
 /// log event's message.
 pub fn preview(message: &Value) -> Option<String> {
-    const POINTERS: [&str; 17] = [
+    const POINTERS: [&str; 19] = [
         "/params/update/content/text",
+        "/params/update/content/0/text",
         "/params/update/title",
         "/params/toolCall/title",
+        "/params/title",
         "/params/prompt/0/text",
         "/params/path",
         "/params/command",
