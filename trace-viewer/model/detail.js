@@ -54,8 +54,10 @@ export function messageOf(line, entry) {
 
 const POINTERS = [
   ["params", "update", "content", "text"],
+  ["params", "update", "content", "0", "text"],
   ["params", "update", "title"],
   ["params", "toolCall", "title"],
+  ["params", "title"],
   ["params", "prompt", "0", "text"],
   ["params", "path"],
   ["params", "command"],

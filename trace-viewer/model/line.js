@@ -40,6 +40,30 @@ function extensionLine(text) {
   return undefined;
 }
 
+/** v1's and v2's `session/cancel`, `$/cancel_request`, v2's `tool_call/cancel` and `terminal/cancel`. */
+export function isCancelMethod(method) {
+  return method === "session/cancel" || method === "$/cancel_request" || method === "tool_call/cancel" || method === "terminal/cancel";
+}
+
+/** A `session/update`'s sub-kind; v2's `state_update` with its state and stop reason (line.rs `v2_update`). */
+function v2Update(p, kind, update) {
+  p.v2Sign = kind === "state_update" || kind === "replay_complete";
+  if (kind !== "state_update") {
+    p.sub = kind;
+    return;
+  }
+  const state = str(update.state);
+  const reason = str(update.stopReason);
+  p.idle = state === "idle";
+  if (state !== undefined && reason !== undefined && p.idle) p.sub = `state_update: ${state} (${reason})`;
+  else if (state !== undefined) p.sub = `state_update: ${state}`;
+  else p.sub = kind;
+  if (p.idle) {
+    p.cancel = reason === "cancelled";
+    p.stop = reason;
+  }
+}
+
 function analyse(method, id, params, result, error, hasError, base) {
   const p = base;
   p.id = id;
@@ -47,9 +71,12 @@ function analyse(method, id, params, result, error, hasError, base) {
     p.kind = id !== undefined ? K.request : K.notification;
     if (params !== undefined && isObject(params)) {
       p.session = str(params.sessionId);
-      if (method === "session/update" && isObject(params.update)) p.sub = str(params.update.sessionUpdate);
+      if (method === "session/update" && isObject(params.update)) {
+        const kind = str(params.update.sessionUpdate);
+        if (kind !== undefined) v2Update(p, kind, params.update);
+      }
     }
-    p.cancel = method === "session/cancel" || method === "$/cancel_request";
+    p.cancel = !!p.cancel || isCancelMethod(method);
     p.method = method;
   } else if (hasError) {
     p.kind = K.error;
@@ -64,6 +91,8 @@ function analyse(method, id, params, result, error, hasError, base) {
       const stop = str(result.stopReason);
       const outcome = isObject(result.outcome) ? str(result.outcome.outcome) : undefined;
       p.session = str(result.sessionId);
+      if (Number.isInteger(result.protocolVersion)) p.version = result.protocolVersion;
+      p.stop = stop;
       p.sub = stop ?? outcome;
       p.cancel = p.sub === "cancelled";
     }
@@ -338,7 +367,7 @@ function parseCut(text, state) {
   if (p.kind === undefined || (p.kind !== K.log && (p.from === undefined || p.to === undefined))) p = malformed();
   if (p.kind === K.error || p.kind === K.invalid || p.kind === K.oversize) p.error = true;
   if (p.kind !== K.request && p.kind !== K.response && p.kind !== K.error) p.id = undefined;
-  p.cancel = p.method === "session/cancel" || p.method === "$/cancel_request";
+  p.cancel = p.method !== undefined && isCancelMethod(p.method);
   p.cut = true;
   return p;
 }

@@ -80,6 +80,10 @@ class Pending {
 }
 
 const keyOf = (from, to, id) => `${from}\u0000${to}\u0000${id}`;
+const connKey = (a, b) => `${Math.min(a, b)},${Math.max(a, b)}`;
+const awaitKey = (from, to, session) => `${from},${to},${session}`;
+/** The stop reason of a v2 turn whose idle state_update gave none (index.rs `ENDED`). */
+const ENDED = "ended";
 
 export class TraceModel {
   /** @param {{maxLine?: number, maxRows?: number, file?: string}} [o] */
@@ -110,6 +114,10 @@ export class TraceModel {
     this.open = new Map();
     this.turnCount = new Map();
     this.pending = new Pending();
+    // Per connection (lanes, lower first): its version (0 while unknown) and initialize count.
+    this.conns = new Map();
+    // v2 turns an idle state_update may close: prompt lanes and session -> [turn, epoch].
+    this.awaiting = new Map();
     this.state = { lastArrow: undefined };
   }
 
@@ -213,28 +221,70 @@ export class TraceModel {
       this.bytes.set(k, e);
     }
     const id = p.id !== undefined ? cutName(p.id) : undefined;
+    const both = from !== NONE && to !== NONE;
+    const conn = connKey(from, to);
     if (kind === K.request || kind === K.notification) {
+      if (both && kind === K.request && p.method === "initialize") {
+        const c = this.conn(conn);
+        c.version = 0;
+        c.epoch = (c.epoch + 1) >>> 0;
+      }
       if (row.session !== 0) {
         if (kind === K.request && p.method === "session/prompt") {
           const count = (this.turnCount.get(row.session) ?? 0) + 1;
           this.turnCount.set(row.session, count);
           this.turns.push({ session: row.session, n: count, start: n, end: NONE, stop: 0 });
-          this.open.set(row.session, this.turns.length - 1);
+          const t = this.turns.length - 1;
+          this.open.set(row.session, t);
+          const c = this.conns.get(conn) ?? { version: 0, epoch: 0 };
+          const key = awaitKey(from, to, row.session);
+          if (both && c.version !== 1 && (this.awaiting.size < MAX_PENDING || this.awaiting.has(key))) this.awaiting.set(key, [t, c.epoch]);
         }
         const t = this.open.get(row.session);
         if (t !== undefined) row.turn = t;
+        if (both && (p.v2Sign || p.idle)) this.v2Update(p, conn, from, to, row.session, n);
       }
       if (kind === K.request && id !== undefined && from !== NONE && to !== NONE) this.pending.insert(keyOf(from, to, id), n);
     } else if (kind === K.response || kind === K.error) {
       if (id !== undefined && from !== NONE && to !== NONE) {
         const req = this.pending.remove(keyOf(to, from, id));
-        if (req !== undefined) this.answer(row, req, n);
+        if (req !== undefined) this.answer(row, req, n, p);
       }
     }
     this.rows.push(row);
   }
 
-  answer(row, req, n) {
+  conn(key) {
+    let c = this.conns.get(key);
+    if (c === undefined) {
+      c = { version: 0, epoch: 0 };
+      this.conns.set(key, c);
+    }
+    return c;
+  }
+
+  /** A v2 sign (index.rs `v2_update`): an unknown connection is v2; an idle state_update closes the turn its prompt opened the other way. */
+  v2Update(p, conn, from, to, session, n) {
+    const c = this.conn(conn);
+    if (c.version === 0) c.version = 2;
+    if (c.version !== 2 || !p.idle) return;
+    const key = awaitKey(to, from, session);
+    const e = this.awaiting.get(key);
+    if (e === undefined) return;
+    this.awaiting.delete(key);
+    const [t, epoch] = e;
+    if (epoch !== c.epoch || this.turns[t].end !== NONE) return;
+    this.close(t, n, this.subs.intern(p.stop ?? ENDED));
+  }
+
+  close(t, n, stop) {
+    const turn = this.turns[t];
+    turn.end = n;
+    turn.stop = stop;
+    if (this.open.get(turn.session) === t) this.open.delete(turn.session);
+  }
+
+  answer(row, req, n, p) {
     const request = this.rows[req];
     request.pair = n;
     request.flags |= row.flags & (ERROR | CANCEL);
@@ -242,14 +292,18 @@ export class TraceModel {
     if (row.method === 0) row.method = request.method;
     if (row.session === 0) row.session = request.session;
     row.turn = request.turn;
-    if (request.turn !== NONE) {
-      const turn = this.turns[request.turn];
-      if (turn.start === req) {
-        turn.end = n;
-        turn.stop = row.kind === K.error ? this.subs.intern("error") : row.sub;
-        if (this.open.get(request.session) === request.turn) this.open.delete(request.session);
-      }
-    }
+    const conn = connKey(request.from, request.to);
+    const error = row.kind === K.error;
+    if (!error && request.method !== 0 && this.methods.get(request.method) === "initialize")
+      this.conn(conn).version = p.version === 2 ? 2 : 1;
+    if (request.turn === NONE) return;
+    const turn = this.turns[request.turn];
+    if (turn.start !== req || turn.end !== NONE) return;
+    const version = this.conns.get(conn)?.version ?? 0;
+    if (error || version === 1 || (version === 0 && p.stop !== undefined)) {
+      this.awaiting.delete(awaitKey(request.from, request.to, request.session));
+      this.close(request.turn, n, error ? this.subs.intern("error") : row.sub);
+    } else if (version === 0) this.conn(conn).version = 2;
   }
 
   duration(n) {
@@ -307,14 +361,14 @@ export class TraceModel {
     const list = [];
     this.turns.forEach((t, k) => {
       if (t.session !== id || list.length >= max) return;
-      const d = this.duration(t.start);
+      const d = t.end === NONE ? NaN : this.rows[t.end].t - this.rows[t.start].t;
       list.push({
         turn: k,
         n: t.n,
         stop: this.subs.get(t.stop),
         line: this.rows[t.start].line,
         endLine: t.end === NONE ? null : this.rows[t.end].line,
-        ms: d === undefined ? null : d,
+        ms: Number.isFinite(d) ? d : null,
       });
     });
     return { turns: list };

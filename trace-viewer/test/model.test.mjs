@@ -133,3 +133,25 @@ test("a line the extension cut is read from its start", () => {
   assert.equal(d.lineBytes, 5_000_000);
   assert.equal(m.summary().bytes.find((b) => b.from === "agent").bytes, 5_000_000);
 });
+
+test("a v2 turn ends at its idle state_update on its connection only (tests.rs)", () => {
+  const init = (v) => [
+    '→ {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}',
+    `← {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":${v}}}`,
+  ];
+  const prompt = '→ {"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}';
+  const ack = '← {"jsonrpc":"2.0","id":1,"result":{"messageId":"u1"}}';
+  const idle =
+    '← {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}';
+  const turns = (lines) => {
+    const m = new TraceModel();
+    for (const l of lines) m.addLine(l);
+    return m.turnsOf("s").turns.map((t) => [t.stop, t.endLine]);
+  };
+  assert.deepEqual(turns([...init(2), prompt, ack, idle]), [["end_turn", 5]]);
+  assert.deepEqual(turns([...init(2), prompt, ack]), [[null, null]]);
+  assert.deepEqual(turns([...init(1), prompt, idle]), [[null, null]]);
+  assert.deepEqual(turns([...init(1), prompt, ack]), [[null, 4]]);
+  assert.deepEqual(turns([...init(2), prompt, ack, ...init(2), idle]), [[null, null]]);
+  assert.deepEqual(turns([...init(2), prompt, idle.replace("←", "→")]), [[null, null]]);
+});

@@ -11,11 +11,23 @@
 //!
 //! **Turns.** A `session/prompt` request opens a turn of its session (numbered from 1 in each
 //! session); the session's messages (requests and notifications naming it, and the answers
-//! to those) belong to it until the prompt's answer closes it, with its stop reason.
+//! to those) belong to it until it closes: in ACP v1 with the prompt's answer (its stop
+//! reason; `error` for an error answer), in ACP v2 with the session's idle `state_update`
+//! coming back the way of the prompt's lanes on the same connection (its `stopReason`;
+//! [`ENDED`] when it gives none), the prompt's answer only acknowledging it (an error answer
+//! still closes it with `error`).
+//!
+//! **Protocol version**, per connection (a pair of lanes, whichever way): an `initialize`
+//! starts a new connection, its answer's `protocolVersion` settles it (2: v2; anything else:
+//! v1). Until a connection's `initialize` is seen (a trace that starts mid-way) its version is
+//! unknown and taken from what is seen: a `state_update` or `replay_complete` update (kinds
+//! only v2 has), or a successful `session/prompt` answer without a `stopReason`, make it v2;
+//! a `session/prompt` answer with a `stopReason` closes its turn as v1 does.
 //!
 //! **Memory.** 48 bytes a row ([`Row`], kept in chunks: [`Rows`]), at most [`MAX_ROWS`] rows (a larger trace is read up
 //! to there and says where it stopped), distinct methods, sessions and sub-kinds at most
-//! 65,534 each (then `…`), 32 lanes, [`MAX_PENDING`] waiting requests, and one line of up to
+//! 65,534 each (then `…`), 32 lanes, [`MAX_PENDING`] waiting requests, [`MAX_PENDING`] v2
+//! turns waiting for their idle `state_update`, and one line of up to
 //! `max_line` bytes being read (a longer line is read from its first [`CUT_PREFIX`] bytes).
 
 use std::collections::{HashMap, VecDeque};
@@ -39,6 +51,9 @@ pub const CUT_PREFIX: usize = 64 << 10;
 const MAX_NAME: usize = 200;
 /// Lanes at most.
 const MAX_LANES: usize = 32;
+/// The stop reason of a v2 turn whose idle `state_update` gave none (acp-client's session
+/// engine reports an empty reason then).
+pub const ENDED: &str = "ended";
 
 pub mod flags {
     /// An error answer, a request answered with one, invalid, oversize, malformed, an error log.
@@ -268,6 +283,20 @@ impl Pending {
     }
 }
 
+/// A connection: a pair of lanes.
+#[derive(Debug, Default, Clone, Copy)]
+struct Conn {
+    /// 0 while unknown, 1, 2.
+    version: u8,
+    /// `initialize` requests seen on it.
+    epoch: u32,
+}
+
+/// The key of the connection between lanes `a` and `b`.
+fn conn_key(a: u8, b: u8) -> (u8, u8) {
+    (a.min(b), a.max(b))
+}
+
 /// Where reading stopped before the end of what the file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stop {
@@ -301,6 +330,13 @@ pub struct Index {
     open: HashMap<u16, u32>,
     turns_of: HashMap<u16, u32>,
     pending: Pending,
+    /// Per connection (lanes, lower first): its protocol version (0 while unknown) and how
+    /// many `initialize` requests started it.
+    conns: HashMap<(u8, u8), Conn>,
+    /// Turns that a v2 idle `state_update` may close: (the prompt's lanes, its session) ->
+    /// (turn, the connection's `initialize` count then); at most [`MAX_PENDING`] (a prompt past
+    /// that is not waited for).
+    awaiting: HashMap<(u8, u8, u16), (u32, u32)>,
     state: LineState,
     max_line: usize,
     max_rows: usize,
@@ -335,6 +371,8 @@ impl Index {
             open: HashMap::new(),
             turns_of: HashMap::new(),
             pending: Pending::default(),
+            conns: HashMap::new(),
+            awaiting: HashMap::new(),
             state: LineState::default(),
             max_line,
             max_rows: max_rows.min(NONE as usize),
@@ -345,6 +383,12 @@ impl Index {
     #[cfg(test)]
     pub fn tail_capacity(&self) -> usize {
         self.tail.capacity()
+    }
+
+    /// v2 turns waiting for their idle `state_update`.
+    #[cfg(test)]
+    pub fn awaiting(&self) -> usize {
+        self.awaiting.len()
     }
 
     /// The longest line read whole.
@@ -509,8 +553,15 @@ impl Index {
         let id =
             p.id.as_deref()
                 .map(|id| Box::<str>::from(cut(id, MAX_NAME)));
+        let lanes = from != NO_LANE && to != NO_LANE;
+        let conn = conn_key(from, to);
         match kind {
             Kind::Request | Kind::Notification => {
+                if lanes && kind == Kind::Request && p.method.as_deref() == Some("initialize") {
+                    let c = self.conns.entry(conn).or_default();
+                    c.version = 0;
+                    c.epoch = c.epoch.wrapping_add(1);
+                }
                 if row.session != 0 {
                     if kind == Kind::Request && p.method.as_deref() == Some("session/prompt") {
                         let count = self.turns_of.entry(row.session).or_default();
@@ -522,10 +573,23 @@ impl Index {
                             end: NONE,
                             stop: 0,
                         });
-                        self.open.insert(row.session, (self.turns.len() - 1) as u32);
+                        let t = (self.turns.len() - 1) as u32;
+                        self.open.insert(row.session, t);
+                        let c = self.conns.get(&conn).copied().unwrap_or_default();
+                        let key = (from, to, row.session);
+                        if lanes
+                            && c.version != 1
+                            && (self.awaiting.len() < MAX_PENDING
+                                || self.awaiting.contains_key(&key))
+                        {
+                            self.awaiting.insert(key, (t, c.epoch));
+                        }
                     }
                     if let Some(&t) = self.open.get(&row.session) {
                         row.turn = t;
+                    }
+                    if lanes && (p.v2_sign || p.idle) {
+                        self.v2_update(&p, conn, (from, to, row.session), n);
                     }
                 }
                 if let (Kind::Request, Some(id), true) =
@@ -537,7 +601,7 @@ impl Index {
             Kind::Response | Kind::Error => {
                 if let (Some(id), true) = (id, from != NO_LANE && to != NO_LANE) {
                     if let Some(req) = self.pending.remove(&(to, from, id)) {
-                        self.answer(&mut row, req, n);
+                        self.answer(&mut row, req, n, &p);
                     }
                 }
             }
@@ -546,8 +610,42 @@ impl Index {
         self.rows.push(row);
     }
 
-    /// `row` (number `n`) answers the request `req`.
-    fn answer(&mut self, row: &mut Row, req: u32, n: u32) {
+    /// A v2 sign (`state_update`, `replay_complete`) going `key.0` -> `key.1` about session
+    /// `key.2` (row `n`): a connection of unknown version is v2; on a v2 connection an idle
+    /// `state_update` closes the turn its prompt opened the other way.
+    fn v2_update(&mut self, p: &Parsed<'_>, conn: (u8, u8), key: (u8, u8, u16), n: u32) {
+        let c = self.conns.entry(conn).or_default();
+        if c.version == 0 {
+            c.version = 2;
+        }
+        if c.version != 2 || !p.idle {
+            return;
+        }
+        let epoch = c.epoch;
+        let (from, to, session) = key;
+        let Some((t, e)) = self.awaiting.remove(&(to, from, session)) else {
+            return;
+        };
+        if e != epoch || self.turns[t as usize].end != NONE {
+            return;
+        }
+        let stop = self.subs.intern(p.stop.as_deref().unwrap_or(ENDED));
+        self.close(t, n, stop);
+    }
+
+    /// Turn `t` ends at row `n` with stop reason `stop`.
+    fn close(&mut self, t: u32, n: u32, stop: u16) {
+        let turn = &mut self.turns[t as usize];
+        turn.end = n;
+        turn.stop = stop;
+        let session = turn.session;
+        if self.open.get(&session) == Some(&t) {
+            self.open.remove(&session);
+        }
+    }
+
+    /// `row` (number `n`, read as `p`) answers the request `req`.
+    fn answer(&mut self, row: &mut Row, req: u32, n: u32, p: &Parsed<'_>) {
         let request = &mut self.rows[req as usize];
         request.pair = n;
         request.flags |= row.flags & (flags::ERROR | flags::CANCEL);
@@ -560,19 +658,30 @@ impl Index {
         }
         row.turn = request.turn;
         let (t, session, start) = (request.turn, request.session, req);
-        if t != NONE {
-            let turn = &mut self.turns[t as usize];
-            if turn.start == start {
-                turn.end = n;
-                turn.stop = if row.kind() == Kind::Error {
-                    self.subs.intern("error")
-                } else {
-                    row.sub
-                };
-                if self.open.get(&session) == Some(&t) {
-                    self.open.remove(&session);
-                }
-            }
+        let (rfrom, rto, method) = (request.from, request.to, request.method);
+        let conn = conn_key(rfrom, rto);
+        let error = row.kind() == Kind::Error;
+        if !error && method != 0 && self.methods.get(method) == Some("initialize") {
+            let c = self.conns.entry(conn).or_default();
+            c.version = if p.version == Some(2) { 2 } else { 1 };
+        }
+        if t == NONE || self.turns[t as usize].start != start || self.turns[t as usize].end != NONE
+        {
+            return;
+        }
+        let version = self.conns.get(&conn).map_or(0, |c| c.version);
+        if error || version == 1 || (version == 0 && p.stop.is_some()) {
+            // v1: the answer ends the turn; in any version an error answer does.
+            let stop = if error {
+                self.subs.intern("error")
+            } else {
+                row.sub
+            };
+            self.awaiting.remove(&(rfrom, rto, session));
+            self.close(t, n, stop);
+        } else if version == 0 {
+            // An answer without a stop reason only acknowledges the prompt: v2.
+            self.conns.entry(conn).or_default().version = 2;
         }
     }
 

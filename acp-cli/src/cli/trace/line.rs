@@ -108,6 +108,16 @@ pub struct Parsed<'a> {
     pub entry: u16,
     /// The line was longer than the index reads whole: what is known came from its start.
     pub cut: bool,
+    /// A stop reason: a response's `result.stopReason`, an idle `state_update`'s `stopReason`.
+    pub stop: Option<Cow<'a, str>>,
+    /// A response's `result.protocolVersion` (an `initialize` answer's).
+    pub version: Option<i64>,
+    /// ACP v2: a `session/update` whose update is a `state_update` to `idle` (the end of a
+    /// v2 turn).
+    pub idle: bool,
+    /// A sign of ACP v2 on its lanes: a `state_update` or `replay_complete` update (kinds only
+    /// v2 has).
+    pub v2_sign: bool,
 }
 
 impl<'a> Parsed<'a> {
@@ -359,13 +369,13 @@ fn analyse<'a>(
                 Kind::Notification
             });
             if let Some(params) = params {
-                let params = ParamsView::read(params);
+                let params = ParamsView::read(params, m == "session/update");
                 p.session = params.session;
-                if m == "session/update" {
-                    p.sub = params.update_kind;
+                if let Some(kind) = params.update_kind {
+                    v2_update(&mut p, kind, params.update);
                 }
             }
-            p.cancel = m == "session/cancel" || m == "$/cancel_request";
+            p.cancel |= is_cancel_method(&m);
             p.method = Some(m);
         }
         None => {
@@ -384,6 +394,8 @@ fn analyse<'a>(
                         .and_then(|o| object_member(o, "outcome"))
                         .and_then(string);
                     p.session = object_member(result, "sessionId").and_then(string);
+                    p.version = object_member(result, "protocolVersion").and_then(integer);
+                    p.stop = stop.clone();
                     p.sub = stop.or(outcome);
                     p.cancel = p.sub.as_deref() == Some("cancelled");
                 }
@@ -393,17 +405,55 @@ fn analyse<'a>(
     p
 }
 
-/// `params.sessionId` and `params.update.sessionUpdate`, when they are strings.
+/// The methods whose message is a cancellation: v1's and v2's `session/cancel`,
+/// `$/cancel_request`, and v2's `tool_call/cancel` and `terminal/cancel`.
+pub fn is_cancel_method(method: &str) -> bool {
+    matches!(
+        method,
+        "session/cancel" | "$/cancel_request" | "tool_call/cancel" | "terminal/cancel"
+    )
+}
+
+/// The sub-kind of a `session/update` of kind `kind` (its `update` object is `update`): the
+/// kind, and for v2's `state_update` its state and stop reason (`state_update: running`,
+/// `state_update: idle (end_turn)`, `state_update: idle` when no reason is given). An idle one
+/// ends a v2 turn (`idle`, `stop`; `cancel` when its reason is `cancelled`).
+fn v2_update<'a>(p: &mut Parsed<'a>, kind: Cow<'a, str>, update: Option<&'a RawValue>) {
+    p.v2_sign = kind == "state_update" || kind == "replay_complete";
+    if kind != "state_update" {
+        p.sub = Some(kind);
+        return;
+    }
+    let member = |name: &str| update.and_then(|u| object_member(u, name)).and_then(string);
+    let state = member("state");
+    let reason = member("stopReason");
+    p.idle = state.as_deref() == Some("idle");
+    p.sub = Some(match (&state, &reason) {
+        (Some(s), Some(r)) if p.idle => Cow::Owned(format!("state_update: {s} ({r})")),
+        (Some(s), _) => Cow::Owned(format!("state_update: {s}")),
+        (None, _) => kind,
+    });
+    if p.idle {
+        p.cancel = reason.as_deref() == Some("cancelled");
+        p.stop = reason;
+    }
+}
+
+/// `params.sessionId`, and a `session/update`'s `params.update` and its `sessionUpdate`
+/// (when they are strings).
 struct ParamsView<'a> {
     session: Option<Cow<'a, str>>,
+    update: Option<&'a RawValue>,
     update_kind: Option<Cow<'a, str>>,
 }
 
 impl<'a> ParamsView<'a> {
-    fn read(params: &'a RawValue) -> ParamsView<'a> {
+    fn read(params: &'a RawValue, is_update: bool) -> ParamsView<'a> {
+        let update = is_update.then(|| object_member(params, "update")).flatten();
         ParamsView {
             session: object_member(params, "sessionId").and_then(string),
-            update_kind: object_member(params, "update")
+            update,
+            update_kind: update
                 .and_then(|u| object_member(u, "sessionUpdate"))
                 .and_then(string),
         }
@@ -647,10 +697,7 @@ fn parse_cut<'a>(text: &'a str, state: &mut LineState) -> Parsed<'a> {
             p.id = None;
         }
     }
-    p.cancel = matches!(
-        p.method.as_deref(),
-        Some("session/cancel") | Some("$/cancel_request")
-    );
+    p.cancel = p.method.as_deref().is_some_and(is_cancel_method);
     p.cut = true;
     p
 }

@@ -319,7 +319,8 @@ pub fn summary(index: &Index) -> Value {
 }
 
 /// The turns of `session` (at most `max`): their index, number, stop reason, the lines of
-/// their prompt and its answer, and how long they took.
+/// their prompt and of what closed them (v1: its answer; v2: the idle `state_update`), and
+/// how long they took (from the one to the other).
 pub fn turns(index: &Index, session: &str, max: usize) -> Value {
     let Some(id) = index.sessions.find(session) else {
         return json!({ "turns": [] });
@@ -338,7 +339,10 @@ pub fn turns(index: &Index, session: &str, max: usize) -> Value {
                 "stop": index.subs.get(t.stop),
                 "line": index.rows[t.start as usize].line,
                 "endLine": end.map(|r| r.line),
-                "ms": index.duration(t.start).map_or(Value::Null, |d| json!(d)),
+                "ms": end
+                    .map(|e| e.t - index.rows[t.start as usize].t)
+                    .filter(|d| d.is_finite())
+                    .map_or(Value::Null, |d| json!(d)),
             })
         })
         .collect();
@@ -377,15 +381,18 @@ pub fn row_json(index: &Index, n: u32, count: u32, preview: Option<String>) -> V
 pub const PREVIEW_CHARS: usize = 160;
 
 /// A short text from a message (see [`super::detail::message_of`]): the message itself when it
-/// is text, else the first of these that is a string: an update's text or title, a tool
-/// call's title, a prompt's first text, a path, a command, an error's message, a stop reason,
+/// is text, else the first of these that is a string: an update's text (v2's whole messages:
+/// their first block's) or title, a tool call's title, a v2 permission question's title, a
+/// prompt's first text, a path, a command, an error's message, a stop reason,
 /// a permission outcome, a new session's id (in `result`, or the conductor's `payload`), a
 /// log event's message.
 pub fn preview(message: &Value) -> Option<String> {
-    const POINTERS: [&str; 17] = [
+    const POINTERS: [&str; 19] = [
         "/params/update/content/text",
+        "/params/update/content/0/text",
         "/params/update/title",
         "/params/toolCall/title",
+        "/params/title",
         "/params/prompt/0/text",
         "/params/path",
         "/params/command",

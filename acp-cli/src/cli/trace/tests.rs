@@ -212,7 +212,7 @@ fn shape(index: &Index) -> Vec<String> {
 
 #[test]
 fn bytes_fed_in_any_pieces_give_the_same_index() {
-    for name in ["formats", "cut", "capped"] {
+    for name in ["formats", "cut", "capped", "v2-midway"] {
         let path = vectors_dir().join(format!("{name}.trace"));
         let bytes = std::fs::read(&path).expect("the trace");
         let spec: Value =
@@ -552,4 +552,82 @@ fn filters_are_read_from_the_query() {
     assert_eq!(f.q, None, "an empty search is none");
     assert_eq!(f.turn, Some(3));
     assert!(Filter::from_pairs([("turn", "x".to_string())].into_iter()).is_err());
+}
+
+/// The turns of a trace given as the extension's lines: (stop reason, the line that ended it).
+fn turns_of(lines: &[&str]) -> Vec<(Option<String>, Option<u32>)> {
+    let mut index = Index::new(super::index::MAX_LINE, 1 << 20);
+    index.feed((lines.join("\n") + "\n").as_bytes());
+    index
+        .turns
+        .iter()
+        .map(|t| {
+            (
+                index.subs.get(t.stop).map(str::to_string),
+                index.rows.get(t.end as usize).map(|r| r.line),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_v2_turn_ends_at_its_idle_state_update_on_its_connection_only() {
+    let init = |v: u32| {
+        [
+            r#"→ {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#
+                .to_string(),
+            format!(r#"← {{"jsonrpc":"2.0","id":0,"result":{{"protocolVersion":{v}}}}}"#),
+        ]
+    };
+    let prompt = r#"→ {"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#;
+    let ack = r#"← {"jsonrpc":"2.0","id":1,"result":{"messageId":"u1"}}"#;
+    let idle = r#"← {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}"#;
+
+    // v2 settled by initialize: the acknowledgement leaves the turn open, the idle ends it.
+    let [a, b] = init(2);
+    assert_eq!(
+        turns_of(&[&a, &b, prompt, ack, idle]),
+        [(Some("end_turn".into()), Some(5))]
+    );
+    assert_eq!(turns_of(&[&a, &b, prompt, ack]), [(None, None)]);
+
+    // v1 settled by initialize: a state_update (v1 has none) ends nothing; the answer does.
+    let [a, b] = init(1);
+    assert_eq!(turns_of(&[&a, &b, prompt, idle]), [(None, None)]);
+    assert_eq!(
+        turns_of(&[&a, &b, prompt, ack]),
+        [(None, Some(4))],
+        "v1: the answer ends the turn, without a stop reason"
+    );
+
+    // The agent restarted (a new initialize): the new connection's idle (a resume's replayed
+    // state) does not end the turn the old connection left open.
+    let [a, b] = init(2);
+    assert_eq!(
+        turns_of(&[&a, &b, prompt, ack, &a, &b, idle]),
+        [(None, None)]
+    );
+
+    // The idle must come back the prompt's way: the client's own state_update ends nothing.
+    let sent_idle = idle.replacen('←', "→", 1);
+    assert_eq!(turns_of(&[&a, &b, prompt, &sent_idle]), [(None, None)]);
+}
+
+#[test]
+fn v2_turns_waiting_for_their_idle_are_bounded() {
+    // A hostile trace: prompts never ended, in 30,000 sessions on each of three connections
+    // (the conductor's lanes): 90,000 (lanes, session) keys, more than are waited for.
+    let mut index = Index::new(super::index::MAX_LINE, 1 << 20);
+    let mut text = String::new();
+    for from in ["Client", "Proxy(0)", "Proxy(1)"] {
+        for i in 0..30_000 {
+            text.push_str(&format!(
+                r#"{{"type":"request","ts":0,"from":"{from}","to":"Agent","id":{i},"method":"session/prompt","params":{{"sessionId":"s{i}","prompt":[]}}}}"#
+            ));
+            text.push('\n');
+        }
+    }
+    index.feed(text.as_bytes());
+    assert_eq!(index.turns.len(), 90_000);
+    assert_eq!(index.awaiting(), super::index::MAX_PENDING);
 }
