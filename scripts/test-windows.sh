@@ -34,7 +34,7 @@ TARGET=x86_64-pc-windows-gnu
 # agents or Unix files (docs/reliability.md, "Windows").
 NATIVE_TESTS=(--lib --test process_windows --test host_driver_answer_budget --test host_driver_fast_path
   --test host_driver_notification_bytes --test host_trace --test host_vectors
-  --test remote_sockets)
+  --test remote_sockets --test fs_windows)
 CLI_TESTS=(--test cli_help --test host_roles --test cli_trace --test remote_server)
 WINE=/usr/lib/wine/wine64
 export WINEPREFIX=$CACHE/wineprefix WINEDEBUG=-all
