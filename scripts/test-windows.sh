@@ -7,7 +7,7 @@
 #   * acp-native: its unit tests and the suites that need no Unix shell, python agent or Unix
 #     files (driver, fast path, answer budget, notifications, trace, vectors, remote sockets),
 #     plus process_windows (job objects end an agent's whole tree, PATHEXT lookup, an npm
-#     `.cmd` shim run with exactly its arguments);
+#     `.cmd` shim run with exactly its arguments) and fs_windows (the confined fs/* service);
 #   * acp-cli: `acp.exe` and the suites that need no `sh`/python agent (help, host roles, the
 #     trace viewer, the remote server), and `acp chat` with the built-in demo agent completing
 #     one turn.

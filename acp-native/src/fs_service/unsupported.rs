@@ -1,5 +1,5 @@
-//! Neither Unix nor Windows: the confined `fs/*` service is not implemented there, and every request is
-//! refused with [`FsError::Unsupported`] before anything is touched. The Unix service
+//! Neither Unix nor Windows: the confined `fs/*` service is not implemented there, and every
+//! request is refused with [`FsError::Unsupported`] before anything is touched. The Unix service
 //! resolves each path beneath a directory descriptor (`openat2`, `O_NOFOLLOW` walks), the
 //! Windows one beneath a cap-std directory handle; a path-based check would be open to the very
 //! races the service exists to close.
