@@ -155,6 +155,9 @@ mod windows {
         // `..` that stays inside is followed.
         f.write(f.proj("x\\..\\in.txt"), "in").await.unwrap();
         assert_eq!(std::fs::read_to_string(f.proj("in.txt")).unwrap(), "in");
+        // Through a directory that is not there: nothing created on the way.
+        let _ = f.write(f.proj("nodir\\..\\in2.txt"), "in").await;
+        assert!(!f.proj("nodir").exists());
         // A relative path is refused before anything.
         let e = f.write(PathBuf::from("rel.txt"), "x").await.unwrap_err();
         assert!(matches!(e, FsError::RelativePath { .. }), "{e:?}");

@@ -346,13 +346,14 @@ pub(super) async fn atomic_write(
 ) -> Result<String, FsError> {
     let path = path.to_path_buf();
     let guard = InFlight::start();
+    let p = path.clone();
     let job = tokio::task::spawn_blocking(move || {
         let _guard = guard;
-        write_now(&path, &target, content.as_bytes()).map(|()| content)
+        write_now(&p, &target, content.as_bytes()).map(|()| content)
     });
     job.await.unwrap_or_else(|e| {
         Err(FsError::Io {
-            path: PathBuf::new(),
+            path,
             op: "write",
             source: io::Error::other(e.to_string()),
         })
@@ -373,7 +374,12 @@ fn write_now(path: &Path, target: &Target, bytes: &[u8]) -> Result<(), FsError> 
         }
     };
     let parent = target.rel.parent().unwrap_or(Path::new(""));
-    if !parent.as_os_str().is_empty() {
+    // Missing directories are created only when reached by plain names (as on Unix): `x\..\f`
+    // with no `x` creates nothing.
+    let plain = parent
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)));
+    if plain && !parent.as_os_str().is_empty() {
         target.dir.create_dir_all(parent).map_err(err("mkdir"))?;
     }
     let name = target
