@@ -7,7 +7,7 @@
 #   * acp-native: its unit tests and the suites that need no Unix shell, python agent or Unix
 #     files (driver, fast path, answer budget, notifications, trace, vectors, remote sockets),
 #     plus process_windows (job objects end an agent's whole tree, PATHEXT lookup, an npm
-#     `.cmd` shim run with exactly its arguments);
+#     `.cmd` shim run with exactly its arguments) and fs_windows (the confined fs/* service);
 #   * acp-cli: `acp.exe` and the suites that need no `sh`/python agent (help, host roles, the
 #     trace viewer, the remote server), and `acp chat` with the built-in demo agent completing
 #     one turn.
@@ -34,7 +34,7 @@ TARGET=x86_64-pc-windows-gnu
 # agents or Unix files (docs/reliability.md, "Windows").
 NATIVE_TESTS=(--lib --test process_windows --test host_driver_answer_budget --test host_driver_fast_path
   --test host_driver_notification_bytes --test host_trace --test host_vectors
-  --test remote_sockets)
+  --test remote_sockets --test fs_windows)
 CLI_TESTS=(--test cli_help --test host_roles --test cli_trace --test remote_server)
 WINE=/usr/lib/wine/wine64
 export WINEPREFIX=$CACHE/wineprefix WINEDEBUG=-all

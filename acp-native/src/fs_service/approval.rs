@@ -9,8 +9,10 @@ use futures::future::BoxFuture;
 
 #[cfg(unix)]
 use super::resolve::Target;
-#[cfg(not(unix))]
+#[cfg(all(not(unix), not(windows)))]
 use super::unsupported::Target;
+#[cfg(windows)]
+use super::windows::Target;
 use super::FsError;
 
 /// One write that needs the user's yes, as the approver gets it.

@@ -83,8 +83,8 @@ pub enum FsError {
         /// The budget's report.
         source: crate::driver::AnswerBudgetError,
     },
-    /// This platform cannot do it safely (Windows: the confined file service is not
-    /// implemented there yet; every request gets this before anything is touched).
+    /// This platform cannot do it safely (neither Unix nor Windows: the confined file service
+    /// is not implemented there; every request gets this before anything is touched).
     Unsupported {
         /// The path as requested.
         path: PathBuf,
@@ -273,7 +273,7 @@ impl std::error::Error for FsError {
     }
 }
 
-#[cfg_attr(not(unix), allow(dead_code))]
+#[cfg_attr(not(any(unix, windows)), allow(dead_code))]
 pub(super) fn io_error(path: &Path, op: &'static str, e: io::Error) -> FsError {
     match e.kind() {
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => FsError::NotFound {

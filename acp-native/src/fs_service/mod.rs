@@ -40,8 +40,9 @@
 //! Errors carry [`FsError::code`], [`FsError::message`] and [`FsError::data`] so the protocol
 //! layer can build the JSON-RPC error object (or use [`FsError::to_acp_error`]).
 //!
-//! **Windows**: not implemented yet; every request is refused with [`FsError::Unsupported`]
-//! before anything is touched (docs/reliability.md, "Windows").
+//! **Windows**: the same rules over `cap-std` (a root is a directory handle; paths are resolved
+//! beneath it, refusing `..`, absolute paths, symbolic links and junctions that lead out);
+//! no execute bit, the read-only attribute is not kept (docs/reliability.md, "Windows").
 //!
 //! Known limits (docs/security.md, "Files"): a hard link inside a root to a file outside it is
 //! an ordinary file inside (readable; a write replaces the link with a new file, the other
@@ -55,8 +56,10 @@ mod error;
 mod resolve;
 #[cfg(unix)]
 mod sys;
-#[cfg(not(unix))]
-mod unsupported; // Windows: every request refused (`FsError::Unsupported`)
+#[cfg(all(not(unix), not(windows)))]
+mod unsupported; // neither Unix nor Windows: every request refused (`FsError::Unsupported`)
+#[cfg(windows)]
+mod windows; // cap-std: handle-relative resolution beneath each root
 #[cfg(unix)]
 mod write;
 
@@ -80,10 +83,14 @@ use approval::Needs;
 pub use approval::{SensitiveWrite, WriteApprover};
 #[cfg(unix)]
 use resolve::{locate, Target, Want};
-#[cfg(not(unix))]
+#[cfg(all(not(unix), not(windows)))]
 pub use unsupported::wait_for_writes;
-#[cfg(not(unix))]
+#[cfg(all(not(unix), not(windows)))]
 use unsupported::{atomic_write, locate, read_target, Want};
+#[cfg(windows)]
+pub use windows::wait_for_writes;
+#[cfg(windows)]
+use windows::{atomic_write, locate, read_target, Want};
 #[cfg(unix)]
 use write::atomic_write;
 #[cfg(unix)]

@@ -1,9 +1,8 @@
-//! Windows: the confined `fs/*` service is not implemented there yet, and every request is
-//! refused with [`FsError::Unsupported`] before anything is touched. The Unix service
-//! resolves each path beneath a directory descriptor (`openat2`, `O_NOFOLLOW` walks); its
-//! Windows counterpart (handle-relative opens that refuse symbolic links, junctions and other
-//! reparse points) is not written, and a path-based check would be open to the very races the
-//! service exists to close (docs/reliability.md, "Windows").
+//! Neither Unix nor Windows: the confined `fs/*` service is not implemented there, and every
+//! request is refused with [`FsError::Unsupported`] before anything is touched. The Unix service
+//! resolves each path beneath a directory descriptor (`openat2`, `O_NOFOLLOW` walks), the
+//! Windows one beneath a cap-std directory handle; a path-based check would be open to the very
+//! races the service exists to close.
 //!
 //! This module has the types the service's code names (`Target`, `Meta`, `Want`), with a
 //! `Target` that cannot exist: everything after the refusal is unreachable by construction.
@@ -13,10 +12,10 @@ use std::path::{Path, PathBuf};
 
 use super::FsError;
 
-/// What is refused on Windows, as [`FsError::Unsupported`] says it.
-const WHAT: &str = "confined file access (the fs/* service) is not supported on Windows yet";
+/// What is refused here, as [`FsError::Unsupported`] says it.
+const WHAT: &str = "confined file access (the fs/* service) is not supported on this platform";
 
-/// File facts (never produced on Windows).
+/// File facts (never produced here).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Meta {
     pub size: u64,
@@ -37,7 +36,7 @@ impl Meta {
     }
 }
 
-/// Where a path leads (never produced on Windows).
+/// Where a path leads (never produced here).
 pub(super) struct Target {
     pub meta: Option<Meta>,
     never: Infallible,
@@ -86,7 +85,7 @@ pub(super) async fn atomic_write(
     match target.never {}
 }
 
-/// No write is ever in flight on Windows: `true` at once.
+/// No write is ever in flight here: `true` at once.
 pub fn wait_for_writes(_timeout: std::time::Duration) -> bool {
     true
 }
