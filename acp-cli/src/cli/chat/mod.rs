@@ -48,6 +48,7 @@
 mod answers;
 mod attach;
 mod calls;
+mod cancel_tool;
 mod commands;
 mod edits;
 mod inbox;
