@@ -5,6 +5,8 @@
 //! agent restarts between the runs). A v1 agent still gets a v1 chat from the same build.
 
 mod cli_support;
+#[path = "cli_support/tmux.rs"]
+mod tmux;
 
 use cli_support::{acp, json_lines, py_chat, run, update_kinds, Running, TempDir, EVENTUALLY};
 
@@ -266,6 +268,81 @@ fn a_v2_turn_ended_without_a_stop_reason_or_with_an_error_says_so() {
     assert!(
         r.stderr
             .contains("the turn failed: the demo agent failed on purpose (#error)"),
+        "{}",
+        r.dump()
+    );
+}
+
+/// `/cancel-tool` during a v2 turn (typed in a real terminal, tmux): an unknown id is refused
+/// by the engine before it is sent; with no id, the one running tool call (`#long-task`'s,
+/// which advertises `capabilities.cancel`) is cancelled: it shows `cancelled` and the turn
+/// goes on to `end_turn` (no `[turn ended: …]` notice, exit status 0). Between turns there is nothing to cancel.
+#[test]
+fn slash_cancel_tool_cancels_the_running_tool_call_and_the_turn_goes_on() {
+    if let Err(why) = tmux::ensure_tmux() {
+        println!("SKIPPED slash_cancel_tool_cancels_the_running_tool_call_and_the_turn_goes_on: tmux is unavailable: {why}");
+        return;
+    }
+    let dir = TempDir::new("v2-cancel-tool");
+    let term = tmux::start_chat("cancel-tool", dir.path(), "");
+    term.wait_for("type a prompt");
+    // Listed in /help, completed by Tab; between turns there is nothing to cancel.
+    term.keys(&["/help", "Enter"]);
+    term.wait_for("/cancel-tool [ID] during a turn cancels one tool call");
+    term.keys(&["/cancel-", "Tab"]);
+    term.wait_for("> /cancel-tool");
+    term.keys(&["Enter"]);
+    term.wait_for("no turn is running: there is no tool call to cancel");
+    term.keys(&["run #long-task", "Enter"]);
+    term.wait_for("Run the long task");
+    term.keys(&["/cancel-tool no-such-tool", "Enter"]);
+    term.wait_for("/cancel-tool no-such-tool: not cancelled:");
+    term.wait_for("does not advertise capabilities.cancel");
+    term.keys(&["/cancel-tool", "Enter"]);
+    // The agent's answer and its update come in either order.
+    term.wait_in_order(
+        "the agent's acceptance",
+        &[
+            "the agent accepted cancelling tool call ",
+            " (Run the long task) (the turn goes on)",
+        ],
+    );
+    term.wait_in_order(
+        "the tool call cancelled, then the turn's end",
+        &[
+            "Run the long task · cancelled",
+            "The long task was cancelled; the turn goes on without it.",
+        ],
+    );
+    term.wait_prompt();
+    // `end_turn`: any other stop reason is shown as `[turn ended: …]`, and the chat's exit
+    // status is the last turn's (0 for end_turn, 3 for cancelled).
+    assert!(!term.pane().contains("[turn ended"), "{}", term.pane());
+    term.keys(&["C-d"]);
+    term.wait_for("acp exited with 0");
+}
+
+/// `/cancel-tool` with a v1 agent: v1 cancels only whole turns, and the chat says so.
+#[test]
+fn slash_cancel_tool_with_a_v1_agent_says_only_the_turn_can_be_cancelled() {
+    let dir = TempDir::new("v2-cancel-tool-v1");
+    let r = py_chat(
+        &dir,
+        &[],
+        "s",
+        r#"
+m = expect("initialize")
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+m = expect("session/new")
+send({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "s-1"}})
+expect("never")
+"#,
+        Some("/cancel-tool t1\n"),
+    );
+    assert_eq!(r.code(), 0, "{}", r.dump());
+    assert!(
+        r.stderr
+            .contains("the agent speaks ACP v1: only the whole turn can be cancelled (Ctrl-C)"),
         "{}",
         r.dump()
     );

@@ -1,5 +1,5 @@
 //! Slash commands at the interactive prompt (a method of [`Chat`]): acp's own (`/help`,
-//! `/mode`, `/config`, `/model`, `/sessions`, `/cancel`, `/queue`) and the agent's (sent to it as the
+//! `/mode`, `/config`, `/model`, `/sessions`, `/cancel`, `/cancel-tool`, `/queue`) and the agent's (sent to it as the
 //! prompt).
 
 use acp_client::display::escape_line;
@@ -22,7 +22,7 @@ impl Chat {
             "help" => {
                 // acp's own words are shown as they are; only the agent's are escaped.
                 let mut lines = vec![
-                    "acp's commands: /help, /status, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /queue, /quit"
+                    "acp's commands: /help, /status, /mode [ID], /config [ID VALUE], /model [VALUE], /sessions, /cancel, /cancel-tool [ID], /queue, /quit"
                         .to_string(),
                     "files: /attach FILE (sent with the next prompt), @PATH in a prompt (Tab completes it); \
                      the last turn's writes: /diff [FILE] shows them, /undo [FILE] reverts them"
@@ -41,6 +41,11 @@ impl Chat {
                 lines.push(
                     "a prompt typed during a turn is queued and sent when the turn ends; after Ctrl-C (or a failed turn) \
                      the queue is held: Enter sends it (one per turn), /queue lists it; /queue send|drop N|edit N TEXT|clear"
+                        .to_string(),
+                );
+                lines.push(
+                    "/cancel-tool [ID] during a turn cancels one tool call (ACP v2 agents, for a tool call that allows it; \
+                     with no ID, the one running); Ctrl-C cancels the whole turn"
                         .to_string(),
                 );
                 if agent_commands.is_empty() {
@@ -219,6 +224,11 @@ impl Chat {
             "cancel" => {
                 self.ui
                     .notice("no turn is running (press Ctrl-C while a turn runs to cancel it)");
+                true
+            }
+            // Typed at the prompt, so no turn is running.
+            "cancel-tool" => {
+                self.cancel_tool(arg, false);
                 true
             }
             "sessions" => {

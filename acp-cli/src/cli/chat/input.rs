@@ -50,6 +50,7 @@ pub(super) const OWN_COMMANDS: &[&str] = &[
     "model",
     "sessions",
     "cancel",
+    "cancel-tool",
     "quit",
     "exit",
     "status",

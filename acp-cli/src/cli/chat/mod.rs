@@ -42,12 +42,14 @@
 //! recovery after a crash or a dropped connection, and shutdown; `open.rs` opening the session
 //! (the engine's request, its updates in wire order, auth, `--mode`); `calls.rs` awaiting a call and explaining its
 //! failure; `turn.rs` one prompt turn (questions one at a time, held-back output, automatic
-//! answers, cancel and timeouts); `commands.rs` slash commands. The parts do not depend on
+//! answers, cancel and timeouts); `commands.rs` slash commands; `cancel_tool.rs` `/cancel-tool`
+//! (v2's `tool_call/cancel` for one tool call, done at once during a turn). The parts do not depend on
 //! [`Chat`] (nor on each other in circles).
 
 mod answers;
 mod attach;
 mod calls;
+mod cancel_tool;
 mod commands;
 mod edits;
 mod inbox;

@@ -175,6 +175,12 @@ impl Chat {
                     let input = match got {
                         // A prompt typed meanwhile: queued, sent when the turn ends.
                         DuringTurn::Typed(line) => {
+                            // `/cancel-tool` is about this turn: done at once.
+                            if let Some(arg) = super::cancel_tool::arg_of(&line) {
+                                let arg = arg.to_string();
+                                self.cancel_tool(&arg, true);
+                                continue;
+                            }
                             self.stdin.enqueue(line);
                             continue;
                         }

@@ -100,6 +100,25 @@ impl Ui {
         })
     }
 
+    /// The conversation's tool calls still running (`pending` or `in_progress`), as
+    /// `(id, title)` in order: what `/cancel-tool` offers (the engine decides which of them
+    /// may be cancelled).
+    pub fn running_tools(&self) -> Vec<(String, String)> {
+        let st = self.lock();
+        st.thread
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                acp_client::thread::Entry::Tool(t)
+                    if t.status == "pending" || t.status == "in_progress" =>
+                {
+                    Some((t.tool_call_id.clone(), t.title.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether ACP v2 was negotiated (feature `unstable_protocol_v2`).
     #[cfg(feature = "unstable_protocol_v2")]
     pub fn is_v2(&self) -> bool {
