@@ -83,6 +83,8 @@ use approval::Needs;
 pub use approval::{SensitiveWrite, WriteApprover};
 #[cfg(unix)]
 use resolve::{locate, Target, Want};
+#[cfg(unix)]
+use sys::Meta;
 #[cfg(all(not(unix), not(windows)))]
 pub use unsupported::wait_for_writes;
 #[cfg(all(not(unix), not(windows)))]
@@ -90,7 +92,7 @@ use unsupported::{atomic_write, locate, read_target, Want};
 #[cfg(windows)]
 pub use windows::wait_for_writes;
 #[cfg(windows)]
-use windows::{atomic_write, locate, read_target, Want};
+use windows::{atomic_write, locate, read_target, Meta, Want};
 #[cfg(unix)]
 use write::atomic_write;
 #[cfg(unix)]
@@ -539,8 +541,10 @@ fn read_target(path: &Path, target: &Target, limit: u64) -> Result<String, FsErr
     })
 }
 
-#[cfg(unix)]
-fn check_readable(path: &Path, meta: sys::Meta, limit: u64) -> Result<(), FsError> {
+/// A file the service may read: a regular file (not a directory, FIFO, socket or device) of at
+/// most `limit` bytes. One rule for both platforms' `Meta`.
+#[cfg(any(unix, windows))]
+fn check_readable(path: &Path, meta: Meta, limit: u64) -> Result<(), FsError> {
     if meta.is_dir() {
         return Err(FsError::IsADirectory {
             path: path.to_path_buf(),

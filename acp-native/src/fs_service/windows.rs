@@ -45,6 +45,16 @@ impl Meta {
         }
     }
 
+    /// A directory.
+    pub fn is_dir(&self) -> bool {
+        self.is_dir
+    }
+
+    /// A regular file.
+    pub fn is_file(&self) -> bool {
+        self.is_file
+    }
+
     /// Windows has no execute bit.
     pub fn is_executable_file(&self) -> bool {
         false
@@ -81,7 +91,7 @@ impl Target {
     }
 
     pub(super) fn is_dir(&self) -> bool {
-        self.rel.as_os_str().is_empty() || self.meta.is_some_and(|m| m.is_dir)
+        self.rel.as_os_str().is_empty() || self.meta.is_some_and(|m| m.is_dir())
     }
 }
 
@@ -252,7 +262,7 @@ pub(super) fn read_target(path: &Path, target: &Target, limit: u64) -> Result<St
             path: path.to_path_buf(),
         });
     };
-    check_readable(path, meta, limit)?;
+    super::check_readable(path, meta, limit)?;
     let file = target.dir.open(&target.rel).map_err(|e| {
         if is_escape(&e) {
             FsError::OutsideRoots {
@@ -264,7 +274,7 @@ pub(super) fn read_target(path: &Path, target: &Target, limit: u64) -> Result<St
         }
     })?;
     let meta = file.metadata().map_err(|e| io_error(path, "read", e))?;
-    check_readable(path, Meta::of(&meta), limit)?;
+    super::check_readable(path, Meta::of(&meta), limit)?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     // The file may grow between stat and read: never read more than limit + 1 bytes.
     file.into_std()
@@ -281,28 +291,6 @@ pub(super) fn read_target(path: &Path, target: &Target, limit: u64) -> Result<St
     String::from_utf8(bytes).map_err(|_| FsError::NotUtf8 {
         path: path.to_path_buf(),
     })
-}
-
-fn check_readable(path: &Path, meta: Meta, limit: u64) -> Result<(), FsError> {
-    if meta.is_dir {
-        return Err(FsError::IsADirectory {
-            path: path.to_path_buf(),
-        });
-    }
-    if !meta.is_file {
-        return Err(FsError::InvalidPath {
-            path: path.to_path_buf(),
-            reason: "not a regular file",
-        });
-    }
-    if meta.size > limit {
-        return Err(FsError::TooLarge {
-            path: path.to_path_buf(),
-            size: meta.size,
-            limit,
-        });
-    }
-    Ok(())
 }
 
 /// Writes under way in this process (see [`wait_for_writes`]).
