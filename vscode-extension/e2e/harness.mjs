@@ -318,6 +318,23 @@ export async function runCommand(title) {
   await page.keyboard.press("Enter");
 }
 
+/** Developer: Reload Window, and the extension back after it (its status bar item). */
+export async function reloadWindow() {
+  await page.evaluate(() => (globalThis.__acpE2eBeforeReload = true));
+  await runCommand("Developer: Reload Window");
+  await until(
+    "the window to reload",
+    async () => await page.evaluate(() => globalThis.__acpE2eBeforeReload === undefined).catch(() => false),
+    30_000,
+  );
+  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+  await until(
+    "the extension after the reload",
+    async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0,
+    90_000,
+  );
+}
+
 export async function openFileWithUnsavedEdit(name, typed) {
   await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");

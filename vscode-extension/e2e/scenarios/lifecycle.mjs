@@ -12,6 +12,7 @@ import {
   noticeCount,
   page,
   ready,
+  reloadWindow,
   runCommand,
   scenario,
   screenshot,
@@ -106,19 +107,7 @@ async function reloadAndContinue() {
   await (await dialogButton("Allow this write")).click();
   await turnEnds("end_turn");
   const sessionBefore = await transcript.getAttribute("data-session-id");
-  await page.evaluate(() => (globalThis.__acpE2eBeforeReload = true));
-  await runCommand("Developer: Reload Window");
-  await until(
-    "the window to reload",
-    async () => await page.evaluate(() => globalThis.__acpE2eBeforeReload === undefined).catch(() => false),
-    30_000,
-  );
-  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
-  await until(
-    "the extension after the reload",
-    async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0,
-    90_000,
-  );
+  await reloadWindow();
   await runCommand("ACP: Open Chat");
   await until(
     "the saved conversation shown and its session resumed",

@@ -16,6 +16,7 @@ import {
   chat,
   newSession,
   page,
+  reloadWindow,
   runCommand,
   scenario,
   selectAgent,
@@ -69,23 +70,6 @@ async function echoIn(c, word) {
       ((await c.locator(".msg.agent").last().textContent()) ?? "").trim() === word &&
       !(await busy(c)),
     60_000,
-  );
-}
-
-/** Developer: Reload Window, and the extension back after it. */
-async function reloadWindow() {
-  await page.evaluate(() => (globalThis.__acpE2eBeforeReload = true));
-  await runCommand("Developer: Reload Window");
-  await until(
-    "the window to reload",
-    async () => await page.evaluate(() => globalThis.__acpE2eBeforeReload === undefined).catch(() => false),
-    30_000,
-  );
-  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
-  await until(
-    "the extension after the reload",
-    async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0,
-    90_000,
   );
 }
 

@@ -20,6 +20,7 @@ import {
   lastAgentText,
   page,
   ready,
+  reloadWindow,
   runCommand,
   scenario,
   screenshot,
@@ -63,20 +64,8 @@ async function enableSetting() {
 }
 
 /** Reloads the window and waits for the extension and its chat again. */
-async function reloadWindow() {
-  await page.evaluate(() => (globalThis.__acpE2eBeforeReload = true));
-  await runCommand("Developer: Reload Window");
-  await until(
-    "the window to reload",
-    async () => await page.evaluate(() => globalThis.__acpE2eBeforeReload === undefined).catch(() => false),
-    30_000,
-  );
-  await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
-  await until(
-    "the extension after the reload",
-    async () => (await page.locator(".statusbar-item", { hasText: "ACP" }).count()) > 0,
-    90_000,
-  );
+async function reloadAndOpenChat() {
+  await reloadWindow();
   await runCommand("ACP: Open Chat");
   // The conversation shown before is reopened with the agent of then: ready before anything else.
   await until("the chat ready after the reload", async () => (await ready().catch(() => false)) && !(await dialog.isVisible()), 90_000);
@@ -124,7 +113,7 @@ export async function run() {
     const answers = await initializeAnswers();
     if (!answers[answers.length - 1].includes('"protocolVersion":1'))
       throw new Error(`offered 1, it answered ${answers[answers.length - 1]}`);
-    await reloadWindow();
+    await reloadAndOpenChat();
     await until(
       "the v2 agent ready after the reload",
       async () => (await ready().catch(() => false)) && !!(await transcript.getAttribute("data-session-id")),
@@ -177,7 +166,7 @@ export async function run() {
   await scenario("v2: after a window reload the conversation is reopened with the agent's replay", async () => {
     needV2();
     const session = await transcript.getAttribute("data-session-id");
-    await reloadWindow();
+    await reloadAndOpenChat();
     await until(
       "the conversation shown again, its session reopened",
       async () =>
