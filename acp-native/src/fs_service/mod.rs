@@ -65,7 +65,7 @@ mod write;
 
 use std::fmt;
 use std::io;
-#[cfg(unix)]
+#[cfg(any(unix, windows))]
 use std::io::Read as _;
 #[cfg(unix)]
 use std::os::fd::AsFd;
@@ -523,12 +523,23 @@ fn read_target(path: &Path, target: &Target, limit: u64) -> Result<String, FsErr
         sys::openat(target.dir.as_fd(), name, flags, 0).map_err(|e| io_error(path, "read", e))?;
     let meta = sys::fstat(fd.as_fd()).map_err(|e| io_error(path, "read", e))?;
     check_readable(path, meta, limit)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
-    // The file may grow between stat and read: never read more than limit + 1 bytes.
-    std::fs::File::from(fd)
-        .take(limit.saturating_add(1))
+    read_bounded(path, std::fs::File::from(fd), meta.size, limit)
+}
+
+/// The text of an open, checked file (`size`: its size when checked): at most `limit` bytes
+/// and valid UTF-8. The file may grow between the check and the read: never more than
+/// `limit + 1` bytes are read.
+#[cfg(any(unix, windows))]
+fn read_bounded(
+    path: &Path,
+    file: std::fs::File,
+    size: u64,
+    limit: u64,
+) -> Result<String, FsError> {
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| io_error(path, "read", e))?;
+        .map_err(|e| error::io_error(path, "read", e))?;
     if bytes.len() as u64 > limit {
         return Err(FsError::TooLarge {
             path: path.to_path_buf(),

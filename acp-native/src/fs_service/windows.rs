@@ -17,7 +17,7 @@
 //! root are not spelled out).
 
 use std::ffi::OsString;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
@@ -275,22 +275,7 @@ pub(super) fn read_target(path: &Path, target: &Target, limit: u64) -> Result<St
     })?;
     let meta = file.metadata().map_err(|e| io_error(path, "read", e))?;
     super::check_readable(path, Meta::of(&meta), limit)?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    // The file may grow between stat and read: never read more than limit + 1 bytes.
-    file.into_std()
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_error(path, "read", e))?;
-    if bytes.len() as u64 > limit {
-        return Err(FsError::TooLarge {
-            path: path.to_path_buf(),
-            size: bytes.len() as u64,
-            limit,
-        });
-    }
-    String::from_utf8(bytes).map_err(|_| FsError::NotUtf8 {
-        path: path.to_path_buf(),
-    })
+    super::read_bounded(path, file.into_std(), meta.len(), limit)
 }
 
 /// Writes under way in this process (see [`wait_for_writes`]).
