@@ -189,17 +189,23 @@ async fn crash_mid_request_restarts_and_resumes_the_session() {
     agent.shutdown().await;
 }
 
-/// Starts the agent in `mode`, opens `sess-1`, lets its first prompt crash the agent, and
-/// returns once a restarted agent is up, with the events seen on the way.
-async fn crash_and_restart(fx: &Fixture, mode: &str) -> (SupervisedAgent, Vec<SupervisorEvent>) {
-    let agent = SupervisedAgent::start(fx.config(mode), Router::new())
-        .await
-        .unwrap();
-    let mut events = agent.subscribe();
+/// Starts a supervised agent with `config`, subscribes to its events and opens `sess-1`.
+async fn started_with_session(
+    config: SupervisorConfig,
+) -> (SupervisedAgent, broadcast::Receiver<SupervisorEvent>) {
+    let agent = SupervisedAgent::start(config, Router::new()).await.unwrap();
+    let events = agent.subscribe();
     agent
         .new_session(s::NewSessionRequest::new("/tmp"))
         .await
         .unwrap();
+    (agent, events)
+}
+
+/// Starts the agent in `mode`, opens `sess-1`, lets its first prompt crash the agent, and
+/// returns once a restarted agent is up, with the events seen on the way.
+async fn crash_and_restart(fx: &Fixture, mode: &str) -> (SupervisedAgent, Vec<SupervisorEvent>) {
+    let (agent, mut events) = started_with_session(fx.config(mode)).await;
     prompt_fails_with_exit_report(&agent).await;
     let (_, skipped) = wait_for(&mut events, |e| {
         matches!(e, SupervisorEvent::Started { .. })
@@ -213,14 +219,7 @@ async fn crash_and_restart(fx: &Fixture, mode: &str) -> (SupervisedAgent, Vec<Su
 #[tokio::test]
 async fn a_v1_turn_through_the_supervisor_ends_with_its_answer_or_the_crash() {
     let fx = Fixture::new("turn-v1");
-    let agent = SupervisedAgent::start(fx.config("resume"), Router::new())
-        .await
-        .unwrap();
-    let mut events = agent.subscribe();
-    agent
-        .new_session(s::NewSessionRequest::new("/tmp"))
-        .await
-        .unwrap();
+    let (agent, mut events) = started_with_session(fx.config("resume")).await;
     let err = tokio::time::timeout(Duration::from_secs(30), agent.prompt(prompt("sess-1")))
         .await
         .expect("a crashed agent's turn fails at once")
@@ -251,13 +250,8 @@ async fn a_v1_agent_offered_v2_stays_v1_across_a_restart() {
     let fx = Fixture::new("offer-v2");
     let mut config = fx.config("resume");
     config.offer_v2 = true;
-    let agent = SupervisedAgent::start(config, Router::new()).await.unwrap();
+    let (agent, mut events) = started_with_session(config).await;
     assert_eq!(agent.protocol_version(), Some(1));
-    let mut events = agent.subscribe();
-    agent
-        .new_session(s::NewSessionRequest::new("/tmp"))
-        .await
-        .unwrap();
     prompt_fails_with_exit_report(&agent).await;
     let (_, skipped) = wait_for(&mut events, |e| {
         matches!(e, SupervisorEvent::Started { .. })
@@ -313,14 +307,7 @@ async fn sessions_are_reported_lost_when_the_agent_cannot_reattach() {
 #[tokio::test]
 async fn the_crash_budget_gives_up_and_says_why() {
     let fx = Fixture::new("budget");
-    let agent = SupervisedAgent::start(fx.config("crash-on-start"), Router::new())
-        .await
-        .unwrap();
-    let mut events = agent.subscribe();
-    agent
-        .new_session(s::NewSessionRequest::new("/tmp"))
-        .await
-        .unwrap();
+    let (agent, mut events) = started_with_session(fx.config("crash-on-start")).await;
     prompt_fails_with_exit_report(&agent).await;
     let (gave_up, skipped) =
         wait_for(&mut events, |e| matches!(e, SupervisorEvent::GaveUp { .. })).await;
