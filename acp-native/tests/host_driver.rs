@@ -335,8 +335,9 @@ async fn per_method_timeout_answers_and_cancels_the_handler() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn outgoing_timeout_cancels_on_the_peer() {
+/// The agent's router with `_test/slow`, which answers only once cancelled; the receiver
+/// fires when the handler saw its cancellation.
+fn slow_until_cancelled() -> (Router, tokio::sync::oneshot::Receiver<()>) {
     let (fired_tx, fired_rx) = tokio::sync::oneshot::channel::<()>();
     let fired_tx = Arc::new(Mutex::new(Some(fired_tx)));
     let router = agent_router().route_raw("_test/slow", move |_p, cx| {
@@ -351,6 +352,12 @@ async fn outgoing_timeout_cancels_on_the_peer() {
             ))
         }
     });
+    (router, fired_rx)
+}
+
+#[tokio::test(start_paused = true)]
+async fn outgoing_timeout_cancels_on_the_peer() {
+    let (router, fired_rx) = slow_until_cancelled();
     let (client, _agent, _) = pair(RpcService::new(router));
     let e = client
         .handle()
@@ -433,21 +440,7 @@ async fn tower_stack_on_the_outgoing_side() {
 /// is cancelled (the future is dropped, so the engine sends `$/cancel_request`).
 #[tokio::test(start_paused = true)]
 async fn a_tower_timeout_says_after_how_long() {
-    let (fired_tx, fired_rx) = tokio::sync::oneshot::channel::<()>();
-    let fired_tx = Arc::new(Mutex::new(Some(fired_tx)));
-    let router = agent_router().route_raw("_test/slow", move |_p, cx| {
-        let fired_tx = fired_tx.clone();
-        async move {
-            cx.cancel.cancelled().await;
-            if let Some(tx) = fired_tx.lock().unwrap().take() {
-                let _ = tx.send(());
-            }
-            Err(acp_core::ErrorObject::new(
-                acp_core::ErrorCode::RequestCancelled,
-                "cancelled",
-            ))
-        }
-    });
+    let (router, fired_rx) = slow_until_cancelled();
     let (client, _agent, _) = pair(RpcService::new(router));
     let limit = Duration::from_millis(250);
     let mut svc = ServiceBuilder::new()
