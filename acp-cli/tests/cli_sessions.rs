@@ -381,20 +381,6 @@ fn continue_reopens_the_newest_session_here_and_sessions_show_turns() {
     assert!(out.contains("1 turn(s)  the first chat"), "{out}");
 }
 
-/// Every file under `dir`, recursively.
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(files_under(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 #[test]
 fn attachments_are_kept_in_the_record_and_named_when_it_is_continued() {
     let dir = TempDir::new("attached");
@@ -410,7 +396,7 @@ fn attachments_are_kept_in_the_record_and_named_when_it_is_continued() {
     let (code, out, err) = chat(&[], "look at @notes.txt please\n");
     assert_eq!(code, Some(0), "{out}{err}");
     // The record names the file (a resource_link to it), without its content.
-    let records: Vec<String> = files_under(&dir.join("state"))
+    let records: Vec<String> = walk(&dir.join("state"))
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
         .filter(|t| t.contains("look at @notes.txt"))
