@@ -6,7 +6,6 @@
 // a reload whose replay is folded is not shown twice, a reopen the agent cannot honour is said
 // so, and after a crash with an agent that keeps nothing the user is told the conversation is
 // lost.
-import { nodeTransports } from "../../src/platform/nodeTransports";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -18,11 +17,11 @@ import { PermissionBridge } from "../../src/bridges/permission";
 import { ClientRouter } from "../../src/bridges/router";
 import { AgentConnection, describeExit } from "../../src/protocol/agent";
 import { loadEngine } from "../../src/platform/nodeEngine";
-import { nullLogger, nullTrace } from "../../src/protocol/log";
+import { nullLogger } from "../../src/protocol/log";
 import { SessionDecisions } from "../../src/sessions/decisions";
 import { openSession } from "../../src/sessions/opener";
 import { ThreadModel, messageSource } from "../../src/webview/threadModel";
-import { extensionRoot, testPolicy, tryEngine } from "./engine-helpers";
+import { extensionRoot, startOptions, testPolicy, tryEngine } from "./engine-helpers";
 
 const { skip, entry } = tryEngine();
 const fixture = path.join(extensionRoot, "test", "fixtures", "agent.cjs");
@@ -66,17 +65,7 @@ async function start(env: Record<string, string>, cwd: string) {
   });
   const conn = await AgentConnection.start(
     { name: "fixture", command: process.execPath, args: [fixture], env: { ACP_WASM_ENTRY: entry!, ...env }, cwd },
-    {
-      engine: engine(),
-      transports: nodeTransports,
-      engineOptions: {},
-      capabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-      clientInfo: { name: "test", version: "0" },
-      handler,
-      log: nullLogger,
-      trace: nullTrace,
-      onStderr: () => {},
-    },
+    startOptions(engine(), handler),
   );
   return { conn, handled };
 }

@@ -10,13 +10,12 @@ import * as path from "node:path";
 import { PermissionBridge, type PermissionPromptModel, type PermissionPrompter } from "../../src/bridges/permission";
 import { ClientRouter } from "../../src/bridges/router";
 import { loadEngine } from "../../src/platform/nodeEngine";
-import { nodeTransports } from "../../src/platform/nodeTransports";
 import { AgentConnection } from "../../src/protocol/agent";
 import type { EngineModule } from "../../src/protocol/engine";
-import { nullLogger, nullTrace } from "../../src/protocol/log";
+import { nullLogger } from "../../src/protocol/log";
 import { ClientPolicy } from "../../src/protocol/policy";
 import { engineSpeaksV2, offerParams, permissionAsV1, v1View, v2Session, V2TurnEnd, versionRefusal } from "../../src/protocol/v2";
-import { extensionRoot, tryEngine } from "./engine-helpers";
+import { extensionRoot, startOptions, tryEngine } from "./engine-helpers";
 
 // ---- pure -------------------------------------------------------------------------------------
 
@@ -212,18 +211,7 @@ async function startV2(choice: string | "never", command = ACP_V2!) {
   });
   conn = await AgentConnection.start(
     { name: "demo", command, args: ["demo-agent"], cwd: os.tmpdir() },
-    {
-      engine: V2,
-      transports: nodeTransports,
-      engineOptions: {},
-      capabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-      clientInfo: { name: "test", version: "0" },
-      handler,
-      log: nullLogger,
-      trace: nullTrace,
-      onStderr: () => {},
-      offerV2: engineSpeaksV2(V2),
-    },
+    startOptions(V2, handler, { offerV2: engineSpeaksV2(V2) }),
   );
   // A session opened as the extension opens one (the engine names the request), its updates
   // folded inside wasm and the turn's end checked after each batch.
@@ -294,13 +282,9 @@ test(
         env: { ACP_WASM_ENTRY: path.join(extensionRoot, "..", "acp-wasm", "pkg", "nodejs-client", "acp_wasm.js") },
         cwd: os.tmpdir(),
       },
-      {
-        engine: V2,
-        transports: nodeTransports,
-        engineOptions: {},
-        capabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-        clientInfo: { name: "test", version: "0" },
-        handler: new ClientRouter({
+      startOptions(
+        V2,
+        new ClientRouter({
           permission: new PermissionBridge(
             new Answering("allow"),
             () => ({ autoApprove: false }),
@@ -311,11 +295,8 @@ test(
           onSessionUpdate: () => {},
           log: nullLogger,
         }),
-        log: nullLogger,
-        trace: nullTrace,
-        onStderr: () => {},
-        offerV2: true,
-      },
+        { offerV2: true },
+      ),
     );
     assert.equal(conn.protocolVersion, 1);
     assert.equal(conn.agentTitle, "fixture-agent 0.0.1");
