@@ -94,6 +94,34 @@ fn prompt(session: &s::SessionId, text: &str) -> s::PromptRequest {
     s::PromptRequest::new(session.clone(), vec![text.into()])
 }
 
+/// A supervisor config for `cmd` that offers v2, with the tests' start and stop bounds.
+fn v2_config(cmd: AgentCommand, init: s::InitializeRequest) -> SupervisorConfig {
+    let mut config = SupervisorConfig::new(cmd, init);
+    config.offer_v2 = true;
+    config.startup_timeout = EVENTUALLY;
+    config.shutdown_grace = std::time::Duration::from_millis(500);
+    config
+}
+
+/// Starts the supervised agent with `host` and opens a session in `cwd`.
+async fn started_with_session(
+    config: SupervisorConfig,
+    host: Router,
+    cwd: &std::path::Path,
+) -> (SupervisedAgent, s::SessionId) {
+    let agent = bounded("the start", SupervisedAgent::start(config, host))
+        .await
+        .unwrap();
+    let session = bounded(
+        "session/new",
+        agent.new_session(s::NewSessionRequest::new(cwd)),
+    )
+    .await
+    .unwrap()
+    .session_id;
+    (agent, session)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_v2_turn_ends_on_idle_and_a_crash_mid_turn_ends_it_then_the_session_is_replayed() {
     let dir = TempDir::new("supervisor-v2");
@@ -103,10 +131,7 @@ async fn a_v2_turn_ends_on_idle_and_a_crash_mid_turn_ends_it_then_the_session_is
         .arg(dir.join("state"));
     let init = s::InitializeRequest::new(ProtocolVersion::V1)
         .client_info(s::Implementation::new("supervisor-test", "1"));
-    let mut config = SupervisorConfig::new(cmd, init);
-    config.offer_v2 = true;
-    config.startup_timeout = EVENTUALLY;
-    config.shutdown_grace = std::time::Duration::from_millis(500);
+    let mut config = v2_config(cmd, init);
     config.restart = Some(RestartPolicy {
         max_restarts_in_window: 3,
         window: std::time::Duration::from_secs(600),
@@ -116,23 +141,12 @@ async fn a_v2_turn_ends_on_idle_and_a_crash_mid_turn_ends_it_then_the_session_is
     });
     let seen = Arc::new(Mutex::new(Seen::default()));
     let answers = Arc::new(Semaphore::new(0));
-    let agent = bounded(
-        "the start",
-        SupervisedAgent::start(config, host(seen.clone(), answers.clone())),
-    )
-    .await
-    .unwrap();
+    let (agent, session) =
+        started_with_session(config, host(seen.clone(), answers.clone()), dir.path()).await;
     let mut events = agent.subscribe();
     assert_eq!(agent.protocol_version(), Some(2));
     let answer: Value = serde_json::from_str(agent.initialize_answer().unwrap().get()).unwrap();
     assert_eq!(answer["info"]["name"], "acp-demo-agent");
-    let session = bounded(
-        "session/new",
-        agent.new_session(s::NewSessionRequest::new(dir.path())),
-    )
-    .await
-    .unwrap()
-    .session_id;
 
     // A turn: acknowledged with the user message's id, ended by its idle state_update, after
     // the host handled every update of it.
@@ -244,25 +258,10 @@ async fn a_v2_turn_ends_on_idle_and_a_crash_mid_turn_ends_it_then_the_session_is
 async fn a_v2_turn_running_at_shutdown_ends_with_the_close() {
     let dir = TempDir::new("supervisor-v2-shutdown");
     let cmd = AgentCommand::new(acp()).arg("demo-agent");
-    let mut config = SupervisorConfig::new(cmd, s::InitializeRequest::new(ProtocolVersion::V1));
-    config.offer_v2 = true;
-    config.startup_timeout = EVENTUALLY;
-    config.shutdown_grace = std::time::Duration::from_millis(500);
+    let config = v2_config(cmd, s::InitializeRequest::new(ProtocolVersion::V1));
     let seen = Arc::new(Mutex::new(Seen::default()));
     let never = Arc::new(Semaphore::new(0));
-    let agent = bounded(
-        "the start",
-        SupervisedAgent::start(config, host(seen, never)),
-    )
-    .await
-    .unwrap();
-    let session = bounded(
-        "session/new",
-        agent.new_session(s::NewSessionRequest::new(dir.path())),
-    )
-    .await
-    .unwrap()
-    .session_id;
+    let (agent, session) = started_with_session(config, host(seen, never), dir.path()).await;
     let turn = bounded("the prompt", agent.prompt(prompt(&session, "hello")))
         .await
         .unwrap();
