@@ -102,6 +102,14 @@ pub fn permission_question(
 /// the real path, why, the diff; options `write` and `refuse`. `path`: the real path the write
 /// reaches; `askedPath`: the path the agent named (shown when it differs) or null; `oldText`:
 /// the current text, null when the file does not exist (`exists`) or cannot be read as text.
+/// ACP v2's permission question read as v1's (acp-client's `question::v2::as_v1`):
+/// `paramsJson` with a `toolCall` about its `title`; `undefined` when it is not a v2 question
+/// (a v1 request, no `title`, not an object), to be read as it is.
+#[wasm_bindgen(js_name = permissionAsV1)]
+pub fn permission_as_v1(#[wasm_bindgen(js_name = paramsJson)] params_json: &str) -> Option<String> {
+    question::v2::as_v1(params_json)
+}
+
 #[wasm_bindgen(js_name = writeQuestion, unchecked_return_type = "string")]
 #[allow(clippy::too_many_arguments)]
 pub fn write_question(

@@ -31,6 +31,7 @@
 
 mod diff;
 pub mod hunks;
+pub mod v2;
 
 use serde::Serialize;
 use serde_json::Value;

@@ -184,6 +184,11 @@ export class PermissionBridge {
     private readonly toolCallFor: (sessionId: string, toolCallId: string) => KnownToolCall | null = () => null,
   ) {}
 
+  /** A v2 connection's question (`title`, no `toolCall`), read as v1's by acp-client. */
+  handleV2(params: unknown, token: CancellationToken): Promise<RequestPermissionResponse> {
+    return this.handle(this.policy.permissionAsV1(params), token);
+  }
+
   async handle(params: unknown, token: CancellationToken): Promise<RequestPermissionResponse> {
     const req = validateRequest(params);
     if (token.isCancellationRequested) return { outcome: { outcome: "cancelled" } };

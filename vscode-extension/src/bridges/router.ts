@@ -7,7 +7,6 @@ import type { CancellationToken } from "../protocol/cancellation";
 import type { IncomingHandler } from "../protocol/client";
 import { JsonRpc, RequestError } from "../protocol/errors";
 import type { Logger } from "../protocol/log";
-import { permissionAsV1 } from "../protocol/v2";
 import type { FsBridge } from "./fs";
 import type { PermissionBridge } from "./permission";
 import type { TerminalManager } from "./terminal";
@@ -21,7 +20,7 @@ export interface ClientBridges {
   onSessionUpdate(sessionId: string, params: unknown): void;
   log: Logger;
   /** The connection speaks ACP v2 (draft): its permission questions are read as v1's
-   *  (protocol/v2.ts `permissionAsV1`). */
+   *  (`PermissionBridge.handleV2`, acp-client's rule through the engine). */
   v2?(): boolean;
 }
 
@@ -31,7 +30,7 @@ export class ClientRouter implements IncomingHandler {
   async handleRequest(method: string, params: unknown, token: CancellationToken): Promise<unknown> {
     switch (method) {
       case "session/request_permission":
-        return this.b.permission.handle(this.b.v2?.() ? permissionAsV1(params) : params, token);
+        return this.b.v2?.() ? this.b.permission.handleV2(params, token) : this.b.permission.handle(params, token);
       case "fs/read_text_file":
         return this.need(this.b.fs, method).readTextFile(params);
       case "fs/write_text_file":

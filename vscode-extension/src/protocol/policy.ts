@@ -126,6 +126,15 @@ export class ClientPolicy {
     return JSON.parse(this.module().permissionQuestion(wellFormedJson(params), k)) as PermissionQuestion;
   }
 
+  /** ACP v2's permission question read as v1's (acp-client's `question::v2::as_v1`: a
+   *  `toolCall` about its `title`); anything else (a v1 request, no title, not an object) as it
+   *  is, for the permission bridge to accept or refuse. */
+  permissionAsV1(params: unknown): unknown {
+    if (!params || typeof params !== "object" || Array.isArray(params)) return params;
+    const v1 = this.module().permissionAsV1(wellFormedJson(params));
+    return v1 === undefined ? params : JSON.parse(v1);
+  }
+
   /** The question about a write that changes what runs: the real path, why, the diff.
    *  `oldText`: null when the file does not exist or cannot be read as text. */
   writeQuestion(w: {

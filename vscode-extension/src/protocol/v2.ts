@@ -13,7 +13,8 @@
 // * a `session/prompt` answer only acknowledges: the turn ends when the engine says so
 //   (`V2Session.promptAnswered`, `turnEnded`; host/sessionController.ts waits for it).
 // * a `session/request_permission` has a `title` and no `toolCall`: it is asked as a v1
-//   question about a tool call of that title (`permissionAsV1`), as `acp chat` does.
+//   question about a tool call of that title (`PermissionBridge.handleV2`: acp-client's
+//   `question::v2::as_v1` through the engine, as `acp chat` reads it).
 //
 // Architecture Invariant: this file does not import `vscode`.
 
@@ -108,22 +109,6 @@ export function v1View(result: unknown): InitializeResponse {
     },
     authMethods: [],
   };
-}
-
-/**
- * A v2 `session/request_permission`'s params as v1's: v2 asks with a `title` (and optionally a
- * `subject` naming a tool call) instead of v1's `toolCall`; the question is about a tool call
- * of that title (the subject's id when it names one, so the conversation's tool call completes
- * it; else "permission"). Anything else (a v1 request, one without a `title`) is returned as
- * it is, for the permission bridge to accept or refuse.
- */
-export function permissionAsV1(params: unknown): unknown {
-  if (!params || typeof params !== "object" || Array.isArray(params)) return params;
-  const p = params as Record<string, unknown>;
-  if ("toolCall" in p || typeof p.title !== "string") return params;
-  const subject = p.subject as { toolCallId?: unknown } | undefined;
-  const toolCallId = subject && typeof subject.toolCallId === "string" ? subject.toolCallId : "permission";
-  return { ...p, toolCall: { toolCallId, title: p.title } };
 }
 
 /**

@@ -14,7 +14,7 @@ import { AgentConnection } from "../../src/protocol/agent";
 import type { EngineModule } from "../../src/protocol/engine";
 import { nullLogger } from "../../src/protocol/log";
 import { ClientPolicy } from "../../src/protocol/policy";
-import { engineSpeaksV2, offerParams, permissionAsV1, v1View, v2Session, V2TurnEnd, versionRefusal } from "../../src/protocol/v2";
+import { engineSpeaksV2, offerParams, v1View, v2Session, V2TurnEnd, versionRefusal } from "../../src/protocol/v2";
 import { extensionRoot, startOptions, tryEngine } from "./engine-helpers";
 
 // ---- pure -------------------------------------------------------------------------------------
@@ -68,23 +68,6 @@ test("v2: the initialize answer read as v1's (info, prompt content, MCP transpor
   assert.deepEqual(v1View(null).agentCapabilities?.mcpCapabilities, { http: false, sse: false });
 });
 
-test("v2: a question with a title only is asked about a tool call of that title; others are left alone", () => {
-  const options = [{ optionId: "a", name: "Allow", kind: "allow_once" }];
-  assert.deepEqual(permissionAsV1({ sessionId: "s", title: "Write x?", options }), {
-    sessionId: "s",
-    title: "Write x?",
-    options,
-    toolCall: { toolCallId: "permission", title: "Write x?" },
-  });
-  const subject = permissionAsV1({ sessionId: "s", title: "Run?", subject: { type: "tool_call", toolCallId: "t7" }, options });
-  assert.deepEqual((subject as { toolCall: unknown }).toolCall, { toolCallId: "t7", title: "Run?" });
-  const v1 = { sessionId: "s", toolCall: { toolCallId: "t" }, options };
-  assert.equal(permissionAsV1(v1), v1);
-  const untitled = { sessionId: "s", options };
-  assert.equal(permissionAsV1(untitled), untitled);
-  for (const odd of [null, "text", [1], 7]) assert.equal(permissionAsV1(odd), odd);
-});
-
 // ---- the client-v2 engine -------------------------------------------------------------------
 
 function tryV2Engine(): { engine?: EngineModule; skip: string | false } {
@@ -98,6 +81,29 @@ function tryV2Engine(): { engine?: EngineModule; skip: string | false } {
 const v1Engine = tryEngine();
 const { engine: v2Engine, skip } = tryV2Engine();
 const V2 = v2Engine as EngineModule;
+
+test(
+  "v2: a question with a title only is asked about a tool call of that title (acp-client, through the engine); others are left alone",
+  { skip: v1Engine.skip },
+  () => {
+    const policy = new ClientPolicy(() => v1Engine.engine!);
+    const permissionAsV1 = (p: unknown) => policy.permissionAsV1(p);
+    const options = [{ optionId: "a", name: "Allow", kind: "allow_once" }];
+    assert.deepEqual(permissionAsV1({ sessionId: "s", title: "Write x?", options }), {
+      sessionId: "s",
+      title: "Write x?",
+      options,
+      toolCall: { toolCallId: "permission", title: "Write x?" },
+    });
+    const subject = permissionAsV1({ sessionId: "s", title: "Run?", subject: { type: "tool_call", toolCallId: "t7" }, options });
+    assert.deepEqual((subject as { toolCall: unknown }).toolCall, { toolCallId: "t7", title: "Run?" });
+    const v1 = { sessionId: "s", toolCall: { toolCallId: "t" }, options };
+    assert.equal(permissionAsV1(v1), v1);
+    const untitled = { sessionId: "s", options };
+    assert.equal(permissionAsV1(untitled), untitled);
+    for (const odd of [null, "text", [1], 7]) assert.equal(permissionAsV1(odd), odd);
+  },
+);
 
 test("v2: the default engine has no v2; the client-v2 build has it", { skip: v1Engine.skip || skip }, () => {
   assert.equal(engineSpeaksV2(v1Engine.engine!), false);

@@ -358,7 +358,7 @@ pub(super) fn client_router(
             }
         });
     // On a v2 connection the question has a `title` instead of v1's `toolCall`: read as v1's
-    // (chat/v2.rs); on a v1 connection it is read as above.
+    // (acp-client's question::v2, as the extension reads it); on a v1 connection it is read as above.
     #[cfg(feature = "unstable_protocol_v2")]
     let router = router.route_raw(
         acp_core::acp::client::SESSION_REQUEST_PERMISSION,
@@ -367,7 +367,7 @@ pub(super) fn client_router(
             async move {
                 let text = params.as_deref().map_or("null", RawValue::get);
                 let v1 = match cx.peer.protocol_version() {
-                    acp_core::v2::PROTOCOL_VERSION => super::v2::permission_as_v1(text),
+                    acp_core::v2::PROTOCOL_VERSION => acp_client::question::v2::as_v1(text),
                     _ => None,
                 };
                 let request: s::RequestPermissionRequest =

@@ -2,15 +2,17 @@
 //! the rest being acp-client's session engine (which folds v2's updates, takes a replay in
 //! v2's order and ends a turn on an idle `state_update`).
 //!
-//! * `initialize` offers 2 ([`offer`]): the v1 request with v2's `info` and `capabilities`
-//!   beside it, so a v1 agent reads what it knows and answers 1 (the chat then is v1 in every
-//!   respect), a v2 agent answers 2;
+//! * `initialize` offers 2 (`acp_native::supervisor::v2::offer`, the supervisor's): the v1
+//!   request with v2's `info` and `capabilities` beside it, so a v1 agent reads what it knows
+//!   and answers 1 (the chat then is v1 in every respect), a v2 agent answers 2;
 //! * a session is reopened with `session/resume` and `replayFrom: {"type": "start"}`
-//!   ([`replay_params`], the engine's [`Open::Replay`](acp_client::session::Open::Replay));
+//!   (`acp_native::supervisor::v2::replay_params`, the engine's
+//!   [`Open::Replay`](acp_client::session::Open::Replay));
 //! * a `session/prompt` answer only acknowledges: the turn goes on until the engine says it
 //!   ended (`turn.rs`: `Answered::Accepted`);
 //! * a `session/request_permission` has a `title` and no `toolCall`: it is shown as a v1
-//!   question about a tool call of that title ([`permission_as_v1`]);
+//!   question about a tool call of that title (acp-client's `question::v2::as_v1`, which the
+//!   extension calls through acp-wasm too);
 //! * config options (v2 has no modes) carry `configId` (`/config` reads either id) and are set
 //!   with a typed value ([`set_config_params`]: `type: "id"`, or `boolean` for a boolean
 //!   option); the answer's full set replaces the session's ([`Chat::set_config_v2`]).
@@ -86,51 +88,9 @@ impl Chat {
     }
 }
 
-/// A v2 `session/request_permission`'s params as v1's request: v2 asks with a `title` (and
-/// optionally a `subject` naming a tool call) instead of v1's `toolCall`; the question shown
-/// is about a tool call of that title (the subject's id when it names one, so the
-/// conversation's tool call completes it). `None`: not a v2 question (no `title`).
-pub(super) fn permission_as_v1(params: &str) -> Option<String> {
-    let mut v: Value = serde_json::from_str(params).ok()?;
-    let o = v.as_object_mut()?;
-    if o.contains_key("toolCall") {
-        return None;
-    }
-    let title = o.get("title")?.as_str()?.to_string();
-    let id = o
-        .get("subject")
-        .and_then(|s| s.get("toolCallId"))
-        .and_then(Value::as_str)
-        .unwrap_or("permission")
-        .to_string();
-    o.insert("toolCall".into(), json!({"toolCallId": id, "title": title}));
-    Some(v.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_client_protocol_schema::v1 as s;
-
-    #[test]
-    fn a_v2_question_becomes_a_v1_question_about_its_title() {
-        let v2 = r#"{"sessionId":"s","title":"Write x?","options":[{"optionId":"a","name":"Allow","kind":"allow_once"}]}"#;
-        let v1: s::RequestPermissionRequest =
-            serde_json::from_str(&permission_as_v1(v2).unwrap()).unwrap();
-        assert_eq!(v1.tool_call.fields.title.as_deref(), Some("Write x?"));
-        assert_eq!(&*v1.tool_call.tool_call_id.0, "permission");
-        let subject = r#"{"sessionId":"s","title":"Run?","subject":{"type":"tool_call","toolCallId":"t7"},"options":[]}"#;
-        let v1: s::RequestPermissionRequest =
-            serde_json::from_str(&permission_as_v1(subject).unwrap()).unwrap();
-        assert_eq!(&*v1.tool_call.tool_call_id.0, "t7");
-        // A v1 request, and one without a title, are left alone.
-        assert!(permission_as_v1(
-            r#"{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[]}"#
-        )
-        .is_none());
-        assert!(permission_as_v1(r#"{"sessionId":"s","options":[]}"#).is_none());
-        assert!(permission_as_v1("not json").is_none());
-    }
 
     #[test]
     fn config_values_are_typed_as_v2_asks() {
